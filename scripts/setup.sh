@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything msprobe-shim needs to build, test and benchmark, from Debian packages only.
+# Idempotent: packages already present are skipped, and `apt-get update` runs at most once.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config clang-format
+  libelf-dev libunwind-dev nlohmann-json3-dev libspdlog-dev liblz4-dev libffi-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy python3-pytest
+  file binutils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

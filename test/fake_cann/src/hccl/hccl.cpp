@@ -1,0 +1,1 @@
+// libhccl.so — in progress.

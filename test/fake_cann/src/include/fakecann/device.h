@@ -1,0 +1,34 @@
+// Device memory of the stand-in: a reserved address range the host cannot touch (PROT_NONE), with a
+// private read/write alias that only the runtime's copies and kernels use. A host program (or a shim)
+// that dereferences a device pointer gets SIGSEGV, as it would on a real NPU.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "fakecann/export.h"
+
+namespace fakecann {
+
+struct FAKECANN_API CopyCounters {
+  std::atomic<uint64_t> host_to_device{0};
+  std::atomic<uint64_t> device_to_host{0};
+  std::atomic<uint64_t> device_to_device{0};
+  std::atomic<uint64_t> host_to_host{0};
+};
+
+// Returns a 512-byte aligned device address, or nullptr when out of device memory or size == 0.
+FAKECANN_API void *device_alloc(uint64_t size);
+// False when ptr is not the base of a live allocation (double free, interior or host pointer).
+FAKECANN_API bool device_free(void *ptr);
+// True when ptr lies inside the device address range (live or not).
+FAKECANN_API bool in_device_range(const void *ptr);
+// The host alias of [ptr, ptr+bytes) when that range lies inside one live allocation, else nullptr.
+FAKECANN_API void *device_host_alias(const void *ptr, uint64_t bytes);
+// Base and size of the live allocation containing ptr; false if none.
+FAKECANN_API bool device_allocation_of(const void *ptr, void **base, uint64_t *size);
+FAKECANN_API uint64_t device_total_bytes();
+FAKECANN_API uint64_t device_used_bytes();
+FAKECANN_API CopyCounters &copy_counters();
+
+}  // namespace fakecann

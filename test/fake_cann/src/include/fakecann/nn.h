@@ -1,0 +1,82 @@
+// The aclnn meta objects of libnnopbase (opaque in the public headers) and the executor API that
+// libopapi's ops are written against. An executor holds copies of its tensors' views, one Slot per
+// tensor-typed parameter in declaration order (absent optional tensors included, lists as one slot),
+// which is the index space of aclSetTensorAddr and friends.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "aclnn/acl_meta.h"
+#include "fakecann/export.h"
+#include "fakecann/tensor_io.h"
+
+struct aclTensor {
+  fakecann::TensorView view;
+};
+struct aclScalar {
+  aclDataType dtype;
+  double value;
+  unsigned char raw[16];
+};
+struct aclIntArray {
+  std::vector<int64_t> values;
+};
+struct aclFloatArray {
+  std::vector<float> values;
+};
+struct aclBoolArray {
+  std::vector<bool> values;
+};
+struct aclTensorList {
+  std::vector<aclTensor *> items;
+};
+struct aclScalarList {
+  std::vector<aclScalar *> items;
+};
+
+namespace fakecann::nn {
+
+enum class Kind { Tensor, Scalar, IntArray, FloatArray, BoolArray, TensorList, ScalarList, Executor };
+
+// True when `p` is a live handle of that kind (created and not yet destroyed).
+FAKECANN_API bool live(const void *p, Kind kind);
+
+enum class Io { Input, Output, InOut };
+
+struct Slot {
+  Io io = Io::Input;
+  bool present = false;            // false: an absent optional tensor (NULL)
+  std::vector<TensorView> views;   // one for a tensor, n for a tensor list
+  std::vector<aclTensor *> handles;  // the caller's handles, rebound by aclSetTensorAddr
+};
+
+FAKECANN_API Slot slot(const aclTensor *t, Io io);
+FAKECANN_API Slot slot(const aclTensorList *l, Io io);
+
+// Runs on the stream worker with the views bound at launch time.
+using Kernel = std::function<void(const std::vector<Slot> &slots)>;
+
+struct ExecutorSpec {
+  std::string op;            // "Add" for aclnnAdd
+  std::vector<Slot> slots;
+  uint64_t workspace_bytes = 0;
+  Kernel kernel;
+};
+
+// Phase 1: registers the executor and writes *workspaceSize / *executor.
+FAKECANN_API aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor);
+// Phase 2: checks executor, op name, workspace and stream, enqueues the kernel, and frees the executor
+// unless it was made repeatable.
+FAKECANN_API aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                                aclrtStream stream);
+
+}  // namespace fakecann::nn
+
+// Defines phase 2 of op X: aclnnX(workspace, size, executor, stream).
+#define FAKECANN_ACLNN_PHASE2(X)                                                                         \
+  extern "C" aclnnStatus aclnn##X(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,    \
+                                  aclrtStream stream) {                                                \
+    return fakecann::nn::launch(#X, workspace, workspaceSize, executor, stream);                      \
+  }

@@ -1,0 +1,387 @@
+// libnnopbase.so: aclTensor and friends, their getters and destruction, and aclnn executors.
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "aclnn/aclnn_base.h"
+#include "fakecann/device.h"
+#include "fakecann/dtype.h"
+#include "fakecann/nn.h"
+#include "fakecann/rt_internal.h"
+
+struct aclOpExecutor {
+  fakecann::nn::ExecutorSpec spec;
+  bool repeatable = false;
+};
+
+namespace fakecann::nn {
+namespace {
+
+std::mutex g_mu;
+std::unordered_map<const void *, Kind> *g_live = new std::unordered_map<const void *, Kind>;
+
+template <typename T>
+T *track(T *p, Kind k) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  (*g_live)[p] = k;
+  return p;
+}
+
+bool untrack(const void *p, Kind k) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_live->find(p);
+  if (it == g_live->end() || it->second != k) return false;
+  g_live->erase(it);
+  return true;
+}
+
+uint64_t numel(const std::vector<int64_t> &dims) {
+  uint64_t n = 1;
+  for (int64_t d : dims) n *= (uint64_t)d;
+  return n;
+}
+
+}  // namespace
+
+bool live(const void *p, Kind kind) {
+  if (p == nullptr) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_live->find(p);
+  return it != g_live->end() && it->second == kind;
+}
+
+Slot slot(const aclTensor *t, Io io) {
+  Slot s;
+  s.io = io;
+  if (t != nullptr) {
+    s.present = true;
+    s.views.push_back(t->view);
+    s.handles.push_back(const_cast<aclTensor *>(t));
+  }
+  return s;
+}
+
+Slot slot(const aclTensorList *l, Io io) {
+  Slot s;
+  s.io = io;
+  if (l != nullptr) {
+    s.present = true;
+    for (aclTensor *t : l->items) {
+      s.views.push_back(t->view);
+      s.handles.push_back(t);
+    }
+  }
+  return s;
+}
+
+aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  if (workspaceSize == nullptr || executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  *workspaceSize = spec.workspace_bytes;
+  *executor = track(new aclOpExecutor{std::move(spec), false}, Kind::Executor);
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *ex, aclrtStream stream) {
+  if (ex == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(ex, Kind::Executor)) {
+    set_error_message(std::string("aclnn") + op + ": executor is not live (freed by an earlier phase 2?)");
+    return ACLNN_ERR_PARAM_INVALID;
+  }
+  if (ex->spec.op != op) {
+    set_error_message(std::string("aclnn") + op + ": executor was created by aclnn" + ex->spec.op);
+    return ACLNN_ERR_PARAM_INVALID;
+  }
+  uint64_t need = ex->spec.workspace_bytes;
+  if (need > 0 && (workspace == nullptr || workspaceSize < need || device_host_alias(workspace, need) == nullptr)) {
+    set_error_message(std::string("aclnn") + op + ": workspace missing, too small or not device memory");
+    return ACLNN_ERR_PARAM_INVALID;
+  }
+  std::vector<Slot> slots = ex->spec.slots;  // the addresses bound now
+  Kernel kernel = ex->spec.kernel;
+  int rc = launch_task(
+      stream,
+      [slots = std::move(slots), kernel, workspace, need] {
+        // Kernels scribble on their workspace, as real ones do, so it must be real device memory.
+        if (need > 0) std::memset(device_bytes(workspace, need), 0x5a, need);
+        kernel(slots);
+      },
+      op);
+  if (rc != 0) return ACLNN_ERR_RUNTIME_ERROR;
+  if (!ex->repeatable && untrack(ex, Kind::Executor)) delete ex;
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace fakecann::nn
+
+using namespace fakecann;
+using namespace fakecann::nn;
+
+namespace {
+
+aclnnStatus rebind(aclOpExecutor *ex, size_t index, size_t rel, void *addr, int filter) {
+  // filter: 0 = all tensor params, 1 = inputs only, 2 = outputs only
+  if (ex == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(ex, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
+  size_t k = 0;
+  for (Slot &s : ex->spec.slots) {
+    bool counts = filter == 0 || (filter == 1 && s.io != Io::Output) || (filter == 2 && s.io != Io::Input);
+    if (!counts) continue;
+    if (k++ != index) continue;
+    if (!s.present || rel >= s.views.size()) return ACLNN_ERR_PARAM_INVALID;
+    s.views[rel].data = addr;
+    if (s.handles[rel] != nullptr && live(s.handles[rel], Kind::Tensor)) s.handles[rel]->view.data = addr;
+    return ACLNN_SUCCESS;
+  }
+  return ACLNN_ERR_PARAM_INVALID;
+}
+
+template <typename T>
+aclnnStatus copy_dims(const std::vector<int64_t> &src, int64_t **out, uint64_t *n) {
+  if (out == nullptr || n == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  *out = new int64_t[src.empty() ? 1 : src.size()];
+  if (!src.empty()) std::memcpy(*out, src.data(), src.size() * sizeof(int64_t));
+  *n = src.size();
+  return ACLNN_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+aclnnStatus aclnnInit(const char * /*configPath*/) { return ACLNN_SUCCESS; }
+aclnnStatus aclnnFinalize(void) { return ACLNN_SUCCESS; }
+
+aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride,
+                           int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
+                           void *tensorData) {
+  if ((viewDimsNum > 0 && viewDims == nullptr) || viewDimsNum > 8 || offset < 0) return nullptr;
+  if (dtype_size(dataType) == 0) return nullptr;
+  if (storageDimsNum > 0 && storageDims == nullptr) return nullptr;
+  auto *t = new aclTensor;
+  TensorView &v = t->view;
+  v.dtype = dataType;
+  v.format = format;
+  v.shape.assign(viewDims, viewDims + viewDimsNum);
+  for (int64_t d : v.shape)
+    if (d < 0) {
+      delete t;
+      return nullptr;
+    }
+  v.strides = stride ? std::vector<int64_t>(stride, stride + viewDimsNum) : contiguous_strides(v.shape);
+  v.offset = offset;
+  v.data = tensorData;
+  if (storageDims != nullptr)
+    v.storage_shape.assign(storageDims, storageDims + storageDimsNum);
+  else
+    v.storage_shape = {(int64_t)numel(v.shape)};
+  return track(t, Kind::Tensor);
+}
+
+aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
+  uint64_t es = dtype_size(dataType);
+  if (value == nullptr || es == 0 || es > 16) return nullptr;
+  auto *s = new aclScalar;
+  s->dtype = dataType;
+  std::memset(s->raw, 0, sizeof s->raw);
+  std::memcpy(s->raw, value, es);  // read now: the host value may change after creation
+  s->value = dtype_is_numeric(dataType) ? load_element(s->raw, dataType, 0) : 0.0;
+  return track(s, Kind::Scalar);
+}
+
+aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
+  if (size > 0 && value == nullptr) return nullptr;
+  return track(new aclIntArray{std::vector<int64_t>(value, value + size)}, Kind::IntArray);
+}
+
+aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size) {
+  if (size > 0 && value == nullptr) return nullptr;
+  return track(new aclFloatArray{std::vector<float>(value, value + size)}, Kind::FloatArray);
+}
+
+aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size) {
+  if (size > 0 && value == nullptr) return nullptr;
+  return track(new aclBoolArray{std::vector<bool>(value, value + size)}, Kind::BoolArray);
+}
+
+aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
+  if (size > 0 && value == nullptr) return nullptr;
+  auto *l = new aclTensorList;
+  for (uint64_t i = 0; i < size; ++i) {
+    if (!live(value[i], Kind::Tensor)) {
+      delete l;
+      return nullptr;
+    }
+    l->items.push_back(const_cast<aclTensor *>(value[i]));
+  }
+  return track(l, Kind::TensorList);
+}
+
+aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
+  if (size > 0 && value == nullptr) return nullptr;
+  auto *l = new aclScalarList;
+  for (uint64_t i = 0; i < size; ++i) {
+    if (!live(value[i], Kind::Scalar)) {
+      delete l;
+      return nullptr;
+    }
+    l->items.push_back(const_cast<aclScalar *>(value[i]));
+  }
+  return track(l, Kind::ScalarList);
+}
+
+aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
+  if (tensor == nullptr) return ACLNN_SUCCESS;  // destroying NULL is a no-op
+  if (!untrack(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  delete tensor;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
+  if (scalar == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(scalar, Kind::Scalar)) return ACLNN_ERR_PARAM_INVALID;
+  delete scalar;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(array, Kind::IntArray)) return ACLNN_ERR_PARAM_INVALID;
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyFloatArray(const aclFloatArray *array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(array, Kind::FloatArray)) return ACLNN_ERR_PARAM_INVALID;
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyBoolArray(const aclBoolArray *array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(array, Kind::BoolArray)) return ACLNN_ERR_PARAM_INVALID;
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(array, Kind::TensorList)) return ACLNN_ERR_PARAM_INVALID;
+  for (aclTensor *t : array->items) aclDestroyTensor(t);  // the list owns its members
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyScalarList(const aclScalarList *array) {
+  if (array == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(array, Kind::ScalarList)) return ACLNN_ERR_PARAM_INVALID;
+  for (aclScalar *s : array->items) aclDestroyScalar(s);
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetViewShape(const aclTensor *tensor, int64_t **viewDims, uint64_t *viewDimsNum) {
+  if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  return copy_dims<int64_t>(tensor->view.shape, viewDims, viewDimsNum);
+}
+
+aclnnStatus aclGetStorageShape(const aclTensor *tensor, int64_t **storageDims, uint64_t *storageDimsNum) {
+  if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  return copy_dims<int64_t>(tensor->view.storage_shape, storageDims, storageDimsNum);
+}
+
+aclnnStatus aclGetViewStrides(const aclTensor *tensor, int64_t **stridesValue, uint64_t *stridesNum) {
+  if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  return copy_dims<int64_t>(tensor->view.strides, stridesValue, stridesNum);
+}
+
+aclnnStatus aclGetViewOffset(const aclTensor *tensor, int64_t *offset) {
+  if (tensor == nullptr || offset == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  *offset = tensor->view.offset;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetFormat(const aclTensor *tensor, aclFormat *format) {
+  if (tensor == nullptr || format == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  *format = tensor->view.format;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType) {
+  if (tensor == nullptr || dataType == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  *dataType = tensor->view.dtype;
+  return ACLNN_SUCCESS;
+}
+
+#define FAKECANN_SIZE_GETTER(Fn, Type, Member, K)            \
+  aclnnStatus Fn(const Type *array, uint64_t *size) {        \
+    if (array == nullptr || size == nullptr) return ACLNN_ERR_PARAM_NULLPTR; \
+    if (!live(array, K)) return ACLNN_ERR_PARAM_INVALID;     \
+    *size = array->Member.size();                            \
+    return ACLNN_SUCCESS;                                    \
+  }
+FAKECANN_SIZE_GETTER(aclGetIntArraySize, aclIntArray, values, Kind::IntArray)
+FAKECANN_SIZE_GETTER(aclGetFloatArraySize, aclFloatArray, values, Kind::FloatArray)
+FAKECANN_SIZE_GETTER(aclGetBoolArraySize, aclBoolArray, values, Kind::BoolArray)
+FAKECANN_SIZE_GETTER(aclGetTensorListSize, aclTensorList, items, Kind::TensorList)
+FAKECANN_SIZE_GETTER(aclGetScalarListSize, aclScalarList, items, Kind::ScalarList)
+#undef FAKECANN_SIZE_GETTER
+
+aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {
+  if (tensor == nullptr || addr == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  *addr = tensor->view.data;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
+  if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  tensor->view.data = addr;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
+  if (executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(executor, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
+  executor->repeatable = true;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
+  if (executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!untrack(executor, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
+  delete executor;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor * /*tensor*/, void *addr) {
+  return rebind(executor, index, 0, addr, 0);
+}
+aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor * /*tensor*/, void *addr) {
+  return rebind(executor, index, 0, addr, 1);
+}
+aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor * /*tensor*/, void *addr) {
+  return rebind(executor, index, 0, addr, 2);
+}
+aclnnStatus aclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                    aclTensorList * /*tensors*/, void *addr) {
+  return rebind(executor, irIndex, relativeIndex, addr, 0);
+}
+aclnnStatus aclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                         aclTensorList * /*tensors*/, void *addr) {
+  return rebind(executor, irIndex, relativeIndex, addr, 1);
+}
+aclnnStatus aclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
+                                          aclTensorList * /*tensors*/, void *addr) {
+  return rebind(executor, irIndex, relativeIndex, addr, 2);
+}
+
+}  // extern "C"

@@ -1,0 +1,301 @@
+// libruntime.so: device, memory, stream and event calls of the rt* API (runtime/{dev,mem,stream}.h).
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "acl/acl_base.h"
+#include "fakecann/device.h"
+#include "fakecann/rt_internal.h"
+#include "fakecann/stream.h"
+#include "fakecann/tensor_io.h"
+#include "runtime/rt.h"
+
+namespace fakecann {
+
+namespace {
+std::mutex g_host_mu;
+std::set<void *> *g_host_allocs = new std::set<void *>;
+}  // namespace
+
+int require_context() {
+  if (current_device() < 0) {
+    set_error_message("no current device on this thread: call aclrtSetDevice/rtSetDevice first");
+    return ACL_ERROR_RT_CONTEXT_NULL;
+  }
+  return RT_ERROR_NONE;
+}
+
+int resolve_stream(void *handle, Stream **out) {
+  bool ok = false;
+  *out = stream_resolve(handle, &ok);
+  if (!ok) {
+    set_error_message("invalid or destroyed stream handle");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  return RT_ERROR_NONE;
+}
+
+namespace {
+
+enum class Dir { HostToHost, HostToDevice, DeviceToHost, DeviceToDevice, Invalid };
+
+Dir direction(rtMemcpyKind_t kind, const void *dst, const void *src) {
+  bool dd = in_device_range(dst), sd = in_device_range(src);
+  Dir inferred = sd ? (dd ? Dir::DeviceToDevice : Dir::DeviceToHost) : (dd ? Dir::HostToDevice : Dir::HostToHost);
+  Dir asked;
+  switch (kind) {
+    case RT_MEMCPY_HOST_TO_HOST: asked = Dir::HostToHost; break;
+    case RT_MEMCPY_HOST_TO_DEVICE: case RT_MEMCPY_HOST_TO_DEVICE_EX: asked = Dir::HostToDevice; break;
+    case RT_MEMCPY_DEVICE_TO_HOST: case RT_MEMCPY_DEVICE_TO_HOST_EX: asked = Dir::DeviceToHost; break;
+    case RT_MEMCPY_DEVICE_TO_DEVICE: case RT_MEMCPY_ADDR_DEVICE_TO_DEVICE: asked = Dir::DeviceToDevice; break;
+    case RT_MEMCPY_DEFAULT: return inferred;
+    default: return Dir::Invalid;
+  }
+  return asked == inferred ? asked : Dir::Invalid;
+}
+
+// Performs the copy now. Throws KernelError if a device range is not inside a live allocation.
+void copy_now(void *dst, const void *src, uint64_t cnt, Dir d) {
+  if (cnt == 0) return;
+  void *to = (d == Dir::HostToDevice || d == Dir::DeviceToDevice) ? device_bytes(dst, cnt) : dst;
+  const void *from = (d == Dir::DeviceToHost || d == Dir::DeviceToDevice) ? device_bytes(src, cnt) : src;
+  std::memmove(to, from, cnt);
+  CopyCounters &c = copy_counters();
+  switch (d) {
+    case Dir::HostToDevice: c.host_to_device += cnt; break;
+    case Dir::DeviceToHost: c.device_to_host += cnt; break;
+    case Dir::DeviceToDevice: c.device_to_device += cnt; break;
+    default: c.host_to_host += cnt; break;
+  }
+}
+
+int check_copy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, Dir *d) {
+  if (dst == nullptr || src == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (cnt > destMax) {
+    set_error_message("memcpy count exceeds destMax");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  *d = direction(kind, dst, src);
+  if (*d == Dir::Invalid) {
+    set_error_message("memcpy kind does not match the source and destination memory");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  bool dev_dst = (*d == Dir::HostToDevice || *d == Dir::DeviceToDevice);
+  bool dev_src = (*d == Dir::DeviceToHost || *d == Dir::DeviceToDevice);
+  if ((dev_dst && device_host_alias(dst, cnt) == nullptr) || (dev_src && device_host_alias(src, cnt) == nullptr)) {
+    set_error_message("memcpy range is not inside a live device allocation");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  return RT_ERROR_NONE;
+}
+
+}  // namespace
+
+int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, void *stream,
+                bool async) {
+  Dir d;
+  if (int e = check_copy(dst, destMax, src, cnt, kind, &d)) return e;
+  if (d != Dir::HostToHost)
+    if (int e = require_context()) return e;
+  if (!async) {
+    try {
+      copy_now(dst, src, cnt, d);
+    } catch (const KernelError &) {
+      return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    return RT_ERROR_NONE;
+  }
+  Stream *s;
+  if (int e = resolve_stream(stream, &s)) return e;
+  // The host side is read (or written) when the copy executes, not now: the host buffer must stay
+  // valid until the stream is synchronized, as on the real device.
+  stream_enqueue(s, [=] { copy_now(dst, src, cnt, d); }, "memcpy");
+  return RT_ERROR_NONE;
+}
+
+int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async) {
+  if (ptr == nullptr || cnt > destMax) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = require_context()) return e;
+  if (device_host_alias(ptr, cnt) == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  auto run = [=] { std::memset(device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
+  if (!async) {
+    run();
+    return RT_ERROR_NONE;
+  }
+  Stream *s;
+  if (int e = resolve_stream(stream, &s)) return e;
+  stream_enqueue(s, run, "memset");
+  return RT_ERROR_NONE;
+}
+
+}  // namespace fakecann
+
+using namespace fakecann;
+
+extern "C" {
+
+rtError_t rtSetDevice(int32_t devId) {
+  if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  set_current_device(devId);
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtGetDevice(int32_t *devId) {
+  if (devId == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = require_context()) return e;
+  *devId = current_device();
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtGetDeviceCount(int32_t *cnt) {
+  if (cnt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  *cnt = device_count();
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtDeviceReset(int32_t devId) {
+  if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  synchronize_all_streams();
+  if (current_device() == devId) set_current_device(-1);
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtDeviceSynchronize(void) {
+  if (int e = require_context()) return e;
+  return synchronize_all_streams();
+}
+
+rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t /*type*/, const uint16_t /*moduleId*/) {
+  if (devPtr == nullptr || size == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = require_context()) return e;
+  void *p = device_alloc(size);
+  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  *devPtr = p;
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtFree(void *devPtr) {
+  if (devPtr == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!device_free(devPtr)) {
+    set_error_message("rtFree: not the base of a live device allocation");
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtMallocHost(void **hostPtr, uint64_t size, const uint16_t /*moduleId*/) {
+  if (hostPtr == nullptr || size == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
+  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  std::lock_guard<std::mutex> lk(g_host_mu);
+  g_host_allocs->insert(p);
+  *hostPtr = p;
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtFreeHost(void *hostPtr) {
+  {
+    std::lock_guard<std::mutex> lk(g_host_mu);
+    if (hostPtr == nullptr || g_host_allocs->erase(hostPtr) == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  std::free(hostPtr);
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtMemcpy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind) {
+  return memcpy_impl(dst, destMax, src, cnt, kind, nullptr, false);
+}
+
+rtError_t rtMemcpyAsync(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind,
+                        rtStream_t stm) {
+  return memcpy_impl(dst, destMax, src, cnt, kind, stm, true);
+}
+
+rtError_t rtMemset(void *devPtr, uint64_t destMax, uint32_t val, uint64_t cnt) {
+  return memset_impl(devPtr, destMax, val, cnt, nullptr, false);
+}
+
+rtError_t rtMemsetAsync(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, rtStream_t stm) {
+  return memset_impl(ptr, destMax, val, cnt, stm, true);
+}
+
+rtError_t rtStreamCreate(rtStream_t *stm, int32_t /*priority*/) {
+  if (stm == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = require_context()) return e;
+  *stm = stream_create();
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtStreamDestroy(rtStream_t stm) {
+  return stream_destroy(static_cast<Stream *>(stm)) ? RT_ERROR_NONE : ACL_ERROR_RT_PARAM_INVALID;
+}
+
+rtError_t rtStreamSynchronize(rtStream_t stm) {
+  Stream *s;
+  if (int e = resolve_stream(stm, &s)) return e;
+  return stream_synchronize(s);
+}
+
+rtError_t rtGetStreamId(rtStream_t stm, int32_t *streamId) {
+  Stream *s;
+  if (streamId == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = resolve_stream(stm, &s)) return e;
+  *streamId = stream_id(s);
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtEventCreate(rtEvent_t *evt) {
+  if (evt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  *evt = event_create();
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
+  Stream *s;
+  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = resolve_stream(stm, &s)) return e;
+  event_record(static_cast<Event *>(evt), s);
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtEventSynchronize(rtEvent_t evt) {
+  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  event_synchronize(static_cast<Event *>(evt));
+  return RT_ERROR_NONE;
+}
+
+rtError_t rtEventDestroy(rtEvent_t evt) {
+  return event_destroy(static_cast<Event *>(evt)) ? RT_ERROR_NONE : ACL_ERROR_RT_PARAM_INVALID;
+}
+
+rtError_t rtStreamWaitEvent(rtStream_t stm, rtEvent_t evt) {
+  Stream *s;
+  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = resolve_stream(stm, &s)) return e;
+  stream_wait_event(s, static_cast<Event *>(evt));
+  return RT_ERROR_NONE;
+}
+
+// Stand-in only (not CANN): bytes moved across the host link since process start, for tests and
+// benchmarks that check how much a tool copies. Never called by the shim.
+__attribute__((visibility("default"))) void fakeCannGetCopyCounters(uint64_t *h2d, uint64_t *d2h, uint64_t *d2d) {
+  CopyCounters &c = copy_counters();
+  if (h2d) *h2d = c.host_to_device.load();
+  if (d2h) *d2h = c.device_to_host.load();
+  if (d2d) *d2d = c.device_to_device.load();
+}
+
+}  // extern "C"
+
+namespace fakecann {
+
+int launch_task(void *stream, std::function<void()> kernel, const char *what) {
+  if (int e = require_context()) return e;
+  Stream *s;
+  if (int e = resolve_stream(stream, &s)) return e;
+  stream_enqueue(s, std::move(kernel), what);
+  return RT_ERROR_NONE;
+}
+
+}  // namespace fakecann
