@@ -84,14 +84,26 @@ class Libraries:
     @property
     def hccl(self):
         if self._hccl is None:
-            self._hccl = ctypes.CDLL(os.path.join(self.lib64, "libhccl.so"))
+            h = ctypes.CDLL(os.path.join(self.lib64, "libhccl.so"))
+            P, U32, U64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
+            for fn, args in [(h.HcclGetRootInfo, [P]), (h.HcclCommInitRootInfo, [U32, P, U32, P]),
+                             (h.HcclAllReduce, [P, P, U64, ctypes.c_int, ctypes.c_int, P, P]),
+                             (h.HcclBroadcast, [P, U64, ctypes.c_int, U32, P, P]),
+                             (h.HcclGetRankSize, [P, P]), (h.HcclGetRankId, [P, P]),
+                             (h.HcclCommDestroy, [P])]:
+                fn.argtypes = args
+                fn.restype = ctypes.c_int
+            h.HcclGetErrorString.argtypes = [ctypes.c_int]
+            h.HcclGetErrorString.restype = ctypes.c_char_p
+            self._hccl = h
         return self._hccl
 
     def _declare(self):
         P, S, I64, U64 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_uint64
         a, n = self.ascendcl, self.nnopbase
         sigs = [
-            (a.aclInit, [ctypes.c_char_p]), (a.aclrtSetDevice, [ctypes.c_int32]),
+            (a.aclInit, [ctypes.c_char_p]), (a.aclFinalize, []), (a.aclrtSetDevice, [ctypes.c_int32]),
+            (a.aclrtResetDevice, [ctypes.c_int32]), (a.aclrtGetDevice, [P]),
             (a.aclrtCreateStream, [P]), (a.aclrtSynchronizeStream, [P]), (a.aclrtDestroyStream, [P]),
             (a.aclrtMalloc, [P, S, ctypes.c_int]), (a.aclrtFree, [P]),
             (a.aclrtMemcpy, [P, S, P, S, ctypes.c_int]), (a.aclrtMemcpyAsync, [P, S, P, S, ctypes.c_int, P]),
@@ -108,6 +120,8 @@ class Libraries:
         for fn, args in sigs:
             fn.argtypes = args
             fn.restype = ctypes.c_int
+        a.aclGetRecentErrMsg.argtypes = []
+        a.aclGetRecentErrMsg.restype = ctypes.c_char_p
         for fn in (n.aclCreateTensor, n.aclCreateScalar, n.aclCreateIntArray, n.aclCreateFloatArray,
                    n.aclCreateBoolArray, n.aclCreateTensorList):
             fn.restype = P
@@ -115,8 +129,9 @@ class Libraries:
 
 # ctypes types of by-value aclnn arguments, by the letter used in op signatures:
 #   T tensor/handle pointer, D double, F float, L int64_t, C int8_t, B bool, E aclDataType (enum, int)
+#   U uint64_t (EmbeddingDenseBackward's numWeights / paddingIdx)
 ARG_TYPES = {"T": ctypes.c_void_p, "D": ctypes.c_double, "F": ctypes.c_float, "L": ctypes.c_int64,
-             "C": ctypes.c_int8, "B": ctypes.c_bool, "E": ctypes.c_int}
+             "C": ctypes.c_int8, "B": ctypes.c_bool, "E": ctypes.c_int, "U": ctypes.c_uint64}
 
 
 class AclnnOp:

@@ -117,9 +117,10 @@ Stream *stream_create() {
 }
 
 bool stream_destroy(Stream *s) {
+  Stream *dflt = default_stream();  // before taking g_registry_mu: its first call takes it too
   {
     std::lock_guard<std::mutex> lk(g_registry_mu);
-    if (s == nullptr || s == default_stream() || g_streams->erase(s) == 0) return false;
+    if (s == nullptr || s == dflt || g_streams->erase(s) == 0) return false;
   }
   stream_synchronize(s);
   {

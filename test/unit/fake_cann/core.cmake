@@ -1,0 +1,7 @@
+# Core semantics of the stand-in: device memory, streams, events, executors.
+msprobe_gtest(fake_cann_core SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_core.cpp LINK ascendcl nnopbase opapi runtime)
+# The asynchrony test slows every stream task down so that "not yet done" is observable.
+msprobe_gtest(fake_cann_async SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_async.cpp LINK ascendcl nnopbase opapi runtime)
+set_property(TEST fake_cann_async APPEND PROPERTY ENVIRONMENT FAKE_CANN_TASK_DELAY_US=30000)
+# A program written from reference/cann_abi.md alone (own declarations), finding ops with dlopen/dlsym.
+msprobe_gtest(fake_cann_abi_only SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_abi_only.cpp LINK dl)
