@@ -1,1 +1,354 @@
-// libhccl.so — in progress.
+// libhccl.so: communicators across the rank processes of one machine (one process per rank, as
+// torch_npu and MindSpore run them). Host calls check their arguments with HCCL's error codes and
+// enqueue the collective on the caller's stream; it runs later on that stream's worker, so results are
+// valid after a stream synchronization and failures are reported there.
+//
+// Rendezvous names (files in /dev/shm, present only while ranks are joining):
+//   HcclCommInitRootInfo:    fakehccl-r<id>, <id> made by HcclGetRootInfo from pid, time and randomness
+//   HcclCommInitClusterInfo: fakehccl-c<16 hex digits: FNV-1a 64 of the rank table's realpath>
+// Timeouts (whole seconds > 0, default 120): HCCL_CONNECT_TIMEOUT bounds the rendezvous,
+// HCCL_EXEC_TIMEOUT bounds each wait for peers inside a collective. Read when a communicator is created.
+// Stand-in knob: FAKE_HCCL_SLOT_BYTES sets the per-rank staging slot (data moves in chunks of it).
+#include "hccl/hccl.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "comm.h"
+#include "fakecann/rt_internal.h"
+#include "fakecann/stream.h"
+#include "rank_table.h"
+#include "reduce.h"
+#include "segment.h"
+
+using namespace fakecann;
+using namespace fakecann::hccl;
+
+namespace {
+
+constexpr char kRootInfoMagic[] = "fakehccl-rootinfo-v1:";
+constexpr int kDefaultTimeoutS = 120;
+
+std::mutex g_mu;
+// Leaked on purpose: stream tasks may still hold communicators while static destructors run.
+auto *g_comms = new std::map<const void *, std::shared_ptr<Comm>>;
+
+HcclResult fail(HcclResult r, const std::string &msg, bool log = false) {
+  set_error_message(msg);
+  if (log) std::fprintf(stderr, "[fake_cann] %s\n", msg.c_str());
+  return r;
+}
+
+int timeout_from_env(const char *name) {
+  const char *v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return kDefaultTimeoutS;
+  char *end = nullptr;
+  long s = std::strtol(v, &end, 10);
+  // 0 would mean "wait forever" on some HCCL versions; the stand-in never hangs, so it keeps the default.
+  if (end == v || *end != '\0' || s <= 0) return kDefaultTimeoutS;
+  return (int)std::min<long>(s, INT_MAX / 1000);
+}
+
+// Real HCCL first asks the runtime for the current device and fails with HCCL_E_RUNTIME without one.
+HcclResult require_device(const char *api) {
+  if (current_device() < 0)
+    return fail(HCCL_E_RUNTIME, std::string(api) + ": no current device (call aclrtSetDevice first)");
+  return HCCL_SUCCESS;
+}
+
+std::shared_ptr<Comm> find_comm(HcclComm comm) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_comms->find(comm);
+  return it == g_comms->end() ? nullptr : it->second;
+}
+
+HcclResult create_comm(const char *api, const std::string &name, uint32_t nranks, uint32_t rank, bool from_cluster,
+                       HcclComm *comm) {
+  int32_t device = current_device();
+  if (from_cluster) {  // real HCCL: one rank-table communicator per device at a time
+    std::lock_guard<std::mutex> lk(g_mu);
+    for (auto &[h, c] : *g_comms)
+      if (c->from_cluster && c->device == device)
+        return fail(HCCL_E_UNAVAIL, std::string(api) + ": device " + std::to_string(device) +
+                                        " already has a communicator from a rank table");
+  }
+  auto c = std::make_shared<Comm>();
+  c->name = name;
+  c->device = device;
+  c->from_cluster = from_cluster;
+  c->exec_timeout_s = timeout_from_env("HCCL_EXEC_TIMEOUT");
+  std::string err;
+  HcclResult r = Segment::join(name, nranks, rank, timeout_from_env("HCCL_CONNECT_TIMEOUT"), &c->seg, &err);
+  if (r != HCCL_SUCCESS)
+    return fail(r, std::string(api) + ": rank " + std::to_string(rank) + " of " + std::to_string(nranks) + ": " + err,
+                r == HCCL_E_TIMEOUT || r == HCCL_E_SYSCALL || r == HCCL_E_MEMORY || r == HCCL_E_INTERNAL);
+  std::lock_guard<std::mutex> lk(g_mu);
+  (*g_comms)[c.get()] = c;
+  *comm = c.get();
+  return HCCL_SUCCESS;
+}
+
+bool parse_root_info(const HcclRootInfo *info, std::string *id) {
+  const char *p = info->internal;
+  size_t magic_len = sizeof(kRootInfoMagic) - 1;
+  if (std::strncmp(p, kRootInfoMagic, magic_len) != 0) return false;
+  const void *nul = std::memchr(p, '\0', HCCL_ROOT_INFO_BYTES);
+  if (nul == nullptr) return false;
+  id->assign(p + magic_len, static_cast<const char *>(nul));
+  if (id->empty() || id->size() > 64) return false;
+  for (char ch : *id)
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || ch == '-')) return false;
+  return true;
+}
+
+uint64_t fnv1a64(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Checks shared by every collective, in real HCCL's order: pointers, then the communicator, then types.
+HcclResult check_call(const char *api, HcclComm comm, aclrtStream stream, std::shared_ptr<Comm> *out) {
+  if (comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": comm is null");
+  if (stream == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": stream is null");
+  *out = find_comm(comm);
+  if (*out == nullptr) return fail(HCCL_E_PARA, std::string(api) + ": not a live communicator");
+  return HCCL_SUCCESS;
+}
+
+HcclResult check_dtype(const char *api, HcclDataType t) {
+  if (!dtype_defined(t)) return fail(HCCL_E_PARA, std::string(api) + ": invalid data type " + std::to_string((int)t));
+  if (dtype_bytes(t) == 0)
+    return fail(HCCL_E_NOT_SUPPORT, std::string(api) + ": data type " + dtype_name(t) + " is not supported");
+  return HCCL_SUCCESS;
+}
+
+HcclResult check_op(const char *api, HcclReduceOp op) {
+  if (!op_defined(op)) return fail(HCCL_E_PARA, std::string(api) + ": invalid reduce op " + std::to_string((int)op));
+  return HCCL_SUCCESS;
+}
+
+HcclResult check_size(const char *api, uint64_t count, HcclDataType t, uint32_t factor) {
+  if (count > UINT64_MAX / dtype_bytes(t) / factor) return fail(HCCL_E_PARA, std::string(api) + ": count overflows");
+  return HCCL_SUCCESS;
+}
+
+void finish_one(Comm &c) {
+  std::lock_guard<std::mutex> lk(c.inflight_mu);
+  if (--c.inflight == 0) c.inflight_cv.notify_all();
+}
+
+struct InflightGuard {
+  Comm &c;
+  ~InflightGuard() { finish_one(c); }
+};
+
+HcclResult enqueue(std::shared_ptr<Comm> c, aclrtStream stream, const Collective &op) {
+  {
+    std::lock_guard<std::mutex> lk(c->inflight_mu);
+    ++c->inflight;
+  }
+  // The task owns a reference: the communicator outlives HcclCommDestroy until its last task ran.
+  int e = launch_task(
+      stream,
+      [c, op] {
+        InflightGuard guard{*c};
+        execute(*c, op);
+      },
+      op.api);
+  if (e != 0) {
+    finish_one(*c);
+    return fail(HCCL_E_RUNTIME,
+                std::string(op.api) + ": cannot launch on the stream (runtime error " + std::to_string(e) + ")");
+  }
+  return HCCL_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo) {
+  if (HcclResult r = require_device("HcclGetRootInfo")) return r;
+  if (rootInfo == nullptr) return fail(HCCL_E_PTR, "HcclGetRootInfo: rootInfo is null");
+  std::random_device rd;
+  uint64_t rnd = ((uint64_t)rd() << 32) ^ rd();
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+  std::memset(rootInfo->internal, 0, HCCL_ROOT_INFO_BYTES);
+  std::snprintf(rootInfo->internal, HCCL_ROOT_INFO_BYTES, "%s%x-%llx-%016llx", kRootInfoMagic, (unsigned)getpid(),
+                (unsigned long long)ns.count(), (unsigned long long)rnd);
+  return HCCL_SUCCESS;
+}
+
+HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm) {
+  const char *api = "HcclCommInitRootInfo";
+  if (HcclResult r = require_device(api)) return r;
+  if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rootInfo or comm is null");
+  if (nRanks == 0 || nRanks > kMaxRanks)
+    return fail(HCCL_E_PARA, std::string(api) + ": nRanks " + std::to_string(nRanks) + " is out of range");
+  if (rank >= nRanks)
+    return fail(HCCL_E_PARA,
+                std::string(api) + ": rank " + std::to_string(rank) + " >= nRanks " + std::to_string(nRanks));
+  std::string id;
+  if (!parse_root_info(rootInfo, &id))
+    return fail(HCCL_E_PARA, std::string(api) + ": rootInfo was not produced by HcclGetRootInfo");
+  return create_comm(api, "fakehccl-r" + id, nRanks, rank, false, comm);
+}
+
+HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
+  const char *api = "HcclCommInitClusterInfo";
+  if (HcclResult r = require_device(api)) return r;
+  if (clusterInfo == nullptr || comm == nullptr)
+    return fail(HCCL_E_PTR, std::string(api) + ": clusterInfo or comm is null");
+  char *real = realpath(clusterInfo, nullptr);
+  if (real == nullptr)  // real HCCL: a rank table that cannot be loaded is an internal error
+    return fail(HCCL_E_INTERNAL, std::string(api) + ": cannot find the rank table '" + clusterInfo + "'");
+  std::string path(real);
+  std::free(real);
+  RankTable table;
+  std::string err;
+  if (HcclResult r = load_rank_table(path, &table, &err))
+    return fail(r == HCCL_E_OPEN_FILE_FAILURE ? HCCL_E_INTERNAL : HCCL_E_PARA, std::string(api) + ": " + err);
+  uint32_t n = (uint32_t)table.ranks.size();
+  if (n > kMaxRanks) return fail(HCCL_E_PARA, std::string(api) + ": too many ranks in the rank table");
+  if (rank >= n)
+    return fail(HCCL_E_PARA, std::string(api) + ": rank " + std::to_string(rank) + " is not in the rank table (" +
+                                 std::to_string(n) + " ranks)");
+  char name[40];
+  std::snprintf(name, sizeof(name), "fakehccl-c%016llx", (unsigned long long)fnv1a64(path));
+  return create_comm(api, name, n, rank, true, comm);
+}
+
+HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize) {
+  if (comm == nullptr || rankSize == nullptr) return fail(HCCL_E_PTR, "HcclGetRankSize: comm or rankSize is null");
+  auto c = find_comm(comm);
+  if (c == nullptr) return fail(HCCL_E_PARA, "HcclGetRankSize: not a live communicator");
+  *rankSize = c->seg->nranks();
+  return HCCL_SUCCESS;
+}
+
+HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank) {
+  if (comm == nullptr || rank == nullptr) return fail(HCCL_E_PTR, "HcclGetRankId: comm or rank is null");
+  auto c = find_comm(comm);
+  if (c == nullptr) return fail(HCCL_E_PARA, "HcclGetRankId: not a live communicator");
+  *rank = c->seg->rank();
+  return HCCL_SUCCESS;
+}
+
+HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
+                         HcclComm comm, aclrtStream stream) {
+  const char *api = "HcclAllReduce";
+  if (sendBuf == nullptr || recvBuf == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": buffer is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  if (HcclResult r = check_op(api, op)) return r;
+  if (HcclResult r = check_size(api, count, dataType, 1)) return r;
+  if (count == 0) return HCCL_SUCCESS;  // as real HCCL: nothing is launched
+  return enqueue(c, stream, Collective{api, CollKind::AllReduce, dataType, op, 0, count, sendBuf, recvBuf});
+}
+
+HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
+                         aclrtStream stream) {
+  const char *api = "HcclBroadcast";
+  if (buf == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": buf is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  if (root >= c->seg->nranks())
+    return fail(HCCL_E_PARA, std::string(api) + ": root " + std::to_string(root) + " >= rank size");
+  if (HcclResult r = check_size(api, count, dataType, 1)) return r;
+  if (count == 0) return HCCL_SUCCESS;
+  return enqueue(c, stream, Collective{api, CollKind::Broadcast, dataType, HCCL_REDUCE_SUM, root, count, buf, buf});
+}
+
+HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType, HcclComm comm,
+                         aclrtStream stream) {
+  const char *api = "HcclAllGather";
+  if (sendBuf == nullptr || recvBuf == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": buffer is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  if (HcclResult r = check_size(api, sendCount, dataType, c->seg->nranks())) return r;
+  if (sendCount == 0) return HCCL_SUCCESS;
+  return enqueue(c, stream,
+                 Collective{api, CollKind::AllGather, dataType, HCCL_REDUCE_SUM, 0, sendCount, sendBuf, recvBuf});
+}
+
+HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType, HcclReduceOp op,
+                             HcclComm comm, aclrtStream stream) {
+  const char *api = "HcclReduceScatter";
+  if (sendBuf == nullptr || recvBuf == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": buffer is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  if (HcclResult r = check_op(api, op)) return r;
+  if (HcclResult r = check_size(api, recvCount, dataType, c->seg->nranks())) return r;
+  if (recvCount == 0) return HCCL_SUCCESS;
+  return enqueue(c, stream, Collective{api, CollKind::ReduceScatter, dataType, op, 0, recvCount, sendBuf, recvBuf});
+}
+
+HcclResult HcclBarrier(HcclComm comm, aclrtStream stream) {
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call("HcclBarrier", comm, stream, &c)) return r;
+  return enqueue(c, stream, Collective{"HcclBarrier", CollKind::Barrier});
+}
+
+HcclResult HcclCommDestroy(HcclComm comm) {
+  if (comm == nullptr) return fail(HCCL_E_PTR, "HcclCommDestroy: comm is null");
+  std::shared_ptr<Comm> c;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_comms->find(comm);
+    if (it == g_comms->end()) return fail(HCCL_E_PARA, "HcclCommDestroy: not a live communicator");
+    c = std::move(it->second);
+    g_comms->erase(it);
+  }
+  // Let enqueued collectives finish first (each is bounded by HCCL_EXEC_TIMEOUT per wait); if they
+  // still run after that, the last one releases the shared state.
+  std::unique_lock<std::mutex> lk(c->inflight_mu);
+  c->inflight_cv.wait_for(lk, std::chrono::seconds(c->exec_timeout_s + 5), [&] { return c->inflight == 0; });
+  return HCCL_SUCCESS;
+}
+
+const char *HcclGetErrorString(HcclResult code) {
+  // The texts of real HCCL (hccl_types.h comments), including its "unknow error".
+  switch (code) {
+    case HCCL_SUCCESS: return "no error";
+    case HCCL_E_PARA: return "parameter error";
+    case HCCL_E_PTR: return "empty pointer";
+    case HCCL_E_MEMORY: return "memory error";
+    case HCCL_E_INTERNAL: return "internal error";
+    case HCCL_E_NOT_SUPPORT: return "not support feature";
+    case HCCL_E_NOT_FOUND: return "not found specific resource";
+    case HCCL_E_UNAVAIL: return "resource unavailable";
+    case HCCL_E_SYSCALL: return "call system interface error";
+    case HCCL_E_TIMEOUT: return "timeout";
+    case HCCL_E_OPEN_FILE_FAILURE: return "open file fail";
+    case HCCL_E_TCP_CONNECT: return "tcp connect fail";
+    case HCCL_E_ROCE_CONNECT: return "roce connect fail";
+    case HCCL_E_TCP_TRANSFER: return "tcp transfer fail";
+    case HCCL_E_ROCE_TRANSFER: return "roce transfer fail";
+    case HCCL_E_RUNTIME: return "call runtime api fail";
+    case HCCL_E_DRV: return "call driver api fail";
+    case HCCL_E_PROFILING: return "call profiling api fail";
+    case HCCL_E_CCE: return "call cce api fail";
+    case HCCL_E_NETWORK: return "call network api fail";
+    case HCCL_E_AGAIN: return "try again";
+    case HCCL_E_REMOTE: return "error cqe";
+    case HCCL_E_SUSPENDING: return "error communicator suspending";
+    default: return "unknow error";
+  }
+}
+
+}  // extern "C"

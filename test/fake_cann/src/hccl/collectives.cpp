@@ -1,0 +1,128 @@
+// The collectives, moved through the ranks' staging slots chunk by chunk. Per chunk: every rank stages
+// what it contributes into its own slot, all meet at a barrier, every rank reads what it needs from the
+// slots into its device buffer, and all meet again before the slots are reused.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "comm.h"
+#include "fakecann/stream.h"
+#include "fakecann/tensor_io.h"
+#include "reduce.h"
+
+namespace fakecann::hccl {
+
+namespace {
+
+const char *kind_name(uint32_t k) {
+  switch ((CollKind)k) {
+    case CollKind::AllReduce: return "AllReduce";
+    case CollKind::Broadcast: return "Broadcast";
+    case CollKind::AllGather: return "AllGather";
+    case CollKind::ReduceScatter: return "ReduceScatter";
+    case CollKind::Barrier: return "Barrier";
+  }
+  return "?";
+}
+
+std::string describe(const CollDesc &d) {
+  std::string s = std::string(kind_name(d.kind)) + " #" + std::to_string(d.seq);
+  if ((CollKind)d.kind == CollKind::Barrier) return s;
+  s += " count=" + std::to_string(d.count) + " " + dtype_name((HcclDataType)d.dtype);
+  if ((CollKind)d.kind == CollKind::AllReduce || (CollKind)d.kind == CollKind::ReduceScatter)
+    s += std::string(" ") + op_name((HcclReduceOp)d.op);
+  if ((CollKind)d.kind == CollKind::Broadcast) s += " root=" + std::to_string(d.root);
+  return s;
+}
+
+// Host alias of a device range (nothing for an empty range: a zero-length chunk touches no memory).
+char *dev(const void *base, uint64_t byte_off, uint64_t bytes) {
+  if (bytes == 0) return nullptr;
+  return static_cast<char *>(device_bytes(static_cast<const char *>(base) + byte_off, bytes));
+}
+
+void copy(char *to, const char *from, uint64_t bytes) {
+  if (bytes != 0) std::memcpy(to, from, bytes);
+}
+
+void check_agreement(Segment &s, const CollDesc &mine, const std::string &what) {
+  for (uint32_t r = 0; r < s.nranks(); ++r) {
+    const CollDesc &theirs = s.desc(r);
+    if (theirs == mine) continue;
+    s.mark_broken(Broken::Mismatch);
+    throw KernelError(what + ": ranks issued different collectives: rank " + std::to_string(s.rank()) + " runs " +
+                      describe(mine) + ", rank " + std::to_string(r) + " runs " + describe(theirs));
+  }
+}
+
+}  // namespace
+
+void execute(Comm &c, const Collective &op) {
+  Segment &s = *c.seg;
+  const std::string what = op.api;
+  std::lock_guard<std::mutex> lk(c.exec_mu);
+  s.check_usable(what);
+  const uint32_t n = s.nranks(), me = s.rank();
+  const CollDesc mine{(uint32_t)op.kind,
+                      op.kind == CollKind::Barrier ? 0u : (uint32_t)op.dtype,
+                      op.kind == CollKind::AllReduce || op.kind == CollKind::ReduceScatter ? (uint32_t)op.op : 0u,
+                      op.kind == CollKind::Broadcast ? op.root : 0u,
+                      op.kind == CollKind::Barrier ? 0 : op.count,
+                      ++c.seq};
+  s.desc(me) = mine;  // published to the others by the first barrier
+
+  const uint64_t es = op.kind == CollKind::Barrier ? 1 : dtype_bytes(op.dtype);
+  const uint64_t slot_elems = s.slot_bytes() / es;
+  const uint64_t chunk = op.kind == CollKind::ReduceScatter ? slot_elems / n : slot_elems;
+  const uint64_t total = op.kind == CollKind::Barrier ? 0 : op.count;
+  std::vector<const char *> srcs(n);
+  try {
+    uint64_t off = 0;
+    bool first = true;
+    do {  // at least once: a Barrier (or empty collective) still meets its peers
+      const uint64_t len = std::min(chunk, total - off), bytes = len * es, at = off * es;
+      char *mine_slot = s.slot(me);
+      switch (op.kind) {
+        case CollKind::AllReduce:
+        case CollKind::AllGather: copy(mine_slot, dev(op.send, at, bytes), bytes); break;
+        case CollKind::Broadcast:
+          if (me == op.root) copy(mine_slot, dev(op.recv, at, bytes), bytes);
+          break;
+        case CollKind::ReduceScatter:  // rank j's block of this chunk goes to slot offset j*len
+          for (uint32_t j = 0; j < n; ++j)
+            copy(mine_slot + j * bytes, dev(op.send, (j * op.count + off) * es, bytes), bytes);
+          break;
+        case CollKind::Barrier: break;
+      }
+      s.barrier(c.exec_timeout_s, what);
+      if (first) {
+        check_agreement(s, mine, what);
+        first = false;
+      }
+      switch (op.kind) {
+        case CollKind::AllReduce:
+          for (uint32_t r = 0; r < n; ++r) srcs[r] = s.slot(r);
+          if (len != 0) reduce(op.dtype, op.op, srcs.data(), n, dev(op.recv, at, bytes), len);
+          break;
+        case CollKind::Broadcast:
+          if (me != op.root) copy(dev(op.recv, at, bytes), s.slot(op.root), bytes);
+          break;
+        case CollKind::AllGather:
+          for (uint32_t q = 0; q < n; ++q) copy(dev(op.recv, (q * op.count + off) * es, bytes), s.slot(q), bytes);
+          break;
+        case CollKind::ReduceScatter:
+          for (uint32_t q = 0; q < n; ++q) srcs[q] = s.slot(q) + me * bytes;
+          if (len != 0) reduce(op.dtype, op.op, srcs.data(), n, dev(op.recv, at, bytes), len);
+          break;
+        case CollKind::Barrier: break;
+      }
+      s.barrier(c.exec_timeout_s, what);
+      off += len;
+    } while (off < total);
+  } catch (const KernelError &) {
+    s.mark_broken(Broken::LocalFault);  // keeps an earlier reason; wakes peers waiting for us
+    throw;
+  }
+}
+
+}  // namespace fakecann::hccl
