@@ -1,0 +1,511 @@
+"""aclnn op dispatch, the way torch_npu's EXEC_NPU_CMD does it, plus the functional ops.
+
+`run(name, *args)`: on the calling thread, convert the arguments (aclCreateTensor with torch_npu's
+conventions, aclCreateScalar/IntArray/BoolArray/TensorList), call aclnnXGetWorkspaceSize (found by
+dlsym on libopapi) and allocate the workspace; then queue phase 2 and the aclDestroy* of the
+converted arguments on the native launch thread.
+
+With TINY_NPU_EXECUTOR_CACHE=1 ops reuse repeatable executors as MindSpore's aclnn kernels do: a miss
+runs phase 1 and aclSetAclOpExecutorRepeatable; a hit skips phase 1 and queues aclSetTensorAddr for
+every tensor parameter followed by phase 2. Cached executors are destroyed on eviction and at exit.
+"""
+import collections
+import ctypes
+import os
+
+import numpy as np
+
+from . import acl
+from . import runtime as _rt
+from .runtime import TNQ_PHASE2, TNQ_RELEASE, TNQ_SET_ADDR, TNQ_SET_DYN_ADDR
+from .tensor import Tensor, torch_format
+
+# Phase-1 parameters of every op used here, in CANN 8.1.RC1 declaration order (aclnnop/*.h):
+#   T aclTensor*  L aclTensorList*  S aclScalar*  I aclIntArray*  A aclBoolArray*
+#   d double  f float  l int64_t  c int8_t  b bool  e aclDataType  u uint64_t
+SIGNATURES = {
+    "Add": "TTST", "Adds": "TSST", "InplaceAdd": "TTS", "Sub": "TTST", "Mul": "TTT", "Muls": "TST",
+    "Div": "TTT", "Matmul": "TTTc", "Mm": "TTTc", "BatchMatMul": "TTTc",
+    "Relu": "TT", "Gelu": "TT", "Silu": "TT", "Exp": "TT", "Log": "TT", "Sqrt": "TT", "Neg": "TT",
+    "Softmax": "TlT", "LogSoftmax": "TlT", "LayerNorm": "TITTdTTT", "RmsNorm": "TTdTT", "Cast": "TeT",
+    "Cat": "LlT", "Permute": "TIT", "Embedding": "TTT", "ReduceSum": "TIbeT", "Mean": "TIbeT",
+    "MseLoss": "TTlT", "InplaceCopy": "TT", "InplaceZero": "T", "ApplyAdamWV2": "TTTTTTfffffbb",
+    "GeluBackward": "TTT", "SoftmaxBackward": "TTlT", "LayerNormBackward": "TTITTTTATTT",
+    "EmbeddingDenseBackward": "TTuubT", "MseLossBackward": "TTTlT", "SiluBackward": "TTT",
+    "ThresholdBackward": "TTST",
+}
+_ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
+               "b": "B", "e": "E", "u": "U"}
+_BY_VALUE_CTYPE = {"d": ctypes.c_double, "f": ctypes.c_float, "l": ctypes.c_int64, "c": ctypes.c_int8,
+                   "b": ctypes.c_bool, "e": ctypes.c_int, "u": ctypes.c_uint64}
+
+REDUCTION_NONE, REDUCTION_MEAN, REDUCTION_SUM = 0, 1, 2
+KEEP_DTYPE = 0  # cubeMathType
+
+
+class IntArray(tuple):
+    pass
+
+
+class BoolArray(tuple):
+    pass
+
+
+def _addr(cfn):
+    return ctypes.cast(cfn, ctypes.c_void_p).value
+
+
+class _Op:
+    def __init__(self, rt, name):
+        sig = SIGNATURES[name]
+        self.name = name
+        self.kinds = sig
+        self.op = acl.AclnnOp(rt.libs, name, "".join(_ACL_LETTER[k] for k in sig))
+        self.phase2 = self.op.phase2_address()
+
+
+def _op(rt, name):
+    cache = rt.__dict__.setdefault("_ops", {})
+    op = cache.get(name)
+    if op is None:
+        op = cache[name] = _Op(rt, name)
+    return op
+
+
+# ---- argument conversion (phase 1, Python thread) -------------------------------------------------
+def _create_tensor(rt, t):
+    dims = (ctypes.c_int64 * max(t.ndim, 1))(*t.shape)
+    strides = (ctypes.c_int64 * max(t.ndim, 1))(*t.strides)
+    storage = (ctypes.c_int64 * 1)(t.storage_elements())
+    h = rt.libs.nnopbase.aclCreateTensor(dims, t.ndim, t.dtype, strides, t.offset, torch_format(t.ndim),
+                                         storage, 1, t.storage.ptr)
+    if not h:
+        raise acl.AclError(f"aclCreateTensor failed for {t!r}")
+    return h
+
+
+def _scalar_value(v):
+    # torch_npu passes Python scalars as double / int64 / bool.
+    if isinstance(v, bool):
+        return ctypes.c_bool(v), acl.BOOL
+    if isinstance(v, (int, np.integer)):
+        return ctypes.c_int64(int(v)), acl.INT64
+    return ctypes.c_double(float(v)), acl.DOUBLE
+
+
+class _Converted:
+    """The handles created for one call: argument values, releases and tensor slots."""
+
+    def __init__(self):
+        self.values = []
+        self.releases = []   # (destroy fn address, handle)
+        self.slots = []      # per tensor-typed parameter: None (absent), (handle, tensor) or (list, [(h, t)])
+
+
+def _convert(rt, op, args):
+    c = _Converted()
+    n = rt.libs.nnopbase
+    d = rt.destroy_fn
+    for i, (kind, v) in enumerate(zip(op.kinds, args)):
+        if kind == "T":
+            if v is None:
+                c.values.append(None)
+                c.slots.append(None)
+                continue
+            if not isinstance(v, Tensor):
+                raise TypeError(f"aclnn{op.name}: parameter {i} must be a Tensor, got {type(v).__name__}")
+            h = _create_tensor(rt, v)
+            c.values.append(h)
+            c.releases.append((d["tensor"], h))
+            c.slots.append((h, v))
+        elif kind == "L":
+            hs = [_create_tensor(rt, t) for t in v]
+            arr = (ctypes.c_void_p * max(len(hs), 1))(*hs)
+            lh = n.aclCreateTensorList(arr, len(hs)) if hs else None
+            c.values.append(lh)
+            if lh:
+                c.releases.append((d["tensor_list"], lh))  # destroys its members too
+            c.slots.append((lh, list(zip(hs, v))))
+        elif kind == "S":
+            if v is None:
+                c.values.append(None)
+                continue
+            val, dt = _scalar_value(v)
+            h = n.aclCreateScalar(ctypes.byref(val), dt)
+            c.values.append(h)
+            c.releases.append((d["scalar"], h))
+        elif kind == "I":
+            vals = (ctypes.c_int64 * max(len(v), 1))(*v)
+            h = n.aclCreateIntArray(vals, len(v))
+            c.values.append(h)
+            c.releases.append((d["int_array"], h))
+        elif kind == "A":
+            vals = (ctypes.c_bool * max(len(v), 1))(*v)
+            h = n.aclCreateBoolArray(vals, len(v))
+            c.values.append(h)
+            c.releases.append((d["bool_array"], h))
+        else:
+            c.values.append(_BY_VALUE_CTYPE[kind](v))
+    return c
+
+
+def _cache_key(op, args):
+    key = [op.name]
+    for kind, v in zip(op.kinds, args):
+        if kind == "T":
+            key.append(None if v is None else (v.shape, v.strides, v.offset, v.dtype, v.storage_elements()))
+        elif kind == "L":
+            key.append(tuple((t.shape, t.strides, t.offset, t.dtype, t.storage_elements()) for t in v))
+        elif kind == "S":
+            key.append(None if v is None else (type(v).__name__, v))
+        elif kind in "IA":
+            key.append(tuple(v))
+        else:
+            key.append(v)
+    return tuple(key)
+
+
+def _release_now(rt, releases):
+    for fn, h in releases:
+        ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(fn)(h)
+
+
+def _phase1(rt, op, args):
+    conv = _convert(rt, op, args)
+    try:
+        ws, ex = op.op.prepare(*conv.values)
+    except acl.AclError as e:
+        _release_now(rt, conv.releases)
+        msg = rt.libs.ascendcl.aclGetRecentErrMsg()
+        raise acl.AclError(f"{e}: {msg.decode(errors='replace') if msg else ''}") from None
+    return conv, ws, ex
+
+
+def run(name, *args):
+    """Runs aclnn<name> on the current stream (asynchronously, through the launch queue)."""
+    rt = _rt.current()
+    op = _op(rt, name)
+    if len(args) != len(op.kinds):
+        raise TypeError(f"aclnn{name} takes {len(op.kinds)} parameters, got {len(args)}")
+    if rt.executor_cache is not None:
+        rt.executor_cache.run(op, args)
+        return
+    conv, ws, ex = _phase1(rt, op, args)
+    workspace = None
+    if ws:
+        workspace, block = rt.allocator.malloc(ws)
+    rt.launch("aclnn" + name, op.phase2, workspace, ws, ex, conv.releases)
+    if ws:
+        rt.allocator.free(workspace, block)  # stream-ordered reuse: later launches only
+
+
+class ExecutorCache:
+    """LRU of repeatable executors keyed by everything but the tensor addresses."""
+
+    def __init__(self, rt, capacity=256):
+        self.rt = rt
+        self.capacity = capacity
+        self.entries = collections.OrderedDict()
+        n = rt.libs.nnopbase
+        self.set_addr = _addr(n.aclSetTensorAddr)
+        self.set_dyn_addr = _addr(n.aclSetDynamicTensorAddr)
+        self.hits = self.misses = 0
+
+    def run(self, op, args):
+        rt = self.rt
+        key = _cache_key(op, args)
+        entry = self.entries.get(key)
+        if entry is None:
+            self.misses += 1
+            conv, ws, ex = _phase1(rt, op, args)
+            rt.check(rt.libs.nnopbase.aclSetAclOpExecutorRepeatable(ex), f"aclSetAclOpExecutorRepeatable(aclnn{op.name})")
+            entry = self.entries[key] = (ex, ws, conv)
+            calls = []
+            if len(self.entries) > self.capacity:
+                self._evict(*self.entries.popitem(last=False))
+        else:
+            self.hits += 1
+            self.entries.move_to_end(key)
+            ex, ws, conv = entry
+            calls = self._rebind_calls(ex, conv, op, args)
+        workspace = None
+        if ws:
+            workspace, block = rt.allocator.malloc(ws)
+        calls.append((TNQ_PHASE2, op.phase2, workspace, ws, ex, rt.stream))
+        rt.submit("aclnn" + op.name, calls)
+        if ws:
+            rt.allocator.free(workspace, block)
+
+    def _rebind_calls(self, ex, conv, op, args):
+        """aclSetTensorAddr for each tensor parameter: slot index = position among tensor params."""
+        calls = []
+        tensors = [v for kind, v in zip(op.kinds, args) if kind in "TL"]
+        for idx, (slot, now) in enumerate(zip(conv.slots, tensors)):
+            if slot is None:
+                continue
+            handle, then = slot
+            if isinstance(then, list):  # tensor list: one dynamic slot, members by relative index
+                for rel, ((h, _), t) in enumerate(zip(then, now)):
+                    calls.append((TNQ_SET_DYN_ADDR, self.set_dyn_addr, ex, idx, rel, handle, t.storage.ptr))
+            else:
+                calls.append((TNQ_SET_ADDR, self.set_addr, ex, idx, handle, now.storage.ptr))
+        return calls
+
+    def _evict(self, key, entry):
+        ex, _, conv = entry
+        calls = [(TNQ_RELEASE, self.rt.destroy_fn["executor"], ex)]
+        calls += [(TNQ_RELEASE, fn, h) for fn, h in conv.releases]
+        self.rt.submit("evict aclnn" + key[0], calls)
+
+    def clear(self):
+        while self.entries:
+            self._evict(*self.entries.popitem(last=False))
+
+
+def enable_executor_cache(rt, capacity=None):
+    if capacity is None:
+        capacity = int(os.environ.get("TINY_NPU_EXECUTOR_CACHE_SIZE", "256"))
+    rt.executor_cache = ExecutorCache(rt, capacity)
+    return rt.executor_cache
+
+
+# ---- shapes --------------------------------------------------------------------------------------
+def broadcast_shape(a, b):
+    out = []
+    for x, y in zip(reversed((1,) * (len(b) - len(a)) + tuple(a)), reversed((1,) * (len(a) - len(b)) + tuple(b))):
+        if x != y and 1 not in (x, y):
+            raise ValueError(f"shapes {a} and {b} do not broadcast")
+        out.append(max(x, y))
+    return tuple(reversed(out))
+
+
+def _out(out, shape, dtype):
+    return out if out is not None else Tensor.empty(shape, dtype)
+
+
+# ---- functional ops ------------------------------------------------------------------------------
+def add(x, y, alpha=1.0, out=None):
+    out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
+    run("Add", x, y, alpha, out)
+    return out
+
+
+def adds(x, scalar, alpha=1.0, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("Adds", x, scalar, alpha, out)
+    return out
+
+
+def inplace_add(x, y, alpha=1.0):
+    run("InplaceAdd", x, y, alpha)
+    return x
+
+
+def sub(x, y, alpha=1.0, out=None):
+    out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
+    run("Sub", x, y, alpha, out)
+    return out
+
+
+def mul(x, y, out=None):
+    out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
+    run("Mul", x, y, out)
+    return out
+
+
+def muls(x, scalar, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("Muls", x, scalar, out)
+    return out
+
+
+def div(x, y, out=None):
+    out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
+    run("Div", x, y, out)
+    return out
+
+
+def matmul(x, y, out=None, cube_math_type=KEEP_DTYPE):
+    """2-D @ 2-D (aclnnMatmul); either side may be a strided view such as W.T."""
+    out = _out(out, x.shape[:-1] + y.shape[-1:], x.dtype)
+    run("Matmul", x, y, out, cube_math_type)
+    return out
+
+
+def mm(x, y, out=None, cube_math_type=KEEP_DTYPE):
+    out = _out(out, (x.shape[0], y.shape[1]), x.dtype)
+    run("Mm", x, y, out, cube_math_type)
+    return out
+
+
+def bmm(x, y, out=None, cube_math_type=KEEP_DTYPE):
+    out = _out(out, (x.shape[0], x.shape[1], y.shape[2]), x.dtype)
+    run("BatchMatMul", x, y, out, cube_math_type)
+    return out
+
+
+def _unary(name):
+    def f(x, out=None):
+        out = _out(out, x.shape, x.dtype)
+        run(name, x, out)
+        return out
+    f.__name__ = name.lower()
+    return f
+
+
+relu, gelu, silu, exp, log, sqrt, neg = (_unary(n) for n in ("Relu", "Gelu", "Silu", "Exp", "Log", "Sqrt", "Neg"))
+
+
+def softmax(x, dim=-1, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("Softmax", x, dim, out)
+    return out
+
+
+def log_softmax(x, dim=-1, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("LogSoftmax", x, dim, out)
+    return out
+
+
+def layer_norm(x, normalized_shape, weight, bias, eps=1e-5):
+    """Returns (out, mean, rstd); mean/rstd have the shape of x with the normalized dims set to 1."""
+    k = len(normalized_shape)
+    stat_shape = x.shape[:x.ndim - k] + (1,) * k
+    out = Tensor.empty(x.shape, x.dtype)
+    mean = Tensor.empty(stat_shape, acl.FLOAT)
+    rstd = Tensor.empty(stat_shape, acl.FLOAT)
+    run("LayerNorm", x, IntArray(normalized_shape), weight, bias, eps, out, mean, rstd)
+    return out, mean, rstd
+
+
+def rms_norm(x, gamma, eps=1e-6):
+    k = gamma.ndim
+    out = Tensor.empty(x.shape, x.dtype)
+    rstd = Tensor.empty(x.shape[:x.ndim - k] + (1,) * k, acl.FLOAT)
+    run("RmsNorm", x, gamma, eps, out, rstd)
+    return out, rstd
+
+
+def cast(x, dtype, out=None):
+    out = _out(out, x.shape, dtype)
+    run("Cast", x, dtype, out)
+    return out
+
+
+def cat(tensors, dim=0, out=None):
+    d = dim % tensors[0].ndim
+    shape = list(tensors[0].shape)
+    shape[d] = sum(t.shape[d] for t in tensors)
+    out = _out(out, shape, tensors[0].dtype)
+    run("Cat", list(tensors), dim, out)
+    return out
+
+
+def permute(x, dims, out=None):
+    out = _out(out, tuple(x.shape[d] for d in dims), x.dtype)
+    run("Permute", x, IntArray(dims), out)
+    return out
+
+
+def embedding(weight, indices, out=None):
+    out = _out(out, indices.shape + weight.shape[1:], weight.dtype)
+    run("Embedding", weight, indices, out)
+    return out
+
+
+def _reduced_shape(shape, dims, keepdim):
+    dims = {d % len(shape) for d in dims}
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def reduce_sum(x, dims, keepdim=False, dtype=None, out=None):
+    dtype = x.dtype if dtype is None else dtype
+    out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
+    run("ReduceSum", x, IntArray(dims), keepdim, dtype, out)
+    return out
+
+
+def mean(x, dims, keepdim=False, dtype=None, out=None):
+    dtype = x.dtype if dtype is None else dtype
+    out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
+    run("Mean", x, IntArray(dims), keepdim, dtype, out)
+    return out
+
+
+def mse_loss(x, target, reduction=REDUCTION_MEAN, out=None):
+    out = _out(out, x.shape if reduction == REDUCTION_NONE else (), x.dtype)
+    run("MseLoss", x, target, reduction, out)
+    return out
+
+
+def inplace_copy(dst, src):
+    run("InplaceCopy", dst, src)
+    return dst
+
+
+def inplace_zero(x):
+    run("InplaceZero", x)
+    return x
+
+
+def zeros(shape, dtype=acl.FLOAT):
+    return inplace_zero(Tensor.empty(shape, dtype))
+
+
+def apply_adamw_v2(var, m, v, grad, step, lr, beta1, beta2, weight_decay, eps, amsgrad=False, maximize=False,
+                   max_grad_norm=None):
+    run("ApplyAdamWV2", var, m, v, max_grad_norm, grad, step, lr, beta1, beta2, weight_decay, eps, amsgrad,
+        maximize)
+
+
+def gelu_backward(grad, x, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("GeluBackward", grad, x, out)
+    return out
+
+
+def silu_backward(grad, x, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("SiluBackward", grad, x, out)
+    return out
+
+
+def relu_backward(grad, x, out=None):
+    """ReLU's gradient, as torch_npu computes it: threshold_backward(grad, x, 0)."""
+    out = _out(out, x.shape, x.dtype)
+    run("ThresholdBackward", grad, x, 0.0, out)
+    return out
+
+
+def softmax_backward(grad, y, dim=-1, out=None):
+    out = _out(out, y.shape, y.dtype)
+    run("SoftmaxBackward", grad, y, dim, out)
+    return out
+
+
+def layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, bias, mask=(True, True, True)):
+    dx = Tensor.empty(x.shape, x.dtype) if mask[0] else None
+    dw = Tensor.empty(weight.shape, weight.dtype) if mask[1] and weight is not None else None
+    db = Tensor.empty(bias.shape, bias.dtype) if mask[2] and bias is not None else None
+    run("LayerNormBackward", grad, x, IntArray(normalized_shape), mean, rstd, weight, bias, BoolArray(mask),
+        dx, dw, db)
+    return dx, dw, db
+
+
+NO_PADDING = (1 << 64) - 1  # paddingIdx -1 as the uint64_t it is declared as
+
+
+def embedding_dense_backward(grad, indices, num_weights, padding_idx=NO_PADDING, scale_grad_by_freq=False,
+                             out=None):
+    out = _out(out, (num_weights, grad.shape[-1]), grad.dtype)
+    run("EmbeddingDenseBackward", grad, indices, num_weights, padding_idx, scale_grad_by_freq, out)
+    return out
+
+
+def mse_loss_backward(grad, x, target, reduction=REDUCTION_MEAN, out=None):
+    out = _out(out, x.shape, x.dtype)
+    run("MseLossBackward", grad, x, target, reduction, out)
+    return out

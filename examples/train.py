@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Trains a tiny model with tiny_npu on synthetic data and prints `step {i} loss {value:.6f}`.
+
+    Embedding -> LayerNorm -> Linear -> Gelu -> Linear -> [Cast to fp32] -> Softmax -> MseLoss
+
+    python3 examples/train.py [--steps 5] [--dtype fp32|fp16|bf16] [--ranks N] [--mark-steps]
+
+With --ranks N the script starts N copies of itself (RANK_ID=r, device r) that average their
+gradients with HCCL; every rank prints the loss averaged over the ranks, and the launcher prints each
+rank's lines prefixed with `[rank r] `. Exits nonzero if any rank fails.
+"""
+import argparse
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tiny_npu  # noqa: E402
+from tiny_npu import nn  # noqa: E402
+from tiny_npu.optim import AdamW  # noqa: E402
+
+VOCAB, HIDDEN, FFN, CLASSES = 16, 16, 32, 8
+BATCH, SEQ = 4, 8
+
+
+class TinyModel(nn.Module):
+    def __init__(self, rng, dtype):
+        self.embed = nn.Embedding(VOCAB, HIDDEN, rng, dtype)
+        self.norm = nn.LayerNorm(HIDDEN, dtype)
+        self.fc1 = nn.Linear(HIDDEN, FFN, rng, dtype)
+        self.act = nn.Gelu()
+        self.fc2 = nn.Linear(FFN, CLASSES, rng, dtype)
+        self.to_fp32 = nn.Cast(tiny_npu.float32)  # softmax and loss in fp32, as autocast does
+        self.softmax = nn.Softmax(-1)
+        self.loss = nn.MseLoss(tiny_npu.float32)
+
+    def forward(self, tokens, target):
+        x = self.embed(tokens)
+        x = self.norm(x)
+        x = self.act(self.fc1(x))
+        x = self.fc2(x)
+        probs = self.softmax(self.to_fp32(x))
+        return self.loss(probs, target)
+
+    def backward(self):
+        g = self.loss.backward()
+        g = self.softmax.backward(g)
+        g = self.to_fp32.backward(g)
+        g = self.fc2.backward(g)
+        g = self.act.backward(g)
+        g = self.fc1.backward(g)
+        g = self.norm.backward(g)
+        self.embed.backward(g)
+
+
+def synthetic_batch(rng):
+    """Tokens and a target distribution that depends on them (so there is something to learn)."""
+    tokens = rng.randint(0, VOCAB, size=BATCH * SEQ).astype(np.int64)
+    target = np.zeros((BATCH * SEQ, CLASSES), dtype=np.float32)
+    target[np.arange(BATCH * SEQ), tokens % CLASSES] = 1.0
+    return tokens, target
+
+
+def step_marker():
+    """The capture shim's step marker, when the shim is loaded into this process."""
+    here = ctypes.CDLL(None)
+    if hasattr(here, "msprobe_shim_step"):
+        fn = here.msprobe_shim_step
+        fn.restype = None
+        return fn
+    return None
+
+
+def train(args, rank, world_size):
+    rt = tiny_npu.init(device=rank)
+    dtype = tiny_npu.DTYPES[args.dtype]
+    group = None
+    if world_size > 1:
+        from tiny_npu.distributed import ProcessGroup
+        group = ProcessGroup(rank, world_size)
+
+    model = TinyModel(np.random.RandomState(args.seed), dtype)  # same initial weights on every rank
+    opt = AdamW(model.parameters(), lr=args.lr)
+    data_rng = np.random.RandomState(args.seed + 1000 * (rank + 1))  # each rank its own shard
+    marker = step_marker() if args.mark_steps else None
+
+    losses = []
+    for i in range(args.steps):
+        tokens, target = synthetic_batch(data_rng)
+        loss = model.forward(tiny_npu.Tensor.from_numpy(tokens), tiny_npu.Tensor.from_numpy(target))
+        model.backward()
+        if group is not None:
+            group.average_gradients(model.parameters())
+            loss = group.average(loss)
+        opt.step()
+        losses.append(loss.item())
+        print(f"step {i} loss {losses[-1]:.6f}", flush=True)
+        opt.zero_grad()
+        if marker is not None:
+            marker()
+    if group is not None:
+        group.destroy()
+    rt.synchronize()
+    if args.dump:
+        path = args.dump.replace("{rank}", str(rank))
+        np.savez(path, losses=np.array(losses, dtype=np.float64),
+                 **{name: p.numpy() for name, p in model.named_parameters()})
+    stats = rt.executor_cache
+    if stats is not None and args.verbose:
+        print(f"executor cache: {stats.hits} hits, {stats.misses} misses", file=sys.stderr)
+    tiny_npu.shutdown()
+
+
+def launch_ranks(args, argv):
+    """Starts one process per rank and waits for all; stops the rest when one fails."""
+    tmp = tempfile.mkdtemp(prefix="tiny_npu_hccl_")
+    procs, outputs, readers = [], [], []
+    failed, killed = False, set()
+    try:
+        for r in range(args.ranks):
+            env = dict(os.environ, RANK_ID=str(r), RANK_SIZE=str(args.ranks),
+                       TINY_NPU_HCCL_ROOT_INFO=os.path.join(tmp, "root_info"))
+            p = subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv, env=env,
+                                 stdout=subprocess.PIPE, text=True)
+            procs.append(p)
+            outputs.append([])
+            t = threading.Thread(target=lambda p=p, out=outputs[-1]: out.extend(p.stdout), daemon=True)
+            t.start()
+            readers.append(t)
+        deadline = time.monotonic() + args.timeout
+        while True:
+            codes = [p.poll() for p in procs]  # poll every rank: a failed one must stop the rest
+            if all(c is not None for c in codes):
+                break
+            timed_out = time.monotonic() > deadline
+            if not failed and (timed_out or any(c not in (None, 0) for c in codes)):
+                if timed_out:
+                    print(f"ranks did not finish within {args.timeout:g} s", file=sys.stderr)
+                failed = True
+                for r, p in enumerate(procs):
+                    if p.poll() is None:
+                        p.kill()
+                        killed.add(r)
+            time.sleep(0.02)
+    finally:
+        for p in procs:
+            if p.poll() is None:  # the launcher itself is being interrupted
+                p.kill()
+                p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    for t in readers:
+        t.join(timeout=5)
+    for r, (p, lines) in enumerate(zip(procs, outputs)):
+        for line in lines:
+            sys.stdout.write(f"[rank {r}] {line}")
+        if r in killed:
+            print(f"rank {r} stopped by the launcher", file=sys.stderr)
+        elif p.returncode != 0:
+            failed = True
+            print(f"rank {r} failed with exit status {p.returncode}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--dtype", choices=sorted(tiny_npu.DTYPES), default="fp32")
+    ap.add_argument("--ranks", type=int, default=1, help="number of rank processes (HCCL data parallel)")
+    ap.add_argument("--lr", type=float, default=0.02)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mark-steps", action="store_true",
+                    help="call msprobe_shim_step() at the end of each step when the shim is loaded")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds before the launcher gives up on ranks")
+    ap.add_argument("--dump", metavar="PATH",
+                    help="save the exact losses and final parameters to PATH (.npz; {rank} is replaced)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+
+    if args.ranks > 1 and "RANK_ID" not in os.environ:
+        return launch_ranks(args, sys.argv[1:])
+    rank = int(os.environ.get("RANK_ID", "0"))
+    world_size = int(os.environ.get("RANK_SIZE", str(args.ranks)))
+    train(args, rank, world_size)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
