@@ -1,0 +1,328 @@
+#include "stats.h"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "half.h"
+
+namespace msprobe::collector {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Partial {
+  double sum = 0.0, sumsq = 0.0, max = -kInf, min = kInf;
+  uint64_t nan = 0, pinf = 0, ninf = 0;
+};
+
+// The one pass. `value` maps an element to the number the statistics are taken over (already rounded to the
+// analysis dtype), `orig` to the number whose NaN/Inf are counted. kLanes independent accumulators keep the
+// floating-point order fixed per lane, which is what lets the compiler vectorize at -O2 without -ffast-math.
+// NaN is ignored by the comparisons here and counted instead; finish() turns a NaN count into NaN results.
+constexpr int kLanes = 8;
+
+template <bool kCheckFinite, class T, class Value, class Orig>
+void accumulate(const unsigned char *bytes, uint64_t n, Partial &out, Value value, Orig orig) {
+  double s[kLanes] = {}, q[kLanes] = {}, mx[kLanes], mn[kLanes];
+  int64_t nn[kLanes] = {}, pi[kLanes] = {}, ni[kLanes] = {};
+  for (int j = 0; j < kLanes; ++j) mx[j] = -kInf, mn[j] = kInf;
+  auto element = [bytes](uint64_t i) {
+    T x;
+    std::memcpy(&x, bytes + i * sizeof(T), sizeof(T));  // unaligned-safe; compiles to a plain load
+    return x;
+  };
+  uint64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const T x = element(i + j);
+      const double v = value(x);
+      s[j] += v;
+      q[j] += v * v;
+      mx[j] = v > mx[j] ? v : mx[j];
+      mn[j] = v < mn[j] ? v : mn[j];
+      if constexpr (kCheckFinite) {
+        const double o = orig(x);
+        nn[j] += o != o;
+        pi[j] += o == kInf;
+        ni[j] += o == -kInf;
+      }
+    }
+  }
+  for (int j = 0; i < n; ++i, j = (j + 1) % kLanes) {
+    const T x = element(i);
+    const double v = value(x);
+    s[j] += v;
+    q[j] += v * v;
+    mx[j] = v > mx[j] ? v : mx[j];
+    mn[j] = v < mn[j] ? v : mn[j];
+    if constexpr (kCheckFinite) {
+      const double o = orig(x);
+      nn[j] += o != o;
+      pi[j] += o == kInf;
+      ni[j] += o == -kInf;
+    }
+  }
+  for (int j = 0; j < kLanes; ++j) {
+    out.sum += s[j];
+    out.sumsq += q[j];
+    out.max = mx[j] > out.max ? mx[j] : out.max;
+    out.min = mn[j] < out.min ? mn[j] : out.min;
+    out.nan += static_cast<uint64_t>(nn[j]);
+    out.pinf += static_cast<uint64_t>(pi[j]);
+    out.ninf += static_cast<uint64_t>(ni[j]);
+  }
+}
+
+double f32(double v) { return static_cast<double>(static_cast<float>(v)); }
+
+// Narrow types are converted a block at a time into floats (a loop the compiler vectorizes on its own) and the
+// block goes through the float kernel: one vectorized kernel instead of one poorly vectorized kernel per type.
+// Every collector dtype but float64 converts to float32 exactly, or is cast to it by msprobe's rules (integers).
+template <bool kCheckFinite, class T, class Convert>
+void accumulate_via_float(const unsigned char *p, uint64_t n, Partial &out, Convert convert) {
+  constexpr uint64_t kBlock = 1024;
+  float block[kBlock];
+  auto v = [](float x) { return static_cast<double>(x); };
+  auto convert_into_block = [&](const unsigned char *src, uint64_t m) {
+    for (uint64_t i = 0; i < m; ++i) {
+      T x;
+      std::memcpy(&x, src + i * sizeof(T), sizeof(T));
+      block[i] = convert(x);
+    }
+  };
+  uint64_t done = 0;
+  // Full blocks have a constant trip count: -O2's cheap vectorizer cost model needs that (no epilogue loop).
+  for (; done + kBlock <= n; done += kBlock) {
+    convert_into_block(p + done * sizeof(T), kBlock);
+    accumulate<kCheckFinite, float>(reinterpret_cast<const unsigned char *>(block), kBlock, out, v, v);
+  }
+  if (done < n) {
+    convert_into_block(p + done * sizeof(T), n - done);
+    accumulate<kCheckFinite, float>(reinterpret_cast<const unsigned char *>(block), n - done, out, v, v);
+  }
+}
+
+template <class T>
+void accumulate_int(const unsigned char *p, uint64_t n, Partial &out) {
+  accumulate_via_float<false, T>(p, n, out, [](T x) { return static_cast<float>(x); });
+}
+
+// fp16/bf16/fp32 -> double is exact, so StatPrecision changes only how Mean and Norm are rounded (finish()).
+Partial accumulate_any(DType t, const unsigned char *p, uint64_t n) {
+  Partial a;
+  switch (t) {
+    case DType::F32: {
+      auto v = [](float x) { return static_cast<double>(x); };
+      accumulate<true, float>(p, n, a, v, v);
+      break;
+    }
+    case DType::F16: accumulate_via_float<true, uint16_t>(p, n, a, [](uint16_t x) { return half_to_float(x); }); break;
+    case DType::BF16: accumulate_via_float<true, uint16_t>(p, n, a, [](uint16_t x) { return bf16_to_float(x); }); break;
+    case DType::F64: {
+      // Low and high precision alike cast float64 to float32 (msprobe), but the counts see the real values.
+      auto v = [](double x) { return f32(x); };
+      auto o = [](double x) { return x; };
+      accumulate<true, double>(p, n, a, v, o);
+      break;
+    }
+    case DType::I8: accumulate_int<int8_t>(p, n, a); break;
+    case DType::I16: accumulate_int<int16_t>(p, n, a); break;
+    case DType::I32: accumulate_int<int32_t>(p, n, a); break;
+    case DType::I64: accumulate_int<int64_t>(p, n, a); break;
+    case DType::U8: accumulate_int<uint8_t>(p, n, a); break;
+    case DType::U16: accumulate_int<uint16_t>(p, n, a); break;
+    case DType::U32: accumulate_int<uint32_t>(p, n, a); break;
+    case DType::U64: accumulate_int<uint64_t>(p, n, a); break;
+    case DType::Bool:
+    case DType::Raw: break;
+  }
+  return a;
+}
+
+// Non-zero bytes, counted in fixed-size blocks with a narrow counter (the shape -O2 vectorizes) and summed into
+// 64 bits.
+uint64_t count_nonzero(const unsigned char *p, uint64_t n) {
+  constexpr uint64_t kBlock = 4096;
+  uint64_t total = 0, done = 0;
+  for (; done + kBlock <= n; done += kBlock) {
+    uint32_t c = 0;
+    for (uint64_t i = 0; i < kBlock; ++i) c += p[done + i] != 0;
+    total += c;
+  }
+  for (; done < n; ++done) total += p[done] != 0;
+  return total;
+}
+
+// The dtype Mean and Norm are reported in (see the header).
+DType result_dtype(DType t, StatPrecision prec) {
+  if (prec == StatPrecision::High) return DType::F32;
+  if (t == DType::F16 || t == DType::BF16 || t == DType::F32) return t;
+  return DType::F32;
+}
+
+// A 0-d tensor's element in its own type.
+StatValue scalar_value(DType t, const unsigned char *p) {
+  auto load = [p](auto x) {
+    std::memcpy(&x, p, sizeof(x));
+    return x;
+  };
+  switch (t) {
+    case DType::F32: return StatValue::of_real(load(float{}));
+    case DType::F64: return StatValue::of_real(load(double{}));
+    case DType::F16: return StatValue::of_real(half_to_float(load(uint16_t{})));
+    case DType::BF16: return StatValue::of_real(bf16_to_float(load(uint16_t{})));
+    case DType::I8: return StatValue::of_integer(load(int8_t{}));
+    case DType::I16: return StatValue::of_integer(load(int16_t{}));
+    case DType::I32: return StatValue::of_integer(load(int32_t{}));
+    case DType::I64: return StatValue::of_integer(load(int64_t{}));
+    case DType::U8: return StatValue::of_integer(load(uint8_t{}));
+    case DType::U16: return StatValue::of_integer(load(uint16_t{}));
+    case DType::U32: return StatValue::of_integer(load(uint32_t{}));
+    case DType::U64: return StatValue::of_unsigned(load(uint64_t{}));
+    case DType::Bool:
+    case DType::Raw: break;
+  }
+  return StatValue::null();
+}
+
+}  // namespace
+
+double StatValue::as_double() const {
+  switch (kind) {
+    case Kind::Real: return real;
+    case Kind::Integer: return static_cast<double>(integer);
+    case Kind::Unsigned: return static_cast<double>(uinteger);
+    case Kind::Bool: return boolean ? 1.0 : 0.0;
+    case Kind::Null: break;
+  }
+  return kNaN;
+}
+
+double round_to_dtype(double v, DType dtype) {
+  switch (dtype) {
+    case DType::F32: return f32(v);
+    case DType::F16: return half_to_float(float_to_half(static_cast<float>(v)));
+    case DType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    default: return v;
+  }
+}
+
+StatsAccumulator::StatsAccumulator(DType dtype, StatPrecision precision)
+    : dtype_(dtype), precision_(precision), max_(-kInf), min_(kInf) {}
+
+void StatsAccumulator::update(const void *data, uint64_t count) {
+  if (count == 0) return;
+  const auto *p = static_cast<const unsigned char *>(data);
+  if (count_ == 0) std::memcpy(first_, p, element_size(dtype_));
+  if (dtype_ == DType::Bool) {
+    nonzero_ += count_nonzero(p, count);
+  } else if (dtype_ != DType::Raw) {
+    const Partial a = accumulate_any(dtype_, p, count);
+    sum_ += a.sum;
+    sumsq_ += a.sumsq;
+    max_ = a.max > max_ ? a.max : max_;
+    min_ = a.min < min_ ? a.min : min_;
+    nan_ += a.nan;
+    pinf_ += a.pinf;
+    ninf_ += a.ninf;
+  }
+  count_ += count;
+}
+
+TensorStats StatsAccumulator::finish(bool zero_dim) const {
+  TensorStats s;
+  s.count = count_;
+  s.nan_count = nan_;
+  s.pos_inf_count = pinf_;
+  s.neg_inf_count = ninf_;
+  if (count_ == 0 || dtype_ == DType::Raw) return s;
+  if (dtype_ == DType::Bool) {
+    s.max = StatValue::of_bool(nonzero_ != 0);
+    s.min = StatValue::of_bool(nonzero_ == count_);
+    return s;
+  }
+  if (zero_dim && count_ == 1) {
+    s.max = s.min = s.mean = s.norm = scalar_value(dtype_, first_);
+    return s;
+  }
+  const DType rt = result_dtype(dtype_, precision_);
+  const bool nan = nan_ != 0;
+  s.max = StatValue::of_real(nan ? kNaN : max_);
+  s.min = StatValue::of_real(nan ? kNaN : min_);
+  s.mean = StatValue::of_real(round_to_dtype(sum_ / static_cast<double>(count_), rt));
+  s.norm = StatValue::of_real(round_to_dtype(std::sqrt(sumsq_), rt));
+  return s;
+}
+
+TensorStats compute_stats(DType dtype, const void *data, uint64_t count, bool zero_dim, StatPrecision precision) {
+  StatsAccumulator acc(dtype, precision);
+  acc.update(data, count);
+  return acc.finish(zero_dim);
+}
+
+TensorStats compute_stats(DType dtype, const void *data, std::span<const int64_t> shape, StatPrecision precision) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("compute_stats: negative dimension " + std::to_string(d));
+    n *= static_cast<uint64_t>(d);
+  }
+  return compute_stats(dtype, data, n, shape.empty(), precision);
+}
+
+// ---- CRC-32, slicing by 8 -----------------------------------------------------------------------------------------
+namespace {
+
+constexpr std::array<std::array<uint32_t, 256>, 8> make_crc_tables() {
+  std::array<std::array<uint32_t, 256>, 8> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    t[0][i] = c;
+  }
+  for (int k = 1; k < 8; ++k)
+    for (uint32_t i = 0; i < 256; ++i) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xffu];
+  return t;
+}
+
+constexpr auto kCrc = make_crc_tables();
+
+}  // namespace
+
+uint32_t crc32_update(uint32_t crc, const void *data, size_t bytes) {
+  const auto *p = static_cast<const unsigned char *>(data);
+  uint32_t c = ~crc;
+  for (; bytes >= 8; p += 8, bytes -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    w ^= c;
+    c = kCrc[7][w & 0xff] ^ kCrc[6][(w >> 8) & 0xff] ^ kCrc[5][(w >> 16) & 0xff] ^ kCrc[4][(w >> 24) & 0xff] ^
+        kCrc[3][(w >> 32) & 0xff] ^ kCrc[2][(w >> 40) & 0xff] ^ kCrc[1][(w >> 48) & 0xff] ^ kCrc[0][w >> 56];
+  }
+  for (; bytes > 0; ++p, --bytes) c = kCrc[0][(c ^ *p) & 0xffu] ^ (c >> 8);
+  return ~c;
+}
+
+uint32_t crc32_update_bf16_as_f32(uint32_t crc, const uint16_t *data, size_t count) {
+  float buf[1024];
+  while (count > 0) {
+    const size_t n = count < 1024 ? count : 1024;
+    for (size_t i = 0; i < n; ++i) buf[i] = bf16_to_float(data[i]);
+    crc = crc32_update(crc, buf, n * sizeof(float));
+    data += n;
+    count -= n;
+  }
+  return crc;
+}
+
+std::string crc32_hex(uint32_t crc) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s(8, '0');
+  for (int i = 7; i >= 0; --i, crc >>= 4) s[i] = kHex[crc & 0xfu];
+  return s;
+}
+
+}  // namespace msprobe::collector
