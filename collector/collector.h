@@ -1,0 +1,116 @@
+// The collector: captured kernels in, msprobe's files out. It knows nothing of ACL: the shim hands it,
+// once per kernel, a KernelCapture (names, metadata, staged host bytes and a way to wait for them), and a
+// writer thread waits for the bytes, materializes each tensor's logical view, computes statistics, writes
+// the tensor files and appends the kernel to dump.json / construct.json of its step{N}/rank{R} folder.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "collector/format.h"
+#include "collector/json_writer.h"
+#include "collector/stats.h"
+
+namespace msprobe::collector {
+
+// Host bytes staged for one tensor (or several). The producer's destructor gives the memory back.
+class HostBlock {
+ public:
+  virtual ~HostBlock() = default;
+  virtual const void *data() const = 0;
+  virtual uint64_t size() const = 0;
+};
+
+// Says when staged bytes are valid (for a device, an event after the copies). wait() returns false when
+// they never will be (the copy failed); the kernel is then recorded without data.
+class Completion {
+ public:
+  virtual ~Completion() = default;
+  virtual bool wait() = 0;
+};
+
+// One tensor argument: the view (shape, strides and offset in elements) over its staged bytes.
+struct TensorCapture {
+  DType dtype = DType::F32;
+  std::optional<std::string> dtype_name;  // overrides the framework spelling (e.g. for Raw types)
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // elements; the view reads block[offset + sum(i_k * strides_k)]
+  int64_t offset = 0;            // elements from block->data()
+  std::optional<std::string> format;                 // L2 extras, as the device described the tensor
+  std::optional<std::vector<int64_t>> device_stride;
+  std::optional<int64_t> device_offset;
+  std::shared_ptr<const HostBlock> block;            // null: metadata only (structure task, data not taken)
+};
+
+struct CapturedArg;
+using CapturedList = std::vector<CapturedArg>;
+// One slot of input_args / output: null (absent optional tensor), a tensor, a value, or a list.
+struct CapturedArg {
+  std::variant<std::monostate, TensorCapture, ValueArg, CapturedList> v;
+};
+
+struct KernelCapture {
+  std::string name;  // {OpType}.{OpName}.{n}, from KernelNamer
+  uint64_t step = 0;
+  std::optional<uint32_t> rank;
+  uint64_t launch_index = 0, task_id = 0, stream_id = 0, timestamp_us = 0;
+  std::optional<CapturedList> inputs;   // nullopt: left out (data_mode "output")
+  std::optional<CapturedList> outputs;  // nullopt: left out (data_mode "input")
+  std::shared_ptr<Completion> ready;    // null: the bytes are valid already
+  std::vector<std::pair<std::string, ArgValue>> extra;
+};
+
+struct CollectorOptions {
+  std::filesystem::path dump_path;
+  Task task = Task::Statistics;
+  bool md5 = false;  // summary_mode md5: CRC-32 of each tensor's bytes
+  FileFormat file_format = FileFormat::Npy;
+  Framework framework = Framework::MindSpore;
+  HostFramework host_framework = HostFramework::Acl;
+  StatPrecision precision = StatPrecision::Low;
+  bool save_tensors = false;  // write dump_tensor_data/ (tensor task; overflow_check for overflowing kernels)
+};
+
+struct CollectorCounters {
+  uint64_t submitted = 0, written = 0, without_data = 0, tensor_files = 0, tensor_bytes = 0, write_errors = 0;
+  uint64_t after_close = 0;  // submitted after close(): reported, not written
+};
+
+class Collector {
+ public:
+  explicit Collector(CollectorOptions options);
+  ~Collector();
+  Collector(const Collector &) = delete;
+  Collector &operator=(const Collector &) = delete;
+
+  // Queues one kernel; thread-safe, returns at once.
+  void submit(KernelCapture kernel);
+  // Returns when everything submitted before the call is on disk.
+  void flush();
+  // flush(), then closes every file into valid JSON. Later submits are counted and reported, not written.
+  void close();
+  CollectorCounters counters() const;
+  const CollectorOptions &options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Names kernels in launch order: {OpType}.{OpName}.{n}, n counting per step and rank. Thread-safe.
+class KernelNamer {
+ public:
+  std::string name(uint64_t step, std::optional<uint32_t> rank, std::string_view op_type, std::string_view op_name);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_ = make_impl();
+  static std::shared_ptr<Impl> make_impl();
+};
+
+}  // namespace msprobe::collector
