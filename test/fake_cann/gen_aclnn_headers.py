@@ -41,6 +41,14 @@ def parse(spec_path):
     return headers
 
 
+def write_if_changed(path, text):
+    """Rewrites only on change, so an edit of one op does not rebuild everything that includes the rest."""
+    old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
+    if old != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def guard(name):
     return "OP_API_INC_" + name.upper().replace(".", "_") + "_"
 
@@ -74,19 +82,12 @@ def main():
                 "aclOpExecutor *executor, aclrtStream stream);")
             lines.append("")
         lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard(header)} */", ""]
-        text = "\n".join(lines)
-        path = os.path.join(out_dir, header)
-        old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
-        if old != text:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+        write_if_changed(os.path.join(out_dir, header), "\n".join(lines))
     inc = "".join(f"FAKECANN_ACLNN_PHASE2({op})\n" for op in ops)
-    with open(inc_path, "w", encoding="utf-8") as f:
-        f.write("// Generated from aclnn_ops.spec: phase 2 of every op.\n" + inc)
+    write_if_changed(inc_path, "// Generated from aclnn_ops.spec: phase 2 of every op.\n" + inc)
     umbrella = ["/* All aclnnop headers of the stand-in (generated). */"]
     umbrella += [f'#include "aclnnop/{h}"' for h in sorted(headers)]
-    with open(os.path.join(out_dir, "..", "aclnn_ops.h"), "w", encoding="utf-8") as f:
-        f.write("\n".join(umbrella) + "\n")
+    write_if_changed(os.path.join(out_dir, "..", "aclnn_ops.h"), "\n".join(umbrella) + "\n")
 
 
 if __name__ == "__main__":

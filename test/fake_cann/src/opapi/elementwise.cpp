@@ -1,0 +1,210 @@
+// Elementwise ops: binary arithmetic with numpy broadcasting, tensor-scalar forms, the unary math and
+// activation functions, and the activation backward ops (binary functions of gradOutput and self).
+#include <cmath>
+#include <numbers>
+
+#include "op_common.h"
+
+using namespace fakecann;
+using namespace fakecann::ops;
+
+namespace {
+
+using Binary = std::function<double(double, double)>;
+using Unary = std::function<double(double)>;
+
+struct BinaryArgs {
+  const char *names[3];  // parameter names, for error texts
+  const aclTensor *a, *b, *out;
+  DtypeSet in_types, out_types;
+};
+
+// out = fn(a, b) over the broadcast shape of a and b; `out` must have exactly that shape.
+ExecutorSpec binary_spec(const BinaryArgs &args, Binary fn) {
+  const TensorView &a = tensor(args.a, args.names[0], args.in_types);
+  const TensorView &b = tensor(args.b, args.names[1], args.in_types);
+  const TensorView &out = tensor(args.out, args.names[2], args.out_types);
+  Shape shape = broadcast_shape(a.shape, b.shape);
+  require_shape(out, shape, args.names[2]);
+  return {"",
+          {nn::slot(args.a, Io::Input), nn::slot(args.b, Io::Input), nn::slot(args.out, Io::Output)},
+          0,
+          [shape, fn](const Slots &s) {
+            Values x = gather(expand(view(s, 0), shape)), y = gather(expand(view(s, 1), shape));
+            for (size_t i = 0; i < x.size(); ++i) x[i] = fn(x[i], y[i]);
+            scatter(view(s, 2), x);
+          }};
+}
+
+aclnnStatus binary(const char *op, const BinaryArgs &args, Binary fn, uint64_t *ws, aclOpExecutor **ex) {
+  return phase1(op, ws, ex, [&] { return binary_spec(args, fn); });
+}
+
+// out = fn(self), same shape.
+ExecutorSpec unary_spec(const aclTensor *self, const aclTensor *out, DtypeSet types, Unary fn) {
+  tensor(out, "out", types, tensor(self, "self", types).shape);
+  return {"", {nn::slot(self, Io::Input), nn::slot(out, Io::Output)}, 0, [fn](const Slots &s) {
+            Values x = gather(view(s, 0));
+            for (double &e : x) e = fn(e);
+            scatter(view(s, 1), x);
+          }};
+}
+
+aclnnStatus unary(const char *op, const aclTensor *self, const aclTensor *out, DtypeSet types, Unary fn, uint64_t *ws,
+                  aclOpExecutor **ex) {
+  return phase1(op, ws, ex, [&] { return unary_spec(self, out, types, fn); });
+}
+
+constexpr DtypeSet kNoBool = kArith & ~dtypes({ACL_BOOL});
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }  // exact (erf) form
+double gelu_grad(double x) {
+  return 0.5 * (1.0 + std::erf(x / std::numbers::sqrt2)) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi);
+}
+
+}  // namespace
+
+extern "C" {
+
+aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other, const aclScalar *alpha,
+                                     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("Add", workspaceSize, executor, [&] {
+    double a = scalar(alpha, "alpha");
+    return binary_spec({{"self", "other", "out"}, self, other, out, kArith, kArith},
+                       [a](double x, double y) { return x + a * y; });
+  });
+}
+
+aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor *self, const aclTensor *other, const aclScalar *alpha,
+                                     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("Sub", workspaceSize, executor, [&] {
+    double a = scalar(alpha, "alpha");
+    return binary_spec({{"self", "other", "out"}, self, other, out, kNoBool, kNoBool},
+                       [a](double x, double y) { return x - a * y; });
+  });
+}
+
+aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return binary(
+      "Mul", {{"self", "other", "out"}, self, other, out, kArith, kArith}, [](double x, double y) { return x * y; },
+      workspaceSize, executor);
+}
+
+// True division: integer inputs give a floating result, so `out` must be floating.
+aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return binary(
+      "Div", {{"self", "other", "out"}, self, other, out, kArith, kFloatsD}, [](double x, double y) { return x / y; },
+      workspaceSize, executor);
+}
+
+aclnnStatus aclnnAddsGetWorkspaceSize(const aclTensor *self, const aclScalar *other, const aclScalar *alpha,
+                                      aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("Adds", workspaceSize, executor, [&] {
+    double add = scalar(other, "other") * scalar(alpha, "alpha");
+    return unary_spec(self, out, kArith, [add](double x) { return x + add; });
+  });
+}
+
+aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("Muls", workspaceSize, executor, [&] {
+    double m = scalar(other, "other");
+    return unary_spec(self, out, kArith, [m](double x) { return x * m; });
+  });
+}
+
+// selfRef += alpha * other, other broadcast to selfRef's shape.
+aclnnStatus aclnnInplaceAddGetWorkspaceSize(const aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("InplaceAdd", workspaceSize, executor, [&] {
+    const TensorView &self = tensor(selfRef, "selfRef", kArith);
+    const TensorView &o = tensor(other, "other", kArith);
+    double a = scalar(alpha, "alpha");
+    if (broadcast_shape(self.shape, o.shape) != self.shape)
+      fail("other " + show(o.shape) + " does not broadcast to selfRef " + show(self.shape));
+    Shape shape = self.shape;
+    return ExecutorSpec{"", {nn::slot(selfRef, Io::InOut), nn::slot(other, Io::Input)}, 0, [shape, a](const Slots &s) {
+                          Values x = gather(view(s, 0)), y = gather(expand(view(s, 1), shape));
+                          for (size_t i = 0; i < x.size(); ++i) x[i] += a * y[i];
+                          scatter(view(s, 0), x);
+                        }};
+  });
+}
+
+aclnnStatus aclnnReluGetWorkspaceSize(const aclTensor *self, const aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+  return unary(
+      "Relu", self, out, kFloats | dtypes({ACL_INT8, ACL_INT32, ACL_INT64, ACL_UINT8}),
+      [](double x) { return x > 0 || std::isnan(x) ? x : 0.0; }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+  return unary("Gelu", self, out, kFloats, gelu, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+  return unary(
+      "Silu", self, out, kFloats, [](double x) { return x * sigmoid(x); }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnExpGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+  return unary(
+      "Exp", self, out, kFloatsD, [](double x) { return std::exp(x); }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnLogGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+  return unary(
+      "Log", self, out, kFloatsD, [](double x) { return std::log(x); }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSqrtGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+  return unary(
+      "Sqrt", self, out, kFloatsD, [](double x) { return std::sqrt(x); }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnNegGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+  return unary(
+      "Neg", self, out, kFloatsD | kSignedInts, [](double x) { return -x; }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,
+                                              const aclTensor *gradInput, uint64_t *workspaceSize,
+                                              aclOpExecutor **executor) {
+  return binary(
+      "GeluBackward", {{"gradOutput", "self", "gradInput"}, gradOutput, self, gradInput, kFloats, kFloats},
+      [](double g, double x) { return g * gelu_grad(x); }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnSiluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, aclTensor *gradInput,
+                                              uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return binary(
+      "SiluBackward", {{"gradOutput", "self", "gradInput"}, gradOutput, self, gradInput, kFloats, kFloats},
+      [](double g, double x) {
+        double sg = sigmoid(x);
+        return g * sg * (1.0 + x * (1.0 - sg));
+      },
+      workspaceSize, executor);
+}
+
+// ReLU's backward in torch_npu: ThresholdBackward(grad, relu_output, 0).
+aclnnStatus aclnnThresholdBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,
+                                                   const aclScalar *threshold, aclTensor *out, uint64_t *workspaceSize,
+                                                   aclOpExecutor **executor) {
+  constexpr DtypeSet types = kFloats | dtypes({ACL_INT8, ACL_INT32, ACL_UINT8});
+  return phase1("ThresholdBackward", workspaceSize, executor, [&] {
+    double t = scalar(threshold, "threshold");
+    return binary_spec({{"gradOutput", "self", "out"}, gradOutput, self, out, types, types},
+                       [t](double g, double x) { return x > t ? g : 0.0; });
+  });
+}
+
+}  // extern "C"
