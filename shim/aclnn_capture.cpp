@@ -1,0 +1,538 @@
+#include "shim/aclnn_capture.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "collector/naming.h"
+#include "shim/acl_types.h"
+#include "shim/forwarder.h"
+#include "shim/handles.h"
+#include "shim/log.h"
+#include "shim/prototypes.h"
+#include "shim/session.h"
+#include "shim/staging.h"
+#include "shim/symbols.h"
+
+namespace msprobe::shim {
+namespace {
+
+using collector::CapturedArg;
+using collector::CapturedList;
+using collector::TensorCapture;
+using collector::ValueArg;
+
+constexpr std::string_view kPhase1Suffix = "GetWorkspaceSize";
+
+// One parameter of a recorded phase-1 call.
+struct CallParam {
+  ParamKind kind = ParamKind::OtherPointer;
+  Direction dir = Direction::None;
+  bool present = false;             // false: NULL (an absent optional tensor)
+  std::vector<TensorMeta> tensors;  // Tensor: one; TensorList: its members
+  std::optional<ValueArg> value;    // everything that is not a tensor
+};
+
+struct OpCall {
+  std::vector<CallParam> params;
+  bool repeatable = false;
+};
+
+bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
+
+// Reads 8 bytes at an address that may not be mapped (the header-less path probes argument slots).
+bool safe_read(const void *addr, void *out) {
+  iovec local{out, 8}, remote{const_cast<void *>(addr), 8};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
+}
+
+// ---- Tensor metadata --------------------------------------------------------------------------------------
+
+HookSlot slot_get_view_shape{"aclGetViewShape"};
+HookSlot slot_get_view_strides{"aclGetViewStrides"};
+HookSlot slot_get_view_offset{"aclGetViewOffset"};
+HookSlot slot_get_data_type{"aclGetDataType"};
+HookSlot slot_get_format{"aclGetFormat"};
+HookSlot slot_get_raw_addr{"aclGetRawTensorAddr"};
+
+// A tensor the shim did not see created (created before capture was enabled): asked from the runtime.
+std::optional<TensorMeta> query_tensor(const void *t) {
+  using DimsFn = int32_t (*)(const void *, int64_t **, uint64_t *);
+  auto shape_fn = reinterpret_cast<DimsFn>(slot_get_view_shape.resolve());
+  auto strides_fn = reinterpret_cast<DimsFn>(slot_get_view_strides.resolve());
+  auto offset_fn = reinterpret_cast<int32_t (*)(const void *, int64_t *)>(slot_get_view_offset.resolve());
+  auto dtype_fn = reinterpret_cast<int32_t (*)(const void *, int32_t *)>(slot_get_data_type.resolve());
+  auto format_fn = reinterpret_cast<int32_t (*)(const void *, int32_t *)>(slot_get_format.resolve());
+  auto addr_fn = reinterpret_cast<int32_t (*)(const void *, void **)>(slot_get_raw_addr.resolve());
+  if (!shape_fn || !strides_fn || !offset_fn || !dtype_fn || !format_fn || !addr_fn) return std::nullopt;
+  TensorMeta m;
+  int64_t *dims = nullptr, *strides = nullptr;
+  uint64_t nd = 0, ns = 0;
+  if (shape_fn(t, &dims, &nd) != 0) return std::nullopt;
+  bool ok = strides_fn(t, &strides, &ns) == 0 && nd == ns && nd <= (uint64_t)kMaxDims;
+  if (ok) {
+    m.ndim = (uint8_t)nd;
+    for (uint64_t i = 0; i < nd; ++i) {
+      m.shape[i] = dims[i];
+      m.strides[i] = strides[i];
+    }
+    ok = offset_fn(t, &m.offset) == 0 && dtype_fn(t, &m.dtype) == 0 && format_fn(t, &m.format) == 0 &&
+         addr_fn(t, &m.data) == 0;
+  }
+  delete[] dims;  // the getters allocate with new[] (cann_abi.md §4.5)
+  delete[] strides;
+  return ok ? std::optional<TensorMeta>(m) : std::nullopt;
+}
+
+std::optional<TensorMeta> tensor_meta(const void *t) {
+  if (auto h = handles().get(t))
+    if (auto *m = std::get_if<TensorMeta>(&*h)) return *m;
+  return query_tensor(t);
+}
+
+std::string dtype_value_name(int32_t acl_dtype) {
+  collector::DType d = acl_to_dtype(acl_dtype);
+  return d == collector::DType::Raw ? acl_dtype_label(acl_dtype) : std::string(collector::dtype_id(d));
+}
+
+ValueArg scalar_value(const void *handle) {
+  auto h = handles().get(handle);
+  const ScalarMeta *s = h ? std::get_if<ScalarMeta>(&*h) : nullptr;
+  if (!s) return {"aclScalar", std::monostate{}};
+  collector::DType d = acl_to_dtype(s->dtype);
+  const void *p = s->raw.data();
+  auto load = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (d) {
+    case collector::DType::F32: return {"float", (double)load(float{})};
+    case collector::DType::F64: return {"float", load(double{})};
+    case collector::DType::Bool: return {"bool", load(uint8_t{}) != 0};
+    case collector::DType::I8: return {"int", (int64_t)load(int8_t{})};
+    case collector::DType::I16: return {"int", (int64_t)load(int16_t{})};
+    case collector::DType::I32: return {"int", (int64_t)load(int32_t{})};
+    case collector::DType::I64: return {"int", load(int64_t{})};
+    case collector::DType::U8: return {"int", (int64_t)load(uint8_t{})};
+    case collector::DType::U16: return {"int", (int64_t)load(uint16_t{})};
+    case collector::DType::U32: return {"int", (int64_t)load(uint32_t{})};
+    case collector::DType::U64: return {"int", (int64_t)load(uint64_t{})};
+    default: return {"aclScalar", dtype_value_name(s->dtype)};  // fp16/bf16/complex scalars: type only
+  }
+}
+
+// A by-value or handle argument that is not a tensor.
+std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation loc) {
+  switch (kind) {
+    case ParamKind::Double: return ValueArg{"float", read_f64(a, loc)};
+    case ParamKind::Float: return ValueArg{"float", (double)read_f32(a, loc)};
+    case ParamKind::Int64: return ValueArg{"int", read_int(a, loc, 64, true)};
+    case ParamKind::UInt64: return ValueArg{"int", read_int(a, loc, 64, false)};
+    case ParamKind::Int32: case ParamKind::OtherEnum: return ValueArg{"int", read_int(a, loc, 32, true)};
+    case ParamKind::UInt32: return ValueArg{"int", read_int(a, loc, 32, false)};
+    case ParamKind::Int16: return ValueArg{"int", read_int(a, loc, 16, true)};
+    case ParamKind::UInt16: return ValueArg{"int", read_int(a, loc, 16, false)};
+    case ParamKind::Int8: return ValueArg{"int", read_int(a, loc, 8, true)};
+    case ParamKind::UInt8: return ValueArg{"int", read_int(a, loc, 8, false)};
+    case ParamKind::Bool: return ValueArg{"bool", read_int(a, loc, 8, false) != 0};
+    case ParamKind::DataType: return ValueArg{"aclDataType", dtype_value_name((int32_t)read_int(a, loc, 32, true))};
+    default: break;
+  }
+  const void *p = read_ptr(a, loc);
+  if (p == nullptr) return std::nullopt;  // NULL optional argument
+  auto h = handles().get(p);
+  switch (kind) {
+    case ParamKind::Scalar: return scalar_value(p);
+    case ParamKind::IntArray:
+      if (auto *v = h ? std::get_if<std::vector<int64_t>>(&*h) : nullptr) return ValueArg{"aclIntArray", *v};
+      return ValueArg{"aclIntArray", std::monostate{}};
+    case ParamKind::FloatArray:
+      if (auto *v = h ? std::get_if<std::vector<float>>(&*h) : nullptr)
+        return ValueArg{"aclFloatArray", std::vector<double>(v->begin(), v->end())};
+      return ValueArg{"aclFloatArray", std::monostate{}};
+    case ParamKind::BoolArray:
+      if (auto *v = h ? std::get_if<std::vector<bool>>(&*h) : nullptr) return ValueArg{"aclBoolArray", *v};
+      return ValueArg{"aclBoolArray", std::monostate{}};
+    case ParamKind::ScalarList: {
+      std::vector<double> values;
+      if (auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
+        for (const void *s : *m) {
+          ValueArg v = scalar_value(s);
+          if (auto *d = std::get_if<double>(&v.value)) values.push_back(*d);
+          else if (auto *i = std::get_if<int64_t>(&v.value)) values.push_back((double)*i);
+          else if (auto *b = std::get_if<bool>(&v.value)) values.push_back(*b ? 1.0 : 0.0);
+        }
+      return ValueArg{"aclScalarList", values};
+    }
+    case ParamKind::CString: {
+      char buf[256];
+      size_t n = 0;
+      const char *s = static_cast<const char *>(p);
+      while (n < sizeof buf && s[n] != '\0') {  // the runtime accepted it, so it is a C string
+        buf[n] = s[n];
+        ++n;
+      }
+      return ValueArg{"str", std::string(buf, n)};
+    }
+    default: return ValueArg{"pointer", std::monostate{}};
+  }
+}
+
+void fill_tensors(CallParam &p, const void *handle) {
+  if (p.kind == ParamKind::Tensor) {
+    if (auto m = tensor_meta(handle)) p.tensors.push_back(*m);
+    return;
+  }
+  auto h = handles().get(handle);
+  if (auto *members = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
+    for (const void *t : *members)
+      if (auto m = tensor_meta(t)) p.tensors.push_back(*m);
+}
+
+// ---- Bindings: one per real function handed out -----------------------------------------------------------
+
+struct Binding {
+  std::string op;
+  bool phase1 = true;
+  const OpPrototype *proto = nullptr;  // phase 1 with a header
+  std::vector<ArgLocation> locations;  // where each prototype parameter travels
+  int stack_slots = kMaxStackSlots;    // exact when the prototype is known
+};
+
+ArgClass arg_class(ParamKind k) {
+  return k == ParamKind::Double ? ArgClass::Float64 : k == ParamKind::Float ? ArgClass::Float32 : ArgClass::Integer;
+}
+
+// Recorded phase-1 calls by executor.
+class CallTable {
+ public:
+  void put(const void *ex, OpCall call) {
+    std::lock_guard<std::mutex> lk(mu_);
+    calls_.insert_or_assign(ex, std::move(call));
+  }
+  std::optional<OpCall> get(const void *ex) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it == calls_.end()) return std::nullopt;
+    return it->second;
+  }
+  void erase(const void *ex) {
+    std::lock_guard<std::mutex> lk(mu_);
+    calls_.erase(ex);
+  }
+  template <typename F>
+  void update(const void *ex, F &&f) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it != calls_.end()) f(it->second);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const void *, OpCall> calls_;
+};
+
+}  // namespace
+
+struct AclnnCapture::Impl {
+  std::mutex mu;
+  std::unordered_map<void *, void *> wrappers;  // real function -> wrapper entry
+  std::unique_ptr<PrototypeIndex> index;
+  CallTable calls;
+
+  PrototypeIndex &prototypes() {
+    if (!index) index = std::make_unique<PrototypeIndex>(PrototypeIndex::from_environment(&std::getenv));
+    return *index;
+  }
+};
+
+namespace {
+
+AclnnCapture::Impl &state() {
+  static auto *impl = new AclnnCapture::Impl;  // immortal: wrappers are called until the process ends
+  return *impl;
+}
+
+// Phase 1 with a prototype: every parameter read from where the ABI put it.
+std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding &b, const RawArgs &a) {
+  OpCall call;
+  const void *executor = nullptr;
+  for (size_t i = 0; i < b.proto->params.size(); ++i) {
+    const Param &p = b.proto->params[i];
+    ArgLocation loc = b.locations[i];
+    if (p.kind == ParamKind::ExecutorOut) {
+      auto **out = static_cast<void **>(read_ptr(a, loc));
+      if (out) executor = *out;  // the real call succeeded, so the host's out-pointer is valid
+      continue;
+    }
+    if (p.kind == ParamKind::WorkspaceSizeOut) continue;
+    CallParam cp;
+    cp.kind = p.kind;
+    cp.dir = p.dir;
+    if (is_tensor_kind(p.kind)) {
+      const void *h = read_ptr(a, loc);
+      cp.present = h != nullptr;
+      if (h) fill_tensors(cp, h);
+    } else {
+      cp.value = value_of(p.kind, a, loc);
+      cp.present = cp.value.has_value();
+    }
+    call.params.push_back(std::move(cp));
+  }
+  if (!executor) return std::nullopt;
+  // Every op writes something: when neither type nor name marks an output (GeluBackward declares
+  // `const aclTensor *gradInput`), the last tensor parameter is the output, as CANN orders them.
+  bool any_output = false;
+  for (const CallParam &p : call.params) any_output = any_output || p.dir == Direction::Output || p.dir == Direction::InOut;
+  if (!any_output)
+    for (size_t i = call.params.size(); i-- > 0;)
+      if (is_tensor_kind(call.params[i].kind)) {
+        call.params[i].dir = Direction::Output;
+        break;
+      }
+  return std::make_pair(executor, std::move(call));
+}
+
+// Phase 1 without a header (docs/prototypes.md, "no header"): the argument slots are scanned for objects
+// the shim saw created; the last tensor is the output (the first is also an input for Inplace ops), every
+// other tensor an input; the executor is what the first (uint64_t *, aclOpExecutor **) pair of pointers
+// after the last known object points to.
+std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b, const RawArgs &a) {
+  std::vector<uint64_t> slots(std::begin(a.gpr), std::end(a.gpr));
+  slots.insert(slots.end(), a.stack, a.stack + a.stack_slots);
+  OpCall call;
+  size_t last_known = 0;
+  bool any = false;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const void *p = reinterpret_cast<const void *>(slots[i]);
+    auto h = p ? handles().get(p) : std::nullopt;
+    if (!h) continue;
+    CallParam cp;
+    cp.present = true;
+    if (std::holds_alternative<TensorMeta>(*h)) {
+      cp.kind = ParamKind::Tensor;
+      cp.dir = Direction::Input;
+      fill_tensors(cp, p);
+    } else if (auto *members = std::get_if<std::vector<const void *>>(&*h)) {
+      bool tensors = !members->empty() && handles().get(members->front()).has_value() &&
+                     std::holds_alternative<TensorMeta>(*handles().get(members->front()));
+      cp.kind = tensors ? ParamKind::TensorList : ParamKind::ScalarList;
+      cp.dir = Direction::Input;
+      if (tensors) fill_tensors(cp, p);
+    } else {
+      cp.kind = std::holds_alternative<ScalarMeta>(*h)                ? ParamKind::Scalar
+                : std::holds_alternative<std::vector<int64_t>>(*h) ? ParamKind::IntArray
+                : std::holds_alternative<std::vector<float>>(*h)   ? ParamKind::FloatArray
+                                                                   : ParamKind::BoolArray;
+    }
+    if (!is_tensor_kind(cp.kind)) {
+      RawArgs one{};
+      one.gpr[0] = slots[i];
+      cp.value = value_of(cp.kind, one, ArgLocation{ArgLocation::Gpr, 0});
+    }
+    call.params.push_back(std::move(cp));
+    last_known = i;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  int first = -1, last = -1;
+  for (size_t i = 0; i < call.params.size(); ++i)
+    if (is_tensor_kind(call.params[i].kind)) {
+      if (first < 0) first = (int)i;
+      last = (int)i;
+    }
+  if (last >= 0) call.params[last].dir = Direction::Output;
+  if (first >= 0 && first != last && b.op.rfind("Inplace", 0) == 0) call.params[first].dir = Direction::InOut;
+  for (size_t j = last_known + 1; j + 1 < slots.size(); ++j) {
+    uint64_t ws = 0, ex = 0;
+    if (slots[j] == 0 || slots[j + 1] == 0 || (slots[j + 1] & 7) != 0) continue;
+    if (!safe_read(reinterpret_cast<void *>(slots[j]), &ws) || !safe_read(reinterpret_cast<void *>(slots[j + 1]), &ex))
+      continue;
+    if (ws >> 48 || ex == 0 || (ex & 7) != 0 || handles().get(reinterpret_cast<void *>(ex))) continue;
+    return std::make_pair(reinterpret_cast<const void *>(ex), std::move(call));
+  }
+  return std::nullopt;
+}
+
+void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
+  if ((int32_t)ret != 0 || !capture_enabled()) return;
+  const auto &b = *static_cast<const Binding *>(user);
+  if (!session().may_capture(b.op)) return;
+  auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
+  if (rec) state().calls.put(rec->first, std::move(rec->second));
+}
+
+// ---- Phase 2 ------------------------------------------------------------------------------------------------
+
+struct InFlight {
+  const void *executor = nullptr;
+  void *stream = nullptr;
+  LaunchTicket ticket;
+  std::optional<OpCall> call;
+  CapturedList inputs;
+  bool staged = false;  // some copy was enqueued
+};
+
+// The launch being made on this thread (phase 2 does not nest, but keep a few in case a runtime does).
+constexpr int kMaxNesting = 8;
+thread_local InFlight *t_inflight[kMaxNesting] __attribute__((tls_model("initial-exec")));
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+CapturedArg capture_tensor(const TensorMeta &m, InFlight &f) {
+  TensorCapture t;
+  t.dtype = acl_to_dtype(m.dtype);
+  if (t.dtype == collector::DType::Raw) t.dtype_name = acl_dtype_label(m.dtype);
+  t.shape.assign(m.shape.begin(), m.shape.begin() + m.ndim);
+  t.strides.assign(m.strides.begin(), m.strides.begin() + m.ndim);
+  t.format = acl_format_name(m.format);
+  t.device_stride = t.strides;
+  t.device_offset = m.offset;
+  int64_t lo = 0, hi = 0;
+  size_t es = acl_dtype_size(m.dtype);
+  // Raw types (complex, 4-bit, fp8) are described but not copied: the collector cannot read them.
+  if (f.ticket.with_data && t.dtype != collector::DType::Raw && es > 0 && m.extent(&lo, &hi)) {
+    const char *first = static_cast<const char *>(m.data) + lo * (int64_t)es;
+    t.block = session().staging().copy_async(first, (uint64_t)(hi - lo + 1) * es, f.stream);
+    t.offset = m.offset - lo;
+    f.staged = f.staged || t.block != nullptr;
+  }
+  return CapturedArg{std::move(t)};
+}
+
+CapturedArg capture_param_tensors(const CallParam &p, InFlight &f) {
+  if (!p.present) return CapturedArg{};
+  if (p.kind == ParamKind::Tensor) return p.tensors.empty() ? CapturedArg{} : capture_tensor(p.tensors[0], f);
+  CapturedList list;
+  for (const TensorMeta &m : p.tensors) list.push_back(capture_tensor(m, f));
+  return CapturedArg{std::move(list)};
+}
+
+void phase2_pre(void *user, const RawArgs &a) {
+  if (!capture_enabled() || t_depth >= kMaxNesting) return;
+  const auto &b = *static_cast<const Binding *>(user);
+  auto *f = new InFlight;
+  f->executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
+  f->stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
+  f->call = state().calls.get(f->executor);
+  f->ticket = session().begin_launch(b.op, collector::kDefaultOpName, f->stream);
+  if (f->ticket.capture && f->call && f->ticket.with_inputs)
+    for (const CallParam &p : f->call->params) {
+      if (p.dir == Direction::Output) continue;
+      if (is_tensor_kind(p.kind))
+        f->inputs.push_back(capture_param_tensors(p, *f));
+      else
+        f->inputs.push_back(p.value ? CapturedArg{*p.value} : CapturedArg{});
+    }
+  t_inflight[t_depth++] = f;
+}
+
+void phase2_post(void *user, const RawArgs &a, uint64_t ret) {
+  if (t_depth == 0) return;
+  InFlight *f = t_inflight[--t_depth];
+  const bool launched = (int32_t)ret == 0;
+  if (f->ticket.capture && f->call && launched) {
+    collector::KernelCapture k;
+    k.name = f->ticket.name;
+    k.step = f->ticket.step;
+    k.rank = f->ticket.rank;
+    k.launch_index = f->ticket.launch_index;
+    k.task_id = f->ticket.task_id;
+    k.stream_id = f->ticket.stream_id;
+    k.timestamp_us = f->ticket.timestamp_us;
+    if (f->ticket.with_inputs) k.inputs = std::move(f->inputs);
+    if (f->ticket.with_outputs) {
+      CapturedList outputs;
+      for (const CallParam &p : f->call->params)
+        if (is_tensor_kind(p.kind) && p.dir != Direction::Input && p.dir != Direction::None)
+          outputs.push_back(capture_param_tensors(p, *f));
+      k.outputs = std::move(outputs);
+    }
+    if (f->staged) k.ready = session().staging().fence(f->stream);
+    session().submit(std::move(k));
+  } else if (f->staged) {
+    // The launch failed after input copies were enqueued: wait for them before their memory goes.
+    if (auto done = session().staging().fence(f->stream)) done->wait();
+  }
+  if (f->call && launched && !f->call->repeatable) state().calls.erase(f->executor);
+  delete f;
+}
+
+}  // namespace
+
+AclnnCapture::Impl *AclnnCapture::impl() { return &state(); }
+
+void *AclnnCapture::wrap_symbol(const char *name, void *real) {
+  std::string_view n(name);
+  if (real == nullptr || n.rfind("aclnn", 0) != 0 || n.size() <= 5) return real;
+  Impl &m = *impl();
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (auto it = m.wrappers.find(real); it != m.wrappers.end()) return it->second;
+  auto *b = new Binding;  // lives as long as its wrapper: forever
+  if (n.size() > 5 + kPhase1Suffix.size() && n.substr(n.size() - kPhase1Suffix.size()) == kPhase1Suffix) {
+    b->op = std::string(n.substr(5, n.size() - 5 - kPhase1Suffix.size()));
+    b->proto = m.prototypes().find(b->op);
+    if (b->proto) {
+      std::vector<ArgClass> classes;
+      for (const Param &p : b->proto->params) classes.push_back(arg_class(p.kind));
+      b->locations = locate_args(classes);
+      b->stack_slots = stack_slots_needed(classes);
+      if (b->stack_slots > kMaxStackSlots) {  // cannot be forwarded exactly: leave it alone
+        delete b;
+        return real;
+      }
+    } else {
+      log_info("no header declares aclnn%sGetWorkspaceSize; its arguments are found by the header-less rule",
+               b->op.c_str());
+    }
+  } else {
+    // Phase 2 exists only next to its phase 1 in the same library (this leaves aclnnInit and friends alone).
+    std::string phase1 = std::string(n) + std::string(kPhase1Suffix);
+    void *lib = object_containing(real);
+    if (lib == nullptr || real_dlsym(lib, phase1.c_str()) == nullptr) {
+      delete b;
+      return real;
+    }
+    b->op = std::string(n.substr(5));
+    b->phase1 = false;
+  }
+  Forwarder *fw = b->phase1 ? Forwarder::create(real, ReturnKind::Int32, nullptr, &phase1_post, b, b->stack_slots)
+                            : Forwarder::create(real, ReturnKind::Int32, &phase2_pre, &phase2_post, b, 0);
+  if (fw == nullptr) {
+    delete b;
+    return real;
+  }
+  m.wrappers.emplace(real, fw->entry());
+  return fw->entry();
+}
+
+void AclnnCapture::on_repeatable(const void *executor) {
+  impl()->calls.update(executor, [](OpCall &c) { c.repeatable = true; });
+}
+
+void AclnnCapture::on_destroyed(const void *executor) { impl()->calls.erase(executor); }
+
+void AclnnCapture::on_rebind(const void *executor, IndexSpace space, size_t index, size_t relative, void *addr) {
+  impl()->calls.update(executor, [&](OpCall &c) {
+    size_t k = 0;
+    for (CallParam &p : c.params) {
+      if (!is_tensor_kind(p.kind)) continue;
+      bool counts = space == IndexSpace::All || (space == IndexSpace::Inputs && p.dir != Direction::Output) ||
+                    (space == IndexSpace::Outputs && p.dir != Direction::Input);
+      if (!counts || k++ != index) continue;
+      if (relative < p.tensors.size()) p.tensors[relative].data = addr;
+      return;
+    }
+  });
+}
+
+AclnnCapture &aclnn_capture() {
+  static AclnnCapture c;
+  return c;
+}
+
+}  // namespace msprobe::shim

@@ -1,0 +1,245 @@
+#include "shim/session.h"
+
+#include <link.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstring>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "shim/config.h"
+#include "shim/log.h"
+#include "shim/plt_redirect.h"
+#include "shim/staging.h"
+
+namespace msprobe::shim {
+
+struct Session::Impl {
+  Config config;
+  std::unique_ptr<Staging> staging;
+  collector::KernelNamer namer;
+
+  std::mutex mu;  // launch order: everything below
+  std::unique_ptr<collector::Collector> collector;
+  uint64_t step = 0;
+  uint64_t launch_index = 0;
+  bool explicit_steps = false;   // msprobe_shim_step() was called: markers no longer end steps
+  bool in_marker_run = false;
+  bool scope_open = false, scope_done = false;
+  int64_t overflows = 0;
+  std::optional<uint32_t> rank, rank_hint;
+  bool rank_resolved = false;
+  std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
+  bool closed = false;
+};
+
+namespace {
+
+enum class State : int { Unknown, Initializing, Active, Disabled };
+std::atomic<int> g_state{(int)State::Unknown};
+Session *g_session = nullptr;
+
+collector::Task to_collector(Task t) {
+  switch (t) {
+    case Task::Tensor: return collector::Task::Tensor;
+    case Task::OverflowCheck: return collector::Task::OverflowCheck;
+    case Task::Structure: return collector::Task::Structure;
+    default: return collector::Task::Statistics;
+  }
+}
+
+// Which framework drives the process, from the libraries it has loaded.
+collector::HostFramework detect_host_framework() {
+  int found = 0;  // 1 torch_npu, 2 mindspore
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        const char *n = info->dlpi_name ? info->dlpi_name : "";
+        int *f = static_cast<int *>(data);
+        if (std::strstr(n, "torch_npu")) *f = 1;
+        else if (*f == 0 && std::strstr(n, "mindspore")) *f = 2;
+        return 0;
+      },
+      &found);
+  return found == 1 ? collector::HostFramework::PyTorch
+                    : found == 2 ? collector::HostFramework::MindSpore : collector::HostFramework::Acl;
+}
+
+std::optional<uint32_t> rank_from_environment() {
+  for (const char *var : {"RANK_ID", "RANK"}) {
+    const char *v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    char *end = nullptr;
+    unsigned long r = std::strtoul(v, &end, 10);
+    if (*end == '\0' && r < (1ul << 31)) return (uint32_t)r;
+    log_warn("%s=\"%.32s\" is not a rank number; ignored", var, v);
+  }
+  return std::nullopt;
+}
+
+uint64_t now_us() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void exit_handler() {
+  if (g_state.load() == (int)State::Active) g_session->shutdown();
+}
+
+void initialize() {
+  int expected = (int)State::Unknown;
+  if (!g_state.compare_exchange_strong(expected, (int)State::Initializing)) return;
+  ConfigLoad load = load_config_from_environment();
+  report_config(load);
+  if (!load.config.enabled || !load.errors.empty()) {
+    g_state.store((int)State::Disabled);
+    return;
+  }
+  set_log_level(load.config.log_level);
+  auto *impl = new Session::Impl;  // immortal: hooks may run during and after exit handlers
+  impl->config = std::move(load.config);
+  impl->staging = std::make_unique<Staging>(impl->config.buffer_bytes);
+  g_session = new Session(impl);
+  std::atexit(exit_handler);
+  g_state.store((int)State::Active);
+  redirect_plt_calls();
+}
+
+}  // namespace
+
+bool capture_enabled() {
+  int s = g_state.load(std::memory_order_acquire);
+  if (s == (int)State::Active) return true;
+  if (s == (int)State::Unknown) {
+    initialize();
+    s = g_state.load(std::memory_order_acquire);
+  }
+  return s == (int)State::Active;  // still Initializing: a call made by the initialization itself
+}
+
+Session &session() { return *g_session; }
+
+const Config &Session::config() const { return impl_->config; }
+Staging &Session::staging() { return *impl_->staging; }
+
+bool Session::may_capture(std::string_view op_type) const {
+  const Config &c = impl_->config;
+  // With a scope or full kernel names in the list, any op type can be inside; only a list of op types
+  // with nothing else rules types out up front.
+  return c.list.empty() || c.list.may_match_type(op_type) || c.scope.has_value();
+}
+
+LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
+  Impl &m = *impl_;
+  const Config &c = m.config;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (!m.rank_resolved) {
+    m.rank = rank_from_environment();
+    if (!m.rank) m.rank = m.rank_hint;
+    m.rank_resolved = m.rank.has_value();
+  }
+  // A step ends after a run of optimizer kernels (unless the host marks steps itself).
+  bool marker = !m.explicit_steps && c.step_marker.matches(op_type);
+  if (!marker && m.in_marker_run) {
+    ++m.step;
+    m.scope_open = m.scope_done = false;
+  }
+  m.in_marker_run = marker;
+  t.step = m.step;
+  t.rank = m.rank;
+  t.launch_index = m.launch_index++;
+  auto [it, fresh] = m.streams.try_emplace(stream, std::make_pair((uint64_t)m.streams.size(), (uint64_t)0));
+  t.stream_id = it->second.first;
+  t.task_id = it->second.second++;
+  t.timestamp_us = now_us();
+  t.name = m.namer.name(t.step, t.rank, op_type, op_name);
+
+  bool selected = !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
+                  (c.ranks.all() || t.rank.has_value());
+  if (selected && c.scope) {
+    if (!m.scope_open && !m.scope_done && c.scope->first.matches(op_type, t.name)) m.scope_open = true;
+    selected = m.scope_open;
+    if (m.scope_open && c.scope->second.matches(op_type, t.name)) {
+      m.scope_open = false;
+      m.scope_done = true;
+    }
+  }
+  if (selected && !c.list.empty()) selected = c.list.matches(op_type, t.name);
+  if (selected && c.task == Task::OverflowCheck && c.overflow_nums >= 0 && m.overflows >= c.overflow_nums)
+    selected = false;
+  t.capture = selected;
+  t.with_inputs = c.data_mode != DataMode::Output;
+  t.with_outputs = c.data_mode != DataMode::Input;
+  t.with_data = c.task != Task::Structure;
+  return t;
+}
+
+void Session::submit(collector::KernelCapture kernel) {
+  Impl &m = *impl_;
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(m.mu);
+    if (!m.collector) {
+      const Config &c = m.config;
+      collector::CollectorOptions o;
+      o.dump_path = c.dump_path;
+      o.task = to_collector(c.task);
+      o.md5 = c.summary_mode == SummaryMode::Md5;
+      o.file_format = c.file_format == FileFormat::Bin ? collector::FileFormat::Bin : collector::FileFormat::Npy;
+      o.host_framework = detect_host_framework();
+      // msprobe reads two conventions only: pytorch's for torch_npu hosts, mindspore's for the rest.
+      o.framework = o.host_framework == collector::HostFramework::PyTorch ? collector::Framework::PyTorch
+                                                                          : collector::Framework::MindSpore;
+      o.precision = c.precision == Precision::High ? collector::StatPrecision::High : collector::StatPrecision::Low;
+      o.save_tensors = c.task == Task::Tensor;
+      m.collector = std::make_unique<collector::Collector>(o);
+    }
+    col = m.collector.get();
+  }
+  col->submit(std::move(kernel));
+}
+
+void Session::end_step() {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->explicit_steps = true;
+  impl_->in_marker_run = false;
+  ++impl_->step;
+  impl_->scope_open = impl_->scope_done = false;
+}
+
+void Session::set_rank_hint(uint32_t rank) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->rank_hint = rank;
+}
+
+void Session::flush() {
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    col = impl_->collector.get();
+  }
+  if (col) col->flush();
+}
+
+void Session::shutdown() {
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    if (impl_->closed) return;
+    impl_->closed = true;
+    col = impl_->collector.get();
+  }
+  if (!col) return;
+  col->close();
+  collector::CollectorCounters n = col->counters();
+  StagingCounters s = impl_->staging->counters();
+  log_info("%llu kernels written to %s (%llu tensor files, %llu bytes); staging high water %llu bytes, %llu budget waits",
+           (unsigned long long)n.written, impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files,
+           (unsigned long long)n.tensor_bytes, (unsigned long long)s.high_water, (unsigned long long)s.budget_waits);
+  if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
+}
+
+}  // namespace msprobe::shim
