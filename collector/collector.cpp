@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -26,11 +27,16 @@ void report(const char *what, const std::string &detail) {
   std::fprintf(stderr, "msprobe-shim: %s: %s\n", what, detail.c_str());
 }
 
+// Creates every missing folder of `p` with msprobe's mode (0750; the umask may only take more away).
 void make_dir(const fs::path &p) {
+  fs::path partial;
+  for (const fs::path &part : p) {
+    partial /= part;
+    if (::mkdir(partial.c_str(), kDirMode) != 0 && errno != EEXIST)
+      throw std::system_error(errno, std::generic_category(), "cannot create " + partial.string());
+  }
   std::error_code ec;
-  fs::create_directories(p, ec);
-  if (ec) throw std::system_error(ec, "cannot create " + p.string());
-  ::chmod(p.c_str(), kDirMode);
+  if (!fs::is_directory(p, ec)) throw std::system_error(ENOTDIR, std::generic_category(), p.string());
 }
 
 // The logical view of a tensor as contiguous bytes: a pointer into the block when the view is already

@@ -1,9 +1,13 @@
 #include "shim/session.h"
 
 #include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
+#include <cerrno>
+#include <filesystem>
 #include <cstring>
 #include <cstdlib>
 #include <mutex>
@@ -84,6 +88,32 @@ uint64_t now_us() {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+// The dump root must be (or be creatable as) a directory we can write. Checked at start-up, without
+// creating anything (a process that never launches a kernel leaves no trace), so that a bad path is one
+// clear error now instead of a failure at the first kernel.
+bool check_dump_root(const std::string &path, std::string *why) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) {
+    *why = ec.message();
+    return false;
+  }
+  // The nearest existing ancestor decides: it must be a writable directory.
+  while (!std::filesystem::exists(p, ec)) {
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+    p = p.parent_path();
+  }
+  if (!std::filesystem::is_directory(p, ec)) {
+    *why = "\"" + p.string() + "\" is not a directory";
+    return false;
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    *why = "\"" + p.string() + "\" is not writable (" + std::strerror(errno) + ")";
+    return false;
+  }
+  return true;
+}
+
 void exit_handler() {
   if (g_state.load() == (int)State::Active) g_session->shutdown();
 }
@@ -98,6 +128,12 @@ void initialize() {
     return;
   }
   set_log_level(load.config.log_level);
+  if (std::string why; !check_dump_root(load.config.dump_path, &why)) {
+    log_error("%s: dump path \"%s\" cannot be used: %s; the shim is disabled and passes every call through",
+              load.config.source_of(Field::DumpPath).c_str(), load.config.dump_path.c_str(), why.c_str());
+    g_state.store((int)State::Disabled);
+    return;
+  }
   auto *impl = new Session::Impl;  // immortal: hooks may run during and after exit handlers
   impl->config = std::move(load.config);
   impl->staging = std::make_unique<Staging>(impl->config.buffer_bytes);

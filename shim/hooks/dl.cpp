@@ -28,13 +28,14 @@ namespace msprobe::shim {
 
 HookFamily aclnn_meta_hooks();
 HookFamily runtime_hooks();
+HookFamily hccl_hooks();
 
 namespace {
 
 const std::unordered_map<std::string, const HookEntry *> &hook_table() {
   static const auto *table = [] {
     auto *t = new std::unordered_map<std::string, const HookEntry *>;
-    for (HookFamily f : {aclnn_meta_hooks(), runtime_hooks()})
+    for (HookFamily f : {aclnn_meta_hooks(), runtime_hooks(), hccl_hooks()})
       for (size_t i = 0; i < f.count; ++i) (*t)[f.entries[i].name] = &f.entries[i];
     return t;
   }();
