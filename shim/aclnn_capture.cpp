@@ -13,6 +13,7 @@
 #include "shim/acl_types.h"
 #include "shim/forwarder.h"
 #include "shim/handles.h"
+#include "shim/kernel_launch.h"
 #include "shim/log.h"
 #include "shim/prototypes.h"
 #include "shim/session.h"
@@ -22,9 +23,6 @@
 namespace msprobe::shim {
 namespace {
 
-using collector::CapturedArg;
-using collector::CapturedList;
-using collector::TensorCapture;
 using collector::ValueArg;
 
 constexpr std::string_view kPhase1Suffix = "GetWorkspaceSize";
@@ -369,95 +367,49 @@ void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
 
 // ---- Phase 2 ------------------------------------------------------------------------------------------------
 
-struct InFlight {
-  const void *executor = nullptr;
-  void *stream = nullptr;
-  LaunchTicket ticket;
-  std::optional<OpCall> call;
-  CapturedList inputs;
-  bool staged = false;  // some copy was enqueued
-};
-
 // The launch being made on this thread (phase 2 does not nest, but keep a few in case a runtime does).
+struct InFlight {
+  const void *executor;
+  std::optional<OpCall> call;
+  KernelLaunch launch;
+};
 constexpr int kMaxNesting = 8;
 thread_local InFlight *t_inflight[kMaxNesting] __attribute__((tls_model("initial-exec")));
 thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 
-CapturedArg capture_tensor(const TensorMeta &m, InFlight &f) {
-  TensorCapture t;
-  t.dtype = acl_to_dtype(m.dtype);
-  if (t.dtype == collector::DType::Raw) t.dtype_name = acl_dtype_label(m.dtype);
-  t.shape.assign(m.shape.begin(), m.shape.begin() + m.ndim);
-  t.strides.assign(m.strides.begin(), m.strides.begin() + m.ndim);
-  t.format = acl_format_name(m.format);
-  t.device_stride = t.strides;
-  t.device_offset = m.offset;
-  int64_t lo = 0, hi = 0;
-  size_t es = acl_dtype_size(m.dtype);
-  // Raw types (complex, 4-bit, fp8) are described but not copied: the collector cannot read them.
-  if (f.ticket.with_data && t.dtype != collector::DType::Raw && es > 0 && m.extent(&lo, &hi)) {
-    const char *first = static_cast<const char *>(m.data) + lo * (int64_t)es;
-    t.block = session().staging().copy_async(first, (uint64_t)(hi - lo + 1) * es, f.stream);
-    t.offset = m.offset - lo;
-    f.staged = f.staged || t.block != nullptr;
-  }
-  return CapturedArg{std::move(t)};
-}
-
-CapturedArg capture_param_tensors(const CallParam &p, InFlight &f) {
-  if (!p.present) return CapturedArg{};
-  if (p.kind == ParamKind::Tensor) return p.tensors.empty() ? CapturedArg{} : capture_tensor(p.tensors[0], f);
-  CapturedList list;
-  for (const TensorMeta &m : p.tensors) list.push_back(capture_tensor(m, f));
-  return CapturedArg{std::move(list)};
-}
-
 void phase2_pre(void *user, const RawArgs &a) {
   if (!capture_enabled() || t_depth >= kMaxNesting) return;
   const auto &b = *static_cast<const Binding *>(user);
-  auto *f = new InFlight;
-  f->executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
-  f->stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
-  f->call = state().calls.get(f->executor);
-  f->ticket = session().begin_launch(b.op, collector::kDefaultOpName, f->stream);
-  if (f->ticket.capture && f->call && f->ticket.with_inputs)
+  const void *executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
+  void *stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
+  auto *f = new InFlight{executor, state().calls.get(executor), KernelLaunch(b.op, collector::kDefaultOpName, stream)};
+  // Inputs are copied now, before the kernel can overwrite them (in-place ops).
+  if (f->call)
     for (const CallParam &p : f->call->params) {
       if (p.dir == Direction::Output) continue;
-      if (is_tensor_kind(p.kind))
-        f->inputs.push_back(capture_param_tensors(p, *f));
-      else
-        f->inputs.push_back(p.value ? CapturedArg{*p.value} : CapturedArg{});
+      if (!p.present) f->launch.input_null();
+      else if (p.kind == ParamKind::Tensor && !p.tensors.empty()) f->launch.input_tensor(p.tensors[0]);
+      else if (p.kind == ParamKind::TensorList) f->launch.input_tensor_list(p.tensors);
+      else if (p.value) f->launch.input_value(*p.value);
+      else f->launch.input_null();
     }
   t_inflight[t_depth++] = f;
 }
 
-void phase2_post(void *user, const RawArgs &a, uint64_t ret) {
+void phase2_post(void *, const RawArgs &, uint64_t ret) {
   if (t_depth == 0) return;
   InFlight *f = t_inflight[--t_depth];
   const bool launched = (int32_t)ret == 0;
-  if (f->ticket.capture && f->call && launched) {
-    collector::KernelCapture k;
-    k.name = f->ticket.name;
-    k.step = f->ticket.step;
-    k.rank = f->ticket.rank;
-    k.launch_index = f->ticket.launch_index;
-    k.task_id = f->ticket.task_id;
-    k.stream_id = f->ticket.stream_id;
-    k.timestamp_us = f->ticket.timestamp_us;
-    if (f->ticket.with_inputs) k.inputs = std::move(f->inputs);
-    if (f->ticket.with_outputs) {
-      CapturedList outputs;
-      for (const CallParam &p : f->call->params)
-        if (is_tensor_kind(p.kind) && p.dir != Direction::Input && p.dir != Direction::None)
-          outputs.push_back(capture_param_tensors(p, *f));
-      k.outputs = std::move(outputs);
+  if (f->call && launched)
+    for (const CallParam &p : f->call->params) {
+      if (!is_tensor_kind(p.kind) || p.dir == Direction::Input || p.dir == Direction::None) continue;
+      if (!p.present) f->launch.output_null();
+      else if (p.kind == ParamKind::Tensor && !p.tensors.empty()) f->launch.output_tensor(p.tensors[0]);
+      else f->launch.output_tensor_list(p.tensors);
     }
-    if (f->staged) k.ready = session().staging().fence(f->stream);
-    session().submit(std::move(k));
-  } else if (f->staged) {
-    // The launch failed after input copies were enqueued: wait for them before their memory goes.
-    if (auto done = session().staging().fence(f->stream)) done->wait();
-  }
+  // A kernel the shim has no record of (its phase 1 ran before capture, or it was filtered out) is still
+  // named and counted, so that names stay the same whatever the filters; it has no arguments.
+  f->launch.finish(launched && f->call.has_value());
   if (f->call && launched && !f->call->repeatable) state().calls.erase(f->executor);
   delete f;
 }

@@ -1,0 +1,48 @@
+// One kernel launch being captured, whichever API launched it (aclnn, aclop, rt kernels, HCCL): it takes
+// the session's ticket (name, indices, capture decision), copies inputs before the real launch and
+// outputs after it, in stream order, and hands the finished KernelCapture to the collector. The API
+// families only say which tensors and values are inputs and outputs.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "collector/collector.h"
+#include "shim/handles.h"
+#include "shim/session.h"
+
+namespace msprobe::shim {
+
+class KernelLaunch {
+ public:
+  KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream);
+  KernelLaunch(const KernelLaunch &) = delete;
+  KernelLaunch &operator=(const KernelLaunch &) = delete;
+
+  bool capturing() const { return ticket_.capture; }
+  const LaunchTicket &ticket() const { return ticket_; }
+
+  // Before the real launch (ignored unless capturing and data_mode includes inputs).
+  void input_tensor(const TensorMeta &t);
+  void input_tensor_list(const std::vector<TensorMeta> &ts);
+  void input_value(collector::ValueArg v);
+  void input_null();
+
+  // After a successful real launch (ignored unless capturing and data_mode includes outputs).
+  void output_tensor(const TensorMeta &t);
+  void output_tensor_list(const std::vector<TensorMeta> &ts);
+  void output_null();
+
+  // Submits the capture (launched) or waits for the copies already enqueued and drops them (the
+  // launch failed, so the kernel never ran).
+  void finish(bool launched);
+
+ private:
+  collector::CapturedArg tensor(const TensorMeta &m);
+  void *stream_;
+  LaunchTicket ticket_;
+  collector::CapturedList inputs_, outputs_;
+  bool staged_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace msprobe::shim
