@@ -271,6 +271,11 @@ void append_arg(std::string &out, const Arg &a, Framework framework) {
     out += ", ";
     append_key(out, json_key::kValue);
     append_arg_value(out, v->value);
+    if (v->name) {
+      out += ", ";
+      append_key(out, "name");
+      append_csv_safe_string(out, *v->name);
+    }
     out += '}';
   } else {
     const auto &list = std::get<ArgList>(a.v);

@@ -61,6 +61,7 @@ using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string
 struct ValueArg {
   std::string type;  // e.g. "int", "float", "bool", "str", "tuple" (msprobe uses the Python type name)
   ArgValue value;
+  std::optional<std::string> name = std::nullopt;  // named arguments (aclop attributes): written as "name" after "value"
 };
 
 struct Arg;

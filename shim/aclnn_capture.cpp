@@ -39,6 +39,7 @@ struct CallParam {
 struct OpCall {
   std::vector<CallParam> params;
   bool repeatable = false;
+  uint64_t serial = 0;  // set by CallTable::put: tells this call from a later one at the same executor address
 };
 
 bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
@@ -211,6 +212,7 @@ class CallTable {
  public:
   void put(const void *ex, OpCall call) {
     std::lock_guard<std::mutex> lk(mu_);
+    call.serial = ++serial_;
     calls_.insert_or_assign(ex, std::move(call));
   }
   std::optional<OpCall> get(const void *ex) {
@@ -223,6 +225,13 @@ class CallTable {
     std::lock_guard<std::mutex> lk(mu_);
     calls_.erase(ex);
   }
+  // Forgets the call recorded as `serial` only. Phase 2 frees a one-shot executor inside the real call, so
+  // by the time its post-hook runs another thread's phase 1 may have got the same address for a new op.
+  void erase_if(const void *ex, uint64_t serial) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it != calls_.end() && it->second.serial == serial) calls_.erase(it);
+  }
   template <typename F>
   void update(const void *ex, F &&f) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -233,6 +242,7 @@ class CallTable {
  private:
   std::mutex mu_;
   std::unordered_map<const void *, OpCall> calls_;
+  uint64_t serial_ = 0;
 };
 
 }  // namespace
@@ -410,7 +420,7 @@ void phase2_post(void *, const RawArgs &, uint64_t ret) {
   // A kernel the shim has no record of (its phase 1 ran before capture, or it was filtered out) is still
   // named and counted, so that names stay the same whatever the filters; it has no arguments.
   f->launch.finish(launched && f->call.has_value());
-  if (f->call && launched && !f->call->repeatable) state().calls.erase(f->executor);
+  if (f->call && launched && !f->call->repeatable) state().calls.erase_if(f->executor, f->call->serial);
   delete f;
 }
 

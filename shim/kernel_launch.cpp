@@ -1,6 +1,7 @@
 #include "shim/kernel_launch.h"
 
 #include "shim/acl_types.h"
+#include "shim/reentry.h"
 #include "shim/staging.h"
 
 namespace msprobe::shim {
@@ -9,10 +10,17 @@ using collector::CapturedArg;
 using collector::CapturedList;
 using collector::TensorCapture;
 
+thread_local int KernelLaunch::open_ = 0;
+
 KernelLaunch::KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream)
-    : stream_(stream), ticket_(session().begin_launch(op_type, op_name, stream)) {}
+    : stream_(stream), ticket_(session().begin_launch(op_type, op_name, stream)) {
+  ++open_;
+}
+
+KernelLaunch::~KernelLaunch() { --open_; }
 
 CapturedArg KernelLaunch::tensor(const TensorMeta &m) {
+  ReentryGuard guard;  // the copies go through the runtime, whose inner calls must not be captured
   TensorCapture t;
   t.dtype = acl_to_dtype(m.dtype);
   if (t.dtype == collector::DType::Raw) t.dtype_name = acl_dtype_label(m.dtype);
@@ -71,6 +79,7 @@ void KernelLaunch::finish(bool launched) {
   if (finished_) return;
   finished_ = true;
   if (!ticket_.capture) return;
+  ReentryGuard guard;
   if (!launched) {
     // The kernel never ran, but copies of its inputs may be in flight: their memory must outlive them.
     if (staged_)

@@ -15,8 +15,13 @@ namespace msprobe::shim {
 class KernelLaunch {
  public:
   KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream);
+  ~KernelLaunch();
   KernelLaunch(const KernelLaunch &) = delete;
   KernelLaunch &operator=(const KernelLaunch &) = delete;
+
+  // True on this thread while a KernelLaunch exists: a kernel the runtime launches inside another launch
+  // (an aclnn or aclop kernel's own rtKernelLaunch*, HCCL's) is part of that launch, not a kernel of its own.
+  static bool open_on_this_thread() { return open_ > 0; }
 
   bool capturing() const { return ticket_.capture; }
   const LaunchTicket &ticket() const { return ticket_; }
@@ -43,6 +48,7 @@ class KernelLaunch {
   collector::CapturedList inputs_, outputs_;
   bool staged_ = false;
   bool finished_ = false;
+  static thread_local int open_ __attribute__((tls_model("initial-exec")));
 };
 
 }  // namespace msprobe::shim

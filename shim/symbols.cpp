@@ -1,5 +1,7 @@
 #include "shim/symbols.h"
 
+#include "shim/reentry.h"
+
 #include <dlfcn.h>
 #include <link.h>
 
@@ -120,5 +122,7 @@ void *HookSlot::resolve() {
   }
   return p;
 }
+
+thread_local int ReentryGuard::depth_ = 0;
 
 }  // namespace msprobe::shim

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 
+#include "shim/reentry.h"
 #include "shim/symbols.h"
 
 #define MSPROBE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -29,21 +30,6 @@ template <typename F>
 inline F original_of(HookSlot &slot) {
   return reinterpret_cast<F>(slot.resolve());
 }
-
-// Per-thread: true while the shim itself is inside a runtime call or capture logic.
-class ReentryGuard {
- public:
-  ReentryGuard() : was_(depth_++ > 0) {}
-  ~ReentryGuard() { --depth_; }
-  ReentryGuard(const ReentryGuard &) = delete;
-  ReentryGuard &operator=(const ReentryGuard &) = delete;
-  bool nested() const { return was_; }
-  static bool active() { return depth_ > 0; }
-
- private:
-  bool was_;
-  static thread_local int depth_ __attribute__((tls_model("initial-exec")));
-};
 
 }  // namespace msprobe::shim
 

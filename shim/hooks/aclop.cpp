@@ -1,0 +1,264 @@
+// aclop: single-op execution by op type (libascendcl's aclopExecute/V2, libacl_op_compiler's
+// aclopCompileAndExecute/V2). Tensors come from the descriptor + data buffer pairs (contiguous, shape
+// from the descriptor); attributes set with aclopSetAttr* are recorded as named values after the inputs.
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "acl/acl.h"
+#include "acl/acl_op_compiler.h"
+#include "collector/naming.h"
+#include "shim/acl_types.h"
+#include "shim/hooks/hook.h"
+#include "shim/kernel_launch.h"
+
+using namespace msprobe::shim;
+using msprobe::collector::ValueArg;
+
+namespace {
+
+// Attributes by aclopAttr handle, in the order they were first set.
+class AttrTable {
+ public:
+  void create(const void *a) {
+    std::lock_guard<std::mutex> lk(mu_);
+    attrs_[a].clear();
+  }
+  void erase(const void *a) {
+    std::lock_guard<std::mutex> lk(mu_);
+    attrs_.erase(a);
+  }
+  void set(const void *a, const char *name, ValueArg v) {
+    if (a == nullptr || name == nullptr) return;
+    v.name = name;
+    std::lock_guard<std::mutex> lk(mu_);
+    auto &list = attrs_[a];
+    for (ValueArg &old : list)
+      if (*old.name == name) {
+        old = std::move(v);
+        return;
+      }
+    list.push_back(std::move(v));
+  }
+  std::vector<ValueArg> get(const void *a) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = attrs_.find(a);
+    return it == attrs_.end() ? std::vector<ValueArg>{} : it->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const void *, std::vector<ValueArg>> attrs_;
+};
+
+AttrTable &attrs() {
+  static auto *t = new AttrTable;
+  return *t;
+}
+
+MSPROBE_HOOK_SLOT(aclGetTensorDescType);
+MSPROBE_HOOK_SLOT(aclGetTensorDescFormat);
+MSPROBE_HOOK_SLOT(aclGetTensorDescNumDims);
+MSPROBE_HOOK_SLOT(aclGetTensorDescDimV2);
+MSPROBE_HOOK_SLOT(aclGetDataBufferAddr);
+
+// A descriptor + buffer as a contiguous tensor; nullopt for an unused optional input (ACL_DT_UNDEFINED).
+std::optional<TensorMeta> tensor_of(const aclTensorDesc *desc, const aclDataBuffer *buf) {
+  auto type_fn = MSPROBE_REAL(aclGetTensorDescType);
+  auto format_fn = MSPROBE_REAL(aclGetTensorDescFormat);
+  auto ndims_fn = MSPROBE_REAL(aclGetTensorDescNumDims);
+  auto dim_fn = MSPROBE_REAL(aclGetTensorDescDimV2);
+  auto addr_fn = MSPROBE_REAL(aclGetDataBufferAddr);
+  if (!desc || !type_fn || !format_fn || !ndims_fn || !dim_fn || !addr_fn) return std::nullopt;
+  TensorMeta m;
+  m.dtype = type_fn(desc);
+  if (m.dtype == ACL_DT_UNDEFINED) return std::nullopt;
+  m.format = format_fn(desc);
+  size_t n = ndims_fn(desc);
+  if (n > (size_t)kMaxDims) return std::nullopt;  // includes ACL_UNKNOWN_RANK
+  m.ndim = (uint8_t)n;
+  for (size_t i = 0; i < n; ++i)
+    if (dim_fn(desc, i, &m.shape[i]) != ACL_SUCCESS || m.shape[i] < 0) return std::nullopt;
+  int64_t stride = 1;
+  for (size_t i = n; i-- > 0;) {
+    m.strides[i] = stride;
+    stride *= m.shape[i];
+  }
+  m.data = buf ? addr_fn(buf) : nullptr;
+  return m;
+}
+
+template <typename Desc, typename Buf>
+void add_inputs(KernelLaunch &k, int n, Desc *const descs[], Buf *const bufs[], const aclopAttr *attr) {
+  if (!k.capturing()) return;
+  for (int i = 0; i < n && descs && bufs; ++i) {
+    if (auto t = tensor_of(descs[i], bufs[i]))
+      k.input_tensor(*t);
+    else
+      k.input_null();
+  }
+  for (ValueArg &v : attrs().get(attr)) k.input_value(std::move(v));
+}
+
+template <typename Desc, typename Buf>
+void add_outputs(KernelLaunch &k, int n, Desc *const descs[], Buf *const bufs[]) {
+  if (!k.capturing()) return;
+  for (int i = 0; i < n && descs && bufs; ++i) {
+    if (auto t = tensor_of(descs[i], bufs[i]))  // read now: V2 may have updated a dynamic shape
+      k.output_tensor(*t);
+    else
+      k.output_null();
+  }
+}
+
+// Runs `real` inside a capture of op `op_type`.
+template <typename Desc, typename Buf, typename ODesc, typename OBuf, typename Real>
+aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const in_buf[], int nout,
+                 ODesc *const out_desc[], OBuf *const out_buf[], const aclopAttr *attr, aclrtStream stream,
+                 Real &&real) {
+  if (ReentryGuard::active() || op_type == nullptr || !capture_enabled()) return real();
+  std::optional<KernelLaunch> k;
+  {
+    ReentryGuard guard;
+    k.emplace(op_type, msprobe::collector::kDefaultOpName, stream);
+    add_inputs(*k, nin, in_desc, in_buf, attr);
+  }
+  aclError rc = real();
+  ReentryGuard guard;
+  if (rc == ACL_SUCCESS) add_outputs(*k, nout, out_desc, out_buf);
+  k->finish(rc == ACL_SUCCESS);
+  return rc;
+}
+
+}  // namespace
+
+MSPROBE_HOOK_SLOT(aclopCreateAttr);
+MSPROBE_HOOK_SLOT(aclopDestroyAttr);
+MSPROBE_HOOK_SLOT(aclopSetAttrBool);
+MSPROBE_HOOK_SLOT(aclopSetAttrInt);
+MSPROBE_HOOK_SLOT(aclopSetAttrFloat);
+MSPROBE_HOOK_SLOT(aclopSetAttrString);
+MSPROBE_HOOK_SLOT(aclopSetAttrDataType);
+MSPROBE_HOOK_SLOT(aclopSetAttrListInt);
+MSPROBE_HOOK_SLOT(aclopSetAttrListFloat);
+MSPROBE_HOOK_SLOT(aclopSetAttrListBool);
+MSPROBE_HOOK_SLOT(aclopExecute);
+MSPROBE_HOOK_SLOT(aclopExecuteV2);
+MSPROBE_HOOK_SLOT(aclopCompileAndExecute);
+MSPROBE_HOOK_SLOT(aclopCompileAndExecuteV2);
+
+MSPROBE_EXPORT aclopAttr *aclopCreateAttr(void) {
+  auto real = MSPROBE_REAL(aclopCreateAttr);
+  aclopAttr *a = real ? real() : nullptr;
+  if (a && capture_enabled()) attrs().create(a);
+  return a;
+}
+
+MSPROBE_EXPORT void aclopDestroyAttr(const aclopAttr *attr) {
+  if (auto real = MSPROBE_REAL(aclopDestroyAttr)) real(attr);
+  if (attr) attrs().erase(attr);
+}
+
+// Each setter forwards, then records the value the runtime accepted.
+#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                 \
+  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, T attrValue) { \
+    auto real = MSPROBE_REAL(fn);                                                \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                   \
+    aclError rc = real(attr, attrName, attrValue);                               \
+    if (rc == ACL_SUCCESS && capture_enabled()) attrs().set(attr, attrName, make_value); \
+    return rc;                                                                   \
+  }
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{"bool", attrValue != 0}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrInt, int64_t, (ValueArg{"int", attrValue}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrFloat, float, (ValueArg{"float", (double)attrValue}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrString, const char *,
+                      (ValueArg{"str", std::string(attrValue ? attrValue : "")}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
+                      (ValueArg{"aclDataType", std::string(msprobe::collector::dtype_id(acl_to_dtype(attrValue)))}))
+#undef MSPROBE_SET_ATTR_HOOK
+
+#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                                \
+  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) {    \
+    auto real = MSPROBE_REAL(fn);                                                                         \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                                            \
+    aclError rc = real(attr, attrName, numValues, values);                                                \
+    if (rc == ACL_SUCCESS && capture_enabled()) {                                                         \
+      std::vector<Elem> v;                                                                                \
+      for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                         \
+      attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                                     \
+    }                                                                                                     \
+    return rc;                                                                                            \
+  }
+MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListInt, int64_t, "list[int]", int64_t)
+MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListFloat, float, "list[float]", double)
+MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListBool, uint8_t, "list[bool]", bool)
+#undef MSPROBE_SET_LIST_ATTR_HOOK
+
+MSPROBE_EXPORT aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
+                                     const aclDataBuffer *const inputs[], int numOutputs,
+                                     const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
+                                     const aclopAttr *attr, aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclopExecute);
+  if (!real) return ACL_ERROR_API_NOT_SUPPORT;
+  return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
+    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream);
+  });
+}
+
+MSPROBE_EXPORT aclError aclopExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
+                                       aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
+                                       aclDataBuffer *outputs[], aclopAttr *attr, aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclopExecuteV2);
+  if (!real) return ACL_ERROR_API_NOT_SUPPORT;
+  return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
+    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream);
+  });
+}
+
+MSPROBE_EXPORT aclError aclopCompileAndExecute(const char *opType, int numInputs,
+                                               const aclTensorDesc *const inputDesc[],
+                                               const aclDataBuffer *const inputs[], int numOutputs,
+                                               const aclTensorDesc *const outputDesc[],
+                                               aclDataBuffer *const outputs[], const aclopAttr *attr,
+                                               aclopEngineType engineType, aclopCompileType compileFlag,
+                                               const char *opPath, aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclopCompileAndExecute);
+  if (!real) return ACL_ERROR_API_NOT_SUPPORT;
+  return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
+    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType,
+                compileFlag, opPath, stream);
+  });
+}
+
+MSPROBE_EXPORT aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
+                                                 aclDataBuffer *inputs[], int numOutputs,
+                                                 aclTensorDesc *outputDesc[], aclDataBuffer *outputs[],
+                                                 aclopAttr *attr, aclopEngineType engineType,
+                                                 aclopCompileType compileFlag, const char *opPath,
+                                                 aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclopCompileAndExecuteV2);
+  if (!real) return ACL_ERROR_API_NOT_SUPPORT;
+  return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
+    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType,
+                compileFlag, opPath, stream);
+  });
+}
+
+namespace msprobe::shim {
+
+HookFamily aclop_hooks() {
+  static const HookEntry entries[] = {
+      MSPROBE_HOOK_ENTRY(aclopCreateAttr),        MSPROBE_HOOK_ENTRY(aclopDestroyAttr),
+      MSPROBE_HOOK_ENTRY(aclopSetAttrBool),       MSPROBE_HOOK_ENTRY(aclopSetAttrInt),
+      MSPROBE_HOOK_ENTRY(aclopSetAttrFloat),      MSPROBE_HOOK_ENTRY(aclopSetAttrString),
+      MSPROBE_HOOK_ENTRY(aclopSetAttrDataType),   MSPROBE_HOOK_ENTRY(aclopSetAttrListInt),
+      MSPROBE_HOOK_ENTRY(aclopSetAttrListFloat),  MSPROBE_HOOK_ENTRY(aclopSetAttrListBool),
+      MSPROBE_HOOK_ENTRY(aclopExecute),           MSPROBE_HOOK_ENTRY(aclopExecuteV2),
+      MSPROBE_HOOK_ENTRY(aclopCompileAndExecute), MSPROBE_HOOK_ENTRY(aclopCompileAndExecuteV2),
+  };
+  return {entries, sizeof entries / sizeof entries[0]};
+}
+
+}  // namespace msprobe::shim
