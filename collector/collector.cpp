@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -234,6 +235,32 @@ struct Collector::Impl {
     return out;
   }
 
+  // The NaN/Inf in a kernel's outputs ("output.0: 3 NaN, 1 +Inf"), empty when there is none.
+  std::string overflow_in(const KernelCapture &k) {
+    std::string found;
+    std::function<void(const CapturedArg &, const std::string &)> visit = [&](const CapturedArg &a,
+                                                                               const std::string &path) {
+      if (auto *l = std::get_if<CapturedList>(&a.v)) {
+        for (size_t i = 0; i < l->size(); ++i) visit((*l)[i], path + "." + std::to_string(i));
+        return;
+      }
+      const auto *t = std::get_if<TensorCapture>(&a.v);
+      if (!t || !t->block || !is_floating(t->dtype)) return;
+      std::vector<unsigned char> scratch;
+      uint64_t bytes = 0;
+      const unsigned char *data = materialize(*t, scratch, &bytes);
+      if (!data) return;
+      TensorStats st = compute_stats(t->dtype, data, t->shape, options.precision);
+      if (!st.has_nan_or_inf()) return;
+      if (!found.empty()) found += "; ";
+      found += "output" + path + ": " + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.pos_inf_count) +
+               " +Inf, " + std::to_string(st.neg_inf_count) + " -Inf";
+    };
+    if (k.outputs)
+      for (size_t i = 0; i < k.outputs->size(); ++i) visit((*k.outputs)[i], "." + std::to_string(i));
+    return found;
+  }
+
   void write_kernel(KernelCapture &k) {
     bool have_data = true;
     try {
@@ -242,6 +269,18 @@ struct Collector::Impl {
       have_data = false;
     }
     std::lock_guard<std::mutex> wl(write_mu);
+    std::string overflow;
+    if (options.overflow_only) {
+      if (!have_data) return;
+      overflow = overflow_in(k);
+      if (overflow.empty()) return;  // a clean kernel: nothing to write
+      std::lock_guard<std::mutex> lk(mu);
+      if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit) return;
+      ++counters.overflows;
+      std::string where = k.name + " (step " + std::to_string(k.step) + ", " + rank_dir_name(k.rank) + ", launch " +
+                          std::to_string(k.launch_index) + "): " + overflow;
+      report("overflow", where);
+    }
     RankWriter *w;
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -257,6 +296,7 @@ struct Collector::Impl {
     e.stream_id = k.stream_id;
     e.timestamp_us = k.timestamp_us;
     e.extra = std::move(k.extra);
+    if (!overflow.empty()) e.extra.emplace_back("overflow", overflow);
     if (w->broken) return;
     try {
       w->dump.append(e);

@@ -74,11 +74,16 @@ struct CollectorOptions {
   HostFramework host_framework = HostFramework::Acl;
   StatPrecision precision = StatPrecision::Low;
   bool save_tensors = false;  // write dump_tensor_data/ (tensor task; overflow_check for overflowing kernels)
+  // overflow_check: only kernels with a NaN or Inf in an output are written, at most `overflow_limit` of
+  // them (-1: no limit), each reported on stderr and marked with an "overflow" field.
+  bool overflow_only = false;
+  int64_t overflow_limit = -1;
 };
 
 struct CollectorCounters {
   uint64_t submitted = 0, written = 0, without_data = 0, tensor_files = 0, tensor_bytes = 0, write_errors = 0;
   uint64_t after_close = 0;  // submitted after close(): reported, not written
+  uint64_t overflows = 0;    // overflow_check: kernels found with NaN/Inf outputs (and written)
 };
 
 class Collector {

@@ -42,13 +42,20 @@ class TinyModel(nn.Module):
         self.softmax = nn.Softmax(-1)
         self.loss = nn.MseLoss(tiny_npu.float32)
 
-    def forward(self, tokens, target):
+    def forward(self, tokens, target, plant_overflow=False):
         x = self.embed(tokens)
         x = self.norm(x)
-        x = self.act(self.fc1(x))
+        h = self.fc1(x)
+        if plant_overflow:
+            h = self.blow_up(h)
+        x = self.act(h)
         x = self.fc2(x)
         probs = self.softmax(self.to_fp32(x))
         return self.loss(probs, target)
+
+    def blow_up(self, h):
+        """A planted precision bug (--overflow-at): one activation scaled to inf, as a real overflow would."""
+        return tiny_npu.ops.muls(h, float("inf"))
 
     def backward(self):
         g = self.loss.backward()
@@ -95,7 +102,8 @@ def train(args, rank, world_size):
     losses = []
     for i in range(args.steps):
         tokens, target = synthetic_batch(data_rng)
-        loss = model.forward(tiny_npu.Tensor.from_numpy(tokens), tiny_npu.Tensor.from_numpy(target))
+        loss = model.forward(tiny_npu.Tensor.from_numpy(tokens), tiny_npu.Tensor.from_numpy(target),
+                             plant_overflow=(i == args.overflow_at))
         model.backward()
         if group is not None:
             group.average_gradients(model.parameters())
@@ -181,6 +189,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds before the launcher gives up on ranks")
     ap.add_argument("--dump", metavar="PATH",
                     help="save the exact losses and final parameters to PATH (.npz; {rank} is replaced)")
+    ap.add_argument("--overflow-at", type=int, default=-1, metavar="STEP",
+                    help="plant an overflow: scale the first layer's activation to inf at this step (a Muls kernel)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
 

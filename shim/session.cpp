@@ -32,7 +32,6 @@ struct Session::Impl {
   bool explicit_steps = false;   // msprobe_shim_step() was called: markers no longer end steps
   bool in_marker_run = false;
   bool scope_open = false, scope_done = false;
-  int64_t overflows = 0;
   std::optional<uint32_t> rank, rank_hint;
   bool rank_resolved = false;
   std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
@@ -204,7 +203,10 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
     }
   }
   if (selected && !c.list.empty()) selected = c.list.matches(op_type, t.name);
-  if (selected && c.task == Task::OverflowCheck && c.overflow_nums >= 0 && m.overflows >= c.overflow_nums)
+  // overflow_check stops copying once the collector has found MSPROBE_OVERFLOW_NUMS overflows (it finds
+  // them after the kernels ran, so a few more may be copied; the collector writes only the first N).
+  if (selected && c.task == Task::OverflowCheck && c.overflow_nums >= 0 && m.collector &&
+      (int64_t)m.collector->counters().overflows >= c.overflow_nums)
     selected = false;
   t.capture = selected;
   t.with_inputs = c.data_mode != DataMode::Output;
@@ -230,7 +232,9 @@ void Session::submit(collector::KernelCapture kernel) {
       o.framework = o.host_framework == collector::HostFramework::PyTorch ? collector::Framework::PyTorch
                                                                           : collector::Framework::MindSpore;
       o.precision = c.precision == Precision::High ? collector::StatPrecision::High : collector::StatPrecision::Low;
-      o.save_tensors = c.task == Task::Tensor;
+      o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck;
+      o.overflow_only = c.task == Task::OverflowCheck;
+      o.overflow_limit = c.overflow_nums;
       m.collector = std::make_unique<collector::Collector>(o);
     }
     col = m.collector.get();
