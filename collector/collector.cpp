@@ -84,6 +84,10 @@ struct RankWriter {
   fs::path dir, tensor_dir;
   DumpJsonWriter dump;
   ConstructJsonWriter construct;
+  // stack.json: groups in order of first use, each with its kernels in write order.
+  std::vector<uint64_t> stack_order;
+  std::map<uint64_t, std::vector<std::string>> stack_kernels;
+  bool stacks_dirty = true;
   bool tensor_dir_made = false;
   bool broken = false;
 };
@@ -235,6 +239,31 @@ struct Collector::Impl {
     return out;
   }
 
+  // stack.json of every folder whose stacks changed, rewritten whole (write to a temporary, rename).
+  void write_stacks() {
+    for (auto &[key, w] : writers) {
+      if (!w.stacks_dirty || w.broken) continue;
+      std::vector<StackGroup> groups;
+      for (uint64_t g : w.stack_order) {
+        StackGroup sg;
+        sg.kernels = w.stack_kernels[g];
+        try {
+          sg.frames = options.stacks->frames(g);
+        } catch (const std::exception &e) {
+          sg.frames = {"The call stack retrieval failed."};  // msprobe's own text for this case
+        }
+        groups.push_back(std::move(sg));
+      }
+      try {
+        write_file_atomic(w.dir / kStackJson, stack_json(groups));
+        w.stacks_dirty = false;
+      } catch (const std::exception &e) {
+        ++counters.write_errors;
+        report("cannot write stack.json", e.what());
+      }
+    }
+  }
+
   // The NaN/Inf in a kernel's outputs ("output.0: 3 NaN, 1 +Inf"), empty when there is none.
   std::string overflow_in(const KernelCapture &k) {
     std::string found;
@@ -302,6 +331,13 @@ struct Collector::Impl {
       w->dump.append(e);
       w->construct.append(e.name);
       ++counters.written;
+      uint64_t group = options.stacks ? options.stacks->group(k.stack_id) : 0;
+      if (group != 0) {
+        auto [it, fresh] = w->stack_kernels.try_emplace(group);
+        if (fresh) w->stack_order.push_back(group);
+        it->second.push_back(e.name);
+        w->stacks_dirty = true;
+      }
     } catch (const std::exception &ex) {
       ++counters.write_errors;
       w->broken = true;
@@ -338,9 +374,13 @@ void Collector::submit(KernelCapture kernel) {
 
 void Collector::flush() {
   Impl &m = *impl_;
-  std::unique_lock<std::mutex> lk(m.mu);
-  uint64_t target = m.submitted;
-  m.done_cv.wait(lk, [&] { return m.finished >= target; });
+  {
+    std::unique_lock<std::mutex> lk(m.mu);
+    uint64_t target = m.submitted;
+    m.done_cv.wait(lk, [&] { return m.finished >= target; });
+  }
+  std::lock_guard<std::mutex> wl(m.write_mu);
+  m.write_stacks();
 }
 
 void Collector::close() {
@@ -355,6 +395,7 @@ void Collector::close() {
   m.work_cv.notify_all();
   if (m.worker.joinable()) m.worker.join();
   std::lock_guard<std::mutex> wl(m.write_mu);
+  m.write_stacks();
   std::lock_guard<std::mutex> lk(m.mu);
   for (auto &[key, w] : m.writers) {
     try {

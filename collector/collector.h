@@ -54,8 +54,21 @@ struct CapturedArg {
   std::variant<std::monostate, TensorCapture, ValueArg, CapturedList> v;
 };
 
+// Turns stack ids into frames for stack.json. The collector does not capture stacks; whoever does gives it
+// one of these, called on the writer side only (symbolization is slow the first time and must stay off the
+// launch path).
+class StackRenderer {
+ public:
+  virtual ~StackRenderer() = default;
+  // The id of the group `id` belongs to (stacks that render the same share one), or 0 for "no stack".
+  virtual uint64_t group(uint64_t id) = 0;
+  // The frames of a group's representative, innermost first, as msprobe writes them.
+  virtual std::vector<std::string> frames(uint64_t group_id) = 0;
+};
+
 struct KernelCapture {
   std::string name;  // {OpType}.{OpName}.{n}, from KernelNamer
+  uint64_t stack_id = 0;  // 0: no stack
   uint64_t step = 0;
   std::optional<uint32_t> rank;
   uint64_t launch_index = 0, task_id = 0, stream_id = 0, timestamp_us = 0;
@@ -78,6 +91,7 @@ struct CollectorOptions {
   // them (-1: no limit), each reported on stderr and marked with an "overflow" field.
   bool overflow_only = false;
   int64_t overflow_limit = -1;
+  std::shared_ptr<StackRenderer> stacks;  // null: stack.json holds only {}
 };
 
 struct CollectorCounters {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "collector/naming.h"
 #include "shim/acl_types.h"
@@ -245,6 +246,48 @@ class CallTable {
   uint64_t serial_ = 0;
 };
 
+// Tensor `index` of a call in the executor cache's order (present tensors in declaration order, list
+// members one by one) now lives at `addr`.
+void bind_cached_tensor(OpCall &c, size_t index, void *addr) {
+  for (CallParam &p : c.params) {
+    if (!is_tensor_kind(p.kind) || !p.present) continue;
+    if (index < p.tensors.size()) {
+      p.tensors[index].data = addr;
+      return;
+    }
+    index -= p.tensors.size();
+  }
+}
+
+struct ExecCacheKeyHash {
+  size_t operator()(const ExecCacheKey &k) const { return k.a ^ (k.b * 0x9e3779b97f4a7c15ull) ^ k.kind; }
+};
+
+// Calls recorded for phase-1 executors the runtime cached, by cache key. Bounded: past the limit the
+// table starts over, and hits on forgotten keys are launches without arguments.
+class KeptCalls {
+ public:
+  void put(const ExecCacheKey &key, const OpCall &call) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (calls_.size() >= kLimit && calls_.find(key) == calls_.end()) calls_.clear();
+    calls_.insert_or_assign(key, call);
+  }
+  std::optional<OpCall> get(const ExecCacheKey &key) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(key);
+    if (it == calls_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  static constexpr size_t kLimit = 1 << 16;
+  std::mutex mu_;
+  std::unordered_map<ExecCacheKey, OpCall, ExecCacheKeyHash> calls_;
+};
+
+// The cache keys set on this thread (by kind), for the next phase 1 here.
+thread_local ExecCacheKey t_cache_keys[2] __attribute__((tls_model("initial-exec")));
+
 }  // namespace
 
 struct AclnnCapture::Impl {
@@ -252,6 +295,7 @@ struct AclnnCapture::Impl {
   std::unordered_map<void *, void *> wrappers;  // real function -> wrapper entry
   std::unique_ptr<PrototypeIndex> index;
   CallTable calls;
+  KeptCalls kept;
 
   PrototypeIndex &prototypes() {
     if (!index) index = std::make_unique<PrototypeIndex>(PrototypeIndex::from_environment(&std::getenv));
@@ -368,11 +412,17 @@ std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b,
 }
 
 void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
-  if ((int32_t)ret != 0 || !capture_enabled()) return;
+  if ((int32_t)ret != 0) return;
+  // The runtime stored this executor under the thread's cache keys, if any: they name it from now on.
+  ExecCacheKey keys[2] = {std::exchange(t_cache_keys[0], {}), std::exchange(t_cache_keys[1], {})};
+  if (!capture_enabled()) return;
   const auto &b = *static_cast<const Binding *>(user);
   if (!session().may_capture(b.op)) return;
   auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
-  if (rec) state().calls.put(rec->first, std::move(rec->second));
+  if (!rec) return;
+  for (const ExecCacheKey &k : keys)
+    if (k.kind != ExecCacheKey::None) state().kept.put(k, rec->second);
+  state().calls.put(rec->first, std::move(rec->second));
 }
 
 // ---- Phase 2 ------------------------------------------------------------------------------------------------
@@ -490,6 +540,41 @@ void AclnnCapture::on_rebind(const void *executor, IndexSpace space, size_t inde
       return;
     }
   });
+}
+
+ExecCacheKey ExecCacheKey::of_hash(uint64_t hash) {
+  return hash == 0 ? ExecCacheKey{} : ExecCacheKey{Hash, hash, 0};
+}
+
+ExecCacheKey ExecCacheKey::of_bytes(const void *buf, size_t len) {
+  if (buf == nullptr || len == 0) return {};
+  // Two independent 64-bit FNV-1a variants: a collision of both is as likely as of a 128-bit hash.
+  const auto *p = static_cast<const unsigned char *>(buf);
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull ^ len;
+  for (size_t i = 0; i < len; ++i) {
+    a = (a ^ p[i]) * 0x100000001b3ull;
+    b = (b ^ p[i] ^ (i & 0xff) << 8) * 0x9e3779b97f4a7c15ull;
+    b ^= b >> 29;
+  }
+  return {Bytes, a, b};
+}
+
+void AclnnCapture::set_cache_key(ExecCacheKey::Kind kind, const ExecCacheKey &key) {
+  if (kind == ExecCacheKey::Hash || kind == ExecCacheKey::Bytes) t_cache_keys[kind - 1] = key;
+}
+
+void AclnnCapture::clear_cache_keys() { t_cache_keys[0] = t_cache_keys[1] = {}; }
+
+void AclnnCapture::on_cache_hit(const void *executor, const ExecCacheKey &key, void *const *addrs, size_t n) {
+  std::optional<OpCall> call = impl()->kept.get(key);
+  if (!call) return;  // its phase 1 ran before capture, or was filtered out
+  call->repeatable = false;  // the hit's executor is freed by its phase 2
+  for (size_t i = 0; i < n; ++i) bind_cached_tensor(*call, i, addrs[i]);
+  impl()->calls.put(executor, std::move(*call));
+}
+
+void AclnnCapture::on_cached_address(const void *executor, size_t index, void *addr) {
+  impl()->calls.update(executor, [&](OpCall &c) { bind_cached_tensor(c, index, addr); });
 }
 
 AclnnCapture &aclnn_capture() {

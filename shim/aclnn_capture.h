@@ -7,12 +7,28 @@
 // real launch (an in-place op overwrites them), outputs after it, all in stream order. Executors freed
 // by phase 2 are forgotten; repeatable ones keep their record, and the aclSet*TensorAddr calls rebind
 // its addresses so every launch sees the addresses bound at that launch.
+//
+// torch_npu's executor cache (reference/cann_abi.md §6.4) skips phase 1 on a hit: the call recorded for
+// the phase 1 that ran under a cache key is also kept under that key, and each hit's (new) executor gets a
+// copy of it with the tensor addresses the host reported for that hit (shim/hooks/pta_cache.cpp).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 namespace msprobe::shim {
 
 enum class IndexSpace { All, Inputs, Outputs };
+
+// A key of torch_npu's executor cache: the 64-bit hash of SetPTAHashKey / PTAGetExecCache, or the byte
+// string of SetPTACacheHashKey / PTAFindExecCache, kept as a 128-bit digest.
+struct ExecCacheKey {
+  enum Kind : uint8_t { None, Hash, Bytes };
+  Kind kind = None;
+  uint64_t a = 0, b = 0;
+  static ExecCacheKey of_hash(uint64_t hash);                 // None for 0, which is never a key
+  static ExecCacheKey of_bytes(const void *buf, size_t len);  // None for an empty key
+  bool operator==(const ExecCacheKey &) const = default;
+};
 
 class AclnnCapture {
  public:
@@ -22,6 +38,16 @@ class AclnnCapture {
   void on_repeatable(const void *executor);
   void on_destroyed(const void *executor);
   void on_rebind(const void *executor, IndexSpace space, size_t index, size_t relative, void *addr);
+
+  // The executor cache, per thread as in the runtime. The key of `kind` the host set (None: cleared); the
+  // next phase 1 that succeeds on this thread is kept under the keys set, and clears them.
+  void set_cache_key(ExecCacheKey::Kind kind, const ExecCacheKey &key);
+  void clear_cache_keys();
+  // A lookup of `key` returned `executor`: recorded as the call kept under the key, its tensors (present
+  // ones in declaration order, list members one by one) bound to the first `n` of `addrs`.
+  void on_cache_hit(const void *executor, const ExecCacheKey &key, void *const *addrs, size_t n);
+  // An address reported after the hit: tensor `index` of that order.
+  void on_cached_address(const void *executor, size_t index, void *addr);
 
   struct Impl;
 

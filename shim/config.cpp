@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -972,14 +973,16 @@ void IndexSet::add(int64_t lo, int64_t hi) {
     ranges_.clear();
   }
   // Insert, then merge the neighbours that now overlap or touch.
+  // a touches b when a.second + 1 >= b.first, written so that it cannot overflow at the int64 limits.
+  const auto touches = [](int64_t a_second, int64_t b_first) { return a_second >= b_first || a_second == b_first - 1; };
   auto it = std::lower_bound(ranges_.begin(), ranges_.end(), std::make_pair(lo, hi));
   it = ranges_.insert(it, {lo, hi});
-  if (it != ranges_.begin() && std::prev(it)->second >= lo - 1) {
+  if (it != ranges_.begin() && touches(std::prev(it)->second, lo)) {
     --it;
     it->second = std::max(it->second, hi);
     ranges_.erase(std::next(it));
   }
-  while (std::next(it) != ranges_.end() && std::next(it)->first <= it->second + 1) {
+  while (std::next(it) != ranges_.end() && touches(it->second, std::next(it)->first)) {
     it->second = std::max(it->second, std::next(it)->second);
     ranges_.erase(std::next(it));
   }

@@ -77,7 +77,8 @@ struct Config {
   Compress compress = Compress::Off;
   uint64_t buffer_bytes = uint64_t{1024} << 20;
   int64_t overflow_nums = 1;  // -1: never stop
-  NameRegex step_marker;      // full match over op types; empty() when MSPROBE_STEP_MARKER=off
+  NameRegex step_marker;      // full match over op types; load_config() sets kDefaultStepMarker unless
+                              // MSPROBE_STEP_MARKER says otherwise; empty() = off
   LogLevel log_level = LogLevel::Warn;
   Precision precision = Precision::Low;
   std::string config_path;  // MSPROBE_CONFIG as given, empty if none
@@ -100,8 +101,9 @@ ConfigLoad load_config(const std::function<const char *(const char *)> &getenv);
 // load_config with the process environment (::getenv).
 ConfigLoad load_config_from_environment();
 
-// Sets the global log level from the load (Warn if it had errors), prints every warning and error, and on error one
-// final line saying capture is disabled; at info level, a summary of the effective configuration.
+// Sets the global log level to config.log_level (a valid MSPROBE_LOG_LEVEL counts even when other settings have
+// errors, so MSPROBE_LOG_LEVEL=error silences the warnings), prints every warning and error, and on error one final
+// line saying capture is disabled; at info level, a summary of the effective configuration.
 void report_config(const ConfigLoad &load);
 
 // The effective configuration on one line: `task=tensor (MSPROBE_TASK) dump_path="./d" step=0-2 ...`.

@@ -1,6 +1,8 @@
 #include "shim/kernel_launch.h"
 
+#include "collector/naming.h"
 #include "shim/acl_types.h"
+#include "shim/config.h"
 #include "shim/reentry.h"
 #include "shim/staging.h"
 
@@ -11,6 +13,23 @@ using collector::CapturedList;
 using collector::TensorCapture;
 
 thread_local int KernelLaunch::open_ = 0;
+
+StackId launch_stack() {
+  const Config &c = session().config();
+  return StackTable::global().capture(StackTable::options_for(c.stack));
+}
+
+namespace {
+std::string_view op_name_of(StackId stack) {
+  std::string_view scope = StackTable::global().op_name(stack);
+  return scope.empty() ? collector::kDefaultOpName : scope;
+}
+}  // namespace
+
+KernelLaunch::KernelLaunch(std::string_view op_type, StackId stack, void *stream)
+    : stream_(stream), stack_(stack), ticket_(session().begin_launch(op_type, op_name_of(stack), stream)) {
+  ++open_;
+}
 
 KernelLaunch::KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream)
     : stream_(stream), ticket_(session().begin_launch(op_type, op_name, stream)) {
@@ -88,6 +107,7 @@ void KernelLaunch::finish(bool launched) {
   }
   collector::KernelCapture k;
   k.name = ticket_.name;
+  k.stack_id = stack_;
   k.step = ticket_.step;
   k.rank = ticket_.rank;
   k.launch_index = ticket_.launch_index;

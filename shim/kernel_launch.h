@@ -9,11 +9,22 @@
 #include "collector/collector.h"
 #include "shim/handles.h"
 #include "shim/session.h"
+#include "shim/stacks.h"
 
 namespace msprobe::shim {
 
+// The calling thread's stack, as MSPROBE_STACK asks (Python frames are always taken: the OpName is built
+// from them). Call it in the hook of the call the user's code made.
+StackId launch_stack();
+
 class KernelLaunch {
  public:
+  // `stack` (from launch_stack(), possibly taken earlier: aclnn takes it at phase 1) gives the kernel its
+  // OpName and its stack.json group.
+  KernelLaunch(std::string_view op_type, StackId stack, void *stream);
+  // Takes the stack now.
+  KernelLaunch(std::string_view op_type, void *stream) : KernelLaunch(op_type, launch_stack(), stream) {}
+  // No stack; OpName as given.
   KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream);
   ~KernelLaunch();
   KernelLaunch(const KernelLaunch &) = delete;
@@ -44,6 +55,7 @@ class KernelLaunch {
  private:
   collector::CapturedArg tensor(const TensorMeta &m);
   void *stream_;
+  StackId stack_ = kEmptyStack;
   LaunchTicket ticket_;
   collector::CapturedList inputs_, outputs_;
   bool staged_ = false;

@@ -16,6 +16,7 @@
 #include "shim/config.h"
 #include "shim/log.h"
 #include "shim/plt_redirect.h"
+#include "shim/stacks.h"
 #include "shim/staging.h"
 
 namespace msprobe::shim {
@@ -110,8 +111,30 @@ bool check_dump_root(const std::string &path, std::string *why) {
     *why = "\"" + p.string() + "\" is not writable (" + std::strerror(errno) + ")";
     return false;
   }
+  // access() says yes to root everywhere, also where no folder can be made (/proc, an NFS export with
+  // root_squash): make one and remove it again. Uniquely named, so that ranks starting together never
+  // remove a folder another rank is using.
+  std::string probe = (p / ".msprobe_shim_probe_XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr) {
+    *why = "no folder can be created in \"" + p.string() + "\" (" + std::strerror(errno) + ")";
+    return false;
+  }
+  ::rmdir(probe.c_str());
   return true;
 }
+
+// stack.json for the collector: groups and frames from the process's stack table, in MSPROBE_STACK's mode.
+class StackTableRenderer final : public collector::StackRenderer {
+ public:
+  explicit StackTableRenderer(StackMode mode) : mode_(mode) {}
+  uint64_t group(uint64_t id) override { return StackTable::global().group((StackId)id, mode_); }
+  std::vector<std::string> frames(uint64_t group_id) override {
+    return StackTable::global().frames((StackId)group_id, mode_);
+  }
+
+ private:
+  StackMode mode_;
+};
 
 void exit_handler() {
   if (g_state.load() == (int)State::Active) g_session->shutdown();
@@ -177,12 +200,15 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
     m.rank_resolved = m.rank.has_value();
   }
   // A step ends after a run of optimizer kernels (unless the host marks steps itself).
+  // Casts and copies inside the run (mixed precision: the master weights are cast back after each
+  // optimizer kernel) belong to it and do not end it.
   bool marker = !m.explicit_steps && c.step_marker.matches(op_type);
-  if (!marker && m.in_marker_run) {
+  bool inside_run = m.in_marker_run && (op_type == "Cast" || op_type == "InplaceCopy");
+  if (!marker && !inside_run && m.in_marker_run) {
     ++m.step;
     m.scope_open = m.scope_done = false;
   }
-  m.in_marker_run = marker;
+  if (!inside_run) m.in_marker_run = marker;
   t.step = m.step;
   t.rank = m.rank;
   t.launch_index = m.launch_index++;
@@ -235,11 +261,18 @@ void Session::submit(collector::KernelCapture kernel) {
       o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck;
       o.overflow_only = c.task == Task::OverflowCheck;
       o.overflow_limit = c.overflow_nums;
+      o.stacks = std::make_shared<StackTableRenderer>(c.stack);
       m.collector = std::make_unique<collector::Collector>(o);
     }
     col = m.collector.get();
   }
   col->submit(std::move(kernel));
+}
+
+void Session::host_marks_steps() {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->explicit_steps = true;
+  impl_->in_marker_run = false;
 }
 
 void Session::end_step() {

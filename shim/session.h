@@ -43,6 +43,8 @@ class Session {
   const Config &config() const;
   // msprobe_shim_step(): the host says a step ended.
   void end_step();
+  // The host looked msprobe_shim_step up: it marks steps itself, so optimizer kernels no longer do.
+  void host_marks_steps();
   // The rank a communicator was created with (HCCL), used when no environment variable gave one.
   void set_rank_hint(uint32_t rank);
   // Everything captured so far is on disk (called at exit, aclFinalize, device reset).

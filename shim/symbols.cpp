@@ -97,8 +97,12 @@ void *next_definition(const void *caller_addr, const char *name) {
 
 void *find_original(const char *name) {
   void *self = object_containing(&g_shim_anchor);
-  // The global scope first (programs linked against the library), then every object, which also
-  // reaches libraries opened RTLD_LOCAL.
+  // The next definition after the shim first, as dlsym(RTLD_NEXT) from the shim would find it (plus libraries
+  // opened RTLD_LOCAL, which come later in the chain): another interposer preloaded *before* the shim forwards
+  // to it with dlsym(RTLD_NEXT), and taking the global scope's first definition would call that interposer
+  // back, forever (test_shim_linkage.py, rtld_next_wrapper.c).
+  if (void *s = next_definition(&g_shim_anchor, name)) return s;
+  // Only a definition before the shim is left (the main program's own): the global scope, then every object.
   if (void *s = real_dlsym(RTLD_DEFAULT, name); s != nullptr && definer_of(s) != self) return s;
   auto *head = static_cast<link_map *>(self);
   if (head == nullptr) return nullptr;

@@ -8,10 +8,21 @@ converted arguments on the native launch thread.
 With TINY_NPU_EXECUTOR_CACHE=1 ops reuse repeatable executors as MindSpore's aclnn kernels do: a miss
 runs phase 1 and aclSetAclOpExecutorRepeatable; a hit skips phase 1 and queues aclSetTensorAddr for
 every tensor parameter followed by phase 2. Cached executors are destroyed on eviction and at exit.
+
+With TINY_NPU_PTA_CACHE=1 ops take torch_npu's executor-cache path (op-plugin's hit_cache, reference
+cann_abi.md §6.4) when libnnopbase exports its helpers: CanUsePTACache, InitPTACacheThreadLocal, the
+storage address of every tensor argument reported with AddTensorAddrToCachedList while the arguments are
+hashed, SetPTAHashKey + PTAGetExecCache. A hit skips conversion and phase 1 and queues phase 2 of the
+executor the runtime returned; a miss runs the normal path, whose phase 1 the runtime caches under the key.
+TINY_NPU_PTA_CACHE=2 keys by bytes instead (hit_cache_v2: SetPTACacheHashKey + PTAFindExecCache).
+TINY_NPU_PTA_CACHE_STATS=1 prints "pta cache: H hits, M misses" on stderr at exit.
 """
+import atexit
 import collections
 import ctypes
+import hashlib
 import os
+import sys
 
 import numpy as np
 
@@ -190,13 +201,126 @@ def run(name, *args):
     if rt.executor_cache is not None:
         rt.executor_cache.run(op, args)
         return
-    conv, ws, ex = _phase1(rt, op, args)
+    pta = _pta_cache(rt)
+    if pta is not None:
+        pta.run(op, args)
+        return
+    _run_uncached(rt, op, args)
+
+
+def _launch(rt, op, ws, ex, releases):
     workspace = None
     if ws:
         workspace, block = rt.allocator.malloc(ws)
-    rt.launch("aclnn" + name, op.phase2, workspace, ws, ex, conv.releases)
+    rt.launch("aclnn" + op.name, op.phase2, workspace, ws, ex, releases)
     if ws:
         rt.allocator.free(workspace, block)  # stream-ordered reuse: later launches only
+
+
+def _run_uncached(rt, op, args):
+    conv, ws, ex = _phase1(rt, op, args)
+    _launch(rt, op, ws, ex, conv.releases)
+
+
+class PtaCache:
+    """torch_npu's executor cache (op-plugin hit_cache / hit_cache_v2 around EXEC_NPU_CMD).
+
+    The helpers are looked up like op-plugin's GetOpApiFuncAddr does (dlsym on the libopapi handle, which
+    reaches its dependency libnnopbase); `available` is false when any is missing, and ops then take the
+    normal path."""
+
+    def __init__(self, rt, bytes_key=False):
+        self.rt = rt
+        self.bytes_key = bytes_key
+        lib = rt.libs.opapi
+        P, B, U64, S = ctypes.c_void_p, ctypes.c_bool, ctypes.c_uint64, ctypes.c_size_t
+
+        def sym(name, restype, argtypes):
+            try:
+                f = getattr(lib, name)
+            except AttributeError:
+                return None
+            f.restype, f.argtypes = restype, argtypes
+            return f
+
+        self.can_use = sym("CanUsePTACache", B, [ctypes.c_char_p])
+        self.init = sym("InitPTACacheThreadLocal", None, [])
+        self.uninit = sym("UnInitPTACacheThreadLocal", None, [])
+        self.add_addr = sym("AddTensorAddrToCachedList", None, [P])
+        if bytes_key:
+            self.set_key = sym("SetPTACacheHashKey", None, [P, S])
+            self.lookup_fn = sym("PTAFindExecCache", P, [P, S, P])
+        else:
+            self.set_key = sym("SetPTAHashKey", None, [U64])
+            self.lookup_fn = sym("PTAGetExecCache", P, [U64, P])
+        # Optional in torch_npu too: around conversion and phase 1 on a miss.
+        self.init_mem = sym("InitHugeMemThreadLocal", ctypes.c_int, [P, B])
+        self.uninit_mem = sym("UnInitHugeMemThreadLocal", None, [P, B])
+        self.available = all(f is not None for f in (self.can_use, self.init, self.uninit, self.add_addr,
+                                                      self.set_key, self.lookup_fn))
+        self.hits = self.misses = 0
+
+    def _lookup(self, op, args):
+        """Returns (executor, workspace size) on a hit, None on a miss (the key stays set for phase 1)."""
+        self.init()
+        # The storage address of every tensor argument, in declaration order (absent ones skipped, lists
+        # member by member), reported while hashing as op-plugin's add_param_to_buf does.
+        for kind, v in zip(op.kinds, args):
+            if kind == "T" and v is not None:
+                self.add_addr(v.storage.ptr)
+            elif kind == "L":
+                for t in v:
+                    self.add_addr(t.storage.ptr)
+        data = repr(("deterministic", False, "aclnn" + op.name, _cache_key(op, args))).encode()
+        ws = ctypes.c_uint64(0)
+        if self.bytes_key:
+            buf = ctypes.create_string_buffer(data, len(data))
+            self.set_key(buf, len(data))
+            ex = self.lookup_fn(buf, len(data), ctypes.byref(ws))
+        else:
+            h = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") or 1  # 0 is no key
+            self.set_key(h)
+            ex = self.lookup_fn(h, ctypes.byref(ws))
+        return (ex, ws.value) if ex else None
+
+    def run(self, op, args):
+        rt = self.rt
+        if not self.can_use(("aclnn" + op.name).encode()):
+            _run_uncached(rt, op, args)
+            return
+        try:
+            hit = self._lookup(op, args)
+            if hit is not None:
+                self.hits += 1
+                ex, ws = hit
+                _launch(rt, op, ws, ex, [])  # nothing was converted: nothing to destroy
+                return
+            self.misses += 1
+            if self.init_mem is not None:
+                self.init_mem(None, False)
+            try:
+                _run_uncached(rt, op, args)
+            finally:
+                if self.uninit_mem is not None:
+                    self.uninit_mem(None, False)
+        finally:
+            self.uninit()
+
+
+def _pta_cache(rt):
+    """The runtime's PtaCache when TINY_NPU_PTA_CACHE is on and the helpers exist, else None."""
+    c = rt.__dict__.get("_pta_cache", False)
+    if c is False:
+        c = None
+        mode = os.environ.get("TINY_NPU_PTA_CACHE", "0")
+        if mode not in ("", "0"):
+            c = PtaCache(rt, bytes_key=mode == "2")
+            if not c.available:
+                c = None
+            elif os.environ.get("TINY_NPU_PTA_CACHE_STATS", "0") not in ("", "0"):
+                atexit.register(lambda c=c: print(f"pta cache: {c.hits} hits, {c.misses} misses", file=sys.stderr))
+        rt._pta_cache = c
+    return c
 
 
 class ExecutorCache:

@@ -122,7 +122,7 @@ aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const
   std::optional<KernelLaunch> k;
   {
     ReentryGuard guard;
-    k.emplace(op_type, msprobe::collector::kDefaultOpName, stream);
+    k.emplace(op_type, stream);
     add_inputs(*k, nin, in_desc, in_buf, attr);
   }
   aclError rc = real();

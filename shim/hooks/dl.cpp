@@ -29,13 +29,18 @@ namespace msprobe::shim {
 HookFamily aclnn_meta_hooks();
 HookFamily runtime_hooks();
 HookFamily hccl_hooks();
+HookFamily aclop_hooks();
+HookFamily memory_hooks();
+HookFamily rt_kernel_hooks();
+HookFamily pta_cache_hooks();
 
 namespace {
 
 const std::unordered_map<std::string, const HookEntry *> &hook_table() {
   static const auto *table = [] {
     auto *t = new std::unordered_map<std::string, const HookEntry *>;
-    for (HookFamily f : {aclnn_meta_hooks(), runtime_hooks(), hccl_hooks()})
+    for (HookFamily f : {aclnn_meta_hooks(), runtime_hooks(), hccl_hooks(), aclop_hooks(), memory_hooks(),
+                          rt_kernel_hooks(), pta_cache_hooks()})
       for (size_t i = 0; i < f.count; ++i) (*t)[f.entries[i].name] = &f.entries[i];
     return t;
   }();
@@ -58,10 +63,18 @@ std::vector<std::string> search_path_of(const void *caller) {
   return dirs;
 }
 
+// Kept out of dlsym: glibc declares dlsym's `name` nonnull, and -Werror rejects a NULL test on it there.
+bool is_hooked_name(const char *name) { return name != nullptr && hook_table().count(name) != 0; }
+
 }  // namespace
 
 void *intercept_lookup(const char *name, void *real) {
-  if (real == nullptr || name == nullptr || inside_shim(real)) return real;
+  if (real == nullptr || name == nullptr) return real;
+  if (inside_shim(real)) {
+    // A host that looks up the step marker marks its own steps (spec §4).
+    if (std::strcmp(name, "msprobe_shim_step") == 0 && capture_enabled()) session().host_marks_steps();
+    return real;
+  }
   if (!capture_enabled()) return real;
   auto &table = hook_table();
   if (auto it = table.find(name); it != table.end()) {
@@ -81,6 +94,10 @@ MSPROBE_EXPORT void *dlsym(void *handle, const char *name) {
   void *caller = __builtin_return_address(0);
   void *real = handle == RTLD_NEXT ? next_definition(caller, name) : real_dlsym(handle, name);
   if (ReentryGuard::active()) return real;  // the shim's own lookups
+  // Another interposer forwarding down the chain: the next definition after it is the answer, whoever defines
+  // it. Before the shim, that is the shim's own function; after it, the call already went through the shim,
+  // and handing out the shim's hook again would bring the call back to that interposer, forever.
+  if (handle == RTLD_NEXT && is_hooked_name(name)) return real;
   ReentryGuard guard;
   return intercept_lookup(name, real);
 }
@@ -112,5 +129,3 @@ MSPROBE_EXPORT void *dlopen(const char *file, int mode) {
   }
   return handle;
 }
-
-thread_local int msprobe::shim::ReentryGuard::depth_ = 0;

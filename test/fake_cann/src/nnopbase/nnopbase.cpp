@@ -12,11 +12,13 @@
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
 #include "fakecann/nn.h"
+#include "fakecann/pta_cache.h"
 #include "fakecann/rt_internal.h"
 
 struct aclOpExecutor {
   fakecann::nn::ExecutorSpec spec;
   bool repeatable = false;
+  std::shared_ptr<fakecann::nn::PtaLink> pta = nullptr;  // torch_npu's executor cache (pta_cache.cpp)
 };
 
 namespace fakecann::nn {
@@ -95,7 +97,9 @@ Slot slot(const aclTensorList *l, Io io) {
 aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor) {
   if (workspaceSize == nullptr || executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   *workspaceSize = spec.workspace_bytes;
-  *executor = track(new aclOpExecutor{std::move(spec), false}, Kind::Executor);
+  auto *ex = new aclOpExecutor{std::move(spec), false, nullptr};
+  ex->pta = pta_link_new_executor(ex->spec);
+  *executor = track(ex, Kind::Executor);
   return ACLNN_SUCCESS;
 }
 
@@ -115,6 +119,10 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     return ACLNN_ERR_PARAM_INVALID;
   }
   std::vector<Slot> slots = ex->spec.slots;  // the addresses bound now
+  if (ex->pta) {
+    aclnnStatus rc = pta_before_launch(*ex->pta, slots, op);  // a cache hit: the reported addresses
+    if (rc != ACLNN_SUCCESS) return rc;
+  }
   Kernel kernel = ex->spec.kernel;
   int rc = launch_task(
       stream,
@@ -126,6 +134,7 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
       op);
   if (rc != 0) return ACLNN_ERR_RUNTIME_ERROR;
   log_launch(op);
+  if (ex->pta) pta_after_launch(*ex->pta);
   if (!ex->repeatable && untrack(ex, Kind::Executor)) delete ex;
   return ACLNN_SUCCESS;
 }

@@ -1,0 +1,160 @@
+// torch_npu's executor cache (reference/cann_abi.md §6.4): on a hit torch_npu calls neither phase 1 nor
+// aclCreateTensor, only phase 2 with an executor that libnnopbase hands out for that hit and that runs the
+// cached kernel on the tensor addresses the host reported. These hooks follow that protocol per thread, as
+// the runtime does: the keys set before phase 1 (the phase 1 that follows is kept under them), the
+// addresses reported since InitPTACacheThreadLocal, and the executor of a hit, recorded as the kept call
+// bound to those addresses. Addresses reported after the hit (until the next Init/UnInit) are its too.
+//
+// torch_npu finds these helpers with dlsym on its libopapi handle, so they are answered through the dlsym
+// hook only: they are not exported, and a runtime without them keeps looking as if it had none.
+#include <pthread.h>
+
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "aclnn/acl_meta.h"
+#include "shim/aclnn_capture.h"
+#include "shim/hooks/hook.h"
+#include "shim/session.h"
+
+using namespace msprobe::shim;
+
+namespace {
+
+// What the host reported on this thread since InitPTACacheThreadLocal (the runtime's list of the thread).
+struct ThreadState {
+  std::vector<void *> addrs;
+  const void *hit = nullptr;  // the executor a lookup returned since; later addresses belong to it
+};
+
+thread_local ThreadState *t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+pthread_key_t g_cleanup;
+std::once_flag g_cleanup_once;
+bool g_cleanup_ok = false;
+
+// The thread's state, made on first use and freed when the thread ends; null if it cannot be made.
+ThreadState *thread_state() {
+  if (t_state != nullptr) return t_state;
+  std::call_once(g_cleanup_once, [] {
+    g_cleanup_ok = pthread_key_create(&g_cleanup, [](void *p) {
+      t_state = nullptr;
+      delete static_cast<ThreadState *>(p);
+    }) == 0;
+  });
+  if (!g_cleanup_ok) return nullptr;
+  auto *s = new (std::nothrow) ThreadState;
+  if (s == nullptr) return nullptr;
+  if (pthread_setspecific(g_cleanup, s) != 0) {
+    delete s;
+    return nullptr;
+  }
+  return t_state = s;
+}
+
+// Init and UnInit both start over: a new lookup, no keys, no hit.
+void start_over() {
+  aclnn_capture().clear_cache_keys();
+  if (ThreadState *s = thread_state()) {
+    s->addrs.clear();
+    s->hit = nullptr;
+  }
+}
+
+void on_lookup(aclOpExecutor *executor, const ExecCacheKey &key) {
+  if (executor == nullptr) return;  // a miss: phase 1 follows, under the keys the host set
+  ThreadState *s = thread_state();
+  if (s == nullptr) return;
+  aclnn_capture().on_cache_hit(executor, key, s->addrs.data(), s->addrs.size());
+  s->hit = executor;
+}
+
+}  // namespace
+
+MSPROBE_HOOK_SLOT(InitPTACacheThreadLocal);
+MSPROBE_HOOK_SLOT(UnInitPTACacheThreadLocal);
+MSPROBE_HOOK_SLOT(SetPTAHashKey);
+MSPROBE_HOOK_SLOT(SetPTACacheHashKey);
+MSPROBE_HOOK_SLOT(AddTensorAddrToCachedList);
+MSPROBE_HOOK_SLOT(PTAGetExecCache);
+MSPROBE_HOOK_SLOT(PTAFindExecCache);
+
+MSPROBE_EXPORT void InitPTACacheThreadLocal(void) {
+  auto real = MSPROBE_REAL(InitPTACacheThreadLocal);
+  if (real) real();
+  try {
+    if (capture_enabled()) start_over();
+  } catch (...) {
+  }
+}
+
+MSPROBE_EXPORT void UnInitPTACacheThreadLocal(void) {
+  auto real = MSPROBE_REAL(UnInitPTACacheThreadLocal);
+  if (real) real();
+  try {
+    if (capture_enabled()) start_over();
+  } catch (...) {
+  }
+}
+
+MSPROBE_EXPORT void SetPTAHashKey(uint64_t hash) {
+  auto real = MSPROBE_REAL(SetPTAHashKey);
+  if (real) real(hash);
+  if (capture_enabled()) aclnn_capture().set_cache_key(ExecCacheKey::Hash, ExecCacheKey::of_hash(hash));
+}
+
+MSPROBE_EXPORT void SetPTACacheHashKey(uint8_t *buf, size_t len) {
+  auto real = MSPROBE_REAL(SetPTACacheHashKey);
+  if (real) real(buf, len);
+  if (capture_enabled()) aclnn_capture().set_cache_key(ExecCacheKey::Bytes, ExecCacheKey::of_bytes(buf, len));
+}
+
+MSPROBE_EXPORT void AddTensorAddrToCachedList(void *addr) {
+  auto real = MSPROBE_REAL(AddTensorAddrToCachedList);
+  if (real) real(addr);
+  try {
+    if (!capture_enabled()) return;
+    ThreadState *s = thread_state();
+    if (s == nullptr) return;
+    s->addrs.push_back(addr);
+    if (s->hit != nullptr) aclnn_capture().on_cached_address(s->hit, s->addrs.size() - 1, addr);
+  } catch (...) {
+  }
+}
+
+MSPROBE_EXPORT aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *workspaceSize) {
+  auto real = MSPROBE_REAL(PTAGetExecCache);
+  if (!real) return nullptr;
+  aclOpExecutor *ex = real(hash, workspaceSize);
+  try {
+    if (capture_enabled()) on_lookup(ex, ExecCacheKey::of_hash(hash));
+  } catch (...) {
+  }
+  return ex;
+}
+
+MSPROBE_EXPORT aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_t *workspaceSize) {
+  auto real = MSPROBE_REAL(PTAFindExecCache);
+  if (!real) return nullptr;
+  aclOpExecutor *ex = real(buf, len, workspaceSize);
+  try {
+    if (capture_enabled()) on_lookup(ex, ExecCacheKey::of_bytes(buf, len));
+  } catch (...) {
+  }
+  return ex;
+}
+
+namespace msprobe::shim {
+
+HookFamily pta_cache_hooks() {
+  static const HookEntry entries[] = {
+      MSPROBE_HOOK_ENTRY(InitPTACacheThreadLocal), MSPROBE_HOOK_ENTRY(UnInitPTACacheThreadLocal),
+      MSPROBE_HOOK_ENTRY(SetPTAHashKey),           MSPROBE_HOOK_ENTRY(SetPTACacheHashKey),
+      MSPROBE_HOOK_ENTRY(AddTensorAddrToCachedList), MSPROBE_HOOK_ENTRY(PTAGetExecCache),
+      MSPROBE_HOOK_ENTRY(PTAFindExecCache),
+  };
+  return {entries, sizeof entries / sizeof entries[0]};
+}
+
+}  // namespace msprobe::shim

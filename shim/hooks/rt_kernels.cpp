@@ -1,0 +1,260 @@
+// Raw runtime kernels (runtime/kernel.h): AKG, custom and hand-written Ascend C kernels that bypass
+// aclnn and aclop. Registration calls name them (shim/kernel_binaries.h); each launch is one kernel whose
+// OpType is that name and whose arguments come from the opaque blob: an 8-byte slot pointing into a live
+// device allocation is a raw byte buffer from that pointer to the allocation's end (an input, copied
+// before the launch, and again an output, after it), any other slot a raw value. No dtype or shape is
+// known at this level (docs/capture.md).
+//
+// The runtime copies the blob at launch, so it is read before forwarding. A launch made while another
+// one is being captured on the thread (the aclnn, aclop or HCCL library launching its own kernel) belongs
+// to that one, and the shim's own runtime calls (ReentryGuard) are not the host's: both pass through.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "acl/acl_base.h"
+#include "collector/naming.h"
+#include "runtime/kernel.h"
+#include "shim/device_allocations.h"
+#include "shim/handles.h"
+#include "shim/hooks/hook.h"
+#include "shim/kernel_binaries.h"
+#include "shim/kernel_launch.h"
+#include "shim/session.h"
+
+using namespace msprobe::shim;
+
+namespace {
+
+constexpr int32_t kAclUint8 = 4, kAclFormatNd = 2;
+
+bool registering() { return !ReentryGuard::active() && capture_enabled(); }
+bool launching() { return !ReentryGuard::active() && !KernelLaunch::open_on_this_thread() && capture_enabled(); }
+
+// A device byte range as the one-dimensional UInt8 tensor the dump describes it as.
+TensorMeta raw_bytes(uint64_t addr, uint64_t bytes) {
+  TensorMeta m;
+  m.dtype = kAclUint8;
+  m.format = kAclFormatNd;
+  m.ndim = 1;
+  m.shape[0] = (int64_t)bytes;
+  m.strides[0] = 1;
+  m.data = reinterpret_cast<void *>(addr);
+  return m;
+}
+
+msprobe::collector::ValueArg raw_value(const RtArgSlot &s) {
+  msprobe::collector::ValueArg v;
+  v.type = "uint" + std::to_string(8 * s.bytes);
+  // JSON integers of the writer are signed 64-bit: the rare larger value is written as its decimal string.
+  if (s.value <= (uint64_t)INT64_MAX) v.value = (int64_t)s.value;
+  else v.value = std::to_string(s.value);
+  return v;
+}
+
+// What a launch hands the kernel: the host blob (or, with isNoNeedH2DCopy, a blob already in device
+// memory) and how much of it is argument slots.
+struct Blob {
+  const void *args = nullptr;
+  uint32_t size = 0;        // argsSize
+  uint32_t slot_bytes = 0;  // the leading part that holds argument slots
+  bool on_device = false;
+};
+
+Blob plain_blob(const void *args, uint32_t size) { return Blob{args, size, size, false}; }
+
+Blob blob_of(const rtArgsEx_t *info) {
+  Blob b;
+  if (info == nullptr) return b;
+  b.args = info->args;
+  b.size = b.slot_bytes = info->argsSize;
+  b.on_device = info->isNoNeedH2DCopy != 0;
+  // Tiling data and host inputs are copied into the blob behind the slots; their slots get patched.
+  if (info->hasTiling && info->tilingDataOffset < b.slot_bytes) b.slot_bytes = info->tilingDataOffset;
+  if (info->hostInputInfoPtr != nullptr)
+    for (uint16_t i = 0; i < info->hostInputInfoNum; ++i)
+      if (info->hostInputInfoPtr[i].dataOffset < b.slot_bytes) b.slot_bytes = info->hostInputInfoPtr[i].dataOffset;
+  return b;
+}
+
+// One captured launch: arguments read before `forward` runs the real launch, device buffers again after.
+template <typename Forward>
+rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_t stream, Forward forward) {
+  std::optional<KernelLaunch> launch;
+  std::vector<RtArgSlot> slots;
+  try {
+    launch.emplace(op_type, msprobe::collector::kDefaultOpName, stream);
+    if (launch->capturing()) {
+      if (blob.on_device) {
+        // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
+        auto addr = reinterpret_cast<uint64_t>(blob.args);
+        if (auto r = device_allocations().find(addr))
+          launch->input_tensor(raw_bytes(addr, std::min<uint64_t>(blob.size, r->end() - addr)));
+      } else {
+        slots = scan_args_blob(blob.args, blob.slot_bytes, device_allocations());
+        for (const RtArgSlot &s : slots) {
+          if (s.device_extent) launch->input_tensor(raw_bytes(s.value, *s.device_extent));
+          else launch->input_value(raw_value(s));
+        }
+      }
+    }
+  } catch (...) {
+    slots.clear();
+  }
+  const rtError_t rc = forward();
+  if (!launch) return rc;
+  try {
+    if (rc == RT_ERROR_NONE && launch->capturing())
+      for (const RtArgSlot &s : slots)
+        if (s.device_extent) launch->output_tensor(raw_bytes(s.value, *s.device_extent));
+  } catch (...) {
+  }
+  try {
+    launch->finish(rc == RT_ERROR_NONE);
+  } catch (...) {
+  }
+  return rc;
+}
+
+std::string stub_op_type(const void *stub) {
+  try {
+    return kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel);
+  } catch (...) {
+    return kUnknownRtKernel;
+  }
+}
+
+std::string handle_op_type(const void *handle, uint64_t tiling_key) {
+  try {
+    return kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel);
+  } catch (...) {
+    return kUnknownRtKernel;
+  }
+}
+
+void registered(const rtDevBinary_t *bin, void **hdl) {
+  if (bin == nullptr || hdl == nullptr || *hdl == nullptr) return;
+  try {
+    kernel_binaries().register_binary(*hdl, bin->data, bin->length);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+MSPROBE_HOOK_SLOT(rtDevBinaryRegister);
+MSPROBE_HOOK_SLOT(rtRegisterAllKernel);
+MSPROBE_HOOK_SLOT(rtDevBinaryUnRegister);
+MSPROBE_HOOK_SLOT(rtFunctionRegister);
+MSPROBE_HOOK_SLOT(rtKernelLaunch);
+MSPROBE_HOOK_SLOT(rtKernelLaunchWithFlag);
+MSPROBE_HOOK_SLOT(rtKernelLaunchWithFlagV2);
+MSPROBE_HOOK_SLOT(rtKernelLaunchWithHandle);
+MSPROBE_HOOK_SLOT(rtKernelLaunchWithHandleV2);
+
+MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
+  auto real = MSPROBE_REAL(rtDevBinaryRegister);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  rtError_t rc = real(bin, hdl);
+  if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
+  return rc;
+}
+
+MSPROBE_EXPORT rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
+  auto real = MSPROBE_REAL(rtRegisterAllKernel);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  rtError_t rc = real(bin, hdl);
+  if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
+  return rc;
+}
+
+MSPROBE_EXPORT rtError_t rtDevBinaryUnRegister(void *hdl) {
+  auto real = MSPROBE_REAL(rtDevBinaryUnRegister);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  // Forgotten first: a binary registered by another thread right after may get the same handle.
+  if (hdl != nullptr && registering()) {
+    try {
+      kernel_binaries().unregister_binary(hdl);
+    } catch (...) {
+    }
+  }
+  return real(hdl);
+}
+
+MSPROBE_EXPORT rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc, const char_t *stubName,
+                                            const void *kernelInfoExt, uint32_t funcMode) {
+  auto real = MSPROBE_REAL(rtFunctionRegister);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  rtError_t rc = real(binHandle, stubFunc, stubName, kernelInfoExt, funcMode);
+  // The runtime accepted the strings, so they are readable names.
+  if (rc == RT_ERROR_NONE && registering()) {
+    try {
+      kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt);
+    } catch (...) {
+    }
+  }
+  return rc;
+}
+
+MSPROBE_EXPORT rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
+                                        rtSmDesc_t *smDesc, rtStream_t stm) {
+  auto real = MSPROBE_REAL(rtKernelLaunch);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching()) return real(stubFunc, blockDim, args, argsSize, smDesc, stm);
+  return capture_launch(stub_op_type(stubFunc), plain_blob(args, argsSize), stm,
+                        [&] { return real(stubFunc, blockDim, args, argsSize, smDesc, stm); });
+}
+
+MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
+                                                rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
+  auto real = MSPROBE_REAL(rtKernelLaunchWithFlag);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching()) return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags);
+  return capture_launch(stub_op_type(stubFunc), blob_of(argsInfo), stm,
+                        [&] { return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags); });
+}
+
+MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
+                                                  rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
+                                                  const rtTaskCfgInfo_t *cfgInfo) {
+  auto real = MSPROBE_REAL(rtKernelLaunchWithFlagV2);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching()) return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags, cfgInfo);
+  return capture_launch(stub_op_type(stubFunc), blob_of(argsInfo), stm,
+                        [&] { return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags, cfgInfo); });
+}
+
+MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
+                                                  rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                  const void *kernelInfo) {
+  auto real = MSPROBE_REAL(rtKernelLaunchWithHandle);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching()) return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, kernelInfo);
+  return capture_launch(handle_op_type(hdl, tilingKey), blob_of(argsInfo), stm,
+                        [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, kernelInfo); });
+}
+
+MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
+                                                    rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                    const rtTaskCfgInfo_t *cfgInfo) {
+  auto real = MSPROBE_REAL(rtKernelLaunchWithHandleV2);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching()) return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo);
+  return capture_launch(handle_op_type(hdl, tilingKey), blob_of(argsInfo), stm,
+                        [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo); });
+}
+
+namespace msprobe::shim {
+
+HookFamily rt_kernel_hooks() {
+  static const HookEntry entries[] = {
+      MSPROBE_HOOK_ENTRY(rtDevBinaryRegister),      MSPROBE_HOOK_ENTRY(rtRegisterAllKernel),
+      MSPROBE_HOOK_ENTRY(rtDevBinaryUnRegister),    MSPROBE_HOOK_ENTRY(rtFunctionRegister),
+      MSPROBE_HOOK_ENTRY(rtKernelLaunch),           MSPROBE_HOOK_ENTRY(rtKernelLaunchWithFlag),
+      MSPROBE_HOOK_ENTRY(rtKernelLaunchWithFlagV2), MSPROBE_HOOK_ENTRY(rtKernelLaunchWithHandle),
+      MSPROBE_HOOK_ENTRY(rtKernelLaunchWithHandleV2)};
+  return {entries, sizeof entries / sizeof entries[0]};
+}
+
+}  // namespace msprobe::shim

@@ -1,0 +1,349 @@
+#include "shim/stacks.h"
+
+#include <link.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "shim/log.h"
+#include "shim/stack_modules.h"
+#include "shim/stack_python.h"
+#include "shim/stack_symbols.h"
+#include "shim/stack_unwind.h"
+
+namespace msprobe::shim {
+
+struct StackTable::Entry {
+  uint64_t hash = 0;
+  StackId id = kEmptyStack;
+  uint32_t n_native = 0, n_python = 0;
+  uint32_t gen = 0;                // module map generation at first sight
+  std::vector<uintptr_t> words;    // the key: native addresses, then (code, lasti) per Python frame
+  std::vector<uint32_t> py_ids;    // PythonStacks frame ids, innermost first
+  std::string op_name;
+};
+
+// Open addressing with linear probing; slots only go from null to an entry, so readers need no lock. A grown
+// table replaces the old one, which stays allocated (readers may still be probing it) until the StackTable dies.
+struct StackTable::Slots {
+  explicit Slots(size_t capacity) : mask(capacity - 1), slot(new std::atomic<Entry *>[capacity]()) {}
+  size_t mask;
+  std::unique_ptr<std::atomic<Entry *>[]> slot;
+};
+
+struct StackTable::Groups {
+  std::mutex mu;
+  std::map<std::vector<uintptr_t>, StackId> native, python;
+};
+
+namespace {
+
+// Two independent multiply-xorshift lanes: a 50-frame key hashes in ~25 dependent multiplies, not 50.
+uint64_t hash_words(const uintptr_t *w, size_t n, uint64_t seed) {
+  constexpr uint64_t k1 = 0x9E3779B97F4A7C15ull, k2 = 0xff51afd7ed558ccdull;
+  uint64_t a = seed ^ k1, b = (seed + n) * k2;
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    a = (a ^ w[i]) * k1;
+    a ^= a >> 29;
+    b = (b ^ w[i + 1]) * k2;
+    b ^= b >> 31;
+  }
+  if (i < n) a = ((a ^ w[i]) * k1) ^ (a >> 29);
+  uint64_t h = (a ^ (b >> 17)) * k2;
+  return h ^ (h >> 32);
+}
+
+uint64_t stack_hash(const uintptr_t *words, int n_native, int n_python) {
+  const uint64_t seed = (static_cast<uint64_t>(n_native) << 32) | static_cast<uint32_t>(n_python);
+  return hash_words(words, static_cast<size_t>(n_native) + 2 * static_cast<size_t>(n_python), seed);
+}
+
+// The object (executable or shared library) that holds this code.
+struct OwnModule {
+  std::vector<std::pair<uintptr_t, uintptr_t>> loads;
+  bool shared_library = false;
+  bool contains(uintptr_t a) const {
+    for (const auto &[b, e] : loads)
+      if (a >= b && a < e) return true;
+    return false;
+  }
+};
+
+const OwnModule &own_module() {
+  static const OwnModule *m = [] {
+    auto *own = new OwnModule();
+    struct Ctx {
+      uintptr_t anchor;
+      OwnModule *own;
+      int index;
+    } ctx{reinterpret_cast<uintptr_t>(&own_module), own, 0};
+    dl_iterate_phdr(
+        [](struct dl_phdr_info *info, size_t, void *data) -> int {
+          auto *c = static_cast<Ctx *>(data);
+          const int index = c->index++;
+          std::vector<std::pair<uintptr_t, uintptr_t>> loads;
+          bool mine = false;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+            if (ph.p_type != PT_LOAD) continue;
+            const uintptr_t b = info->dlpi_addr + ph.p_vaddr, e = b + ph.p_memsz;
+            loads.emplace_back(b, e);
+            mine |= c->anchor >= b && c->anchor < e;
+          }
+          if (!mine) return 0;
+          c->own->loads = std::move(loads);
+          c->own->shared_library = !(index == 0 && (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0'));
+          return 1;
+        },
+        &ctx);
+    return own;
+  }();
+  return *m;
+}
+
+SourceLines &source_lines() {
+  static SourceLines *s = new SourceLines();
+  return *s;
+}
+
+std::string make_op_name(const std::vector<uint32_t> &py_ids) {
+  PythonStacks &py = PythonStacks::global();
+  std::string name;
+  for (auto it = py_ids.rbegin(); it != py_ids.rend(); ++it) {  // outermost first
+    const PyFrameInfo &f = py.info(*it);
+    if (f.hidden_in_op_name) continue;
+    if (!name.empty()) name += '/';
+    name += f.qualname;
+  }
+  return name;
+}
+
+}  // namespace
+
+StackTable &StackTable::global() {
+  static StackTable *t = new StackTable();
+  return *t;
+}
+
+StackTable::StackTable() : groups_(std::make_unique<Groups>()) {
+  auto *chunk = new std::atomic<Entry *>[size_t{1} << kChunkBits]();
+  chunk[0].store(new Entry(), std::memory_order_relaxed);  // kEmptyStack
+  chunks_[0].store(chunk, std::memory_order_release);
+  count_.store(1, std::memory_order_release);
+  slots_owned_.push_back(std::make_unique<Slots>(1024));
+  slots_.store(slots_owned_.back().get(), std::memory_order_release);
+}
+
+StackTable::~StackTable() {
+  const uint32_t n = count_.load(std::memory_order_acquire);
+  for (uint32_t id = 0; id < n; ++id) delete entry(id);
+  for (auto &c : chunks_) delete[] c.load(std::memory_order_acquire);
+}
+
+StackCaptureOptions StackTable::options_for(StackMode mode) {
+  StackCaptureOptions o;
+  o.native = mode == StackMode::Native || mode == StackMode::Mixed;
+  o.python = true;
+  return o;
+}
+
+__attribute__((noinline)) StackId StackTable::capture(const StackCaptureOptions &what) noexcept {
+  constexpr int kOwnSlack = 24;  // room for the shim's own frames, dropped below
+  uintptr_t words[kMaxNativeFrames + kOwnSlack + 2 * kMaxPythonFrames];
+  int nn = 0;
+  if (what.native && what.max_native > 0) {
+    const int want = std::min(what.max_native, kMaxNativeFrames);
+    const int n = unwind_native(words, want + kOwnSlack);
+    int skip = n > 0 ? 1 : 0;  // words[0]: where unwind_native returns to, inside this function
+    if (own_frames_.load(std::memory_order_relaxed) == OwnFrames::Auto) {
+      const OwnModule &own = own_module();
+      if (own.shared_library)
+        while (skip < n && own.contains(words[skip])) ++skip;
+    }
+    // Return addresses minus one: the call instruction, so symbols and lines are those of the call (heaptrack
+    // bug 439897; a noreturn call can be the last instruction of a function).
+    for (int i = skip; i < n && nn < want; ++i) words[nn++] = words[i] - 1;
+  }
+  PyFrameRef py[kMaxPythonFrames];
+  int np = 0;
+  if (what.python && what.max_python > 0) {
+    np = PythonStacks::global().walk(py, std::min(what.max_python, kMaxPythonFrames));
+    if (np > 0) std::memcpy(&words[nn], py, sizeof(PyFrameRef) * static_cast<size_t>(np));
+  }
+  if (nn == 0 && np == 0) return kEmptyStack;
+  const uint64_t h = stack_hash(words, nn, np);
+  if (const Entry *e = find(slots_.load(std::memory_order_acquire), h, words, nn, np)) return e->id;
+  return intern(h, words, nn, np, py);
+}
+
+const StackTable::Entry *StackTable::find(const Slots *s, uint64_t hash, const uintptr_t *words, int n_native,
+                                          int n_python) const {
+  const size_t n_words = static_cast<size_t>(n_native) + 2 * static_cast<size_t>(n_python);
+  for (size_t i = hash & s->mask;; i = (i + 1) & s->mask) {
+    const Entry *e = s->slot[i].load(std::memory_order_acquire);
+    if (e == nullptr) return nullptr;
+    if (e->hash == hash && e->n_native == static_cast<uint32_t>(n_native) &&
+        e->n_python == static_cast<uint32_t>(n_python) &&
+        std::memcmp(e->words.data(), words, n_words * sizeof(uintptr_t)) == 0)
+      return e;
+  }
+}
+
+__attribute__((noinline)) StackId StackTable::intern(uint64_t h, const uintptr_t *words, int nn, int np,
+                                                     const void *py_refs) noexcept {
+  try {
+    auto e = std::make_unique<Entry>();
+    // Python frames first, while the GIL is still held and without any lock of ours (resolving may run the
+    // garbage collector, whose finalizers may launch kernels and come back here).
+    e->py_ids.resize(static_cast<size_t>(np));
+    if (np > 0 && !PythonStacks::global().resolve(static_cast<const PyFrameRef *>(py_refs), np, e->py_ids.data())) {
+      np = 0;
+      e->py_ids.clear();
+      if (nn == 0) return kEmptyStack;
+      h = stack_hash(words, nn, 0);
+      if (const Entry *found = find(slots_.load(std::memory_order_acquire), h, words, nn, 0)) return found->id;
+    }
+    ModuleMap &modules = ModuleMap::global();
+    if (nn > 0 && modules.refresh_if_changed().removed > 0) flush_native_unwind_cache();
+    e->gen = modules.generation();
+    e->hash = h;
+    e->n_native = static_cast<uint32_t>(nn);
+    e->n_python = static_cast<uint32_t>(np);
+    e->words.assign(words, words + nn + 2 * np);
+    e->op_name = make_op_name(e->py_ids);
+
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const Entry *found = find(slots_.load(std::memory_order_relaxed), h, words, nn, np)) return found->id;
+    const uint32_t id = count_.load(std::memory_order_relaxed);
+    if (id >= capacity_.load(std::memory_order_relaxed) || id >= (kChunks << kChunkBits)) {
+      if (!full_reported_.exchange(true))
+        log_warn("more than %u distinct call stacks: later new stacks are not recorded", id);
+      return kEmptyStack;
+    }
+    std::atomic<Entry *> *chunk = chunks_[id >> kChunkBits].load(std::memory_order_relaxed);
+    if (chunk == nullptr) {
+      chunk = new std::atomic<Entry *>[size_t{1} << kChunkBits]();
+      chunks_[id >> kChunkBits].store(chunk, std::memory_order_release);
+    }
+    e->id = id;
+    Entry *raw = e.release();
+    chunk[id & ((1u << kChunkBits) - 1)].store(raw, std::memory_order_release);
+    count_.store(id + 1, std::memory_order_release);
+    insert_locked(raw);
+    return id;
+  } catch (...) {  // allocation failure: this launch goes without a stack
+    return kEmptyStack;
+  }
+}
+
+void StackTable::insert_locked(Entry *e) {
+  auto place = [](Slots *s, Entry *x) {
+    size_t i = x->hash & s->mask;
+    while (s->slot[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & s->mask;
+    s->slot[i].store(x, std::memory_order_release);
+  };
+  Slots *s = slots_.load(std::memory_order_relaxed);
+  const size_t n = count_.load(std::memory_order_relaxed);  // includes e and kEmptyStack (never in the slots)
+  if (n * 2 > s->mask + 1) {  // keep the load under 1/2: probes stay short
+    size_t cap = (s->mask + 1) * 2;
+    while (n * 2 > cap) cap *= 2;
+    auto grown = std::make_unique<Slots>(cap);
+    for (uint32_t id = 1; id < n; ++id)
+      if (Entry *x = const_cast<Entry *>(entry(id)); x != nullptr && x != e) place(grown.get(), x);
+    s = grown.get();
+    slots_owned_.push_back(std::move(grown));
+    place(s, e);
+    slots_.store(s, std::memory_order_release);
+    return;
+  }
+  place(s, e);
+}
+
+const StackTable::Entry *StackTable::entry(StackId id) const noexcept {
+  if (id >= count_.load(std::memory_order_acquire)) return nullptr;
+  const std::atomic<Entry *> *chunk = chunks_[id >> kChunkBits].load(std::memory_order_acquire);
+  return chunk != nullptr ? chunk[id & ((1u << kChunkBits) - 1)].load(std::memory_order_acquire) : nullptr;
+}
+
+std::string_view StackTable::op_name(StackId id) const noexcept {
+  const Entry *e = entry(id);
+  return e != nullptr ? std::string_view(e->op_name) : std::string_view();
+}
+
+size_t StackTable::size() const noexcept { return count_.load(std::memory_order_acquire); }
+
+std::vector<uintptr_t> StackTable::native_addresses(StackId id) const {
+  const Entry *e = entry(id);
+  return e != nullptr ? std::vector<uintptr_t>(e->words.begin(), e->words.begin() + e->n_native)
+                      : std::vector<uintptr_t>();
+}
+
+std::vector<uint32_t> StackTable::python_frame_ids(StackId id) const {
+  const Entry *e = entry(id);
+  return e != nullptr ? e->py_ids : std::vector<uint32_t>();
+}
+
+std::vector<std::string> StackTable::frames(StackId id, StackMode mode) const {
+  std::vector<std::string> out;
+  const Entry *e = entry(id);
+  if (e == nullptr || mode == StackMode::Off) return out;
+  const bool want_native = mode == StackMode::Native || mode == StackMode::Mixed;
+  const bool want_python = mode == StackMode::Python || mode == StackMode::Mixed;
+
+  std::vector<std::string> python;
+  if (want_python) {
+    PythonStacks &py = PythonStacks::global();
+    for (uint32_t pid : e->py_ids) {
+      const PyFrameInfo &f = py.info(pid);
+      python.push_back(python_frame_text(f.filename, f.line, f.qualname, source_lines().line(f.source_path, f.line)));
+    }
+  }
+  if (!want_native) return python;
+
+  ModuleMap &modules = ModuleMap::global();
+  Symbolizer &sym = Symbolizer::global();
+  std::optional<ModuleInfo> interpreter;
+  if (!python.empty())
+    if (const uintptr_t a = PythonStacks::global().interpreter_address(); a != 0) interpreter = modules.find(a, e->gen);
+  size_t split = e->n_native;  // where the Python frames go: before the first frame inside the interpreter
+  std::optional<ModuleInfo> m;
+  for (uint32_t i = 0; i < e->n_native; ++i) {
+    const uintptr_t a = e->words[i];
+    if (!m || !m->alive_at(e->gen) || !m->contains(a)) m = modules.find(a, e->gen);
+    out.push_back(sym.describe(a, m ? &*m : nullptr));
+    if (split == e->n_native && interpreter && m && m->base == interpreter->base && m->path == interpreter->path)
+      split = i;
+  }
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(split), python.begin(), python.end());
+  return out;
+}
+
+StackId StackTable::group(StackId id, StackMode mode) const {
+  if (mode == StackMode::Off) return kEmptyStack;
+  const Entry *e = entry(id);
+  if (e == nullptr) return kEmptyStack;
+  if (mode == StackMode::Mixed) return id;
+  std::vector<uintptr_t> key;
+  if (mode == StackMode::Native) {
+    key.assign(e->words.begin(), e->words.begin() + e->n_native);
+  } else {
+    key.assign(e->py_ids.begin(), e->py_ids.end());
+  }
+  if (key.empty()) return kEmptyStack;
+  std::lock_guard<std::mutex> lock(groups_->mu);
+  auto &map = mode == StackMode::Native ? groups_->native : groups_->python;
+  return map.emplace(std::move(key), id).first->second;  // the first id asked about keeps the group
+}
+
+void StackTable::modules_changed() noexcept {
+  try {
+    if (ModuleMap::global().refresh().removed > 0) flush_native_unwind_cache();
+    PythonStacks::global().refresh();
+  } catch (...) {
+  }
+}
+
+}  // namespace msprobe::shim

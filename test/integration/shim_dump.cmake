@@ -1,0 +1,6 @@
+# libmsprobe_shim.so's dumps of examples/train.py: complete (one entry per launched kernel), correct
+# (numpy recomputation of every op, statistics), host unchanged; 2-rank half and modes/filters apart so
+# that ctest -j runs them side by side.
+msprobe_pytest(test_shim_dump.py TIMEOUT 600)
+msprobe_pytest(test_shim_dump_ranks.py TIMEOUT 600)
+msprobe_pytest(test_shim_dump_modes.py TIMEOUT 600)

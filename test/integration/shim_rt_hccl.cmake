@@ -1,0 +1,3 @@
+# Raw runtime kernels and HCCL collectives captured by libmsprobe_shim.so (issue 4): examples/acl_app,
+# train.py with two ranks, and a two-rank ctypes worker for the launch variants the examples do not use.
+msprobe_pytest(test_shim_rt_hccl.py TIMEOUT 600)

@@ -1,0 +1,435 @@
+"""Independent numpy references of the CANN stand-in's aclnn ops, written from the op semantics (CANN /
+torch definitions, as test/fake_cann documents them), not from the stand-in's code.
+
+A reference takes the dumped phase-1 arguments of one kernel, in declaration order (`input_args` of a
+dump.json entry: tensors as float64 arrays read from their files, None for an absent optional tensor,
+plain Python values for scalars, int/bool arrays and by-value numbers) and returns the values the
+kernel must have written to its `output` tensors, in order (None where nothing is written), computed
+in float64. `round_to(values, dtype)` then rounds them the way a kernel stores them, and
+`compare(actual, expected, dtype)` checks a dumped output against it within the dtype's precision.
+
+In-place tensors (`*Ref` parameters: ApplyAdamWV2's varRef/mRef/vRef, InplaceZero, InplaceCopy,
+InplaceAdd) are in `input_args` with their PRE-kernel values and in `output` with their POST-kernel
+values: the references compute the latter from the former, which is what proves the capture order.
+"""
+import math
+
+import numpy as np
+
+REDUCTION_NONE, REDUCTION_MEAN, REDUCTION_SUM = 0, 1, 2
+_SQRT2 = math.sqrt(2.0)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+# ---- rounding to device dtypes ------------------------------------------------------------------------------
+def bf16_round(x):
+    """float32 -> nearest bfloat16 (ties to even), returned as float32 values."""
+    f = np.array(x, dtype=np.float32, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    u = np.uint64
+    bits = f.view(np.uint32).astype(u)
+    bits = (bits + u(0x7FFF) + ((bits >> u(16)) & u(1))) & u(0xFFFF0000)
+    out = bits.astype(np.uint32).view(np.float32).reshape(f.shape)
+    return np.where(np.isnan(f), f, out)
+
+
+FLOAT_DTYPES = {"Float32", "Float16", "BFloat16", "Float64"}
+INT_DTYPES = {"Int8": np.int8, "Int16": np.int16, "Int32": np.int32, "Int64": np.int64, "UInt8": np.uint8,
+              "UInt16": np.uint16, "UInt32": np.uint32, "UInt64": np.uint64}
+
+
+def round_to(values, dtype):
+    """float64 results -> the values a kernel stores for `dtype` (dump.json spelling), as float64."""
+    v = np.asarray(values, dtype=np.float64)
+    if dtype == "Float64":
+        return v
+    if dtype == "Float32":
+        return v.astype(np.float32).astype(np.float64)
+    if dtype == "Float16":
+        return v.astype(np.float32).astype(np.float16).astype(np.float64)
+    if dtype == "BFloat16":
+        return bf16_round(v.astype(np.float32)).astype(np.float64)
+    if dtype == "Bool":
+        return (v != 0).astype(np.float64)
+    if dtype in INT_DTYPES:
+        return np.trunc(v)
+    raise ValueError(f"no rounding rule for dtype {dtype}")
+
+
+# Relative precision of one unit in the last place.
+EPS = {"Float64": 2.0 ** -52, "Float32": 2.0 ** -23, "Float16": 2.0 ** -10, "BFloat16": 2.0 ** -7}
+
+
+def compare(actual, expected, dtype):
+    """None when `actual` (dumped) matches `expected` (float64 reference, not yet rounded), else a message.
+
+    The kernel and the reference both compute in float64 and round once to the dtype, so they can differ
+    only where the float64 results straddle a rounding boundary: one unit in the last place of the dtype
+    (two for float32, whose last place is finer than the summation-order noise near cancellations).
+    """
+    a = np.asarray(actual, dtype=np.float64)
+    e = round_to(expected, dtype)
+    if a.shape != e.shape:
+        return f"shape {a.shape} != expected {e.shape}"
+    if dtype not in EPS:
+        bad = a != e
+    else:
+        ulps = 2.0 if dtype == "Float32" else 1.0
+        scale = float(np.max(np.abs(e))) if e.size else 0.0
+        tol = ulps * EPS[dtype] * np.abs(e) + 1e-6 * EPS[dtype] * scale
+        bad = ~((np.abs(a - e) <= tol) | (np.isnan(a) & np.isnan(e)))
+    if not bad.any():
+        return None
+    i = np.unravel_index(np.argmax(bad), a.shape) if a.ndim else ()
+    return (f"{int(bad.sum())} of {a.size} elements differ; first at {tuple(int(k) for k in i)}: "
+            f"dumped {a[i]!r}, reference {e[i]!r} (max |diff| {float(np.max(np.abs(a - e)[bad])):.3g})")
+
+
+# ---- helpers -----------------------------------------------------------------------------------------------
+def _gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / _SQRT2))
+
+
+def _gelu_grad(x):
+    # d/dx [x Phi(x)] = Phi(x) + x phi(x)
+    return 0.5 * (1.0 + _erf(x / _SQRT2)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softmax(x, dim):
+    z = x - np.max(x, axis=dim, keepdims=True)
+    e = np.exp(z)
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax(x, dim):
+    m = np.max(x, axis=dim, keepdims=True)
+    return x - m - np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))
+
+
+def _norm_axes(x, normalized_shape):
+    k = len(normalized_shape)
+    assert tuple(x.shape[x.ndim - k:]) == tuple(normalized_shape), (x.shape, normalized_shape)
+    return tuple(range(x.ndim - k, x.ndim))
+
+
+def _hf32(x):
+    """fp32 operand as the cube unit reads it in HF32 mode: mantissa rounded to 10 bits (ties to even)."""
+    f = np.array(x, dtype=np.float32, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    u = np.uint64
+    bits = f.view(np.uint32).astype(u)
+    finite = (bits & u(0x7F800000)) != u(0x7F800000)
+    r = (bits + u(0xFFF) + ((bits >> u(13)) & u(1))) & ~u(0x1FFF)
+    return np.where(finite, r, bits).astype(np.uint32).view(np.float32).reshape(f.shape).astype(np.float64)
+
+
+def _cube_operand(x, dtype, cube):
+    """cubeMathType: 0 keep dtype / 4 fp32 add, 1 and 3 HF32, 2 fp16 — for fp32 operands only."""
+    if dtype != "Float32" or cube in (0, 4):
+        return x
+    if cube == 2:
+        return x.astype(np.float32).astype(np.float16).astype(np.float64)
+    return _hf32(x)
+
+
+def _reduction(loss, reduction):
+    if reduction == REDUCTION_NONE:
+        return loss
+    if reduction == REDUCTION_SUM:
+        return np.sum(loss)
+    return np.mean(loss)
+
+
+# ---- the references: op type -> fn(args, dtypes) -> outputs ---------------------------------------------
+# `args` are the input_args values; `dtypes` their dump.json dtypes (None for non-tensors).
+REFS = {}
+
+
+def ref(*names):
+    def deco(fn):
+        for n in names:
+            REFS[n] = fn
+        return fn
+    return deco
+
+
+@ref("Add")
+def _add(a, d):
+    x, y, alpha = a
+    return [x + alpha * y]
+
+
+@ref("Sub")
+def _sub(a, d):
+    x, y, alpha = a
+    return [x - alpha * y]
+
+
+@ref("Mul")
+def _mul(a, d):
+    return [a[0] * a[1]]
+
+
+@ref("Div")
+def _div(a, d):
+    return [a[0] / a[1]]
+
+
+@ref("Adds")
+def _adds(a, d):
+    x, other, alpha = a
+    return [x + other * alpha]
+
+
+@ref("Muls")
+def _muls(a, d):
+    return [a[0] * a[1]]
+
+
+@ref("InplaceAdd")
+def _inplace_add(a, d):
+    self_ref, other, alpha = a
+    return [self_ref + alpha * np.broadcast_to(other, self_ref.shape)]
+
+
+@ref("Relu")
+def _relu(a, d):
+    x = a[0]
+    return [np.where((x > 0) | np.isnan(x), x, 0.0)]
+
+
+@ref("Gelu")
+def _gelu_ref(a, d):
+    return [_gelu(a[0])]  # exact (erf) form, as torch's default approximate='none'
+
+
+@ref("Silu")
+def _silu(a, d):
+    return [a[0] * _sigmoid(a[0])]
+
+
+@ref("Exp")
+def _exp(a, d):
+    return [np.exp(a[0])]
+
+
+@ref("Log")
+def _log(a, d):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return [np.log(a[0])]
+
+
+@ref("Sqrt")
+def _sqrt(a, d):
+    with np.errstate(invalid="ignore"):
+        return [np.sqrt(a[0])]
+
+
+@ref("Neg")
+def _neg(a, d):
+    return [-a[0]]
+
+
+@ref("GeluBackward")
+def _gelu_backward(a, d):
+    g, x = a
+    return [g * _gelu_grad(x)]
+
+
+@ref("SiluBackward")
+def _silu_backward(a, d):
+    g, x = a
+    s = _sigmoid(x)
+    return [g * s * (1.0 + x * (1.0 - s))]
+
+
+@ref("ThresholdBackward")
+def _threshold_backward(a, d):
+    g, x, threshold = a
+    return [np.where(x > threshold, g, 0.0)]
+
+
+@ref("Matmul", "Mm", "BatchMatMul")
+def _matmul(a, d):
+    x, y, cube = a
+    return [np.matmul(_cube_operand(x, d[0], cube), _cube_operand(y, d[1], cube))]
+
+
+@ref("Softmax")
+def _softmax_ref(a, d):
+    x, dim = a
+    return [_softmax(x, dim)]
+
+
+@ref("LogSoftmax")
+def _log_softmax_ref(a, d):
+    x, dim = a
+    return [_log_softmax(x, dim)]
+
+
+@ref("SoftmaxBackward")
+def _softmax_backward(a, d):
+    g, y, dim = a
+    return [y * (g - np.sum(g * y, axis=dim, keepdims=True))]
+
+
+@ref("LayerNorm")
+def _layer_norm(a, d):
+    x, normalized_shape, w, b, eps = a
+    axes = _norm_axes(x, normalized_shape)
+    mean = np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True)  # biased
+    rstd = 1.0 / np.sqrt(var + eps)
+    out = (x - mean) * rstd
+    if w is not None:
+        out = out * w
+    if b is not None:
+        out = out + b
+    return [out, mean, rstd]
+
+
+@ref("LayerNormBackward")
+def _layer_norm_backward(a, d):
+    """torch's native_layer_norm_backward: dx, dweight, dbias (each only if outputMask asks)."""
+    g, x, normalized_shape, mean, rstd, w, b, mask = a
+    axes = _norm_axes(x, normalized_shape)
+    lead = tuple(range(x.ndim - len(axes)))
+    xhat = (x - mean) * rstd
+    dxhat = g * (w if w is not None else 1.0)
+    n = float(np.prod([x.shape[i] for i in axes]))
+    dx = rstd / n * (n * dxhat - np.sum(dxhat, axis=axes, keepdims=True)
+                     - xhat * np.sum(dxhat * xhat, axis=axes, keepdims=True))
+    dw = np.sum(g * xhat, axis=lead)
+    db = np.sum(g, axis=lead)
+    return [dx if mask[0] else None, dw if mask[1] else None, db if mask[2] else None]
+
+
+@ref("RmsNorm")
+def _rms_norm(a, d):
+    x, gamma, eps = a
+    axes = tuple(range(x.ndim - gamma.ndim, x.ndim))
+    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
+    return [x * rstd * gamma, rstd]
+
+
+@ref("Cast")
+def _cast(a, d):
+    return [a[0]]  # the value itself; compare() rounds it to the output's dtype
+
+
+@ref("InplaceCopy")
+def _inplace_copy(a, d):
+    self_ref, src = a
+    return [np.broadcast_to(src, self_ref.shape)]
+
+
+@ref("InplaceZero")
+def _inplace_zero(a, d):
+    return [np.zeros_like(a[0])]
+
+
+@ref("Permute")
+def _permute(a, d):
+    x, dims = a
+    return [np.transpose(x, dims)]
+
+
+@ref("Cat")
+def _cat(a, d):
+    tensors, dim = a
+    return [np.concatenate(tensors, axis=dim)]
+
+
+@ref("Embedding")
+def _embedding(a, d):
+    weight, indices = a
+    return [weight[indices.astype(np.int64)]]
+
+
+@ref("EmbeddingDenseBackward")
+def _embedding_dense_backward(a, d):
+    """torch.embedding_dense_backward: grad rows summed into their index's row; padding row stays 0."""
+    grad, indices, num_weights, padding_idx, scale_grad_by_freq = a
+    idx = indices.astype(np.int64).reshape(-1)
+    g = grad.reshape(idx.size, -1)
+    out = np.zeros((num_weights, g.shape[1]))
+    counts = np.bincount(idx, minlength=num_weights).astype(np.float64)
+    pad = padding_idx if padding_idx < (1 << 63) else padding_idx - (1 << 64)  # uint64 -1: no padding
+    for row, i in zip(g, idx):
+        if i == pad:
+            continue
+        out[i] += row / counts[i] if scale_grad_by_freq else row
+    return [out]
+
+
+def _reduce_dims(x, dims):
+    return tuple(range(x.ndim)) if len(dims) == 0 else tuple(int(v) % x.ndim for v in dims)
+
+
+@ref("ReduceSum")
+def _reduce_sum(a, d):
+    x, dims, keep, _dtype = a
+    return [np.sum(x, axis=_reduce_dims(x, dims), keepdims=keep)]
+
+
+@ref("Mean")
+def _mean(a, d):
+    x, dims, keep, _dtype = a
+    return [np.mean(x, axis=_reduce_dims(x, dims), keepdims=keep)]
+
+
+@ref("MseLoss")
+def _mse_loss(a, d):
+    x, t, reduction = a
+    return [_reduction((x - t) ** 2, reduction)]
+
+
+@ref("MseLossBackward")
+def _mse_loss_backward(a, d):
+    g, x, t, reduction = a
+    scale = 2.0 / np.broadcast(x, t).size if reduction == REDUCTION_MEAN else 2.0
+    return [scale * (x - t) * g]
+
+
+@ref("ApplyAdamWV2")
+def _apply_adamw_v2(a, d):
+    """torch.optim.AdamW, one step; `step` is the (already incremented) step count, read not advanced."""
+    var, m, v, max_grad_norm, grad, step, lr, beta1, beta2, wd, eps, amsgrad, maximize = a
+    t = float(np.asarray(step).reshape(-1)[0])
+    g = -grad if maximize else grad
+    var = var * (1.0 - lr * wd)
+    m = beta1 * m + (1.0 - beta1) * g
+    v = beta2 * v + (1.0 - beta2) * g * g
+    second = np.maximum(max_grad_norm, v) if amsgrad else v
+    bias1 = 1.0 - beta1 ** t
+    bias2 = 1.0 - beta2 ** t
+    var = var - (lr / bias1) * m / (np.sqrt(second) / math.sqrt(bias2) + eps)
+    # maxGradNormOptionalRef holds max(v) only with amsgrad; without it the kernel leaves it alone.
+    kept = None if max_grad_norm is None else (second if amsgrad else max_grad_norm)
+    return [var, m, v, kept]
+
+
+# ---- collectives: one kernel per rank, recomputed from every rank's inputs -----------------------------------
+# fn(per_rank, dtypes) with per_rank[r] = the input_args values of rank r's kernel of the same name (and
+# dtypes those of rank 0) -> the outputs every rank must hold.
+COLLECTIVE_REFS = {}
+
+
+def collective(*names):
+    def deco(fn):
+        for n in names:
+            COLLECTIVE_REFS[n] = fn
+        return fn
+    return deco
+
+
+_REDUCE_OPS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+@collective("HcclAllReduce")
+def _all_reduce(per_rank, d):
+    op = per_rank[0][1]
+    assert all(a[1] == op for a in per_rank), "ranks disagree on the reduce op"
+    return [_REDUCE_OPS[op](np.stack([a[0] for a in per_rank]), axis=0)]

@@ -1,0 +1,70 @@
+// Test-only library for test_stacks_python.py, loaded through ctypes: ctypes.PyDLL keeps the GIL held during a
+// call (Python frames are read), ctypes.CDLL releases it (native frames only). The capture code is linked into
+// this library, so its own frames (the exported functions below) are the "shim frames" capture() skips.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "shim/stack_python.h"
+#include "shim/stack_unwind.h"
+#include "shim/stacks.h"
+
+using namespace msprobe::shim;
+
+#define STACKS_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+int64_t copy_out(const std::string &s, char *buf, size_t len) {
+  if (buf != nullptr && len > 0) {
+    const size_t n = std::min(len - 1, s.size());
+    std::memcpy(buf, s.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int64_t>(s.size());
+}
+}  // namespace
+
+// mode: 0 off, 1 native, 2 python, 3 mixed (StackMode's order).
+STACKS_EXPORT uint32_t stacks_capture(int native, int python) {
+  StackCaptureOptions o;
+  o.native = native != 0;
+  o.python = python != 0;
+  return StackTable::global().capture(o);
+}
+
+// The frames joined by '\x1e'; returns the full length (call again with a bigger buffer if it did not fit).
+STACKS_EXPORT int64_t stacks_render(uint32_t id, int mode, char *buf, size_t len) {
+  std::string joined;
+  for (const std::string &f : StackTable::global().frames(id, static_cast<StackMode>(mode))) {
+    if (!joined.empty()) joined += '\x1e';
+    joined += f;
+  }
+  return copy_out(joined, buf, len);
+}
+
+STACKS_EXPORT int64_t stacks_op_name(uint32_t id, char *buf, size_t len) {
+  return copy_out(std::string(StackTable::global().op_name(id)), buf, len);
+}
+
+STACKS_EXPORT uint32_t stacks_group(uint32_t id, int mode) {
+  return StackTable::global().group(id, static_cast<StackMode>(mode));
+}
+
+STACKS_EXPORT int stacks_python_frames(uint32_t id) {
+  return static_cast<int>(StackTable::global().python_frame_ids(id).size());
+}
+
+STACKS_EXPORT int stacks_native_frames(uint32_t id) {
+  return static_cast<int>(StackTable::global().native_addresses(id).size());
+}
+
+STACKS_EXPORT uint64_t stacks_count() { return StackTable::global().size(); }
+
+// The direct CPython 3.11 frame walk: whether it is on; allow(0) turns it off (C API only), allow(1) lets the
+// next capture verify and turn it on again.
+STACKS_EXPORT int stacks_raw_walk_active() { return PythonStacks::global().raw_walk_active() ? 1 : 0; }
+STACKS_EXPORT void stacks_allow_raw_walk(int allow) { PythonStacks::global().allow_raw_walk(allow != 0); }
+
+STACKS_EXPORT const char *stacks_unwinder() { return to_string(active_native_unwinder()); }

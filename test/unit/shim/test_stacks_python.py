@@ -1,0 +1,285 @@
+"""Python frames of shim/stacks.h, in a real CPython (Debian's /usr/bin/python3: the C API is exported by the
+executable, no libpython).
+
+libstacks_pytest.so links the capture code and is called through ctypes. ctypes.PyDLL keeps the GIL held during the
+call, so the capture reads the Python frames; ctypes.CDLL releases it, so the capture must give native frames only
+(and never crash). Every expectation is computed independently, from the interpreter's own frame objects
+(sys._getframe, f_lineno, co_qualname), linecache and sysconfig.
+"""
+import ctypes
+import gc
+import linecache
+import os
+import sys
+import sysconfig
+import threading
+
+import pytest
+
+BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build"))
+LIB = os.path.join(BUILD, "tests", "lib", "libstacks_pytest.so")
+OFF, NATIVE, PYTHON, MIXED = 0, 1, 2, 3
+
+
+def _bind(kind):
+    lib = kind(LIB)
+    lib.stacks_capture.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.stacks_capture.restype = ctypes.c_uint32
+    for name in ("stacks_render",):
+        getattr(lib, name).argtypes = [ctypes.c_uint32, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        getattr(lib, name).restype = ctypes.c_int64
+    lib.stacks_op_name.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    lib.stacks_op_name.restype = ctypes.c_int64
+    lib.stacks_group.argtypes = [ctypes.c_uint32, ctypes.c_int]
+    lib.stacks_group.restype = ctypes.c_uint32
+    lib.stacks_python_frames.argtypes = [ctypes.c_uint32]
+    lib.stacks_native_frames.argtypes = [ctypes.c_uint32]
+    lib.stacks_count.restype = ctypes.c_uint64
+    lib.stacks_unwinder.restype = ctypes.c_char_p
+    return lib
+
+
+with_gil = _bind(ctypes.PyDLL)  # the GIL stays held during calls
+without_gil = _bind(ctypes.CDLL)  # the GIL is released during calls
+
+
+def _text(fn, *args):
+    n = fn(*args, None, 0)
+    buf = ctypes.create_string_buffer(n + 1)
+    fn(*args, buf, n + 1)
+    return buf.value.decode("utf-8")
+
+
+def render(sid, mode):
+    s = _text(with_gil.stacks_render, sid, mode)
+    return s.split("\x1e") if s else []
+
+
+def op_name(sid):
+    return _text(with_gil.stacks_op_name, sid)
+
+
+def expected_frames():
+    """The caller's Python stack as msprobe's frame strings, innermost first, read from the interpreter itself."""
+    out = []
+    f = sys._getframe(1)
+    while f is not None:
+        code = f.f_code
+        src = linecache.getline(code.co_filename, f.f_lineno).strip()
+        out.append(f"File {code.co_filename}, line {f.f_lineno}, in {code.co_qualname}, \n {src}")
+        f = f.f_back
+    return out
+
+
+STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def is_stdlib(filename):
+    if filename.startswith("<frozen "):
+        return True
+    real = os.path.realpath(filename)
+    return real.startswith(STDLIB) and "site-packages" not in real and "dist-packages" not in real
+
+
+def expected_op_name():
+    """The caller's qualnames, outermost first, without the standard library's frames (independent rule)."""
+    names = []
+    f = sys._getframe(1)
+    while f is not None:
+        if not is_stdlib(f.f_code.co_filename):
+            names.append(f.f_code.co_qualname)
+        f = f.f_back
+    return "/".join(reversed(names))
+
+
+def test_library_and_unwinder():
+    assert os.path.exists(LIB), LIB
+    assert with_gil.stacks_unwinder() == b"libunwind"
+
+
+def test_python_frames_are_the_interpreters():
+    def launch_scope():
+        # Both on one line: the capture and the reference see the same frames at the same instruction line.
+        sid, want = with_gil.stacks_capture(1, 1), expected_frames()
+        return sid, want
+
+    sid, want = launch_scope()
+    assert with_gil.stacks_python_frames(sid) == len(want)
+    assert render(sid, PYTHON) == want
+    first = want[0]
+    assert ", in test_python_frames_are_the_interpreters.<locals>.launch_scope, \n" in first
+    assert first.endswith("sid, want = with_gil.stacks_capture(1, 1), expected_frames()")
+
+    mixed = render(sid, MIXED)
+    native = render(sid, NATIVE)
+    assert len(mixed) == len(want) + len(native)
+    start = mixed.index(want[0])
+    assert mixed[start:start + len(want)] == want  # the Python frames in one block
+    assert mixed[:start] + mixed[start + len(want):] == native  # the native ones around it, in order
+    # Before the block: the native code that ran between Python and the capture (libffi / ctypes), not the
+    # library's own frames, which capture() skips as the shim's.
+    assert start > 0
+    assert not any("libstacks_pytest.so" in f for f in native), native
+    assert any("libffi" in f or "_ctypes" in f for f in mixed[:start]), mixed[:start]
+    # After it: the interpreter (its exported functions are named) down to the C runtime.
+    assert any("_PyEval_EvalFrameDefault" in f or "PyObject_" in f for f in mixed[start + len(want):])
+
+
+def test_op_name_outer_to_inner_without_stdlib():
+    def model_forward():
+        def layer():
+            sid, want = with_gil.stacks_capture(1, 1), expected_op_name()
+            return sid, want
+        return layer()
+
+    sid, want = model_forward()
+    assert op_name(sid) == want
+    assert want.endswith("test_op_name_outer_to_inner_without_stdlib"
+                         "/test_op_name_outer_to_inner_without_stdlib.<locals>.model_forward"
+                         "/test_op_name_outer_to_inner_without_stdlib.<locals>.model_forward.<locals>.layer")
+
+
+def capture_at_line(n):
+    if n == 0:
+        return with_gil.stacks_capture(1, 1)
+    return with_gil.stacks_capture(1, 1)
+
+
+def test_same_line_same_id_other_line_other_id():
+    got = [capture_at_line(n) for n in [0] * 20 + [1]]  # one call site here: only the innermost frame differs
+    ids, other = got[:20], got[20]
+    assert len(set(ids)) == 1
+    assert other != ids[0]
+    # Both share every native frame (same C path through the interpreter) but differ in one Python frame.
+    assert with_gil.stacks_group(ids[0], NATIVE) == with_gil.stacks_group(other, NATIVE)
+    assert with_gil.stacks_group(ids[0], PYTHON) != with_gil.stacks_group(other, PYTHON)
+    assert with_gil.stacks_group(other, MIXED) == other
+    assert with_gil.stacks_group(other, OFF) == 0
+    a, b = render(ids[0], PYTHON), render(other, PYTHON)
+    assert a[1:] == b[1:] and a[0] != b[0]
+    before = with_gil.stacks_count()
+    loop = {capture_at_line(0) for _ in range(100)}
+    assert len(loop) == 1
+    assert with_gil.stacks_count() == before + 1  # one new call site, one new stack, then 99 known ones
+
+
+def test_thread_holding_the_gil_and_stdlib_frames():
+    got = {}
+
+    def worker():
+        got["sid"], got["want"], got["op"] = with_gil.stacks_capture(1, 1), expected_frames(), expected_op_name()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    sid = got["sid"]
+    assert render(sid, PYTHON) == got["want"]
+    # The thread's stdlib frames (threading.py: _bootstrap, _bootstrap_inner, run) are in the stack...
+    assert any("threading.py" in f for f in got["want"])
+    # ...but not in the OpName, which starts at the thread's target.
+    assert op_name(sid) == got["op"] == "test_thread_holding_the_gil_and_stdlib_frames.<locals>.worker"
+
+
+def test_without_the_gil_native_frames_only():
+    sid = without_gil.stacks_capture(1, 1)  # ctypes.CDLL released the GIL: no Python frames may be read
+    assert sid != 0
+    assert with_gil.stacks_python_frames(sid) == 0
+    assert with_gil.stacks_native_frames(sid) > 3
+    assert render(sid, PYTHON) == []
+    assert render(sid, MIXED) == render(sid, NATIVE)
+    assert op_name(sid) == ""
+
+    results = []
+
+    def worker():
+        for _ in range(50):
+            results.append(without_gil.stacks_capture(1, 1))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 200
+    assert all(with_gil.stacks_python_frames(r) == 0 and with_gil.stacks_native_frames(r) > 3 for r in results)
+    assert len(set(results)) == 1  # the same native stack in every thread
+    assert not any("File " in f for f in render(results[0], MIXED))
+    # Python frames only requested, GIL released: nothing at all.
+    assert without_gil.stacks_capture(0, 1) == 0
+
+
+def test_code_objects_made_and_dropped_keep_their_frames():
+    # Functions compiled on the fly and thrown away: their code objects would be freed and their addresses reused
+    # if the capture did not keep them alive; each stack must still show its own function and line.
+    seen = []
+    for i in range(30):
+        ns = {"lib": with_gil}
+        src = "\n" * i + f"def made_{i}():\n    return lib.stacks_capture(0, 1)\n"
+        exec(compile(src, f"<made {i}>", "exec"), ns)
+        seen.append((i, ns[f"made_{i}"]()))
+        del ns
+        gc.collect()
+    for i, sid in seen:
+        frames = render(sid, PYTHON)
+        assert frames[0] == f"File <made {i}>, line {i + 2}, in made_{i}, \n ", frames[0]
+    assert len({sid for _, sid in seen}) == 30
+
+
+def site():
+    return with_gil.stacks_capture(1, 1)
+
+
+def test_direct_frame_walk_agrees_with_the_c_api():
+    # On CPython 3.11 the capture reads the interpreter's frames directly once that walk gave the C API's
+    # frames; either way a stack must get the same id. Captured from plain calls, a generator, a coroutine,
+    # a comprehension and a lambda, each context from one call site, once per walk.
+    def from_generator():
+        def gen():
+            yield site()
+        return next(gen())
+
+    def from_coroutine():
+        async def coro():
+            return site()
+        c = coro()
+        try:
+            c.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+    contexts = [site, from_generator, from_coroutine, lambda: [site() for _ in range(1)][0], lambda: site()]
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the direct walk knows CPython 3.11 only")
+    for ctx in contexts:
+        ids, active = [], []
+        for step in range(3):
+            if step == 0:
+                with_gil.stacks_allow_raw_walk(0)  # C API only
+            elif step == 1:
+                with_gil.stacks_allow_raw_walk(1)  # this capture verifies the direct walk (and uses the C API)
+            ids.append(ctx())
+            active.append(with_gil.stacks_raw_walk_active())
+        assert active == [0, 1, 1], (ctx, active)
+        assert ids[0] == ids[1] == ids[2], ctx
+    last = render(ids[0], PYTHON)  # the lambda's: site() innermost
+    assert last[0].startswith("File " + __file__) and ", in site, \n" in last[0]
+
+    def in_generator():
+        def gen():
+            yield with_gil.stacks_capture(0, 1), expected_frames()
+        return next(gen())
+    sid, want = in_generator()
+    assert render(sid, PYTHON) == want
+
+
+def test_handled_exception_state_survives_a_capture():
+    try:
+        raise KeyError("kept")
+    except KeyError as e:
+        sid = with_gil.stacks_capture(1, 1)
+        assert sys.exc_info()[1] is e
+    assert with_gil.stacks_python_frames(sid) > 0
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

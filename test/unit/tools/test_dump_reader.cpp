@@ -1,0 +1,282 @@
+// Reading a dump: folder layout, dump.json streaming (on a journal the collector's own writer produced), entry
+// tensors, stack.json, mapping.csv and kernel selectors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "collector/json_writer.h"
+#include "tools/reader/dump_reader.h"
+
+namespace mt = msprobe::tools;
+namespace mc = msprobe::collector;
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("tools_reader_" + std::to_string(::getpid()) + "_" + std::to_string(n_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path &path() const { return path_; }
+
+ private:
+  fs::path path_;
+  static inline int n_ = 0;
+};
+
+void write(const fs::path &p, std::string_view text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+mc::TensorSummary tensor(mc::DType t, std::vector<int64_t> shape, double max) {
+  mc::TensorSummary s;
+  s.dtype = t;
+  s.shape = std::move(shape);
+  s.stats.max = mc::StatValue::of_real(max);
+  s.stats.min = mc::StatValue::of_real(-1);
+  s.stats.mean = mc::StatValue::of_real(0.5);
+  s.stats.norm = mc::StatValue::of_real(3);
+  return s;
+}
+
+// A dump.json written by the collector's own journal writer.
+void write_dump(const fs::path &dir, int kernels, mc::Framework fw = mc::Framework::MindSpore) {
+  fs::create_directories(dir);
+  mc::DumpJsonWriter w;
+  mc::DumpHeader h;
+  h.task = mc::Task::Statistics;
+  h.framework = fw;
+  w.begin(dir / mc::kDumpJson, h);
+  for (int i = 0; i < kernels; ++i) {
+    mc::KernelEntry e;
+    e.name = (i % 2 ? "Gelu.Default." : "Add.Default.") + std::to_string(i / 2);
+    mc::Arg a, b, list, value, none;
+    a.v = tensor(mc::DType::F32, {2, 3}, i == 3 ? std::numeric_limits<double>::quiet_NaN() : 1.0 + i);
+    mc::ArgList inner;
+    inner.push_back(mc::Arg{tensor(mc::DType::BF16, {4}, 2.0)});
+    inner.push_back(mc::Arg{tensor(mc::DType::I64, {}, 7.0)});
+    list.v = std::move(inner);
+    value.v = mc::ValueArg{"float", 2.5};
+    e.input_args = mc::ArgList{a, none, list, value};
+    b.v = tensor(mc::DType::F16, {2, 3}, 4.0);
+    e.output = mc::ArgList{b};
+    e.launch_index = 100 - static_cast<uint64_t>(i);  // reverse launch order, to check sorting by it
+    w.append(e);
+  }
+  w.finish();
+}
+
+TEST(Layout, StepAndRankFolderNames) {
+  EXPECT_EQ(mt::parse_step_dir("step0"), 0u);
+  EXPECT_EQ(mt::parse_step_dir("step123"), 123u);
+  EXPECT_FALSE(mt::parse_step_dir("step"));
+  EXPECT_FALSE(mt::parse_step_dir("step01"));
+  EXPECT_FALSE(mt::parse_step_dir("step1a"));
+  EXPECT_FALSE(mt::parse_step_dir("Step1"));
+  std::optional<uint32_t> r = 5;
+  EXPECT_TRUE(mt::parse_rank_dir("rank", &r));
+  EXPECT_FALSE(r);
+  EXPECT_TRUE(mt::parse_rank_dir("rank7", &r));
+  EXPECT_EQ(r, 7u);
+  EXPECT_FALSE(mt::parse_rank_dir("rank07", &r));
+  EXPECT_FALSE(mt::parse_rank_dir("ranks", &r));
+  EXPECT_FALSE(mt::parse_rank_dir("rank-1", &r));
+}
+
+TEST(Layout, FindsRankFoldersFromRootStepOrRank) {
+  TempDir t;
+  for (const char *p : {"step0/rank0", "step0/rank1", "step2/rank0", "step10/rank1", "step1/rank"})
+    write_dump(t.path() / p, 1);
+  fs::create_directories(t.path() / "step0/rank3");  // no dump.json: skipped
+  fs::create_directories(t.path() / "notes");
+  const auto all = mt::find_rank_dirs(t.path());
+  std::vector<std::string> labels;
+  for (const auto &d : all) labels.push_back(d.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"step0/rank0", "step0/rank1", "step1/rank", "step2/rank0",
+                                              "step10/rank1"}));
+  const auto step = mt::find_rank_dirs(t.path() / "step0");
+  ASSERT_EQ(step.size(), 2u);
+  EXPECT_EQ(step[1].label(), "step0/rank1");
+  EXPECT_EQ(step[1].step, 0u);
+  const auto one = mt::find_rank_dirs(t.path() / "step10/rank1/");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].label(), "step10/rank1");
+  EXPECT_EQ(one[0].rank, 1u);
+  EXPECT_EQ(one[0].step, 10u);
+
+  try {
+    (void)mt::find_rank_dirs(t.path() / "notes");
+    FAIL();
+  } catch (const mt::InputError &e) {
+    EXPECT_NE(std::string(e.what()).find("notes: no dump found"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)mt::find_rank_dirs(t.path() / "absent"), mt::InputError);
+  EXPECT_THROW((void)mt::find_rank_dirs(t.path() / "step0/rank0/dump.json"), mt::InputError);
+}
+
+TEST(DumpJson, StreamsTheCollectorsJournal) {
+  TempDir t;
+  write_dump(t.path(), 6);
+  const auto dirs = mt::find_rank_dirs(t.path());
+  ASSERT_EQ(dirs.size(), 1u);
+  mt::DumpHeader header;
+  std::vector<mt::KernelEntry> entries;
+  mt::DumpCallbacks cb;
+  cb.on_header = [&](const mt::DumpHeader &h) { header = h; };
+  cb.on_kernel = [&](mt::KernelEntry &&k) {
+    entries.push_back(std::move(k));
+    return true;
+  };
+  mt::read_dump_json(dirs[0], cb);
+  EXPECT_EQ(header.task, "statistics");
+  EXPECT_EQ(header.level, "L2");
+  EXPECT_EQ(header.framework, "mindspore");
+  EXPECT_EQ(header.framework_kind, mc::Framework::MindSpore);
+  ASSERT_EQ(entries.size(), 6u);
+  EXPECT_EQ(entries[3].name, "Gelu.Default.1");
+  EXPECT_EQ(entries[3].launch_index, 97u);
+
+  const auto tensors = mt::entry_tensors(entries[3].entry, header);
+  ASSERT_EQ(tensors.size(), 4u);  // the absent optional and the scalar are not tensors
+  EXPECT_EQ(tensors[0].row_suffix(), "input.0");
+  EXPECT_EQ(tensors[0].dtype, mc::DType::F32);
+  EXPECT_EQ(tensors[0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(std::isnan(tensors[0].stats[0].real));
+  EXPECT_EQ(tensors[0].stats[1].as_double(), -1.0);
+  EXPECT_EQ(tensors[1].row_suffix(), "input.2.0");
+  EXPECT_EQ(tensors[1].dtype_text, "BFloat16");
+  EXPECT_EQ(tensors[1].dtype, mc::DType::BF16);
+  EXPECT_EQ(tensors[2].row_suffix(), "input.2.1");
+  EXPECT_TRUE(tensors[2].shape.empty());
+  EXPECT_EQ(tensors[2].element_count(), 1u);
+  EXPECT_EQ(tensors[3].row_suffix(), "output.0");
+  EXPECT_EQ(tensors[3].dtype, mc::DType::F16);
+}
+
+TEST(DumpJson, StopsEarlyAndReportsBadJsonWithItsPath) {
+  TempDir t;
+  write_dump(t.path(), 10);
+  const auto dirs = mt::find_rank_dirs(t.path());
+  int seen = 0;
+  mt::DumpCallbacks cb;
+  cb.on_kernel = [&](mt::KernelEntry &&) { return ++seen < 3; };
+  mt::read_dump_json(dirs[0], cb);
+  EXPECT_EQ(seen, 3);
+
+  write(t.path() / "dump.json", "{\"task\": \"tensor\", \"data\": {\"A.B.0\": {\"x\": [1, }}}");
+  try {
+    mt::read_dump_json(dirs[0], {});
+    FAIL();
+  } catch (const mt::JsonError &e) {
+    EXPECT_NE(std::string(e.what()).find((t.path() / "dump.json").string()), std::string::npos) << e.what();
+  }
+}
+
+TEST(DumpJson, ReadsPyTorchSpellingsAndMsprobeInputKey) {
+  const std::string text =
+      R"({"task": "statistics", "level": "L2", "framework": "pytorch", "data": {"Add.Default.0": {"input": [)"
+      R"({"type": "torch.Tensor", "dtype": "torch.bfloat16", "shape": [2], "Max": 1, "Min": true, "Mean": null}],)"
+      R"( "output": {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [1], "md5": "0badc0de"}}}})";
+  mt::DumpHeader h;
+  std::vector<mt::TensorInfo> tensors;
+  mt::DumpCallbacks cb;
+  cb.on_header = [&](const mt::DumpHeader &x) { h = x; };
+  cb.on_kernel = [&](mt::KernelEntry &&k) {
+    tensors = mt::entry_tensors(k.entry, h);
+    return true;
+  };
+  mt::stream_dump_json(text, cb);
+  EXPECT_EQ(h.framework_kind, mc::Framework::PyTorch);
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors[0].dtype, mc::DType::BF16);
+  EXPECT_EQ(tensors[0].stats[0].kind, mc::StatValue::Kind::Integer);
+  EXPECT_EQ(tensors[0].stats[1].kind, mc::StatValue::Kind::Bool);
+  EXPECT_TRUE(tensors[0].stats[2].is_null());
+  EXPECT_TRUE(tensors[0].stats[3].is_null());
+  EXPECT_EQ(tensors[1].row_suffix(), "output.0");
+  EXPECT_EQ(tensors[1].md5, "0badc0de");
+}
+
+TEST(StackJson, GroupedAndFlat) {
+  TempDir t;
+  write_dump(t.path(), 1);
+  const auto dirs = mt::find_rank_dirs(t.path());
+  EXPECT_FALSE(mt::find_stack(dirs[0], "Add.Default.0"));  // no stack.json
+  std::vector<mc::StackGroup> groups = {{{"Add.Default.0", "Gelu.Default.0"}, {"frame a", "frame b"}},
+                                        {{"Add.Default.1"}, {"frame c"}}};
+  write(t.path() / "stack.json", mc::stack_json(groups));
+  EXPECT_EQ(mt::find_stack(dirs[0], "Gelu.Default.0"), (std::vector<std::string>{"frame a", "frame b"}));
+  EXPECT_EQ(mt::find_stack(dirs[0], "Add.Default.1"), (std::vector<std::string>{"frame c"}));
+  EXPECT_FALSE(mt::find_stack(dirs[0], "Add.Default.2"));
+  write(t.path() / "stack.json", R"({"Add.Default.0": ["f1", "f2"], "Mul.Default.0": ["g"]})");
+  EXPECT_EQ(mt::find_stack(dirs[0], "Mul.Default.0"), (std::vector<std::string>{"g"}));
+  write(t.path() / "stack.json", "{\n}\n");
+  EXPECT_FALSE(mt::find_stack(dirs[0], "Mul.Default.0"));
+}
+
+TEST(MappingCsv, RowsWithLineNumbers) {
+  TempDir t;
+  EXPECT_TRUE(mt::read_mapping_csv(t.path()).empty());
+  write(t.path() / "mapping.csv", "123.npy,long.name.npy\r\n\nbroken\n456.npy,x,y.npy\n");
+  const auto rows = mt::read_mapping_csv(t.path());
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].new_name, "123.npy");
+  EXPECT_EQ(rows[0].original_name, "long.name.npy");
+  EXPECT_EQ(rows[1].line, 3u);
+  EXPECT_TRUE(rows[1].original_name.empty());
+  EXPECT_EQ(rows[2].original_name, "x,y.npy");
+}
+
+TEST(Selector, FullNamePrefixAndOpTypeIndex) {
+  // File order is not launch order: OpType#k follows launch_index.
+  const std::vector<mt::KernelRef> ks = {{"Gelu.Default.1", 9}, {"Add.Default.0", 1}, {"Gelu.Default.0", 3},
+                                         {"Gelu.Default.10", 40}, {"GeluBackward.Default.0", 5},
+                                         {"Matmul.fc1_forward.0", 2}};
+  auto pick = [&](std::string_view s) { return mt::select_kernel(ks, s); };
+  EXPECT_EQ(pick("Gelu.Default.1").name, "Gelu.Default.1");  // exact wins over being a prefix of .10
+  EXPECT_EQ(pick("Matmul").name, "Matmul.fc1_forward.0");     // unique prefix
+  EXPECT_EQ(pick("Gelu.Default.10").name, "Gelu.Default.10");
+  EXPECT_EQ(pick("Gelu#0").name, "Gelu.Default.0");
+  EXPECT_EQ(pick("Gelu#1").name, "Gelu.Default.1");
+  EXPECT_EQ(pick("Gelu#2").name, "Gelu.Default.10");
+  EXPECT_EQ(pick("GeluBackward#0").name, "GeluBackward.Default.0");  // op type is the whole first part
+
+  const auto ambiguous = pick("Gelu");
+  EXPECT_FALSE(ambiguous.name);
+  EXPECT_NE(ambiguous.error.find("prefix of 4 kernels"), std::string::npos) << ambiguous.error;
+  EXPECT_EQ(ambiguous.candidates.front(), "Gelu.Default.0");  // in launch order
+  EXPECT_EQ(ambiguous.candidates.size(), 4u);
+
+  const auto out_of_range = pick("Gelu#3");
+  EXPECT_FALSE(out_of_range.name);
+  EXPECT_NE(out_of_range.error.find("only 3 kernel(s) of op type 'Gelu'"), std::string::npos) << out_of_range.error;
+  EXPECT_NE(pick("Conv#0").error.find("no kernel of op type 'Conv'"), std::string::npos);
+  EXPECT_NE(pick("Gelu#x").error.find("bad selector"), std::string::npos);
+  EXPECT_NE(pick("Gelu#").error.find("bad selector"), std::string::npos);
+  EXPECT_NE(pick("#1").error.find("bad selector"), std::string::npos);
+  EXPECT_NE(pick("Softmax").error.find("no kernel named or starting with 'Softmax'"), std::string::npos);
+  EXPECT_FALSE(pick("").name);
+}
+
+TEST(Helpers, Text) {
+  EXPECT_EQ(mt::shape_text(std::vector<int64_t>{}), "[]");
+  EXPECT_EQ(mt::shape_text(std::vector<int64_t>{2, 3}), "[2, 3]");
+  EXPECT_EQ(mt::stat_text(mc::StatValue::null()), "null");
+  EXPECT_EQ(mt::stat_text(mc::StatValue::of_real(std::numeric_limits<double>::quiet_NaN())), "NaN");
+  EXPECT_EQ(mt::stat_text(mc::StatValue::of_bool(true)), "true");
+  EXPECT_EQ(mt::human_bytes(512), "512 B");
+  EXPECT_EQ(mt::human_bytes(1536), "1.5 KiB");
+  EXPECT_EQ(mt::op_type_of("Add.Default.3"), "Add");
+  EXPECT_EQ(mt::op_type_of("NoDots"), "NoDots");
+}
+
+}  // namespace

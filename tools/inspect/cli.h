@@ -1,0 +1,78 @@
+// What every msprobe-inspect command shares: argument parsing, exit codes, the progress line, CSV cells.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace msprobe::tools {
+
+// Exit codes: 0 done (for verify: the dump is intact), 1 the command ran and found problems (verify, repair,
+// convert), 2 bad usage or input that could not be read.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitUsage = 2;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string_view name;  // "--atol"
+  bool takes_value = false;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string, std::less<>> values;
+  std::set<std::string, std::less<>> flags;
+
+  bool flag(std::string_view name) const { return flags.count(name) != 0; }
+  std::optional<std::string> value(std::string_view name) const;
+  // Parsed values; UsageError naming the option and the value when it is not a number (or out of range).
+  double number(std::string_view name, double fallback, double lo, double hi) const;
+  std::optional<uint64_t> count(std::string_view name) const;
+};
+
+// argv after the command name. "--opt value" and "--opt=value"; "--" ends the options. UsageError on an unknown
+// option or a missing value.
+Args parse_args(std::span<char *const> argv, std::span<const OptionSpec> options);
+
+// The positional arguments must number exactly `n`; UsageError naming what is missing or extra.
+void expect_positional(const Args &args, size_t n, std::string_view what);
+
+// A one-line progress indicator on stderr, shown only when stderr is a terminal and the work takes more than a
+// moment; erased when done.
+class Progress {
+ public:
+  Progress(std::string label, uint64_t total);
+  ~Progress();
+  Progress(const Progress &) = delete;
+  Progress &operator=(const Progress &) = delete;
+  void update(uint64_t done);
+  void finish();
+
+ private:
+  std::string label_;
+  uint64_t total_;
+  bool enabled_, shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// One CSV cell, quoted when it holds a comma, quote or line break.
+std::string csv_cell(std::string_view s);
+std::string csv_row(std::span<const std::string> cells);
+// A number for CSV and terminal output: shortest round trip, "N/A" for a missing value (msprobe's spelling).
+std::string metric_text(std::optional<double> v);
+
+// Compact list of numbers: "0-2, 5".
+std::string ranges_text(std::span<const uint64_t> sorted_unique);
+
+}  // namespace msprobe::tools

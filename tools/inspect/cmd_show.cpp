@@ -1,0 +1,209 @@
+// show DIR KERNEL: one kernel entry, readable.
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "collector/format.h"
+#include "collector/json_writer.h"
+#include "tools/inspect/cli.h"
+#include "tools/inspect/commands.h"
+#include "tools/reader/dump_reader.h"
+
+namespace msprobe::tools {
+
+const std::string_view kShowHelp = R"(usage: msprobe-inspect show DIR KERNEL [--step N] [--rank R] [--json]
+
+One kernel of a dump: its arguments (tensors with dtype, shape and statistics; scalars and attributes with their
+values), its launch fields, its tensor files (with size, or "missing"), and its stack when stack.json records one.
+
+  KERNEL     a full kernel name (Gelu.Default.0), a unique prefix of one (Gelu.Def), or OpType#k: the k-th
+             kernel of that op type in launch order, counting from 0 (Gelu#0 is the first Gelu)
+  --step N   look in step N (default: the first step of the dump)
+  --rank R   look in rank R (default: the first rank)
+  --json     print {"folder", "kernel", "entry", "stack"} as JSON (NaN written as msprobe does)
+)";
+
+namespace ck = collector::json_key;
+
+namespace {
+
+const RankDir &pick_rank_dir(const std::vector<RankDir> &dirs, const Args &args) {
+  const auto step = args.count("--step");
+  const auto rank = args.count("--rank");
+  for (const RankDir &d : dirs) {
+    if (step && d.step != step) continue;
+    if (rank && (!d.rank || *d.rank != *rank)) continue;
+    return d;
+  }
+  std::string what;
+  if (step) what += " step " + std::to_string(*step);
+  if (rank) what += " rank " + std::to_string(*rank);
+  std::string have;
+  for (const RankDir &d : dirs) have += (have.empty() ? "" : ", ") + d.label();
+  throw InputError("no folder for" + what + " (the dump has: " + have + ")");
+}
+
+std::string value_text(const Json &v) {
+  if (v.is_string()) return v.get<std::string>();
+  return to_json_text(v);
+}
+
+struct Printer {
+  const RankDir &dir;
+  const DumpHeader &header;
+  std::vector<std::string> mapping_originals;  // for renamed files
+  std::vector<MappingRow> mapping;
+
+  std::string file_line(const std::string &data_name) const {
+    const fs::path p = dir.path / collector::kTensorDir / data_name;
+    std::error_code ec;
+    std::string s = "file " + std::string(collector::kTensorDir) + "/" + data_name;
+    const uint64_t size = fs::file_size(p, ec);
+    s += ec ? " (missing)" : " (" + human_bytes(size) + ")";
+    for (const MappingRow &r : mapping)
+      if (r.new_name == data_name) s += "\n            long name: " + r.original_name;
+    return s;
+  }
+
+  void print_arg(const Json &v, const std::string &slot, int depth) const {
+    const std::string pad(static_cast<size_t>(4 + 2 * depth), ' ');
+    if (v.is_null()) {
+      std::printf("%s%-4s absent\n", pad.c_str(), slot.c_str());
+      return;
+    }
+    if (v.is_array()) {
+      std::printf("%s%-4s list of %zu\n", pad.c_str(), slot.c_str(), v.size());
+      for (size_t i = 0; i < v.size(); ++i) print_arg(v[i], slot + "." + std::to_string(i), depth + 1);
+      return;
+    }
+    if (!v.is_object()) {
+      std::printf("%s%-4s %s\n", pad.c_str(), slot.c_str(), value_text(v).c_str());
+      return;
+    }
+    auto get = [&](std::string_view k) -> const Json * {
+      auto it = v.find(std::string(k));
+      return it == v.end() ? nullptr : &*it;
+    };
+    const Json *type = get(ck::kType);
+    const std::string type_text = type ? value_text(*type) : "?";
+    if (get(ck::kDtype) && get(ck::kShape)) {
+      std::printf("%s%-4s %s %s %s\n", pad.c_str(), slot.c_str(), type_text.c_str(), value_text(*get(ck::kDtype)).c_str(),
+                  to_json_text(*get(ck::kShape)).c_str());
+      std::string stats;
+      for (std::string_view k : {ck::kMax, ck::kMin, ck::kMean, ck::kNorm}) {
+        const Json *s = get(k);
+        stats += std::string(k) + " " + (s ? to_json_text(*s) : "-") + "  ";
+      }
+      std::printf("%s     %s\n", pad.c_str(), stats.c_str());
+      std::string extra;
+      for (const auto &[k, x] : v.items()) {
+        if (k == ck::kType || k == ck::kDtype || k == ck::kShape || k == ck::kMax || k == ck::kMin || k == ck::kMean ||
+            k == ck::kNorm || k == ck::kDataName)
+          continue;
+        extra += k + " " + value_text(x) + "  ";
+      }
+      if (!extra.empty()) std::printf("%s     %s\n", pad.c_str(), extra.c_str());
+      if (const Json *dn = get(ck::kDataName); dn && dn->is_string())
+        std::printf("%s     %s\n", pad.c_str(), file_line(dn->get<std::string>()).c_str());
+      return;
+    }
+    const Json *value = get(ck::kValue);
+    std::printf("%s%-4s %s %s\n", pad.c_str(), slot.c_str(), type_text.c_str(),
+                value ? to_json_text(*value).c_str() : to_json_text(v).c_str());
+  }
+
+  void print_args(const Json *args, std::string_view title) const {
+    if (args == nullptr) return;
+    std::printf("  %.*s\n", static_cast<int>(title.size()), title.data());
+    if (args->is_array()) {
+      if (args->empty()) std::printf("    (none)\n");
+      for (size_t i = 0; i < args->size(); ++i) print_arg((*args)[i], std::to_string(i), 0);
+    } else if (args->is_object()) {
+      for (const auto &[k, v] : args->items()) print_arg(v, k, 0);
+    }
+  }
+};
+
+}  // namespace
+
+int run_show(std::span<char *const> argv) {
+  static const OptionSpec kOptions[] = {{"--json", false}, {"--step", true}, {"--rank", true}};
+  const Args args = parse_args(argv, kOptions);
+  expect_positional(args, 2, "DIR KERNEL");
+  const std::vector<RankDir> dirs = find_rank_dirs(args.positional[0]);
+  const RankDir &dir = pick_rank_dir(dirs, args);
+  const std::string &selector = args.positional[1];
+
+  std::vector<KernelRef> refs;
+  DumpCallbacks names;
+  names.on_kernel = [&](KernelEntry &&k) {
+    refs.push_back({std::move(k.name), k.launch_index.value_or(UINT64_MAX)});
+    return true;
+  };
+  read_dump_json(dir, names);
+  const KernelSelection sel = select_kernel(refs, selector);
+  if (!sel.name) {
+    std::string msg = dir.label() + ": " + sel.error;
+    for (const std::string &c : sel.candidates) msg += "\n  " + c;
+    if (sel.candidates.size() < 10 && !sel.candidates.empty()) msg += "\n(give more of the name)";
+    throw InputError(msg);
+  }
+
+  DumpHeader header;
+  std::optional<KernelEntry> found;
+  DumpCallbacks cb;
+  cb.on_header = [&](const DumpHeader &h) { header = h; };
+  cb.on_kernel = [&](KernelEntry &&k) {
+    if (k.name != *sel.name) return true;
+    found = std::move(k);
+    return false;
+  };
+  read_dump_json(dir, cb);
+  if (!found) throw InputError(dir.label() + ": kernel " + *sel.name + " vanished while reading");
+  const auto stack = find_stack(dir, found->name);
+
+  if (args.flag("--json")) {
+    std::string o = "{\"folder\": ";
+    collector::append_json_string(o, dir.label());
+    o += ", \"kernel\": ";
+    collector::append_json_string(o, found->name);
+    o += ", \"entry\": " + to_json_text(found->entry) + ", \"stack\": ";
+    if (stack) {
+      Json frames = Json::array();
+      for (const std::string &f : *stack) frames.push_back(f);
+      o += to_json_text(frames);
+    } else {
+      o += "null";
+    }
+    o += "}\n";
+    std::fwrite(o.data(), 1, o.size(), stdout);
+    return kExitOk;
+  }
+
+  Printer p{dir, header, {}, read_mapping_csv(dir.path / collector::kTensorDir)};
+  std::printf("%s  (%s, %s)\n", found->name.c_str(), dir.label().c_str(), header.task.c_str());
+  std::string fields;
+  for (const auto &[k, v] : found->entry.items()) {
+    if (k == ck::kInputArgs || k == "input" || k == "input_kwargs" || k == ck::kOutput) continue;
+    fields += k + " " + value_text(v) + "   ";
+  }
+  if (!fields.empty()) std::printf("  %s\n", fields.c_str());
+  auto member = [&](std::string_view k) -> const Json * {
+    auto it = found->entry.find(std::string(k));
+    return it == found->entry.end() ? nullptr : &*it;
+  };
+  p.print_args(member(ck::kInputArgs) ? member(ck::kInputArgs) : member("input"), "input_args");
+  p.print_args(member("input_kwargs"), "input_kwargs");
+  p.print_args(member(ck::kOutput), "output");
+  if (!stack) {
+    std::printf("  stack: not recorded\n");
+  } else {
+    std::printf("  stack (%zu frames)\n", stack->size());
+    for (const std::string &f : *stack) std::printf("    %s\n", f.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace msprobe::tools

@@ -1,0 +1,87 @@
+// msprobe-inspect: the post-run tool for msprobe-shim dumps (docs/inspect.md).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <system_error>
+
+#include "tools/inspect/cli.h"
+#include "tools/inspect/commands.h"
+#include "tools/reader/dump_reader.h"
+#include "tools/reader/json_reader.h"
+
+namespace {
+using namespace msprobe::tools;
+
+const Command kCommands[] = {
+    {"summary", "what a dump holds: steps, ranks, kernels per op type, files, first NaN/Inf per rank", kSummaryHelp,
+     run_summary},
+    {"show", "one kernel: arguments, statistics, files, stack", kShowHelp, run_show},
+    {"verify", "check that every file, shape, dtype, statistic and CRC matches dump.json", kVerifyHelp, run_verify},
+    {"repair", "rebuild dump.json / construct.json cut short by a crash", kRepairHelp, run_repair},
+    {"compare", "match the kernels of two dumps and find where they first diverge", kCompareHelp, run_compare},
+    {"convert", "turn .bin tensor files into .npy", kConvertHelp, run_convert},
+};
+
+void print_usage(FILE *out) {
+  std::fprintf(out,
+               "usage: msprobe-inspect COMMAND [ARGS...]\n"
+               "       msprobe-inspect COMMAND --help\n\n"
+               "Reads the step{N}/rank{R}/ dumps written by msprobe-shim. DIR may be the dump root, one step{N}\n"
+               "folder or one rank folder.\n\ncommands:\n");
+  for (const Command &c : kCommands)
+    std::fprintf(out, "  %-9s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()), c.summary.data());
+  std::fprintf(out,
+               "\nexit status: 0 done, 1 the command found problems (verify, repair, convert), 2 bad usage or "
+               "unreadable input\n");
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return kExitUsage;
+  }
+  const std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    if (cmd == "help" && argc > 2) {
+      for (const Command &c : kCommands)
+        if (c.name == argv[2]) {
+          std::fwrite(c.help.data(), 1, c.help.size(), stdout);
+          return kExitOk;
+        }
+    }
+    print_usage(stdout);
+    return kExitOk;
+  }
+  for (const Command &c : kCommands) {
+    if (c.name != cmd) continue;
+    for (int i = 2; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--") == 0) break;
+      if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+        std::fwrite(c.help.data(), 1, c.help.size(), stdout);
+        return kExitOk;
+      }
+    }
+    const std::string prefix = "msprobe-inspect " + std::string(c.name) + ": ";
+    try {
+      return c.run(std::span<char *const>(argv + 2, static_cast<size_t>(argc - 2)));
+    } catch (const UsageError &e) {
+      std::fprintf(stderr, "%serror: %s\n(see 'msprobe-inspect %s --help')\n", prefix.c_str(), e.what(),
+                   std::string(c.name).c_str());
+    } catch (const InputError &e) {
+      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
+    } catch (const JsonError &e) {
+      std::fprintf(stderr, "%serror: invalid JSON: %s\n", prefix.c_str(), e.what());
+    } catch (const std::system_error &e) {
+      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
+    }
+    return kExitUsage;
+  }
+  std::fprintf(stderr, "msprobe-inspect: unknown command '%s'\n\n", argv[1]);
+  print_usage(stderr);
+  return kExitUsage;
+}

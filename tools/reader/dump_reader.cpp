@@ -1,0 +1,469 @@
+#include "tools/reader/dump_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include "collector/json_writer.h"
+
+namespace msprobe::tools {
+namespace ck = collector::json_key;
+using collector::DType;
+using collector::IoKind;
+using collector::StatValue;
+
+namespace {
+
+// "step" and "rank": the folder names of step 0 / rank 0 without their number, so the spelling stays in format.h.
+std::string without_zero(std::string s) {
+  if (!s.empty() && s.back() == '0') s.pop_back();
+  return s;
+}
+const std::string &step_prefix() {
+  static const std::string p = without_zero(collector::step_dir_name(0));
+  return p;
+}
+const std::string &rank_prefix() {
+  static const std::string p = without_zero(collector::rank_dir_name(0));
+  return p;
+}
+
+template <typename T>
+std::optional<T> parse_number_suffix(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  std::string_view digits = name.substr(prefix.size());
+  if (digits.size() > 1 && digits[0] == '0') return std::nullopt;
+  T v{};
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (r.ec != std::errc() || r.ptr != digits.data() + digits.size()) return std::nullopt;
+  return v;
+}
+
+bool has_dump_json(const fs::path &dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / collector::kDumpJson, ec);
+}
+
+std::vector<fs::path> sorted_children(const fs::path &dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_directory(e2)) out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void add_rank_dirs(const fs::path &step_dir, std::optional<uint64_t> step, std::vector<RankDir> &out) {
+  for (const fs::path &child : sorted_children(step_dir)) {
+    std::optional<uint32_t> rank;
+    if (!parse_rank_dir(child.filename().string(), &rank) || !has_dump_json(child)) continue;
+    out.push_back(RankDir{child, step, rank, true});
+  }
+}
+
+struct StopStreaming {};
+
+std::optional<uint64_t> as_u64(const Json *j) {
+  if (j == nullptr) return std::nullopt;
+  if (j->is_number_unsigned()) return j->get<uint64_t>();
+  if (j->is_number_integer() && j->get<int64_t>() >= 0) return static_cast<uint64_t>(j->get<int64_t>());
+  return std::nullopt;
+}
+
+const Json *member(const Json &obj, std::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(std::string(key));
+  return it == obj.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> string_member(const Json &obj, std::string_view key) {
+  const Json *j = member(obj, key);
+  if (j == nullptr || !j->is_string()) return std::nullopt;
+  return j->get<std::string>();
+}
+
+void walk_arg(const Json &v, IoKind io, const std::string &slot, const DumpHeader &header,
+              std::vector<TensorInfo> &out) {
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) walk_arg(v[i], io, slot + "." + std::to_string(i), header, out);
+    return;
+  }
+  if (!v.is_object() || member(v, ck::kDtype) == nullptr || member(v, ck::kShape) == nullptr) return;
+  TensorInfo t;
+  t.io = io;
+  t.slot = slot;
+  t.type = string_member(v, ck::kType).value_or("");
+  const Json *dt = member(v, ck::kDtype);
+  t.dtype_text = dt->is_string() ? dt->get<std::string>() : to_json_text(*dt);
+  t.dtype = parse_any_dtype(t.dtype_text, header.framework_kind);
+  const Json *sh = member(v, ck::kShape);
+  if (sh->is_array()) {
+    for (const Json &d : *sh) {
+      if (!d.is_number_integer()) {
+        t.shape_ok = false;
+        break;
+      }
+      t.shape.push_back(d.get<int64_t>());
+    }
+  } else {
+    t.shape_ok = false;
+  }
+  t.stats = {stat_from_json(member(v, ck::kMax)), stat_from_json(member(v, ck::kMin)),
+             stat_from_json(member(v, ck::kMean)), stat_from_json(member(v, ck::kNorm))};
+  t.md5 = string_member(v, ck::kMd5);
+  t.data_name = string_member(v, ck::kDataName);
+  out.push_back(std::move(t));
+}
+
+void walk_args(const Json *args, IoKind io, const DumpHeader &header, std::vector<TensorInfo> &out) {
+  if (args == nullptr) return;
+  if (args->is_array()) {
+    for (size_t i = 0; i < args->size(); ++i) walk_arg((*args)[i], io, std::to_string(i), header, out);
+  } else if (args->is_object() && member(*args, ck::kDtype) == nullptr) {
+    for (const auto &[k, v] : args->items()) walk_arg(v, io, k, header, out);  // msprobe's input_kwargs
+  } else if (args->is_object()) {
+    walk_arg(*args, io, "0", header, out);
+  }
+}
+
+}  // namespace
+
+// ---- Layout ---------------------------------------------------------------------------------------------------------
+std::string RankDir::label() const {
+  if (!rank_named) return path.filename().string();
+  std::string r = rank_label();
+  return step ? collector::step_dir_name(*step) + "/" + r : r;
+}
+
+std::string RankDir::rank_label() const {
+  if (!rank_named) return path.filename().string();
+  return collector::rank_dir_name(rank);
+}
+
+std::optional<uint64_t> parse_step_dir(std::string_view name) { return parse_number_suffix<uint64_t>(name, step_prefix()); }
+
+bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank) {
+  if (name == collector::rank_dir_name(std::nullopt)) {
+    rank->reset();
+    return true;
+  }
+  auto r = parse_number_suffix<uint32_t>(name, rank_prefix());
+  if (!r) return false;
+  *rank = *r;
+  return true;
+}
+
+std::vector<RankDir> find_rank_dirs(const fs::path &dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw InputError(dir.string() + ": no such file or directory");
+  if (!fs::is_directory(dir, ec)) throw InputError(dir.string() + ": not a directory");
+  std::vector<RankDir> out;
+  if (has_dump_json(dir)) {
+    RankDir r{dir, std::nullopt, std::nullopt, false};
+    const fs::path abs = fs::absolute(dir, ec).lexically_normal();
+    fs::path name = abs.filename().empty() ? abs.parent_path().filename() : abs.filename();
+    fs::path parent = abs.filename().empty() ? abs.parent_path().parent_path() : abs.parent_path();
+    if (parse_rank_dir(name.string(), &r.rank)) {
+      r.rank_named = true;
+      r.step = parse_step_dir(parent.filename().string());
+    }
+    out.push_back(std::move(r));
+    return out;
+  }
+  {
+    const fs::path abs = fs::absolute(dir, ec).lexically_normal();
+    const fs::path name = abs.filename().empty() ? abs.parent_path().filename() : abs.filename();
+    add_rank_dirs(dir, parse_step_dir(name.string()), out);
+  }
+  if (out.empty()) {
+    for (const fs::path &child : sorted_children(dir)) {
+      auto step = parse_step_dir(child.filename().string());
+      if (step) add_rank_dirs(child, step, out);
+    }
+  }
+  if (out.empty())
+    throw InputError(dir.string() + ": no dump found (expected " + std::string(collector::kDumpJson) + ", rank*/" +
+                     std::string(collector::kDumpJson) + " or step*/rank*/" + std::string(collector::kDumpJson) + ")");
+  std::stable_sort(out.begin(), out.end(), [](const RankDir &a, const RankDir &b) {
+    const uint64_t sa = a.step.value_or(0), sb = b.step.value_or(0);
+    if (sa != sb) return sa < sb;
+    // "rank" (no number) sorts first.
+    const int64_t ra = a.rank ? static_cast<int64_t>(*a.rank) : -1, rb = b.rank ? static_cast<int64_t>(*b.rank) : -1;
+    return ra < rb;
+  });
+  return out;
+}
+
+// ---- dump.json ------------------------------------------------------------------------------------------------------
+StatValue stat_from_json(const Json *j) {
+  if (j == nullptr) return StatValue::null();
+  switch (j->type()) {
+    case Json::value_t::boolean: return StatValue::of_bool(j->get<bool>());
+    case Json::value_t::number_integer: return StatValue::of_integer(j->get<int64_t>());
+    case Json::value_t::number_unsigned: return StatValue::of_unsigned(j->get<uint64_t>());
+    case Json::value_t::number_float: return StatValue::of_real(j->get<double>());
+    default: return StatValue::null();
+  }
+}
+
+uint64_t TensorInfo::element_count() const {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= d < 0 ? 0 : static_cast<uint64_t>(d);
+  return n;
+}
+
+std::string TensorInfo::row_suffix() const { return std::string(collector::io_name(io)) + "." + slot; }
+
+std::optional<DType> parse_any_dtype(std::string_view text, collector::Framework preferred) {
+  using collector::Framework;
+  if (auto d = collector::parse_dtype_name(text, preferred)) return d;
+  const Framework other = preferred == Framework::MindSpore ? Framework::PyTorch : Framework::MindSpore;
+  if (auto d = collector::parse_dtype_name(text, other)) return d;
+  return collector::parse_dtype_id(text);
+}
+
+std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &header) {
+  std::vector<TensorInfo> out;
+  const Json *inputs = member(entry, ck::kInputArgs);
+  if (inputs == nullptr) inputs = member(entry, "input");  // msprobe accepts both spellings
+  walk_args(inputs, IoKind::Input, header, out);
+  walk_args(member(entry, "input_kwargs"), IoKind::Input, header, out);
+  walk_args(member(entry, ck::kOutput), IoKind::Output, header, out);
+  return out;
+}
+
+DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
+  JsonStream s(text);
+  DumpHeader h;
+  bool header_sent = false;
+  auto send_header = [&] {
+    if (auto f = collector::parse_framework(h.framework)) h.framework_kind = *f;
+    if (cb.on_header) cb.on_header(h);
+    header_sent = true;
+  };
+  size_t count = 0;
+  try {
+    s.members([&](std::string &&key) {
+      if (key == ck::kData) {
+        if (!header_sent) send_header();
+        if (s.peek() != '{') throw JsonError("\"data\" is not an object at " + JsonStream::where(text, s.offset()),
+                                             s.offset());
+        s.members([&](std::string &&name) {
+          KernelEntry k;
+          k.offset = s.offset();
+          k.entry = s.value();
+          k.name = std::move(name);
+          k.launch_index = as_u64(member(k.entry, ck::kLaunchIndex));
+          if (cb.on_kernel && !cb.on_kernel(std::move(k))) throw StopStreaming{};
+          if (cb.on_progress && (++count & 1023) == 0) cb.on_progress(s.offset());
+        });
+        return;
+      }
+      Json v = s.value();
+      auto str = [&](std::string &field) {
+        if (v.is_string()) field = v.get<std::string>();
+      };
+      if (key == ck::kTask) str(h.task);
+      else if (key == ck::kLevel) str(h.level);
+      else if (key == ck::kFramework) str(h.framework);
+      else if (key == ck::kHostFramework) str(h.host_framework);
+      else if (key == ck::kDumpDataDir && v.is_string()) h.dump_data_dir = v.get<std::string>();
+    });
+    s.finish();
+  } catch (const StopStreaming &) {
+    return h;
+  }
+  if (auto f = collector::parse_framework(h.framework)) h.framework_kind = *f;
+  if (!header_sent && cb.on_header) cb.on_header(h);
+  if (cb.on_progress) cb.on_progress(text.size());
+  return h;
+}
+
+DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks) {
+  const fs::path path = rank.path / collector::kDumpJson;
+  MappedFile file(path);
+  try {
+    return stream_dump_json(file.text(), callbacks);
+  } catch (const JsonError &e) {
+    throw JsonError(path.string() + ": " + e.what(), e.offset());
+  }
+}
+
+std::string_view op_type_of(std::string_view kernel_name) { return kernel_name.substr(0, kernel_name.find('.')); }
+
+// ---- stack.json -----------------------------------------------------------------------------------------------------
+namespace {
+std::vector<std::string> frames_of(const Json &list) {
+  std::vector<std::string> out;
+  if (!list.is_array()) return out;
+  for (const Json &f : list) out.push_back(f.is_string() ? f.get<std::string>() : to_json_text(f));
+  return out;
+}
+}  // namespace
+
+std::optional<std::vector<std::string>> find_stack(const RankDir &rank, std::string_view kernel) {
+  const fs::path path = rank.path / collector::kStackJson;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  MappedFile file(path);
+  JsonStream s(file.text());
+  std::optional<std::vector<std::string>> found;
+  try {
+    s.members([&](std::string &&key) {
+      Json v = s.value();
+      // Grouped: {"0": [[names...], [frames...]]}; flat: {name: [frames...]}.
+      if (v.is_array() && v.size() == 2 && v[0].is_array() && v[1].is_array()) {
+        for (const Json &n : v[0]) {
+          if (n.is_string() && n.get_ref<const std::string &>() == kernel) {
+            found = frames_of(v[1]);
+            throw StopStreaming{};
+          }
+        }
+      } else if (key == kernel) {
+        found = frames_of(v);
+        throw StopStreaming{};
+      }
+    });
+  } catch (const StopStreaming &) {
+  } catch (const JsonError &e) {
+    throw JsonError(path.string() + ": " + e.what(), e.offset());
+  }
+  return found;
+}
+
+// ---- construct.json -------------------------------------------------------------------------------------------------
+std::vector<std::string> read_construct_names(const fs::path &path) {
+  MappedFile file(path);
+  JsonStream s(file.text());
+  std::vector<std::string> names;
+  try {
+    s.members([&](std::string &&key) {
+      names.push_back(std::move(key));
+      s.skip();
+    });
+    s.finish();
+  } catch (const JsonError &e) {
+    throw JsonError(path.string() + ": " + e.what(), e.offset());
+  }
+  return names;
+}
+
+// ---- mapping.csv ----------------------------------------------------------------------------------------------------
+std::vector<MappingRow> read_mapping_csv(const fs::path &tensor_dir) {
+  std::vector<MappingRow> rows;
+  std::ifstream in(tensor_dir / collector::kMappingCsv);
+  if (!in) return rows;
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    MappingRow r;
+    r.line = n;
+    const size_t comma = line.find(',');
+    if (comma == std::string::npos) {
+      r.new_name = line;
+    } else {
+      r.new_name = line.substr(0, comma);
+      r.original_name = line.substr(comma + 1);
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+// ---- Picking a kernel -----------------------------------------------------------------------------------------------
+KernelSelection select_kernel(std::span<const KernelRef> kernels, std::string_view selector) {
+  KernelSelection out;
+  if (selector.empty()) {
+    out.error = "empty kernel name";
+    return out;
+  }
+  for (const KernelRef &k : kernels) {
+    if (k.name == selector) {
+      out.name = k.name;
+      return out;
+    }
+  }
+  // OpType#k
+  if (const size_t hash = selector.rfind('#'); hash != std::string_view::npos) {
+    const std::string_view op = selector.substr(0, hash), index = selector.substr(hash + 1);
+    uint64_t k = 0;
+    auto r = std::from_chars(index.data(), index.data() + index.size(), k);
+    if (op.empty() || index.empty() || r.ec != std::errc() || r.ptr != index.data() + index.size()) {
+      out.error = "bad selector '" + std::string(selector) + "': expected OpType#k with k a number from 0";
+      return out;
+    }
+    std::vector<const KernelRef *> of_type;
+    for (const KernelRef &kr : kernels)
+      if (op_type_of(kr.name) == op) of_type.push_back(&kr);
+    std::stable_sort(of_type.begin(), of_type.end(),
+                     [](const KernelRef *a, const KernelRef *b) { return a->launch_index < b->launch_index; });
+    if (of_type.empty()) {
+      out.error = "no kernel of op type '" + std::string(op) + "'";
+    } else if (k >= of_type.size()) {
+      out.error = "only " + std::to_string(of_type.size()) + " kernel(s) of op type '" + std::string(op) +
+                  "' (k counts from 0)";
+    } else {
+      out.name = of_type[k]->name;
+    }
+    return out;
+  }
+  std::vector<const KernelRef *> matches;
+  for (const KernelRef &k : kernels)
+    if (k.name.size() > selector.size() && std::string_view(k.name).substr(0, selector.size()) == selector)
+      matches.push_back(&k);
+  if (matches.size() == 1) {
+    out.name = matches[0]->name;
+    return out;
+  }
+  if (matches.empty()) {
+    out.error = "no kernel named or starting with '" + std::string(selector) + "'";
+    return out;
+  }
+  std::stable_sort(matches.begin(), matches.end(),
+                   [](const KernelRef *a, const KernelRef *b) { return a->launch_index < b->launch_index; });
+  out.error = "'" + std::string(selector) + "' is the prefix of " + std::to_string(matches.size()) + " kernels";
+  for (size_t i = 0; i < matches.size() && i < 10; ++i) out.candidates.push_back(matches[i]->name);
+  return out;
+}
+
+// ---- Small helpers --------------------------------------------------------------------------------------------------
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::string stat_text(const StatValue &v) {
+  std::string s;
+  collector::append_stat_value(s, v);
+  return s;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace msprobe::tools

@@ -1,0 +1,143 @@
+// Reading a dump (spec §5) for the post-run tools and their tests: finding step{N}/rank{R} folders, streaming
+// dump.json kernel by kernel, the tensors of an entry, stack.json, mapping.csv, and picking a kernel by name,
+// prefix or `OpType#k`. Every spelling (file names, JSON keys, dtypes) comes from collector/format.h.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collector/format.h"
+#include "collector/stats.h"
+#include "tools/reader/json_reader.h"
+
+namespace msprobe::tools {
+
+namespace fs = std::filesystem;
+
+// Bad input the user can fix (a path that is not a dump, an unknown kernel...): the message names it.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---- Layout ---------------------------------------------------------------------------------------------------------
+// One step{N}/rank{R} folder (or a bare folder holding dump.json).
+struct RankDir {
+  fs::path path;
+  std::optional<uint64_t> step;   // nullopt when the folder is not under a step{N} folder
+  std::optional<uint32_t> rank;   // nullopt for "rank" (no rank known) or a bare folder
+  bool rank_named = false;        // the folder is called rank / rank{R}
+  std::string label() const;      // "step0/rank1", "step0/rank", or the folder name
+  std::string rank_label() const; // "rank1", "rank"
+};
+
+// step{N} -> N (nullopt for anything else, including leading zeros); rank{R} / rank likewise.
+std::optional<uint64_t> parse_step_dir(std::string_view name);
+// rank{R} -> true with *rank = R; "rank" (no rank known) -> true with *rank = nullopt; anything else -> false.
+bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank);
+
+// The rank folders under `dir`, which may be the dump root (step*/rank*), one step folder, or one rank folder;
+// sorted by step, then rank. Throws InputError naming `dir` when it does not exist or holds no dump.
+std::vector<RankDir> find_rank_dirs(const fs::path &dir);
+
+// ---- dump.json ------------------------------------------------------------------------------------------------------
+struct DumpHeader {
+  std::string task, level, framework, host_framework;
+  std::optional<std::string> dump_data_dir;
+  collector::Framework framework_kind = collector::Framework::MindSpore;  // for dtype spellings
+};
+
+// One statistic as read: null, number, bool.
+collector::StatValue stat_from_json(const Json *j);
+
+// One tensor of an entry, as read.
+struct TensorInfo {
+  collector::IoKind io = collector::IoKind::Input;
+  std::string slot;        // "0", or "1.2" inside a list
+  std::string type;        // "mindspore.Tensor"...
+  std::string dtype_text;  // as written ("Float32", "torch.bfloat16")
+  std::optional<collector::DType> dtype;  // nullopt when the spelling is unknown
+  std::vector<int64_t> shape;
+  bool shape_ok = true;  // false when "shape" is missing or not a list of integers
+  std::array<collector::StatValue, 4> stats;  // Max, Min, Mean, Norm
+  std::optional<std::string> md5, data_name;
+
+  uint64_t element_count() const;  // 1 for a 0-d tensor
+  // "input.0", "output.1.2": msprobe's row suffix
+  std::string row_suffix() const;
+};
+
+// The tensors of one entry, in order: input_args (or msprobe's "input"), then output, lists flattened.
+// A tensor is a dict with "dtype" and "shape" (msprobe's leaf rule: a dict whose "type" is a string).
+std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &header);
+// The dtype of a tensor, from its spelling in either framework's convention or a neutral id.
+std::optional<collector::DType> parse_any_dtype(std::string_view text, collector::Framework preferred);
+
+// A kernel entry with its position in the file.
+struct KernelEntry {
+  std::string name;
+  Json entry;
+  std::optional<uint64_t> launch_index;
+  size_t offset = 0;  // byte offset of the member in dump.json (for messages)
+};
+
+// Streams dump.json: `on_header` once the top-level members before "data" are read (and again, complete, at
+// the end if more follow "data"), then `on_kernel` for each member of "data". on_kernel returns false to stop early.
+// `on_progress(bytes_done)` is called now and then. Throws JsonError (with the byte) on invalid JSON.
+struct DumpCallbacks {
+  std::function<void(const DumpHeader &)> on_header;
+  std::function<bool(KernelEntry &&)> on_kernel;
+  std::function<void(size_t)> on_progress;
+};
+DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &callbacks);
+// Opens rank/dump.json and streams it; errors name the file.
+DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks);
+
+// The kernel's op type: the part of `{OpType}.{OpName}.{n}` before the first '.'.
+std::string_view op_type_of(std::string_view kernel_name);
+
+// ---- stack.json -----------------------------------------------------------------------------------------------------
+// The frames recorded for `kernel` in rank/stack.json (grouped {"0": [[names], [frames]]} or flat {name: [frames]}),
+// nullopt when the file or the kernel is absent. Streams the file; stops at the first hit.
+std::optional<std::vector<std::string>> find_stack(const RankDir &rank, std::string_view kernel);
+
+// ---- construct.json -------------------------------------------------------------------------------------------------
+// The kernel names in construct.json, in file order. Throws JsonError / std::system_error.
+std::vector<std::string> read_construct_names(const fs::path &path);
+
+// ---- mapping.csv ----------------------------------------------------------------------------------------------------
+struct MappingRow {
+  std::string new_name, original_name;
+  size_t line = 0;  // 1-based
+};
+// Rows of dump_tensor_data/mapping.csv (empty when absent). Malformed lines come back with an empty original_name.
+std::vector<MappingRow> read_mapping_csv(const fs::path &tensor_dir);
+
+// ---- Picking a kernel -----------------------------------------------------------------------------------------------
+struct KernelRef {
+  std::string name;
+  uint64_t launch_index = 0;
+};
+struct KernelSelection {
+  std::optional<std::string> name;      // the kernel picked
+  std::string error;                    // why none was, when name is empty
+  std::vector<std::string> candidates;  // for an ambiguous prefix (at most a few)
+};
+// `selector` is a full kernel name, a unique prefix of one, or `OpType#k`: the k-th (from 0) kernel of that op
+// type by launch order. Names are never ambiguous with `#` (sanitized names cannot hold it).
+KernelSelection select_kernel(std::span<const KernelRef> kernels, std::string_view selector);
+
+// ---- Small helpers --------------------------------------------------------------------------------------------------
+std::string shape_text(std::span<const int64_t> shape);  // "[2, 3]"
+std::string stat_text(const collector::StatValue &v);    // "1.5", "NaN", "true", "null"
+std::string human_bytes(uint64_t bytes);                 // "12.3 MiB"
+
+}  // namespace msprobe::tools

@@ -1,0 +1,203 @@
+#include "tools/reader/tensor_data.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "collector/half.h"
+#include "collector/npy.h"
+
+namespace msprobe::tools {
+using collector::DType;
+
+namespace {
+
+constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+
+std::string_view last_suffix(std::string_view name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string_view::npos ? std::string_view{} : name.substr(dot + 1);
+}
+
+class Fd {
+ public:
+  explicit Fd(const std::filesystem::path &p) : fd_(::open(p.c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+template <typename T>
+T load(const unsigned char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+double element_as_double(DType t, const unsigned char *p) {
+  switch (t) {
+    case DType::F32: return load<float>(p);
+    case DType::F64: return load<double>(p);
+    case DType::F16: return collector::half_to_float(load<uint16_t>(p));
+    case DType::BF16: return collector::bf16_to_float(load<uint16_t>(p));
+    case DType::I8: return load<int8_t>(p);
+    case DType::I16: return load<int16_t>(p);
+    case DType::I32: return load<int32_t>(p);
+    case DType::I64: return static_cast<double>(load<int64_t>(p));
+    case DType::U8: return load<uint8_t>(p);
+    case DType::U16: return load<uint16_t>(p);
+    case DType::U32: return load<uint32_t>(p);
+    case DType::U64: return static_cast<double>(load<uint64_t>(p));
+    case DType::Bool: return *p != 0 ? 1.0 : 0.0;
+    case DType::Raw: return *p;
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+TensorFileKind tensor_file_kind(std::string_view name) {
+  const std::string_view s = last_suffix(name);
+  if (s == collector::file_suffix(collector::FileFormat::Npy)) return TensorFileKind::Npy;
+  if (s == collector::file_suffix(collector::FileFormat::Bin)) return TensorFileKind::Bin;
+  if (s == "lz4") return TensorFileKind::Lz4;
+  return TensorFileKind::Unknown;
+}
+
+TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo &t) {
+  TensorFile f;
+  f.path = path;
+  f.kind = tensor_file_kind(path.filename().string());
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw TensorFileError("missing file");
+  if (std::filesystem::is_symlink(st)) throw TensorFileError("is a symbolic link (msprobe refuses those)");
+  if (!std::filesystem::is_regular_file(st)) throw TensorFileError("not a regular file");
+  switch (f.kind) {
+    case TensorFileKind::Lz4:
+      throw TensorFileError("lz4-compressed tensor files are not supported yet (MSPROBE_COMPRESS=lz4 is not implemented)");
+    case TensorFileKind::Unknown: throw TensorFileError("unknown tensor file suffix (expected .npy or .bin)");
+    case TensorFileKind::Npy: {
+      collector::NpyInfo info;
+      try {
+        info = collector::read_npy_info(path);
+      } catch (const collector::NpyError &e) {
+        std::string what = e.what();
+        // read_npy_info prefixes the path; the caller names the file already.
+        const std::string prefix = path.string() + ": ";
+        if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+        throw TensorFileError(what);
+      }
+      if (info.dtype == DType::Raw) throw TensorFileError("npy dtype '" + info.descr + "' is not a dump dtype");
+      f.file_dtype = info.dtype;
+      f.shape = info.shape;
+      f.data_offset = info.data_offset;
+      f.element_count = info.element_count;
+      f.data_bytes = info.data_bytes;
+      f.fortran_order = info.fortran_order;
+      return f;
+    }
+    case TensorFileKind::Bin: {
+      const uint64_t size = std::filesystem::file_size(path, ec);
+      if (ec) throw TensorFileError("cannot stat: " + ec.message());
+      if (!t.dtype || *t.dtype == DType::Raw) {
+        // A type the collector has no statistics for (complex, fp8...): its raw bytes, nothing to check them by.
+        f.file_dtype = DType::Raw;
+        f.shape = t.shape;
+        f.element_count = f.data_bytes = size;
+        return f;
+      }
+      if (!t.shape_ok) throw TensorFileError("the entry has no valid shape: cannot interpret the .bin file");
+      f.file_dtype = *t.dtype;
+      f.shape = t.shape;
+      f.element_count = t.element_count();
+      f.data_bytes = f.element_count * collector::element_size(f.file_dtype);
+      if (size != f.data_bytes)
+        throw TensorFileError("size " + std::to_string(size) + " bytes, but " + t.dtype_text + " " +
+                              shape_text(t.shape) + " needs " + std::to_string(f.data_bytes));
+      return f;
+    }
+  }
+  return f;
+}
+
+void read_tensor_chunks(const TensorFile &f, const std::function<void(const void *, uint64_t)> &fn) {
+  Fd fd(f.path);
+  if (fd.get() < 0) throw TensorFileError(std::string("cannot open: ") + std::strerror(errno));
+  const uint64_t esize = collector::element_size(f.file_dtype);
+  const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
+  std::vector<unsigned char> buf(static_cast<size_t>(std::min(chunk, std::max<uint64_t>(f.data_bytes, esize))));
+  uint64_t done = 0;
+  while (done < f.data_bytes) {
+    const uint64_t want = std::min<uint64_t>(buf.size(), f.data_bytes - done);
+    uint64_t got = 0;
+    while (got < want) {
+      const ssize_t r = ::pread(fd.get(), buf.data() + got, want - got, static_cast<off_t>(f.data_offset + done + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw TensorFileError(std::string("read error: ") + std::strerror(errno));
+      if (r == 0) throw TensorFileError("file shorter than its header says (changed while reading?)");
+      got += static_cast<uint64_t>(r);
+    }
+    fn(buf.data(), want / esize);
+    done += want;
+  }
+}
+
+std::vector<double> read_tensor_values(const TensorFile &f) {
+  if (f.fortran_order) throw TensorFileError("Fortran-order npy files are not supported (the collector writes C order)");
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(f.element_count));
+  const uint64_t esize = collector::element_size(f.file_dtype);
+  read_tensor_chunks(f, [&](const void *data, uint64_t count) {
+    const auto *p = static_cast<const unsigned char *>(data);
+    for (uint64_t i = 0; i < count; ++i) out.push_back(element_as_double(f.file_dtype, p + i * esize));
+  });
+  return out;
+}
+
+Recomputed recompute(const TensorFile &f, DType entry_dtype, bool zero_dim, collector::Framework framework) {
+  // The npy of a bf16 tensor holds float32 widened from bf16: narrowing back is exact (the low half is zero).
+  const bool narrow = f.file_dtype == DType::F32 && entry_dtype == DType::BF16;
+  const DType stat_dtype = narrow ? DType::BF16 : f.file_dtype;
+  collector::StatsAccumulator low(stat_dtype, collector::StatPrecision::Low);
+  collector::StatsAccumulator high(stat_dtype, collector::StatPrecision::High);
+  const bool bf16_as_f32 = entry_dtype == DType::BF16 && framework == collector::Framework::MindSpore;
+  uint32_t crc = 0;
+  std::vector<uint16_t> narrowed;
+  read_tensor_chunks(f, [&](const void *data, uint64_t count) {
+    if (narrow) {
+      narrowed.resize(static_cast<size_t>(count));
+      const auto *p = static_cast<const unsigned char *>(data);
+      for (uint64_t i = 0; i < count; ++i) narrowed[i] = static_cast<uint16_t>(load<uint32_t>(p + 4 * i) >> 16);
+      low.update(narrowed.data(), count);
+      high.update(narrowed.data(), count);
+      crc = bf16_as_f32 ? collector::crc32_update(crc, data, count * 4)
+                        : collector::crc32_update(crc, narrowed.data(), count * 2);
+      return;
+    }
+    low.update(data, count);
+    high.update(data, count);
+    if (bf16_as_f32 && f.file_dtype == DType::BF16)
+      crc = collector::crc32_update_bf16_as_f32(crc, static_cast<const uint16_t *>(data), count);
+    else
+      crc = collector::crc32_update(crc, data, count * collector::element_size(f.file_dtype));
+  });
+  Recomputed r;
+  r.low = low.finish(zero_dim);
+  r.high = high.finish(zero_dim);
+  r.crc = collector::crc32_hex(crc);
+  return r;
+}
+
+}  // namespace msprobe::tools

@@ -1,0 +1,57 @@
+// Tensor files of a dump (dump_tensor_data/*.npy|*.bin): opened and checked against their dump.json entry, read in
+// chunks (statistics and CRC recomputed exactly as the collector computed them), or as doubles (compare).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collector/format.h"
+#include "collector/stats.h"
+#include "tools/reader/dump_reader.h"
+
+namespace msprobe::tools {
+
+class TensorFileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class TensorFileKind { Npy, Bin, Lz4, Unknown };
+// From the name's last suffix, spelled by collector::file_suffix(); ".lz4" is the planned compressed form.
+TensorFileKind tensor_file_kind(std::string_view name);
+
+struct TensorFile {
+  std::filesystem::path path;
+  TensorFileKind kind = TensorFileKind::Npy;
+  collector::DType file_dtype = collector::DType::F32;  // what the bytes are: the npy descr, or the entry's dtype
+  std::vector<int64_t> shape;                           // npy: its header; bin: the entry's
+  uint64_t data_offset = 0, element_count = 0, data_bytes = 0;
+  bool fortran_order = false;  // npy only; the collector writes C order
+};
+
+// Opens `path` for tensor `t` and checks what can be checked without reading the data: npy header valid and the
+// file exactly as long as it says (collector::read_npy_info), bin size = elements x element size. Throws
+// TensorFileError with a precise reason (no such file, truncated, bad header, lz4 not supported yet...).
+// It does NOT compare shape or dtype with `t` (the caller reports those as mismatches of their own).
+TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo &t);
+
+// Feeds the data part in chunks of whole elements of file_dtype. Throws TensorFileError on a read error.
+void read_tensor_chunks(const TensorFile &f, const std::function<void(const void *data, uint64_t count)> &fn);
+
+// Every element as a double (bf16, fp16 and integers converted exactly; bool as 0/1).
+std::vector<double> read_tensor_values(const TensorFile &f);
+
+// What the collector recorded for a tensor, recomputed from its file. Statistics are computed in the entry's dtype
+// (an npy of a bf16 tensor holds float32 widened from bf16: it is narrowed back, exactly). The CRC covers what the
+// collector hashed: the tensor's own bytes, except bf16 under the mindspore convention, hashed as float32.
+struct Recomputed {
+  collector::TensorStats low, high;  // StatPrecision Low and High (dump.json does not record which one was used)
+  std::string crc;                   // crc32_hex
+};
+Recomputed recompute(const TensorFile &f, collector::DType entry_dtype, bool zero_dim, collector::Framework framework);
+
+}  // namespace msprobe::tools
