@@ -154,7 +154,14 @@ void JsonStream::skip_string() {
     if (c == '"') return;
     if (c == '\\') {
       if (pos_ >= s_.size()) break;
-      ++pos_;  // \uXXXX: the hex digits are plain characters
+      const char e = s_[pos_++];
+      if (e == 'u') {
+        for (int i = 0; i < 4; ++i, ++pos_)
+          if (pos_ >= s_.size() || hex_digit(s_[pos_]) < 0) fail("bad \\u escape");
+      } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+        --pos_;
+        fail("bad escape");
+      }
     } else if (static_cast<unsigned char>(c) < 0x20) {
       --pos_;
       fail("control character in a string");

@@ -133,7 +133,7 @@ TEST(JsonReader, ErrorsSayWhere) {
     const std::string what = e.what();
     EXPECT_NE(what.find("line 4, column 1"), std::string::npos) << what;
     EXPECT_NE(what.find("expected ',' or ']'"), std::string::npos) << what;
-    EXPECT_EQ(e.offset(), 26u);
+    EXPECT_EQ(e.offset(), 25u);
   }
   std::string why;
   EXPECT_FALSE(mt::is_valid_json("{\"a\": 1} x", &why));

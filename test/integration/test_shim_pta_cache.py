@@ -46,14 +46,17 @@ def train(tmp_path_factory):
     root = tmp_path_factory.mktemp("pta")
     runs = {}
 
-    def get(dtype="fp32", mode="", shim=False):
-        key = (dtype, mode, shim)
+    def get(dtype="fp32", mode="", shim=False, inline=False):
+        key = (dtype, mode, shim, inline)
         if key not in runs:
-            work = root / f"{dtype}-{mode or 'plain'}-{'shim' if shim else 'noshim'}"
+            work = root / f"{dtype}-{mode or 'plain'}-{'shim' if shim else 'noshim'}{'-inline' if inline else ''}"
             work.mkdir(parents=True, exist_ok=True)
+            env = pta_env(mode)
+            if inline:
+                env["TASK_QUEUE_ENABLE"] = "0"  # phase 2 on the thread that looked the executor up
             runs[key] = shimtest.run_train(work, "--steps", str(STEPS), "--dtype", dtype, "--dump",
                                            str(work / "params.npz"), shim=shim, task="tensor" if shim else None,
-                                           env=pta_env(mode))
+                                           env=env)
         return runs[key]
     return get
 
@@ -135,9 +138,10 @@ def assert_same_dump(got, want):
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:10])
 
 
-@pytest.mark.parametrize("dtype,mode", [("fp32", "1"), ("bf16", "1"), ("fp32", "2")])
-def test_cached_run_dumps_like_the_uncached_run(train, dtype, mode):
-    base, cached = train(dtype, shim=True), train(dtype, mode, shim=True)
+@pytest.mark.parametrize("dtype,mode,inline", [("fp32", "1", False), ("bf16", "1", False), ("fp32", "2", False),
+                                               ("fp32", "1", True)])
+def test_cached_run_dumps_like_the_uncached_run(train, dtype, mode, inline):
+    base, cached = train(dtype, shim=True), train(dtype, mode, shim=True, inline=inline)
     assert_cache_used(cached)
     assert cached.losses() == base.losses() == train(dtype).losses()
     assert cached.launches() == base.launches()

@@ -1,0 +1,80 @@
+"""Shared helpers of the msprobe-inspect tests (test_inspect*.py); holds no tests itself.
+
+Dumps are REAL: examples/train.py run under libmsprobe_shim.so on the CANN stand-in. Paths come from the ctest
+environment (MSPROBE_BUILD_DIR, MSPROBE_SOURCE_DIR, ASCEND_HOME_PATH), with defaults for a manual
+`python3 -m pytest` from the source tree (build dir in MSPROBE_BUILD_DIR or build/).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(os.environ.get("MSPROBE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+BUILD = Path(os.environ.get("MSPROBE_BUILD_DIR", SRC / "build"))
+INSPECT = BUILD / "bin" / "msprobe-inspect"
+SHIM = BUILD / "lib" / "libmsprobe_shim.so"
+TRAIN = SRC / "examples" / "train.py"
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def clean_env(extra=None):
+    """The test environment without any MSPROBE_* / FAKE_CANN_* setting a caller might have exported."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MSPROBE_", "FAKE_CANN_")) or k in ("MSPROBE_BUILD_DIR", "MSPROBE_SOURCE_DIR")}
+    env.setdefault("ASCEND_HOME_PATH", str(BUILD / "fake_cann"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(SRC / "examples"), env.get("PYTHONPATH", "")] if p)
+    env.update(extra or {})
+    return env
+
+
+def make_dump(dest, *, steps=2, dtype="fp32", ranks=1, task="tensor", **env):
+    """Runs train.py under the shim with MSPROBE_DUMP_PATH=dest; extra keyword arguments become environment
+    variables (MSPROBE_SUMMARY_MODE="md5", FAKE_CANN_PERTURB_OP="Gelu"...). Returns dest."""
+    dest = Path(dest)
+    e = clean_env({"MSPROBE_DUMP_PATH": str(dest), "MSPROBE_TASK": task, "LD_PRELOAD": str(SHIM), **env})
+    r = subprocess.run([PYTHON, str(TRAIN), "--steps", str(steps), "--dtype", dtype, "--ranks", str(ranks)],
+                       env=e, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"train.py under the shim failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
+    assert any(dest.glob("step*/rank*/dump.json")), f"no dump written in {dest}:\n{r.stderr}"
+    return dest
+
+
+def inspect(*args, expect=None, timeout=300):
+    """msprobe-inspect with args; asserts the exit status when `expect` is given."""
+    r = subprocess.run([str(INSPECT), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                       env=clean_env())
+    if expect is not None:
+        assert r.returncode == expect, (f"msprobe-inspect {' '.join(map(str, args))}: exit {r.returncode}, "
+                                        f"expected {expect}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+    return r
+
+
+def folders(root):
+    """The step{N}/rank{R} folders of a dump, sorted by (step, rank)."""
+    def key(p):
+        rank = p.name[4:]
+        return int(p.parent.name[4:]), int(rank) if rank else -1
+    return sorted((p.parent for p in Path(root).glob("step*/rank*/dump.json")), key=key)
+
+
+def load_dump(folder):
+    """dump.json with Python's json module (which accepts NaN / Infinity, as msprobe's readers do)."""
+    with open(Path(folder) / "dump.json") as f:
+        return json.load(f)
+
+
+def tensors_of(entry):
+    """(row suffix, tensor dict) of an entry: input.i / output.i, lists flattened as input.i.j."""
+    out = []
+
+    def walk(v, prefix):
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                walk(x, f"{prefix}.{i}")
+        elif isinstance(v, dict) and "dtype" in v and "shape" in v:
+            out.append((prefix, v))
+    for key, io in (("input_args", "input"), ("output", "output")):
+        for i, x in enumerate(entry.get(key) or []):
+            walk(x, f"{io}.{i}")
+    return out
