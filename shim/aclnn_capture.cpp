@@ -41,6 +41,7 @@ struct OpCall {
   std::vector<CallParam> params;
   bool repeatable = false;
   uint64_t serial = 0;  // set by CallTable::put: tells this call from a later one at the same executor address
+  StackId stack = kEmptyStack;  // taken at phase 1, the call the user's code made; travels to the launch
 };
 
 bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
@@ -420,6 +421,7 @@ void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
   if (!session().may_capture(b.op)) return;
   auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
   if (!rec) return;
+  rec->second.stack = launch_stack();
   for (const ExecCacheKey &k : keys)
     if (k.kind != ExecCacheKey::None) state().kept.put(k, rec->second);
   state().calls.put(rec->first, std::move(rec->second));
@@ -442,7 +444,10 @@ void phase2_pre(void *user, const RawArgs &a) {
   const auto &b = *static_cast<const Binding *>(user);
   const void *executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
   void *stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
-  auto *f = new InFlight{executor, state().calls.get(executor), KernelLaunch(b.op, collector::kDefaultOpName, stream)};
+  std::optional<OpCall> call = state().calls.get(executor);
+  // Phase 2 may run on a task-queue thread without Python frames: the stack is phase 1's.
+  StackId stack = call ? call->stack : kEmptyStack;
+  auto *f = new InFlight{executor, std::move(call), KernelLaunch(b.op, stack, stream)};
   // Inputs are copied now, before the kernel can overwrite them (in-place ops).
   if (f->call)
     for (const CallParam &p : f->call->params) {

@@ -34,9 +34,9 @@ namespace msprobe::shim {
 
 // A frame as captured. `lasti` is PyFrame_GetLasti() (a byte offset into the bytecode), or, on Pythons before
 // 3.11, the line number with kPyLineFlag set.
-struct PyFrameRef {
-  uintptr_t code = 0;
-  intptr_t lasti = 0;
+struct PyFrameRef {  // trivial on purpose: capture() keeps an uninitialized array of them on the stack
+  uintptr_t code;
+  intptr_t lasti;
 };
 inline constexpr intptr_t kPyLineFlag = intptr_t{1} << 62;
 inline constexpr int kMaxVerifyFrames = 256;  // frames compared when checking the raw walk
