@@ -31,10 +31,6 @@ KernelLaunch::KernelLaunch(std::string_view op_type, StackId stack, void *stream
   ++open_;
 }
 
-KernelLaunch::KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream)
-    : stream_(stream), ticket_(session().begin_launch(op_type, op_name, stream)) {
-  ++open_;
-}
 
 KernelLaunch::~KernelLaunch() { --open_; }
 

@@ -24,8 +24,6 @@ class KernelLaunch {
   KernelLaunch(std::string_view op_type, StackId stack, void *stream);
   // Takes the stack now.
   KernelLaunch(std::string_view op_type, void *stream) : KernelLaunch(op_type, launch_stack(), stream) {}
-  // No stack; OpName as given.
-  KernelLaunch(std::string_view op_type, std::string_view op_name, void *stream);
   ~KernelLaunch();
   KernelLaunch(const KernelLaunch &) = delete;
   KernelLaunch &operator=(const KernelLaunch &) = delete;

@@ -40,19 +40,23 @@ struct StackTable::Groups {
 
 namespace {
 
-// Two independent multiply-xorshift lanes: a 50-frame key hashes in ~25 dependent multiplies, not 50.
+// Four independent multiply lanes (a 70-word key is ~18 dependent multiplies, not 70) and a final avalanche.
+// The hash only picks a slot and rejects most mismatches; equality is always checked on the whole key.
 uint64_t hash_words(const uintptr_t *w, size_t n, uint64_t seed) {
-  constexpr uint64_t k1 = 0x9E3779B97F4A7C15ull, k2 = 0xff51afd7ed558ccdull;
-  uint64_t a = seed ^ k1, b = (seed + n) * k2;
+  constexpr uint64_t k1 = 0x9E3779B97F4A7C15ull, k2 = 0xff51afd7ed558ccdull, k3 = 0xc4ceb9fe1a85ec53ull,
+                     k4 = 0xd6e8feb86659fd93ull;
+  uint64_t a = seed ^ k1, b = (seed + n) ^ k2, c = k3, d = k4;
   size_t i = 0;
-  for (; i + 1 < n; i += 2) {
+  for (; i + 4 <= n; i += 4) {
     a = (a ^ w[i]) * k1;
-    a ^= a >> 29;
     b = (b ^ w[i + 1]) * k2;
-    b ^= b >> 31;
+    c = (c ^ w[i + 2]) * k3;
+    d = (d ^ w[i + 3]) * k4;
   }
-  if (i < n) a = ((a ^ w[i]) * k1) ^ (a >> 29);
-  uint64_t h = (a ^ (b >> 17)) * k2;
+  for (; i < n; ++i) a = (a ^ w[i]) * k2;
+  uint64_t h = (a ^ (b >> 21) ^ (c >> 13) ^ (d >> 37)) + (b ^ (c << 7) ^ (d << 17));
+  h = (h ^ (h >> 33)) * k2;
+  h = (h ^ (h >> 29)) * k3;
   return h ^ (h >> 32);
 }
 

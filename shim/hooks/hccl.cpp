@@ -86,7 +86,7 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
                               Forward forward) {
   std::optional<KernelLaunch> launch;
   try {
-    launch.emplace(op_type, msprobe::collector::kDefaultOpName, stream);
+    launch.emplace(op_type, stream);
     if (in) launch->input_tensor(*in);
     else launch->input_null();
     for (const ValueArg &v : values) launch->input_value(v);

@@ -84,7 +84,7 @@ rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_
   std::optional<KernelLaunch> launch;
   std::vector<RtArgSlot> slots;
   try {
-    launch.emplace(op_type, msprobe::collector::kDefaultOpName, stream);
+    launch.emplace(op_type, stream);
     if (launch->capturing()) {
       if (blob.on_device) {
         // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
