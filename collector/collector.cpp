@@ -24,8 +24,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// One line per problem on stderr; a problem that repeats (a full disk fails every later write) is shown
+// three times, then once more to say the rest are not shown. The counters keep the full count.
 void report(const char *what, const std::string &detail) {
-  std::fprintf(stderr, "msprobe-shim: %s: %s\n", what, detail.c_str());
+  static std::mutex mu;
+  static auto *seen = new std::map<std::string, int>;
+  int n;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    n = ++(*seen)[what];
+  }
+  if (n <= 3)
+    std::fprintf(stderr, "msprobe-shim: %s: %s\n", what, detail.c_str());
+  else if (n == 4)
+    std::fprintf(stderr, "msprobe-shim: %s: further occurrences are not shown\n", what);
 }
 
 // Creates every missing folder of `p` with msprobe's mode (0750; the umask may only take more away).

@@ -155,6 +155,13 @@ std::optional<ModuleInfo> ModuleMap::find(uintptr_t addr, uint32_t gen) const {
   return std::nullopt;
 }
 
+bool ModuleMap::appeared_in(uint32_t gen, const std::string &needle) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ModuleInfo &m : modules_)
+    if (m.first_gen == gen && module_basename(m.path).find(needle) != std::string::npos) return true;
+  return false;
+}
+
 std::vector<ModuleInfo> ModuleMap::all() const {
   std::lock_guard<std::mutex> lock(mu_);
   return modules_;

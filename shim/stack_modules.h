@@ -50,6 +50,8 @@ class ModuleMap {
   std::optional<ModuleInfo> find(uintptr_t addr, uint32_t gen) const;
   // Every module ever seen (tests).
   std::vector<ModuleInfo> all() const;
+  // Whether a module whose file name contains `needle` appeared in generation `gen`.
+  bool appeared_in(uint32_t gen, const std::string &needle) const;
 
  private:
   ModuleMap() = default;

@@ -87,7 +87,7 @@ class PythonStacks {
   // An address inside the interpreter's code (its module is where Python frames sit among native ones), 0 when
   // no Python runtime was found.
   uintptr_t interpreter_address() const { return interpreter_addr_.load(std::memory_order_acquire); }
-  // A library was loaded: look for a Python runtime again if none was found so far.
+  // A libpython was loaded: look for a Python runtime again if none was found so far.
   void refresh() noexcept;
   // Whether walk() reads the interpreter's frames directly (CPython 3.11, verified) and, for tests, a way to
   // turn that off (then walk() uses the C API only) or on again (pending verification).

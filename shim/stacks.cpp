@@ -344,8 +344,12 @@ StackId StackTable::group(StackId id, StackMode mode) const {
 
 void StackTable::modules_changed() noexcept {
   try {
-    if (ModuleMap::global().refresh().removed > 0) flush_native_unwind_cache();
-    PythonStacks::global().refresh();
+    ModuleMap &modules = ModuleMap::global();
+    const ModuleMap::Changes ch = modules.refresh();
+    if (ch.removed > 0) flush_native_unwind_cache();
+    // An embedder that loads libpython late: look for the interpreter again (only then: the search visits
+    // every loaded object).
+    if (ch.added > 0 && modules.appeared_in(modules.generation(), "libpython")) PythonStacks::global().refresh();
   } catch (...) {
   }
 }

@@ -104,8 +104,9 @@ class StackTable {
   void set_capacity(size_t max_stacks) noexcept { capacity_.store(max_stacks, std::memory_order_relaxed); }
 
   // Call after dlopen / dlclose (the hooks): refreshes the module map, flushes libunwind's cache after an
-  // unload, and lets the Python support look again for an interpreter loaded late. New stacks also detect
-  // loader changes by themselves (glibc's dlpi_adds / dlpi_subs), so this is about promptness.
+  // unload, and, when a libpython appeared, lets the Python support look again for an interpreter loaded late.
+  // New stacks also detect loader changes by themselves (glibc's dlpi_adds / dlpi_subs), so for the map this
+  // is about promptness. Costs one dl_iterate_phdr pass.
   static void modules_changed() noexcept;
 
   struct Entry;

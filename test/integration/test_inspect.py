@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_inspect_support import folders, inspect, load_dump, make_dump, tensors_of
+from test_inspect_support import folders, inspect, load_dump, make_dump, stack_of, tensors_of
 
 COMMANDS = ["summary", "show", "verify", "repair", "compare", "convert"]
 
@@ -142,7 +142,8 @@ def test_summary_finds_the_first_nan_per_rank_with_its_stack(dumps, tmp_path):
         assert hit["value"] == {"nan": "nan", "inf": "inf", "-inf": "-inf"}[repr(value)]
     assert s["first_nan_inf"]["rank1"]["stack"] == ["File \"train.py\", line 9, in forward",
                                                     "libopapi.so(aclnnGelu+0x10)"]
-    assert s["first_nan_inf"]["rank0"]["stack"] is None
+    step0, launch0, name0 = expected["rank0"][:3]
+    assert s["first_nan_inf"]["rank0"]["stack"] == stack_of(root / f"step{step0}" / "rank0", name0)
     text = inspect("summary", root, expect=0).stdout
     assert f"step0/rank1 {first1[2]} (launch_index {first1[1]}): {first1[3]} {first1[4]}=" in text
     assert "libopapi.so(aclnnGelu+0x10)" in text
@@ -167,7 +168,8 @@ def test_show_prints_the_right_entry(dumps):
         assert f"file dump_tensor_data/{t['data_name']} (" in out
     # --json: exactly the entry of dump.json.
     j = json.loads(inspect("show", root, first_gelu, "--json", expect=0).stdout)
-    assert j["kernel"] == first_gelu and j["entry"] == d0[first_gelu] and j["stack"] is None
+    assert j["kernel"] == first_gelu and j["entry"] == d0[first_gelu]
+    assert j["stack"] == stack_of(f0, first_gelu)
     # Unique prefix, OpType#k in launch order, another step.
     assert inspect("show", root, "Gelu.Def", "--json", expect=0).stdout == inspect(
         "show", root, first_gelu, "--json", expect=0).stdout

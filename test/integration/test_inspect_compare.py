@@ -75,7 +75,7 @@ def test_planted_divergence_is_the_first_gelu_kernel(runs, tmp_path, task):
     assert "first diverging kernel (launch order): step0/rank Gelu.Default.0 (launch_index " in stdout, stdout
     assert "A stack:" in stdout and "B stack:" in stdout
     bad = "error" if task == "tensor" else "diff"
-    by_name = {r["NPU Name"]: r for r in rows}
+    by_name = {r["NPU Name"]: r for r in rows if r["Step"] == "0"}  # names repeat in every step
     assert by_name["Gelu.Default.0.input.0"]["Result"] == "pass"
     assert by_name["Gelu.Default.0.output.0"]["Result"] == bad
     # Everything launched before it in step 0 passes.
@@ -87,7 +87,7 @@ def test_planted_divergence_is_the_first_gelu_kernel(runs, tmp_path, task):
     gelu_a = load_dump(f)["data"]["Gelu.Default.0"]["output"][0]
     gelu_b = load_dump(folders(b)[0])["data"]["Gelu.Default.0"]["output"][0]
     row = by_name["Gelu.Default.0.output.0"]
-    detail = {r["NPU Name"]: r for r in details}["Gelu.Default.0.output.0"]
+    detail = {r["NPU Name"]: r for r in details if r["Step"] == "0"}["Gelu.Default.0.output.0"]
     for stat, col in (("Max", "Max diff"), ("Min", "Min diff"), ("Mean", "Mean diff"), ("Norm", "L2norm diff")):
         assert float(row[col]) == gelu_a[stat] - gelu_b[stat]
         rel = abs(gelu_a[stat] - gelu_b[stat]) / (max(abs(gelu_a[stat]), abs(gelu_b[stat])) + 1e-10)
@@ -116,7 +116,7 @@ def test_planted_divergence_is_the_first_gelu_kernel(runs, tmp_path, task):
 def test_thresholds_are_configurable(runs, tmp_path):
     a, b = runs("tensor", "gelu"), runs("tensor", "a")
     _, rows, _ = compare(a, b, tmp_path, "--atol", "0.01", "--cos", "0.9")
-    assert {r["NPU Name"]: r for r in rows}["Gelu.Default.0.output.0"]["Result"] == "pass"
+    assert {r["NPU Name"]: r for r in rows if r["Step"] == "0"}["Gelu.Default.0.output.0"]["Result"] == "pass"
     out2 = tmp_path / "strict"
     stdout, _, _ = compare(runs("statistics", "gelu"), runs("statistics", "a"), out2, "--stat-rtol", "0.5")
     assert "no divergence" in stdout  # 0.1 % is below a 50 % tolerance
@@ -133,7 +133,7 @@ def test_kernels_on_one_side_only_are_listed(runs, tmp_path):
     stdout, rows, _ = compare(a, b, tmp_path / "out1")
     assert "kernel only in A: step0/rank Softmax.Default.0" in stdout
     assert ", 1 only in A, 0 only in B" in stdout
-    unmatched = [r for r in rows if r["NPU Name"].startswith("Softmax.Default.0.")]
+    unmatched = [r for r in rows if r["Step"] == "0" and r["NPU Name"].startswith("Softmax.Default.0.")]
     assert len(unmatched) == len(tensors_of(gone))
     assert all(r["Result"] == "unmatched" and r["Bench Name"] == "N/A" and r["Err_message"] == "No bench data matched."
                for r in unmatched)

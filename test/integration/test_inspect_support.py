@@ -78,3 +78,19 @@ def tensors_of(entry):
         for i, x in enumerate(entry.get(key) or []):
             walk(x, f"{io}.{i}")
     return out
+
+
+def stack_of(folder, kernel):
+    """The frames stack.json records for `kernel` (grouped {"0": [[names], [frames]]} or flat), None if absent."""
+    path = Path(folder) / "stack.json"
+    if not path.exists():
+        return None
+    with open(path) as f:
+        stacks = json.load(f)
+    for key, value in stacks.items():
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(x, list) for x in value):
+            if kernel in value[0]:
+                return value[1]
+        elif key == kernel:
+            return value
+    return None

@@ -85,9 +85,9 @@ Side load_side(const RankDir &d) {
   s.dir = &d;
   DumpCallbacks cb;
   cb.on_header = [&](const DumpHeader &h) { s.header = h; };
-  cb.on_kernel = [&](KernelEntry &&k) {
+  cb.on_record = [&](KernelRecord &&k) {
     KernelInfo info;
-    info.tensors = entry_tensors(k.entry, s.header);
+    info.tensors = std::move(k.tensors);
     info.launch_index = k.launch_index.value_or(UINT64_MAX);
     info.name = std::move(k.name);
     s.index.emplace(info.name, s.kernels.size());

@@ -102,8 +102,8 @@ int run_convert(std::span<char *const> argv) {
     DumpHeader header;
     DumpCallbacks cb;
     cb.on_header = [&](const DumpHeader &h) { header = h; };
-    cb.on_kernel = [&](KernelEntry &&k) {
-      for (TensorInfo &t : entry_tensors(k.entry, header)) {
+    cb.on_record = [&](KernelRecord &&k) {
+      for (TensorInfo &t : k.tensors) {
         if (!t.data_name) continue;
         switch (tensor_file_kind(*t.data_name)) {
           case TensorFileKind::Bin: jobs.push_back({k.name, std::move(t)}); break;

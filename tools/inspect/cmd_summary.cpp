@@ -91,10 +91,10 @@ int run_summary(std::span<char *const> argv) {
     DumpCallbacks cb;
     cb.on_header = [&](const DumpHeader &h) { header = h; };
     cb.on_progress = [&](size_t at) { progress.update(done_bytes + at); };
-    cb.on_kernel = [&](KernelEntry &&k) {
+    cb.on_record = [&](KernelRecord &&k) {
       ++s.kernels;
       ++op_counts[std::string(op_type_of(k.name))];
-      const std::vector<TensorInfo> tensors = entry_tensors(k.entry, header);
+      const std::vector<TensorInfo> &tensors = k.tensors;
       s.tensors += tensors.size();
       const uint64_t li = k.launch_index.value_or(UINT64_MAX);
       if (s.first_nan && s.first_nan->launch_index <= li) return true;

@@ -100,7 +100,7 @@ class FolderVerifier {
     DumpCallbacks cb;
     cb.on_header = [&](const DumpHeader &h) { header_ = h; };
     cb.on_progress = [&](size_t at) { progress_.update(base_ + at); };
-    cb.on_kernel = [&](KernelEntry &&k) {
+    cb.on_record = [&](KernelRecord &&k) {
       kernel(k);
       return true;
     };
@@ -138,10 +138,10 @@ class FolderVerifier {
       problem("dump.json: framework \"" + header_.framework + "\" is not one msprobe accepts (pytorch, mindspore)");
   }
 
-  void kernel(const KernelEntry &k) {
+  void kernel(const KernelRecord &k) {
     ++counts_.kernels;
     if (!names_.insert(k.name).second) problem("dump.json: kernel " + k.name + " appears twice");
-    for (const TensorInfo &t : entry_tensors(k.entry, header_)) {
+    for (const TensorInfo &t : k.tensors) {
       ++counts_.tensors;
       if (t.data_name) tensor_file(k.name, t);
     }

@@ -131,6 +131,103 @@ void walk_args(const Json *args, IoKind io, const DumpHeader &header, std::vecto
   }
 }
 
+// ---- The DOM-free reading of an entry (KernelRecord): the same leaf rule as walk_arg, on the cursor. ----
+void stream_tensor_object(JsonStream &s, IoKind io, const std::string &slot, const DumpHeader &header,
+                          std::vector<TensorInfo> &out) {
+  TensorInfo t;
+  t.io = io;
+  t.slot = slot;
+  bool has_dtype = false, has_shape = false;
+  s.members([&](std::string &&key) {
+    if (key == ck::kType) {
+      if (s.peek() == '"') t.type = s.value().get<std::string>();
+      else s.skip();
+    } else if (key == ck::kDtype) {
+      has_dtype = true;
+      const Json v = s.value();
+      t.dtype_text = v.is_string() ? v.get<std::string>() : to_json_text(v);
+    } else if (key == ck::kShape) {
+      has_shape = true;
+      const Json v = s.value();
+      if (v.is_array()) {
+        for (const Json &d : v) {
+          if (!d.is_number_integer()) {
+            t.shape_ok = false;
+            break;
+          }
+          t.shape.push_back(d.get<int64_t>());
+        }
+      } else {
+        t.shape_ok = false;
+      }
+    } else if (key == ck::kMax || key == ck::kMin || key == ck::kMean || key == ck::kNorm) {
+      const int i = key == ck::kMax ? 0 : key == ck::kMin ? 1 : key == ck::kMean ? 2 : 3;
+      const Json v = s.value();
+      t.stats[i] = stat_from_json(&v);
+    } else if (key == ck::kMd5 || key == ck::kDataName) {
+      const Json v = s.value();
+      if (v.is_string()) (key == ck::kMd5 ? t.md5 : t.data_name) = v.get<std::string>();
+    } else {
+      s.skip();
+    }
+  });
+  if (!has_dtype || !has_shape) return;
+  t.dtype = parse_any_dtype(t.dtype_text, header.framework_kind);
+  out.push_back(std::move(t));
+}
+
+void stream_arg(JsonStream &s, IoKind io, const std::string &slot, const DumpHeader &header,
+                std::vector<TensorInfo> &out, int depth = 0) {
+  const char c = s.peek();
+  if (c == '{') return stream_tensor_object(s, io, slot, header, out);
+  if (c != '[') return s.skip();
+  if (depth > 64) return s.skip();  // no real argument nests this deep; skip() bounds its own depth
+  s.elements([&](size_t i) { stream_arg(s, io, slot + "." + std::to_string(i), header, out, depth + 1); });
+}
+
+void stream_args(JsonStream &s, IoKind io, const DumpHeader &header, std::vector<TensorInfo> &out) {
+  const char c = s.peek();
+  if (c == '[') {
+    s.elements([&](size_t i) { stream_arg(s, io, std::to_string(i), header, out); });
+  } else if (c == '{') {
+    // A dict here is rare (msprobe's input_kwargs, or one bare tensor): the DOM rule decides.
+    const Json v = s.value();
+    walk_args(&v, io, header, out);
+  } else {
+    s.skip();
+  }
+}
+
+KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeader &header) {
+  KernelRecord k;
+  k.name = std::move(name);
+  k.offset = s.offset();
+  std::vector<TensorInfo> inputs, kwargs, outputs;
+  bool have_input_args = false;
+  s.members([&](std::string &&key) {
+    if (key == ck::kInputArgs) {
+      have_input_args = true;
+      inputs.clear();
+      stream_args(s, IoKind::Input, header, inputs);
+    } else if (key == "input" && !have_input_args) {
+      stream_args(s, IoKind::Input, header, inputs);
+    } else if (key == "input_kwargs") {
+      stream_args(s, IoKind::Input, header, kwargs);
+    } else if (key == ck::kOutput) {
+      stream_args(s, IoKind::Output, header, outputs);
+    } else if (key == ck::kLaunchIndex) {
+      const Json v = s.value();
+      k.launch_index = as_u64(&v);
+    } else {
+      s.skip();
+    }
+  });
+  k.tensors = std::move(inputs);
+  for (auto *v : {&kwargs, &outputs})
+    for (TensorInfo &t : *v) k.tensors.push_back(std::move(t));
+  return k;
+}
+
 }  // namespace
 
 // ---- Layout ---------------------------------------------------------------------------------------------------------
@@ -254,12 +351,18 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
         if (s.peek() != '{') throw JsonError("\"data\" is not an object at " + JsonStream::where(text, s.offset()),
                                              s.offset());
         s.members([&](std::string &&name) {
-          KernelEntry k;
-          k.offset = s.offset();
-          k.entry = s.value();
-          k.name = std::move(name);
-          k.launch_index = as_u64(member(k.entry, ck::kLaunchIndex));
-          if (cb.on_kernel && !cb.on_kernel(std::move(k))) throw StopStreaming{};
+          if (cb.on_record) {
+            if (s.peek() != '{') throw JsonError("kernel " + name + " is not an object at " +
+                                                 JsonStream::where(text, s.offset()), s.offset());
+            if (!cb.on_record(stream_record(s, std::move(name), h))) throw StopStreaming{};
+          } else {
+            KernelEntry k;
+            k.offset = s.offset();
+            k.entry = s.value();
+            k.name = std::move(name);
+            k.launch_index = as_u64(member(k.entry, ck::kLaunchIndex));
+            if (cb.on_kernel && !cb.on_kernel(std::move(k))) throw StopStreaming{};
+          }
           if (cb.on_progress && (++count & 1023) == 0) cb.on_progress(s.offset());
         });
         return;

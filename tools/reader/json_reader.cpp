@@ -373,6 +373,25 @@ void JsonStream::members(const std::function<void(std::string &&key)> &on_member
   }
 }
 
+void JsonStream::elements(const std::function<void(size_t)> &on_element) {
+  if (peek() != '[') fail("expected an array");
+  ++pos_;
+  if (peek() == ']') {
+    ++pos_;
+    return;
+  }
+  for (size_t i = 0;; ++i) {
+    on_element(i);
+    const char n = peek();
+    ++pos_;
+    if (n == ']') return;
+    if (n != ',') {
+      --pos_;
+      fail("expected ',' or ']'");
+    }
+  }
+}
+
 void JsonStream::finish() {
   skip_ws();
   if (pos_ != s_.size()) fail("unexpected text after the end of the JSON value");

@@ -40,6 +40,8 @@ class JsonStream {
   // Consumes an object member by member: for each, `on_member(key)` is called and must consume the value (with
   // value(), skip() or a nested members()). Throws if the next value is not an object.
   void members(const std::function<void(std::string &&key)> &on_member);
+  // Consumes an array element by element: `on_element(index)` must consume each value.
+  void elements(const std::function<void(size_t index)> &on_element);
   // After the last value: only whitespace may follow.
   void finish();
 

@@ -5,7 +5,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 SOURCE = os.environ.get("MSPROBE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
 BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(SOURCE, "build"))
@@ -84,5 +83,3 @@ def require_built(*paths):
     missing = [p for p in paths if not os.path.exists(p)]
     assert not missing, f"not built: {missing} (run ninja -C {BUILD})"
 
-
-sys.dont_write_bytecode = True

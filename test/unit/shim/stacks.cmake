@@ -18,6 +18,10 @@ target_link_libraries(stack_exception_host PRIVATE Threads::Threads)
 add_library(stack_probe_preload MODULE ${STACK_FIXTURES}/probe_preload.cpp)
 target_link_libraries(stack_probe_preload PRIVATE msprobe_shim_core)
 
+# An embedding host that opens libpython RTLD_LOCAL (Python frames found through the link map).
+add_executable(stack_embed_local ${STACK_FIXTURES}/embed_local.cpp)
+target_link_libraries(stack_embed_local PRIVATE msprobe_shim_core ${CMAKE_DL_LIBS})
+
 # dlopen'ed (and dlclose'd) by the unit test after the module map was built.
 add_library(stack_plugin MODULE ${STACK_FIXTURES}/plugin.cpp)
 target_compile_options(stack_plugin PRIVATE -g -fno-optimize-sibling-calls)
@@ -26,7 +30,7 @@ target_compile_options(stack_plugin PRIVATE -g -fno-optimize-sibling-calls)
 add_library(stacks_pytest MODULE ${STACK_FIXTURES}/pylib.cpp)
 target_link_libraries(stacks_pytest PRIVATE msprobe_shim_core)
 
-set_target_properties(stack_fixture_pie stack_exception_host PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+set_target_properties(stack_fixture_pie stack_exception_host stack_embed_local PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 set_target_properties(stack_probe_preload stack_plugin stacks_pytest PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${STACK_LIB_DIR})
 
 msprobe_gtest(shim_stacks SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stacks.cpp LINK msprobe_shim_core ${CMAKE_DL_LIBS}
@@ -36,7 +40,9 @@ target_compile_definitions(shim_stacks PRIVATE
   STACK_FIXTURE_PIE="$<TARGET_FILE:stack_fixture_pie>"
   STACK_EXCEPTION_HOST="$<TARGET_FILE:stack_exception_host>"
   STACK_PROBE_PRELOAD="$<TARGET_FILE:stack_probe_preload>"
-  STACK_PLUGIN="$<TARGET_FILE:stack_plugin>")
-add_dependencies(shim_stacks stack_fixture_pie stack_exception_host stack_probe_preload stack_plugin stacks_pytest)
+  STACK_PLUGIN="$<TARGET_FILE:stack_plugin>"
+  STACK_EMBED_LOCAL="$<TARGET_FILE:stack_embed_local>")
+add_dependencies(shim_stacks stack_fixture_pie stack_exception_host stack_probe_preload stack_plugin stack_embed_local
+                 stacks_pytest)
 
 msprobe_pytest(test_stacks_python.py TIMEOUT 120)

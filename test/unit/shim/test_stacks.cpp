@@ -590,6 +590,22 @@ TEST(PythonHelpers, FrameTextAndSourceLines) {
   EXPECT_EQ(s.line(p.string(), 4), "x = f()");  // read once, cached
 }
 
+TEST(PythonFrames, EmbedderWithLibpythonOpenedLocally) {
+  // Debian's libpython3.11 (python3.11-dev / libpython3.11 package); any libpython3.x works.
+  std::string lib;
+  for (const char *p : {"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "/usr/lib/aarch64-linux-gnu/libpython3.11.so.1.0"})
+    if (fs::exists(p)) lib = p;
+  if (lib.empty()) GTEST_SKIP() << "no libpython3.11 shared library";
+  const Command c = run("'" + std::string(STACK_EMBED_LOCAL) + "' '" + lib + "'");
+  ASSERT_EQ(c.status, 0) << c.out << c.err;
+  const auto frames = lines_with(c.out, "FRAME ");
+  ASSERT_EQ(frames.size(), 3u) << c.out;
+  EXPECT_EQ(frames[0], "File <string>, line 3, in Model.forward, \\n ");
+  EXPECT_EQ(frames[1], "File <string>, line 5, in main, \\n ");
+  EXPECT_EQ(frames[2], "File <string>, line 6, in <module>, \\n ");
+  EXPECT_EQ(lines_with(c.out, "OPNAME "), std::vector<std::string>{"<module>/main/Model.forward"});
+}
+
 TEST(PythonHelpers, NoInterpreterInThisProcess) {
   PyFrameRef refs[4];
   EXPECT_EQ(PythonStacks::global().walk(refs, 4), 0);

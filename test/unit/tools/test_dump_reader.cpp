@@ -206,6 +206,72 @@ TEST(DumpJson, ReadsPyTorchSpellingsAndMsprobeInputKey) {
   EXPECT_EQ(tensors[1].md5, "0badc0de");
 }
 
+// The scanning commands read tensors without building entries; show builds them. Both must see the same tensors.
+void expect_same_tensors(const std::vector<mt::TensorInfo> &a, const std::vector<mt::TensorInfo> &b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].row_suffix(), b[i].row_suffix());
+    EXPECT_EQ(a[i].type, b[i].type);
+    EXPECT_EQ(a[i].dtype_text, b[i].dtype_text);
+    EXPECT_EQ(a[i].dtype, b[i].dtype);
+    EXPECT_EQ(a[i].shape, b[i].shape);
+    EXPECT_EQ(a[i].shape_ok, b[i].shape_ok);
+    EXPECT_EQ(a[i].md5, b[i].md5);
+    EXPECT_EQ(a[i].data_name, b[i].data_name);
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(a[i].stats[k].kind, b[i].stats[k].kind);
+      EXPECT_EQ(mt::stat_text(a[i].stats[k]), mt::stat_text(b[i].stats[k]));
+    }
+  }
+}
+
+TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
+  const std::string text =
+      R"({"task": "tensor", "framework": "pytorch", "data": {)"
+      R"("A.x.0": {"output": [{"type": "torch.Tensor", "dtype": "torch.float16", "shape": [3], "Max": NaN,)"
+      R"( "data_name": "A.x.0.output.0.npy", "extra": {"nested": [1, {"dtype": 1}]}}],)"
+      R"( "input": [null, [{"type": "t", "dtype": "torch.int8", "shape": "bad"}, {"value": 1}], 5],)"
+      R"( "input_args": [{"type": "t", "dtype": "torch.bool", "shape": [], "Max": true, "md5": "00000001"}],)"
+      R"( "launch_index": 4},)"
+      R"("B.x.0": {"input_kwargs": {"alpha": {"type": "float", "value": 2}, "t": {"type": "t", "dtype": 7,)"
+      R"( "shape": [1, 2], "Min": -1}}, "input": [{"type": "t", "dtype": "Float32", "shape": [2]}],)"
+      R"( "output": {"type": "t", "dtype": "float64", "shape": [1]}, "launch_index": -3}}})";
+  std::vector<std::vector<mt::TensorInfo>> from_entries, from_records;
+  std::vector<std::optional<uint64_t>> li_entries, li_records;
+  mt::DumpHeader h;
+  mt::DumpCallbacks a;
+  a.on_header = [&](const mt::DumpHeader &x) { h = x; };
+  a.on_kernel = [&](mt::KernelEntry &&k) {
+    from_entries.push_back(mt::entry_tensors(k.entry, h));
+    li_entries.push_back(k.launch_index);
+    return true;
+  };
+  mt::stream_dump_json(text, a);
+  mt::DumpCallbacks b;
+  b.on_record = [&](mt::KernelRecord &&k) {
+    from_records.push_back(std::move(k.tensors));
+    li_records.push_back(k.launch_index);
+    return true;
+  };
+  mt::stream_dump_json(text, b);
+  ASSERT_EQ(from_entries.size(), 2u);
+  ASSERT_EQ(from_records.size(), 2u);
+  EXPECT_EQ(li_entries, li_records);
+  EXPECT_EQ(li_records[0], 4u);
+  EXPECT_FALSE(li_records[1]);  // negative: not a launch index
+  for (int i = 0; i < 2; ++i) expect_same_tensors(from_entries[i], from_records[i]);
+  // input_args wins over msprobe's "input"; then kwargs; then output.
+  ASSERT_EQ(from_records[0].size(), 2u);
+  EXPECT_EQ(from_records[0][0].dtype, mc::DType::Bool);
+  EXPECT_EQ(from_records[0][1].row_suffix(), "output.0");
+  ASSERT_EQ(from_records[1].size(), 3u);
+  EXPECT_EQ(from_records[1][0].row_suffix(), "input.0");
+  EXPECT_EQ(from_records[1][1].row_suffix(), "input.t");
+  EXPECT_EQ(from_records[1][1].dtype_text, "7");
+  EXPECT_FALSE(from_records[1][1].dtype);
+  EXPECT_EQ(from_records[1][2].dtype, mc::DType::F64);
+}
+
 TEST(StackJson, GroupedAndFlat) {
   TempDir t;
   write_dump(t.path(), 1);
