@@ -20,7 +20,8 @@
 
 namespace msprobe::tools {
 
-const std::string_view kCompareHelp = R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR]
+const std::string_view kCompareHelp =
+    R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR]
 
 Matches the kernels of dump A (the "NPU" side, e.g. the run under test) with those of dump B (the "Bench" side,
 e.g. the reference run) by step, rank and kernel name ({OpType}.{OpName}.{n}: the same in every run of the same
@@ -80,11 +81,19 @@ struct Side {
   std::unordered_map<std::string, size_t> index;
 };
 
-Side load_side(const RankDir &d) {
+uint64_t dump_json_size(const RankDir &d) {
+  std::error_code ec;
+  const uint64_t n = fs::file_size(d.path / collector::kDumpJson, ec);
+  return ec ? 0 : n;
+}
+
+// Progress counts dump.json bytes read on both sides.
+Side load_side(const RankDir &d, Progress &progress, uint64_t &done) {
   Side s;
   s.dir = &d;
   DumpCallbacks cb;
   cb.on_header = [&](const DumpHeader &h) { s.header = h; };
+  cb.on_progress = [&](size_t at) { progress.update(done + at); };
   cb.on_record = [&](KernelRecord &&k) {
     KernelInfo info;
     info.tensors = std::move(k.tensors);
@@ -95,6 +104,7 @@ Side load_side(const RankDir &d) {
     return true;
   };
   read_dump_json(d, cb);
+  done += dump_json_size(d);
   std::stable_sort(s.kernels.begin(), s.kernels.end(),
                    [](const KernelInfo &a, const KernelInfo &b) { return a.launch_index < b.launch_index; });
   s.index.clear();
@@ -122,8 +132,7 @@ std::vector<double> load_values(const Side &side, const TensorInfo &t) {
   return read_tensor_values(f);
 }
 
-RowResult compare_tensor(const Side &A, const TensorInfo &a, const Side &B, const TensorInfo &b,
-                         const Thresholds &th) {
+RowResult compare_tensor(const Side &A, const TensorInfo &a, const Side &B, const TensorInfo &b, const Thresholds &th) {
   RowResult r;
   for (int i = 0; i < 4; ++i) r.stats[i] = stat_diff(a.stats[i], b.stats[i]);
   if (a.dtype_text != b.dtype_text) add_message(r.message, "dtype differs");
@@ -175,17 +184,49 @@ std::string timestamp_now() {
   return buf;
 }
 
-const std::vector<std::string> kResultColumns = {
-    "Step", "Rank", "NPU Name", "Bench Name", "NPU Dtype", "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
-    "Cosine", "MaxAbsErr", "MaxRelativeErr", "Max diff", "Min diff", "Mean diff", "L2norm diff", "Result",
-    "Err_message"};
-const std::vector<std::string> kDetailColumns = {
-    "Step", "Rank", "NPU Name", "Bench Name", "NPU Launch Index", "Bench Launch Index", "NPU Dtype", "Bench Dtype",
-    "NPU Tensor Shape", "Bench Tensor Shape", "Cosine", "EucDist", "MaxAbsErr", "MaxRelativeErr",
-    "One Thousandth Err Ratio", "Five Thousandths Err Ratio", "NPU max", "NPU min", "NPU mean", "NPU l2norm",
-    "Bench max", "Bench min", "Bench mean", "Bench l2norm", "Max diff", "Min diff", "Mean diff", "L2norm diff",
-    "Max RelativeErr", "Min RelativeErr", "Mean RelativeErr", "L2norm RelativeErr", "NPU MD5", "Bench MD5", "Result",
-    "Err_message", "NPU Data_name", "Bench Data_name"};
+const std::vector<std::string> kResultColumns = {"Step",       "Rank",        "NPU Name",         "Bench Name",
+                                                 "NPU Dtype",  "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
+                                                 "Cosine",     "MaxAbsErr",   "MaxRelativeErr",   "Max diff",
+                                                 "Min diff",   "Mean diff",   "L2norm diff",      "Result",
+                                                 "Err_message"};
+const std::vector<std::string> kDetailColumns = {"Step",
+                                                 "Rank",
+                                                 "NPU Name",
+                                                 "Bench Name",
+                                                 "NPU Launch Index",
+                                                 "Bench Launch Index",
+                                                 "NPU Dtype",
+                                                 "Bench Dtype",
+                                                 "NPU Tensor Shape",
+                                                 "Bench Tensor Shape",
+                                                 "Cosine",
+                                                 "EucDist",
+                                                 "MaxAbsErr",
+                                                 "MaxRelativeErr",
+                                                 "One Thousandth Err Ratio",
+                                                 "Five Thousandths Err Ratio",
+                                                 "NPU max",
+                                                 "NPU min",
+                                                 "NPU mean",
+                                                 "NPU l2norm",
+                                                 "Bench max",
+                                                 "Bench min",
+                                                 "Bench mean",
+                                                 "Bench l2norm",
+                                                 "Max diff",
+                                                 "Min diff",
+                                                 "Mean diff",
+                                                 "L2norm diff",
+                                                 "Max RelativeErr",
+                                                 "Min RelativeErr",
+                                                 "Mean RelativeErr",
+                                                 "L2norm RelativeErr",
+                                                 "NPU MD5",
+                                                 "Bench MD5",
+                                                 "Result",
+                                                 "Err_message",
+                                                 "NPU Data_name",
+                                                 "Bench Data_name"};
 
 // A failing tensor of the first diverging kernel, for the terminal.
 struct Divergence {
@@ -217,8 +258,7 @@ std::string stat_cell(const TensorInfo *t, int i) { return t ? stat_text(t->stat
 }  // namespace
 
 int run_compare(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {
-      {"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}};
+  static const OptionSpec kOptions[] = {{"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}};
   const Args args = parse_args(argv, kOptions);
   expect_positional(args, 2, "A B (two dumps)");
   Thresholds th;
@@ -270,16 +310,19 @@ int run_compare(std::span<char *const> argv) {
   std::vector<Divergence> per_folder;
   std::string mode;
 
-  uint64_t total_kernels = 0;
-  Progress progress("compare", pairs.size());
+  uint64_t total_kernels = 0, total_bytes = 0, done_bytes = 0;
+  for (const auto &[a, b] : pairs) total_bytes += dump_json_size(*a) + dump_json_size(*b);
+  Progress progress("compare", total_bytes);
   for (size_t pi = 0; pi < pairs.size(); ++pi) {
-    progress.update(pi);
-    const Side A = load_side(*pairs[pi].first), B = load_side(*pairs[pi].second);
+    const Side A = load_side(*pairs[pi].first, progress, done_bytes);
+    const Side B = load_side(*pairs[pi].second, progress, done_bytes);
     const bool tensor_mode = A.header.task == collector::task_name(collector::Task::Tensor) &&
                              B.header.task == collector::task_name(collector::Task::Tensor);
     const std::string this_mode = tensor_mode ? "tensor" : "statistics";
-    if (mode.empty()) mode = this_mode;
-    else if (mode != this_mode) mode = "mixed";
+    if (mode.empty())
+      mode = this_mode;
+    else if (mode != this_mode)
+      mode = "mixed";
     const std::string step = A.dir->step ? std::to_string(*A.dir->step) : "";
     const std::string rank = A.dir->rank_label();
     const std::string folder =
@@ -305,14 +348,43 @@ int run_compare(std::span<char *const> argv) {
       auto opt = [](const TensorInfo *t, std::optional<std::string> TensorInfo::*f) {
         return t && t->*f ? *(t->*f) : std::string("N/A");
       };
-      details_csv.row({step, rank, na, nb, li(ta ? ka : nullptr), li(tb ? kb : nullptr), dtype(ta), dtype(tb),
-                       shape(ta), shape(tb), metric(&TensorMetrics::cosine), metric(&TensorMetrics::euc_dist),
-                       metric(&TensorMetrics::max_abs_err), metric(&TensorMetrics::max_rel_err),
-                       metric(&TensorMetrics::one_thousandth), metric(&TensorMetrics::five_thousandths),
-                       stat_cell(ta, 0), stat_cell(ta, 1), stat_cell(ta, 2), stat_cell(ta, 3), stat_cell(tb, 0),
-                       stat_cell(tb, 1), stat_cell(tb, 2), stat_cell(tb, 3), sd(0), sd(1), sd(2), sd(3), srel(0),
-                       srel(1), srel(2), srel(3), opt(ta, &TensorInfo::md5), opt(tb, &TensorInfo::md5),
-                       verdict_text(r.verdict), r.message, opt(ta, &TensorInfo::data_name),
+      details_csv.row({step,
+                       rank,
+                       na,
+                       nb,
+                       li(ta ? ka : nullptr),
+                       li(tb ? kb : nullptr),
+                       dtype(ta),
+                       dtype(tb),
+                       shape(ta),
+                       shape(tb),
+                       metric(&TensorMetrics::cosine),
+                       metric(&TensorMetrics::euc_dist),
+                       metric(&TensorMetrics::max_abs_err),
+                       metric(&TensorMetrics::max_rel_err),
+                       metric(&TensorMetrics::one_thousandth),
+                       metric(&TensorMetrics::five_thousandths),
+                       stat_cell(ta, 0),
+                       stat_cell(ta, 1),
+                       stat_cell(ta, 2),
+                       stat_cell(ta, 3),
+                       stat_cell(tb, 0),
+                       stat_cell(tb, 1),
+                       stat_cell(tb, 2),
+                       stat_cell(tb, 3),
+                       sd(0),
+                       sd(1),
+                       sd(2),
+                       sd(3),
+                       srel(0),
+                       srel(1),
+                       srel(2),
+                       srel(3),
+                       opt(ta, &TensorInfo::md5),
+                       opt(tb, &TensorInfo::md5),
+                       verdict_text(r.verdict),
+                       r.message,
+                       opt(ta, &TensorInfo::data_name),
                        opt(tb, &TensorInfo::data_name)});
       ++tally[r.verdict];
     };
@@ -376,7 +448,8 @@ int run_compare(std::span<char *const> argv) {
       for (const TensorInfo &t : kb.tensors) write_rows(nullptr, nullptr, &kb, &t, r);
     }
     if (folder_first) {
-      if (!first || std::pair(folder_first->step, folder_first->launch_index) < std::pair(first->step, first->launch_index))
+      if (!first ||
+          std::pair(folder_first->step, folder_first->launch_index) < std::pair(first->step, first->launch_index))
         first = folder_first;
       per_folder.push_back(*folder_first);
     }

@@ -187,7 +187,8 @@ int run_convert(std::span<char *const> argv) {
         if (ec) std::printf("%s: cannot remove %s: %s\n", d.label().c_str(), p.string().c_str(), ec.message().c_str());
       }
     std::printf("%s: %zu file(s) converted to npy, dump.json updated (%llu data_name fields; original kept as %s)\n",
-                d.label().c_str(), done.size(), static_cast<unsigned long long>(replaced), bak.filename().string().c_str());
+                d.label().c_str(), done.size(), static_cast<unsigned long long>(replaced),
+                bak.filename().string().c_str());
   }
   std::printf("convert: %llu converted, %llu already npy, %llu not converted\n",
               static_cast<unsigned long long>(converted), static_cast<unsigned long long>(already_npy),

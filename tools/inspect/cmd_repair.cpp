@@ -52,7 +52,7 @@ int run_repair(std::span<char *const> argv) {
   int unrecoverable = 0, repaired = 0, intact = 0;
   for (const RankDir &d : dirs) {
     const std::pair<std::string_view, JournalKind> files[] = {{collector::kDumpJson, JournalKind::DumpJson},
-                                                             {collector::kConstructJson, JournalKind::ConstructJson}};
+                                                              {collector::kConstructJson, JournalKind::ConstructJson}};
     for (const auto &[name, kind] : files) {
       const fs::path path = d.path / name;
       std::error_code ec;
@@ -72,9 +72,7 @@ int run_repair(std::span<char *const> argv) {
       const JournalRepair r = repair_journal(content, kind);
       const std::string label = d.label() + "/" + std::string(name);
       switch (r.state) {
-        case JournalRepair::State::Intact:
-          ++intact;
-          break;
+        case JournalRepair::State::Intact: ++intact; break;
         case JournalRepair::State::Unrecoverable:
           ++unrecoverable;
           std::printf("%s: cannot repair: %s\n", label.c_str(), r.error.c_str());
@@ -88,9 +86,11 @@ int run_repair(std::span<char *const> argv) {
             collector::write_file_atomic(path, r.text);
             bak_note = ", original kept as " + bak.filename().string();
           }
-          std::printf("%s: %s, %llu entries survived (%llu bytes of a cut entry dropped%s)\n", label.c_str(),
-                      dry ? "would be repaired" : "repaired", static_cast<unsigned long long>(r.entries),
-                      static_cast<unsigned long long>(r.dropped_bytes), bak_note.c_str());
+          const std::string dropped = r.dropped_bytes
+                                          ? std::to_string(r.dropped_bytes) + " bytes of a cut entry dropped"
+                                          : std::string("nothing was cut, the file was not closed");
+          std::printf("%s: %s, %llu entries survived (%s%s)\n", label.c_str(), dry ? "would be repaired" : "repaired",
+                      static_cast<unsigned long long>(r.entries), dropped.c_str(), bak_note.c_str());
           break;
         }
       }

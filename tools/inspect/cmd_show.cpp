@@ -53,7 +53,6 @@ std::string value_text(const Json &v) {
 struct Printer {
   const RankDir &dir;
   const DumpHeader &header;
-  std::vector<std::string> mapping_originals;  // for renamed files
   std::vector<MappingRow> mapping;
 
   std::string file_line(const std::string &data_name) const {
@@ -89,8 +88,8 @@ struct Printer {
     const Json *type = get(ck::kType);
     const std::string type_text = type ? value_text(*type) : "?";
     if (get(ck::kDtype) && get(ck::kShape)) {
-      std::printf("%s%-4s %s %s %s\n", pad.c_str(), slot.c_str(), type_text.c_str(), value_text(*get(ck::kDtype)).c_str(),
-                  to_json_text(*get(ck::kShape)).c_str());
+      std::printf("%s%-4s %s %s %s\n", pad.c_str(), slot.c_str(), type_text.c_str(),
+                  value_text(*get(ck::kDtype)).c_str(), to_json_text(*get(ck::kShape)).c_str());
       std::string stats;
       for (std::string_view k : {ck::kMax, ck::kMin, ck::kMean, ck::kNorm}) {
         const Json *s = get(k);
@@ -182,7 +181,7 @@ int run_show(std::span<char *const> argv) {
     return kExitOk;
   }
 
-  Printer p{dir, header, {}, read_mapping_csv(dir.path / collector::kTensorDir)};
+  Printer p{dir, header, read_mapping_csv(dir.path / collector::kTensorDir)};
   std::printf("%s  (%s, %s)\n", found->name.c_str(), dir.label().c_str(), header.task.c_str());
   std::string fields;
   for (const auto &[k, v] : found->entry.items()) {

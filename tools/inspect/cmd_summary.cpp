@@ -132,8 +132,8 @@ int run_summary(std::span<char *const> argv) {
       rank_order.push_back(rl);
     }
     auto &best = per_rank[rl];
-    if (s.first_nan && (!best || std::pair(s.first_nan->step, s.first_nan->launch_index) <
-                                     std::pair(best->step, best->launch_index)))
+    if (s.first_nan &&
+        (!best || std::pair(s.first_nan->step, s.first_nan->launch_index) < std::pair(best->step, best->launch_index)))
       best = s.first_nan;
     if (s.dir->step) steps_set.insert(*s.dir->step);
     if (s.dir->rank) ranks_set.insert(*s.dir->rank);
@@ -170,7 +170,8 @@ int run_summary(std::span<char *const> argv) {
          ", \"tensor_files\": " + std::to_string(files) + ", \"tensor_bytes\": " + std::to_string(bytes);
     o += ", \"op_types\": {";
     first = true;
-    for (const auto &[op, n] : op_counts) o += (first ? "" : ", ") + json_str(op) + ": " + std::to_string(n), first = false;
+    for (const auto &[op, n] : op_counts)
+      o += (first ? "" : ", ") + json_str(op) + ": " + std::to_string(n), first = false;
     o += "}, \"folders\": [";
     for (size_t i = 0; i < folders.size(); ++i) {
       const FolderSummary &s = folders[i];
@@ -194,8 +195,8 @@ int run_summary(std::span<char *const> argv) {
       }
       o += "{\"folder\": " + json_str(hit->where->label()) + ", \"kernel\": " + json_str(hit->kernel) +
            ", \"launch_index\": " + (hit->launch_index == UINT64_MAX ? "null" : std::to_string(hit->launch_index)) +
-           ", \"tensor\": " + json_str(hit->tensor) + ", \"stat\": " + json_str(hit->stat) + ", \"value\": " +
-           json_str(metric_text(hit->value)) + ", \"stack\": ";
+           ", \"tensor\": " + json_str(hit->tensor) + ", \"stat\": " + json_str(hit->stat) +
+           ", \"value\": " + json_str(metric_text(hit->value)) + ", \"stack\": ";
       if (!hit->stack) {
         o += "null}";
         continue;

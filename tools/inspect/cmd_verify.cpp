@@ -177,8 +177,8 @@ class FolderVerifier {
     if (f.kind == TensorFileKind::Npy) {
       const collector::DType want = collector::npy_storage_dtype(*t.dtype);
       if (f.file_dtype != want) {
-        problem(where + shown + ": the file holds " + std::string(collector::dtype_id(f.file_dtype)) + ", dump.json says " +
-                t.dtype_text + " (stored as " + std::string(collector::dtype_id(want)) + ")");
+        problem(where + shown + ": the file holds " + std::string(collector::dtype_id(f.file_dtype)) +
+                ", dump.json says " + t.dtype_text + " (stored as " + std::string(collector::dtype_id(want)) + ")");
         layout_ok = false;
       }
       if (!t.shape_ok || f.shape != t.shape) {
@@ -273,8 +273,7 @@ class FolderVerifier {
         continue;
       }
       mapped_.insert(r.new_name);
-      if (!referenced_.count(r.new_name))
-        problem(where + r.new_name + " is named by no data_name in dump.json");
+      if (!referenced_.count(r.new_name)) problem(where + r.new_name + " is named by no data_name in dump.json");
     }
   }
 
@@ -313,10 +312,14 @@ int run_verify(std::span<char *const> argv) {
   expect_positional(args, 1, "DIR");
   PrecisionChoice precision = PrecisionChoice::Auto;
   if (auto p = args.value("--precision")) {
-    if (*p == "auto") precision = PrecisionChoice::Auto;
-    else if (*p == "low") precision = PrecisionChoice::Low;
-    else if (*p == "high") precision = PrecisionChoice::High;
-    else throw UsageError("--precision '" + *p + "': expected auto, low or high");
+    if (*p == "auto")
+      precision = PrecisionChoice::Auto;
+    else if (*p == "low")
+      precision = PrecisionChoice::Low;
+    else if (*p == "high")
+      precision = PrecisionChoice::High;
+    else
+      throw UsageError("--precision '" + *p + "': expected auto, low or high");
   }
   const std::vector<RankDir> dirs = find_rank_dirs(args.positional[0]);
   uint64_t total = 0;
@@ -336,8 +339,8 @@ int run_verify(std::span<char *const> argv) {
   progress.finish();
   std::printf("verify: %llu folder(s), %llu kernels, %llu tensors, %llu tensor files checked: %s\n",
               static_cast<unsigned long long>(counts.folders), static_cast<unsigned long long>(counts.kernels),
-               static_cast<unsigned long long>(counts.tensors), static_cast<unsigned long long>(counts.files),
-               counts.problems ? (std::to_string(counts.problems) + " problem(s)").c_str() : "OK");
+              static_cast<unsigned long long>(counts.tensors), static_cast<unsigned long long>(counts.files),
+              counts.problems ? (std::to_string(counts.problems) + " problem(s)").c_str() : "OK");
   return counts.problems ? kExitFindings : kExitOk;
 }
 

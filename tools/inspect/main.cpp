@@ -30,7 +30,8 @@ void print_usage(FILE *out) {
                "Reads the step{N}/rank{R}/ dumps written by msprobe-shim. DIR may be the dump root, one step{N}\n"
                "folder or one rank folder.\n\ncommands:\n");
   for (const Command &c : kCommands)
-    std::fprintf(out, "  %-9s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()), c.summary.data());
+    std::fprintf(out, "  %-9s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
+                 c.summary.data());
   std::fprintf(out,
                "\nexit status: 0 done, 1 the command found problems (verify, repair, convert), 2 bad usage or "
                "unreadable input\n");

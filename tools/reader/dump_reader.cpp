@@ -140,8 +140,10 @@ void stream_tensor_object(JsonStream &s, IoKind io, const std::string &slot, con
   bool has_dtype = false, has_shape = false;
   s.members([&](std::string &&key) {
     if (key == ck::kType) {
-      if (s.peek() == '"') t.type = s.value().get<std::string>();
-      else s.skip();
+      if (s.peek() == '"')
+        t.type = s.value().get<std::string>();
+      else
+        s.skip();
     } else if (key == ck::kDtype) {
       has_dtype = true;
       const Json v = s.value();
@@ -242,7 +244,9 @@ std::string RankDir::rank_label() const {
   return collector::rank_dir_name(rank);
 }
 
-std::optional<uint64_t> parse_step_dir(std::string_view name) { return parse_number_suffix<uint64_t>(name, step_prefix()); }
+std::optional<uint64_t> parse_step_dir(std::string_view name) {
+  return parse_number_suffix<uint64_t>(name, step_prefix());
+}
 
 bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank) {
   if (name == collector::rank_dir_name(std::nullopt)) {
@@ -348,12 +352,13 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
     s.members([&](std::string &&key) {
       if (key == ck::kData) {
         if (!header_sent) send_header();
-        if (s.peek() != '{') throw JsonError("\"data\" is not an object at " + JsonStream::where(text, s.offset()),
-                                             s.offset());
+        if (s.peek() != '{')
+          throw JsonError("\"data\" is not an object at " + JsonStream::where(text, s.offset()), s.offset());
         s.members([&](std::string &&name) {
           if (cb.on_record) {
-            if (s.peek() != '{') throw JsonError("kernel " + name + " is not an object at " +
-                                                 JsonStream::where(text, s.offset()), s.offset());
+            if (s.peek() != '{')
+              throw JsonError("kernel " + name + " is not an object at " + JsonStream::where(text, s.offset()),
+                              s.offset());
             if (!cb.on_record(stream_record(s, std::move(name), h))) throw StopStreaming{};
           } else {
             KernelEntry k;
@@ -371,11 +376,16 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
       auto str = [&](std::string &field) {
         if (v.is_string()) field = v.get<std::string>();
       };
-      if (key == ck::kTask) str(h.task);
-      else if (key == ck::kLevel) str(h.level);
-      else if (key == ck::kFramework) str(h.framework);
-      else if (key == ck::kHostFramework) str(h.host_framework);
-      else if (key == ck::kDumpDataDir && v.is_string()) h.dump_data_dir = v.get<std::string>();
+      if (key == ck::kTask)
+        str(h.task);
+      else if (key == ck::kLevel)
+        str(h.level);
+      else if (key == ck::kFramework)
+        str(h.framework);
+      else if (key == ck::kHostFramework)
+        str(h.host_framework);
+      else if (key == ck::kDumpDataDir && v.is_string())
+        h.dump_data_dir = v.get<std::string>();
     });
     s.finish();
   } catch (const StopStreaming &) {

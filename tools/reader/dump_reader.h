@@ -32,11 +32,11 @@ class InputError : public std::runtime_error {
 // One step{N}/rank{R} folder (or a bare folder holding dump.json).
 struct RankDir {
   fs::path path;
-  std::optional<uint64_t> step;   // nullopt when the folder is not under a step{N} folder
-  std::optional<uint32_t> rank;   // nullopt for "rank" (no rank known) or a bare folder
-  bool rank_named = false;        // the folder is called rank / rank{R}
-  std::string label() const;      // "step0/rank1", "step0/rank", or the folder name
-  std::string rank_label() const; // "rank1", "rank"
+  std::optional<uint64_t> step;    // nullopt when the folder is not under a step{N} folder
+  std::optional<uint32_t> rank;    // nullopt for "rank" (no rank known) or a bare folder
+  bool rank_named = false;         // the folder is called rank / rank{R}
+  std::string label() const;       // "step0/rank1", "step0/rank", or the folder name
+  std::string rank_label() const;  // "rank1", "rank"
 };
 
 // step{N} -> N (nullopt for anything else, including leading zeros); rank{R} / rank likewise.
@@ -61,12 +61,12 @@ collector::StatValue stat_from_json(const Json *j);
 // One tensor of an entry, as read.
 struct TensorInfo {
   collector::IoKind io = collector::IoKind::Input;
-  std::string slot;        // "0", or "1.2" inside a list
-  std::string type;        // "mindspore.Tensor"...
-  std::string dtype_text;  // as written ("Float32", "torch.bfloat16")
+  std::string slot;                       // "0", or "1.2" inside a list
+  std::string type;                       // "mindspore.Tensor"...
+  std::string dtype_text;                 // as written ("Float32", "torch.bfloat16")
   std::optional<collector::DType> dtype;  // nullopt when the spelling is unknown
   std::vector<int64_t> shape;
-  bool shape_ok = true;  // false when "shape" is missing or not a list of integers
+  bool shape_ok = true;                       // false when "shape" is missing or not a list of integers
   std::array<collector::StatValue, 4> stats;  // Max, Min, Mean, Norm
   std::optional<std::string> md5, data_name;
 

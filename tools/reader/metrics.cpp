@@ -8,8 +8,8 @@ namespace msprobe::tools {
 
 double relative_zero_eps(std::optional<collector::DType> t) {
   using collector::DType;
-  if (t == DType::F16) return 0x1p-10;   // np.finfo(np.float16).eps
-  if (t == DType::BF16) return 0x1p-7;   // torch.finfo(torch.bfloat16).eps
+  if (t == DType::F16) return 0x1p-10;  // np.finfo(np.float16).eps
+  if (t == DType::BF16) return 0x1p-7;  // torch.finfo(torch.bfloat16).eps
   if (t == DType::F64) return std::numeric_limits<double>::epsilon();
   return std::numeric_limits<float>::epsilon();
 }

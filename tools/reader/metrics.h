@@ -13,14 +13,14 @@
 namespace msprobe::tools {
 
 struct TensorMetrics {
-  std::optional<double> cosine;           // nullopt: not defined (scalar, one side all zero, empty)
-  std::optional<double> euc_dist;         // ||npu - bench||
-  std::optional<double> max_abs_err;      // max |npu - bench|
-  std::optional<double> max_rel_err;      // max |npu - bench| / |bench| (bench zeros: msprobe's eps shift)
-  std::optional<double> one_thousandth;   // share of elements with relative error < 0.001
-  std::optional<double> five_thousandths; // share with relative error < 0.005
-  uint64_t nonfinite_mismatch = 0;        // positions where NaN/Inf differ (same NaN/Inf on both sides is equal)
-  std::string message;                    // msprobe-style note on what could not be computed
+  std::optional<double> cosine;            // nullopt: not defined (scalar, one side all zero, empty)
+  std::optional<double> euc_dist;          // ||npu - bench||
+  std::optional<double> max_abs_err;       // max |npu - bench|
+  std::optional<double> max_rel_err;       // max |npu - bench| / |bench| (bench zeros: msprobe's eps shift)
+  std::optional<double> one_thousandth;    // share of elements with relative error < 0.001
+  std::optional<double> five_thousandths;  // share with relative error < 0.005
+  uint64_t nonfinite_mismatch = 0;         // positions where NaN/Inf differ (same NaN/Inf on both sides is equal)
+  std::string message;                     // msprobe-style note on what could not be computed
 };
 
 // `zero_eps`: what msprobe adds to bench zeros before dividing (the eps of the bench dtype). Elements that are the

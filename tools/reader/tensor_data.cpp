@@ -86,7 +86,8 @@ TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo 
   if (!std::filesystem::is_regular_file(st)) throw TensorFileError("not a regular file");
   switch (f.kind) {
     case TensorFileKind::Lz4:
-      throw TensorFileError("lz4-compressed tensor files are not supported yet (MSPROBE_COMPRESS=lz4 is not implemented)");
+      throw TensorFileError(
+          "lz4-compressed tensor files are not supported yet (MSPROBE_COMPRESS=lz4 is not implemented)");
     case TensorFileKind::Unknown: throw TensorFileError("unknown tensor file suffix (expected .npy or .bin)");
     case TensorFileKind::Npy: {
       collector::NpyInfo info;
@@ -155,7 +156,8 @@ void read_tensor_chunks(const TensorFile &f, const std::function<void(const void
 }
 
 std::vector<double> read_tensor_values(const TensorFile &f) {
-  if (f.fortran_order) throw TensorFileError("Fortran-order npy files are not supported (the collector writes C order)");
+  if (f.fortran_order)
+    throw TensorFileError("Fortran-order npy files are not supported (the collector writes C order)");
   std::vector<double> out;
   out.reserve(static_cast<size_t>(f.element_count));
   const uint64_t esize = collector::element_size(f.file_dtype);

@@ -101,8 +101,8 @@ TEST(Layout, FindsRankFoldersFromRootStepOrRank) {
   const auto all = mt::find_rank_dirs(t.path());
   std::vector<std::string> labels;
   for (const auto &d : all) labels.push_back(d.label());
-  EXPECT_EQ(labels, (std::vector<std::string>{"step0/rank0", "step0/rank1", "step1/rank", "step2/rank0",
-                                              "step10/rank1"}));
+  EXPECT_EQ(labels,
+            (std::vector<std::string>{"step0/rank0", "step0/rank1", "step1/rank", "step2/rank0", "step10/rank1"}));
   const auto step = mt::find_rank_dirs(t.path() / "step0");
   ASSERT_EQ(step.size(), 2u);
   EXPECT_EQ(step[1].label(), "step0/rank1");
@@ -304,12 +304,12 @@ TEST(MappingCsv, RowsWithLineNumbers) {
 
 TEST(Selector, FullNamePrefixAndOpTypeIndex) {
   // File order is not launch order: OpType#k follows launch_index.
-  const std::vector<mt::KernelRef> ks = {{"Gelu.Default.1", 9}, {"Add.Default.0", 1}, {"Gelu.Default.0", 3},
-                                         {"Gelu.Default.10", 40}, {"GeluBackward.Default.0", 5},
-                                         {"Matmul.fc1_forward.0", 2}};
+  const std::vector<mt::KernelRef> ks = {{"Gelu.Default.1", 9},         {"Add.Default.0", 1},
+                                         {"Gelu.Default.0", 3},         {"Gelu.Default.10", 40},
+                                         {"GeluBackward.Default.0", 5}, {"Matmul.fc1_forward.0", 2}};
   auto pick = [&](std::string_view s) { return mt::select_kernel(ks, s); };
   EXPECT_EQ(pick("Gelu.Default.1").name, "Gelu.Default.1");  // exact wins over being a prefix of .10
-  EXPECT_EQ(pick("Matmul").name, "Matmul.fc1_forward.0");     // unique prefix
+  EXPECT_EQ(pick("Matmul").name, "Matmul.fc1_forward.0");    // unique prefix
   EXPECT_EQ(pick("Gelu.Default.10").name, "Gelu.Default.10");
   EXPECT_EQ(pick("Gelu#0").name, "Gelu.Default.0");
   EXPECT_EQ(pick("Gelu#1").name, "Gelu.Default.1");

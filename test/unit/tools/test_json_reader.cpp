@@ -41,8 +41,9 @@ TEST(JsonReader, NlohmannAloneRefusesWhatWeAccept) {
 }
 
 TEST(JsonReader, RejectsNearMissesOfTheTokens) {
-  for (const char *bad : {"nan", "Nan", "inf", "-NaN", "+Infinity", "Infinit", "NaNx", "[1,]", "{\"a\":1,}", "01",
-                          "1.", ".5", "1e", "--1", "\"\\x\"", "\"abc", "{\"a\" 1}", "[1 2]", "tru", "nul"}) {
+  for (const char *bad :
+       {"nan", "Nan", "inf", "-NaN", "+Infinity", "Infinit", "NaNx",      "[1,]",  "{\"a\":1,}", "01",
+        "1.",  ".5",  "1e",  "--1",  "\"\\x\"",   "\"abc",   "{\"a\" 1}", "[1 2]", "tru",        "nul"}) {
     EXPECT_FALSE(mt::is_valid_json(bad)) << bad;
   }
 }
@@ -81,8 +82,9 @@ TEST(JsonReader, IntegersKeepTheirKind) {
 }
 
 TEST(JsonReader, StringsDecodeWhatTheWriterEncodes) {
-  const std::string samples[] = {"plain", "q\"b\\s/", "a\nb\tc\r\b\f", std::string("\x01\x1f\x7f", 3),
-                                 std::string("\0x", 2), "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80"};
+  const std::string samples[] = {
+      "plain",    "q\"b\\s/",     "a\nb\tc\r\b\f",   std::string("\x01\x1f\x7f", 3), std::string("\0x", 2),
+      "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80"};
   for (const std::string &s : samples) {
     std::string text;
     mc::append_json_string(text, s);
@@ -107,7 +109,8 @@ TEST(JsonReader, WritesNonFiniteBackAsPythonDoes) {
 }
 
 TEST(JsonReader, StreamsMembersOneAtATime) {
-  const std::string text = R"({"task": "tensor", "data": {"A.x.0": {"v": NaN}, "B.x.0": {"v": [1, {"k": 2}]}}, "z": 3})";
+  const std::string text =
+      R"({"task": "tensor", "data": {"A.x.0": {"v": NaN}, "B.x.0": {"v": [1, {"k": 2}]}}, "z": 3})";
   mt::JsonStream s(text);
   std::vector<std::string> seen;
   s.members([&](std::string &&key) {

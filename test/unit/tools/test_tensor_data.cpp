@@ -119,7 +119,8 @@ TEST(TensorData, BinIsTheRawBytes) {
   std::mt19937 rng(9);
   const auto bytes = random_bytes(DType::BF16, 1000, rng);
   const fs::path p = dir / "t.bin";
-  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char *>(bytes.data()), static_cast<long>(bytes.size()));
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char *>(bytes.data()), static_cast<long>(bytes.size()));
   const mt::TensorFile f = mt::open_tensor_file(p, info(DType::BF16, {10, 100}));
   EXPECT_EQ(f.kind, mt::TensorFileKind::Bin);
   EXPECT_EQ(f.file_dtype, DType::BF16);
