@@ -73,3 +73,21 @@ def test_acl_app_aclop_add_is_captured_with_its_data(tmp_path):
     # Kernels of every launch path are numbered in launch order across API families.
     order = sorted(folder.entries(), key=lambda kv: kv[1]["launch_index"])
     assert [name.split(".")[0] for name, _ in order][:3] == ["Add", "fake_vector_add", "Mul"]
+
+
+def test_scope_dumps_from_first_match_to_next_last_match_in_each_step(tmp_path):
+    # Per step: from the first Gelu through the next GeluBackward, inclusive.
+    full = run_train(tmp_path / "f", "--steps", "2")
+    r = run_train(tmp_path / "s", "--steps", "2", env={"MSPROBE_SCOPE": "Gelu,GeluBackward"})
+    for folder in full.dump.folders():
+        order = [n for n, _ in sorted(folder.entries(), key=lambda kv: kv[1]["launch_index"])]
+        first = next(i for i, n in enumerate(order) if n.startswith("Gelu."))
+        last = next(i for i, n in enumerate(order) if n.startswith("GeluBackward.") and i > first)
+        got = r.dump.folder(folder.step, folder.rank).names()
+        assert got == set(order[first:last + 1]), (folder, sorted(got))
+
+
+def test_rank_filter_keeps_only_the_selected_rank(tmp_path):
+    r = run_train(tmp_path / "r", "--steps", "2", "--ranks", "2", env={"MSPROBE_RANK": "1"})
+    assert {f.rank for f in r.dump.folders()} == {1}
+    assert r.dump.steps() == [0, 1]
