@@ -168,11 +168,11 @@ class FolderVerifier {
       problem(where + shown + ": " + e.what());
       return;
     }
+    if (f.file_dtype == collector::DType::Raw) return;  // raw bytes: a type without statistics (complex, fp8...)
     if (!t.dtype) {
       problem(where + shown + ": dtype \"" + t.dtype_text + "\" in dump.json is not one the dump format knows");
       return;
     }
-    if (f.file_dtype == collector::DType::Raw) return;  // raw bytes: nothing more to check them by
     bool layout_ok = true;
     if (f.kind == TensorFileKind::Npy) {
       const collector::DType want = collector::npy_storage_dtype(*t.dtype);
