@@ -1,5 +1,6 @@
 #include "shim/stacks.h"
 
+#include <ffi.h>
 #include <link.h>
 
 #include <algorithm>
@@ -108,6 +109,64 @@ const OwnModule &own_module() {
   return *m;
 }
 
+// Return addresses inside libffi's closure entry code (ffi_closure_unix64 -> ffi_closure_unix64_inner on x86-64,
+// ffi_closure_SYSV -> ffi_closure_SYSV_inner on aarch64). The shim's forwarders are libffi closures, so these
+// frames sit between the shim's hook frames and the host's call site; libffi is the system's shared library,
+// outside the shim, and stripped of those (hidden) names. They are learned once by calling closures of our own,
+// with and without floating-point arguments (libffi has an entry point per case), and skipped by exact address.
+struct ClosureFrames {
+  uintptr_t ip[8] = {};
+  int n = 0;
+  bool contains(uintptr_t a) const {
+    for (int i = 0; i < n; ++i)
+      if (ip[i] == a) return true;
+    return false;
+  }
+};
+
+struct ClosureProbe {
+  uintptr_t frames[16];
+  int n = 0;
+};
+
+void closure_probe(ffi_cif *, void *, void **, void *user) {
+  auto *p = static_cast<ClosureProbe *>(user);
+  p->n = unwind_native(p->frames, 16);  // frames[0]: where this returns to, inside libffi
+}
+
+__attribute__((noinline)) void call_closure(void *code, bool with_double) {
+  if (with_double) {
+    reinterpret_cast<void (*)(int64_t, double)>(code)(1, 2.0);
+  } else {
+    reinterpret_cast<void (*)(int64_t)>(code)(1);
+  }
+  asm volatile("" ::: "memory");  // not a tail call: the frame above the closure's is this one
+}
+
+const ClosureFrames &closure_frames(const OwnModule &own) {
+  static const ClosureFrames *cf = [&own] {
+    auto *r = new ClosureFrames();
+    for (bool with_double : {false, true}) {
+      ffi_cif cif;
+      ffi_type *args[2] = {&ffi_type_sint64, &ffi_type_double};
+      void *code = nullptr;
+      auto *closure = static_cast<ffi_closure *>(ffi_closure_alloc(sizeof(ffi_closure), &code));
+      if (closure == nullptr) continue;
+      ClosureProbe probe;
+      if (ffi_prep_cif(&cif, FFI_DEFAULT_ABI, with_double ? 2 : 1, &ffi_type_void, args) == FFI_OK &&
+          ffi_prep_closure_loc(closure, &cif, &closure_probe, &probe, code) == FFI_OK) {
+        call_closure(code, with_double);
+        // Everything before call_closure's frame (in our own object) is libffi's closure code.
+        for (int i = 0; i < probe.n && !own.contains(probe.frames[i]); ++i)
+          if (!r->contains(probe.frames[i]) && r->n < 8) r->ip[r->n++] = probe.frames[i];
+      }
+      ffi_closure_free(closure);
+    }
+    return r;
+  }();
+  return *cf;
+}
+
 SourceLines &source_lines() {
   static SourceLines *s = new SourceLines();
   return *s;
@@ -164,8 +223,10 @@ __attribute__((noinline)) StackId StackTable::capture(const StackCaptureOptions 
     int skip = n > 0 ? 1 : 0;  // words[0]: where unwind_native returns to, inside this function
     if (own_frames_.load(std::memory_order_relaxed) == OwnFrames::Auto) {
       const OwnModule &own = own_module();
-      if (own.shared_library)
-        while (skip < n && own.contains(words[skip])) ++skip;
+      if (own.shared_library) {
+        const ClosureFrames &closure = closure_frames(own);
+        while (skip < n && (own.contains(words[skip]) || closure.contains(words[skip]))) ++skip;
+      }
     }
     // Return addresses minus one: the call instruction, so symbols and lines are those of the call (heaptrack
     // bug 439897; a noreturn call can be the last instruction of a function).

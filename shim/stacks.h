@@ -46,7 +46,8 @@ inline constexpr int kMaxPythonFrames = 128;
 // Which leading native frames capture() drops as the shim's own.
 enum class OwnFrames {
   Auto,       // the capture call itself, plus every leading frame in the object that holds this code when that
-              // object is a shared library (libmsprobe_shim.so: hooks, forwarders, libffi closures)
+              // object is a shared library (libmsprobe_shim.so: hooks, forwarders) or inside libffi's closure
+              // entry code (the forwarders are libffi closures; libffi is the system's library)
   CallOnly,   // only the capture call itself (unit tests, where the code is linked into the test program)
 };
 

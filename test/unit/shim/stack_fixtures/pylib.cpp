@@ -1,6 +1,8 @@
 // Test-only library for test_stacks_python.py, loaded through ctypes: ctypes.PyDLL keeps the GIL held during a
 // call (Python frames are read), ctypes.CDLL releases it (native frames only). The capture code is linked into
 // this library, so its own frames (the exported functions below) are the "shim frames" capture() skips.
+#include <ffi.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +34,29 @@ STACKS_EXPORT uint32_t stacks_capture(int native, int python) {
   o.native = native != 0;
   o.python = python != 0;
   return StackTable::global().capture(o);
+}
+
+// The same capture, reached through a libffi closure the way the shim's forwarders are: the closure's frames
+// (libffi's closure entry code) must be skipped like the library's own, so the stack equals stacks_capture's.
+namespace {
+void via_closure_fn(ffi_cif *, void *ret, void **args, void *) {
+  *static_cast<ffi_arg *>(ret) = stacks_capture(*static_cast<int *>(args[0]), *static_cast<int *>(args[1]));
+}
+}  // namespace
+
+STACKS_EXPORT uint32_t stacks_capture_via_closure(int native, int python) {
+  static ffi_cif cif;
+  static ffi_type *types[2] = {&ffi_type_sint, &ffi_type_sint};
+  static void *code = nullptr;
+  if (code == nullptr) {
+    auto *closure = static_cast<ffi_closure *>(ffi_closure_alloc(sizeof(ffi_closure), &code));
+    if (closure == nullptr || ffi_prep_cif(&cif, FFI_DEFAULT_ABI, 2, &ffi_type_uint32, types) != FFI_OK ||
+        ffi_prep_closure_loc(closure, &cif, &via_closure_fn, nullptr, code) != FFI_OK)
+      return 0;
+  }
+  const uint32_t id = reinterpret_cast<uint32_t (*)(int, int)>(code)(native, python);
+  asm volatile("" ::: "memory");
+  return id;
 }
 
 // The frames joined by '\x1e'; returns the full length (call again with a bigger buffer if it did not fit).
