@@ -19,8 +19,8 @@
 namespace msprobe::shim {
 
 struct ModuleInfo {
-  std::string path;  // as the loader names it; the main program's real path (/proc/self/exe); "linux-vdso.so.1"
-  uintptr_t base = 0;                                  // load bias (dlpi_addr): file address = runtime - base
+  std::string path;    // as the loader names it; the main program's real path (/proc/self/exe); "linux-vdso.so.1"
+  uintptr_t base = 0;  // load bias (dlpi_addr): file address = runtime - base
   std::vector<std::pair<uintptr_t, uintptr_t>> loads;  // runtime [begin, end) of each PT_LOAD segment
   uint32_t first_gen = 0;                              // generation in which it appeared
   uint32_t end_gen = UINT32_MAX;                       // generation in which it disappeared (UINT32_MAX: loaded)

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <climits>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -24,7 +24,7 @@ struct PythonStacks::Api {
   int (*IsFinalizing)() = nullptr;  // optional: Py_IsFinalizing (3.13) or _Py_IsFinalizing
   int (*GILState_Check)() = nullptr;
   void *(*GILState_GetThisThreadState)() = nullptr;
-  void *(*ThreadState_UncheckedGet)() = nullptr;  // optional: PyThreadState_GetUnchecked (3.13) or underscored
+  void *(*ThreadState_UncheckedGet)() = nullptr;    // optional: PyThreadState_GetUnchecked (3.13) or underscored
   void *(*ThreadState_GetFrame)(void *) = nullptr;  // 3.9: new reference
   void *(*Frame_GetBack)(void *) = nullptr;         // 3.9: new reference
   void *(*Frame_GetCode)(void *) = nullptr;         // 3.9: new reference
@@ -43,15 +43,15 @@ struct PythonStacks::Api {
 // Include/cpython/code.h; the same on x86-64 and aarch64). The chain is tstate->cframe->current_frame, then
 // frame->previous; a frame's instruction offset is (prev_instr - co_code_adaptive), in 2-byte code units.
 struct PythonStacks::RawLayout {
-  size_t tstate_cframe;           // PyThreadState.cframe
-  size_t cframe_current;          // _PyCFrame.current_frame
-  size_t frame_code;              // _PyInterpreterFrame.f_code
-  size_t frame_previous;          // _PyInterpreterFrame.previous
-  size_t frame_prev_instr;        // _PyInterpreterFrame.prev_instr
-  size_t frame_owner;             // _PyInterpreterFrame.owner (char)
-  size_t code_adaptive;           // PyCodeObject.co_code_adaptive (the bytecode)
-  size_t code_first_traceable;    // PyCodeObject._co_firsttraceable (int)
-  char owned_by_generator;        // FRAME_OWNED_BY_GENERATOR
+  size_t tstate_cframe;         // PyThreadState.cframe
+  size_t cframe_current;        // _PyCFrame.current_frame
+  size_t frame_code;            // _PyInterpreterFrame.f_code
+  size_t frame_previous;        // _PyInterpreterFrame.previous
+  size_t frame_prev_instr;      // _PyInterpreterFrame.prev_instr
+  size_t frame_owner;           // _PyInterpreterFrame.owner (char)
+  size_t code_adaptive;         // PyCodeObject.co_code_adaptive (the bytecode)
+  size_t code_first_traceable;  // PyCodeObject._co_firsttraceable (int)
+  char owned_by_generator;      // FRAME_OWNED_BY_GENERATOR
 };
 
 namespace {
@@ -312,7 +312,8 @@ int PythonStacks::walk_api(const Api *a, void *ts, PyFrameRef *out, int max) noe
   void *f = a->ThreadState_GetFrame(ts);
   while (f != nullptr && n < max) {
     void *code = a->Frame_GetCode(f);
-    const intptr_t lasti = a->Frame_GetLasti != nullptr ? a->Frame_GetLasti(f) : (kPyLineFlag | a->Frame_GetLineNumber(f));
+    const intptr_t lasti =
+        a->Frame_GetLasti != nullptr ? a->Frame_GetLasti(f) : (kPyLineFlag | a->Frame_GetLineNumber(f));
     // The frame keeps its code alive while it executes, which it does until we return: drop our reference now.
     out[n++] = {reinterpret_cast<uintptr_t>(code), lasti};
     a->DecRef(code);

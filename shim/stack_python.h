@@ -46,7 +46,7 @@ struct PyFrameInfo {
   std::string filename;     // co_filename, as tracebacks show it
   std::string source_path;  // the file the source line is read from; empty when there is none (<frozen ...>)
   int line = 0;
-  std::string qualname;     // co_qualname (co_name before 3.11)
+  std::string qualname;            // co_qualname (co_name before 3.11)
   bool hidden_in_op_name = false;  // Python's standard library or the shim: not part of the OpName
 };
 
@@ -115,10 +115,10 @@ class PythonStacks {
   };
 
   std::atomic<const Api *> api_{nullptr};
-  const RawLayout *raw_candidate_ = nullptr;       // the layout of this interpreter's version, if known
-  std::atomic<const RawLayout *> raw_{nullptr};    // set once the candidate matched the C API
-  std::atomic<bool> raw_refused_{false};           // a mismatch was seen, or a test said no
-  std::atomic<bool> absent_{false};  // no Python runtime in the process (until refresh())
+  const RawLayout *raw_candidate_ = nullptr;     // the layout of this interpreter's version, if known
+  std::atomic<const RawLayout *> raw_{nullptr};  // set once the candidate matched the C API
+  std::atomic<bool> raw_refused_{false};         // a mismatch was seen, or a test said no
+  std::atomic<bool> absent_{false};              // no Python runtime in the process (until refresh())
   std::atomic<int (*)()> is_initialized_{nullptr};
   std::mutex bind_mu_;
   std::atomic<uintptr_t> interpreter_addr_{0};

@@ -137,7 +137,8 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
       if (sname != nullptr && std::strcmp(sname, ".gnu_debuglink") == 0) {
         Elf_Data *data = elf_getdata(scn, nullptr);
         if (data != nullptr && data->d_size > 0)
-          *debuglink = std::string(static_cast<const char *>(data->d_buf), strnlen(static_cast<const char *>(data->d_buf), data->d_size));
+          *debuglink = std::string(static_cast<const char *>(data->d_buf),
+                                   strnlen(static_cast<const char *>(data->d_buf), data->d_size));
       }
     }
   }
@@ -160,7 +161,8 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
   return has_symtab ? 1 : 0;
 }
 
-std::unique_ptr<ElfSymbolTable> ElfSymbolTable::load(const std::string &path, const std::vector<std::string> &debug_dirs) {
+std::unique_ptr<ElfSymbolTable> ElfSymbolTable::load(const std::string &path,
+                                                     const std::vector<std::string> &debug_dirs) {
   std::unique_ptr<ElfSymbolTable> t(new ElfSymbolTable());
   std::string build_id, debuglink;
   const int main_file = t->add_file(path, false, &build_id, &debuglink);
@@ -191,8 +193,8 @@ std::unique_ptr<ElfSymbolTable> ElfSymbolTable::load(const std::string &path, co
 }
 
 const ElfSymbolTable::Symbol *ElfSymbolTable::find(uint64_t vaddr) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
-                             [](uint64_t a, const Symbol &s) { return a < s.addr; });
+  auto it =
+      std::upper_bound(symbols_.begin(), symbols_.end(), vaddr, [](uint64_t a, const Symbol &s) { return a < s.addr; });
   // The nearest start below may be a size-0 symbol or a short one that ends before vaddr while an enclosing
   // one covers it: look a little further back.
   for (int steps = 0; it != symbols_.begin() && steps < 64; ++steps) {

@@ -48,7 +48,7 @@ class ElfSymbolTable {
   };
   int add_file(const std::string &path, bool symtab_only, std::string *build_id, std::string *debuglink);
   std::vector<Symbol> symbols_;
-  std::vector<Image> images_;              // mmap'ed files the names point into
+  std::vector<Image> images_;                    // mmap'ed files the names point into
   std::vector<std::unique_ptr<char[]>> copies_;  // names libelf did not return from the image itself
   std::string debug_file_;
   bool readable_ = false;

@@ -20,9 +20,9 @@ struct StackTable::Entry {
   uint64_t hash = 0;
   StackId id = kEmptyStack;
   uint32_t n_native = 0, n_python = 0;
-  uint32_t gen = 0;                // module map generation at first sight
-  std::vector<uintptr_t> words;    // the key: native addresses, then (code, lasti) per Python frame
-  std::vector<uint32_t> py_ids;    // PythonStacks frame ids, innermost first
+  uint32_t gen = 0;              // module map generation at first sight
+  std::vector<uintptr_t> words;  // the key: native addresses, then (code, lasti) per Python frame
+  std::vector<uint32_t> py_ids;  // PythonStacks frame ids, innermost first
   std::string op_name;
 };
 
@@ -131,7 +131,7 @@ struct ClosureProbe {
 
 void closure_probe(ffi_cif *, void *, void **, void *user) {
   auto *p = static_cast<ClosureProbe *>(user);
-  p->n = unwind_native(p->frames, 16);  // frames[0]: where this returns to, inside libffi
+  p->n = unwind_native(p->frames, 16);  // frames[0]: inside this function; frames[1]: inside libffi
 }
 
 __attribute__((noinline)) void call_closure(void *code, bool with_double) {
@@ -157,7 +157,7 @@ const ClosureFrames &closure_frames(const OwnModule &own) {
           ffi_prep_closure_loc(closure, &cif, &closure_probe, &probe, code) == FFI_OK) {
         call_closure(code, with_double);
         // Everything before call_closure's frame (in our own object) is libffi's closure code.
-        for (int i = 0; i < probe.n && !own.contains(probe.frames[i]); ++i)
+        for (int i = 1; i < probe.n && !own.contains(probe.frames[i]); ++i)
           if (!r->contains(probe.frames[i]) && r->n < 8) r->ip[r->n++] = probe.frames[i];
       }
       ffi_closure_free(closure);
@@ -312,7 +312,7 @@ void StackTable::insert_locked(Entry *e) {
   };
   Slots *s = slots_.load(std::memory_order_relaxed);
   const size_t n = count_.load(std::memory_order_relaxed);  // includes e and kEmptyStack (never in the slots)
-  if (n * 2 > s->mask + 1) {  // keep the load under 1/2: probes stay short
+  if (n * 2 > s->mask + 1) {                                // keep the load under 1/2: probes stay short
     size_t cap = (s->mask + 1) * 2;
     while (n * 2 > cap) cap *= 2;
     auto grown = std::make_unique<Slots>(cap);

@@ -45,10 +45,10 @@ inline constexpr int kMaxPythonFrames = 128;
 
 // Which leading native frames capture() drops as the shim's own.
 enum class OwnFrames {
-  Auto,       // the capture call itself, plus every leading frame in the object that holds this code when that
-              // object is a shared library (libmsprobe_shim.so: hooks, forwarders) or inside libffi's closure
-              // entry code (the forwarders are libffi closures; libffi is the system's library)
-  CallOnly,   // only the capture call itself (unit tests, where the code is linked into the test program)
+  Auto,      // the capture call itself, plus every leading frame in the object that holds this code when that
+             // object is a shared library (libmsprobe_shim.so: hooks, forwarders) or inside libffi's closure
+             // entry code (the forwarders are libffi closures; libffi is the system's library)
+  CallOnly,  // only the capture call itself (unit tests, where the code is linked into the test program)
 };
 
 class StackTable {
@@ -128,7 +128,7 @@ class StackTable {
   std::atomic<OwnFrames> own_frames_{OwnFrames::Auto};
   std::atomic<size_t> capacity_{1000000};
   std::atomic<bool> full_reported_{false};
-  std::mutex mu_;                               // inserts
+  std::mutex mu_;                                    // inserts
   std::vector<std::unique_ptr<Slots>> slots_owned_;  // current and retired (readers may still probe old ones)
 
   struct Groups;

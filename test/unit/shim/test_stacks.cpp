@@ -353,7 +353,7 @@ TEST(Symbolization, PieFixtureNamesStaticAndHiddenFunctions) {
   ASSERT_EQ(c.status, 0) << c.err;
   const auto ids = lines_with(c.out, "ID ");
   ASSERT_EQ(ids.size(), 2u);
-  EXPECT_EQ(ids[0], ids[1]);  // the same call site twice
+  EXPECT_EQ(ids[0], ids[1]);                                                 // the same call site twice
   EXPECT_EQ(lines_with(c.out, "EXPORTED "), std::vector<std::string>{"0"});  // only .symtab knows it
 
   const auto frames = lines_with(c.out, "FRAME ");
@@ -409,7 +409,7 @@ uint32_t capture_from_plugin(void *arg) { return static_cast<StackTable *>(arg)-
 TEST(ModuleMap, LibrariesLoadedAndUnloadedLater) {
   StackTable t;
   (void)capture_site_a(t);  // the module map exists before the plugin is loaded
-  using CallFn = uint32_t (*)(uint32_t (*)(void *), void *);
+  using CallFn = uint32_t (*)(uint32_t(*)(void *), void *);
   const std::string plugin = STACK_PLUGIN;
 
   void *h = dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -427,7 +427,7 @@ TEST(ModuleMap, LibrariesLoadedAndUnloadedLater) {
   ASSERT_EQ(dlclose(h), 0);
   StackTable::modules_changed();
   ASSERT_EQ(dlopen(plugin.c_str(), RTLD_NOW | RTLD_NOLOAD), nullptr);  // really unmapped
-  EXPECT_EQ(t.frames(id, StackMode::Native), frames);  // still rendered from the module's history
+  EXPECT_EQ(t.frames(id, StackMode::Native), frames);                  // still rendered from the module's history
 
   bool ended = false;
   for (const ModuleInfo &mod : ModuleMap::global().all())
@@ -484,7 +484,7 @@ TEST(Unwinder, BacktraceFallbackSeesTheSameFrames) {
   ASSERT_GE(x.size(), 4u);
   ASSERT_GE(y.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(x[i], y[i]) << i;  // capture_site_a, via_first, the test, gtest
-  EXPECT_EQ(ids[2], kEmptyStack);  // no native frames and no Python: nothing recorded
+  EXPECT_EQ(ids[2], kEmptyStack);                             // no native frames and no Python: nothing recorded
 }
 
 int g_unwind_captures = 0;
@@ -541,11 +541,11 @@ TEST(Unwinder, ExceptionHostRunsIdenticallyWithAPreloadedProber) {
   ASSERT_EQ(probed.status, 0) << probed.err;
   EXPECT_EQ(probed.out, plain.out);
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(probed.err, m,
-                                std::regex(R"(probe: captures=(\d+) nonempty=(\d+) unwinder=(\w+) global_libunwind=(\d))")))
+  ASSERT_TRUE(std::regex_search(
+      probed.err, m, std::regex(R"(probe: captures=(\d+) nonempty=(\d+) unwinder=(\w+) global_libunwind=(\d))")))
       << probed.err;
-  EXPECT_GE(std::stoi(m[1]), 40);          // destructors during unwinding, catch blocks, the thread
-  EXPECT_EQ(m[1], m[2]);                   // every probe got a stack
+  EXPECT_GE(std::stoi(m[1]), 40);  // destructors during unwinding, catch blocks, the thread
+  EXPECT_EQ(m[1], m[2]);           // every probe got a stack
   EXPECT_EQ(m[3], "libunwind");
   EXPECT_EQ(m[4], "0");
 }
@@ -571,7 +571,8 @@ TEST(PythonHelpers, HiddenFiles) {
 TEST(PythonHelpers, FrameTextAndSourceLines) {
   EXPECT_EQ(python_frame_text("/a/train.py", 42, "Model.forward", "    y = self.fc(x)  \n"),
             "File /a/train.py, line 42, in Model.forward, \n y = self.fc(x)");
-  EXPECT_EQ(python_frame_text("<frozen runpy>", 88, "_run_code", ""), "File <frozen runpy>, line 88, in _run_code, \n ");
+  EXPECT_EQ(python_frame_text("<frozen runpy>", 88, "_run_code", ""),
+            "File <frozen runpy>, line 88, in _run_code, \n ");
 
   const fs::path p = fs::temp_directory_path() / ("msprobe_stacks_src_" + std::to_string(getpid()) + ".py");
   {
@@ -593,7 +594,8 @@ TEST(PythonHelpers, FrameTextAndSourceLines) {
 TEST(PythonFrames, EmbedderWithLibpythonOpenedLocally) {
   // Debian's libpython3.11 (python3.11-dev / libpython3.11 package); any libpython3.x works.
   std::string lib;
-  for (const char *p : {"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "/usr/lib/aarch64-linux-gnu/libpython3.11.so.1.0"})
+  for (const char *p :
+       {"/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", "/usr/lib/aarch64-linux-gnu/libpython3.11.so.1.0"})
     if (fs::exists(p)) lib = p;
   if (lib.empty()) GTEST_SKIP() << "no libpython3.11 shared library";
   const Command c = run("'" + std::string(STACK_EMBED_LOCAL) + "' '" + lib + "'");

@@ -19,7 +19,7 @@ struct Widget {
 };
 }  // namespace msprobe_fixture
 
-volatile int g_sink;  // written after each call, so that no call is a tail call
+volatile int g_sink;        // written after each call, so that no call is a tail call
 volatile int g_rounds = 2;  // a loop the compiler cannot unroll into two call sites
 
 extern "C" __attribute__((visibility("hidden"), noinline)) StackId fixture_hidden_level(int x);
@@ -46,7 +46,8 @@ int main() {
   StackId ids[2] = {};
   for (int i = 0; i < g_rounds; ++i) ids[i] = msprobe_fixture::Widget().method(2);  // one call site, twice
   std::printf("ID %u\nID %u\n", ids[0], ids[1]);
-  for (const std::string &f : StackTable::global().frames(ids[0], StackMode::Native)) std::printf("FRAME %s\n", f.c_str());
+  for (const std::string &f : StackTable::global().frames(ids[0], StackMode::Native))
+    std::printf("FRAME %s\n", f.c_str());
   std::printf("EXPORTED %d\n", dlsym(RTLD_DEFAULT, "fixture_hidden_level") != nullptr ? 1 : 0);
   return 0;
 }

@@ -16,9 +16,9 @@ std::atomic<int> g_nonempty{0};
 __attribute__((destructor)) void report() {
   // libunwind must not have joined the global scope: the host's _Unwind_* stay libgcc_s's.
   const bool global_unw = dlsym(RTLD_DEFAULT, "unw_backtrace") != nullptr;
-  std::fprintf(stderr, "probe: captures=%d nonempty=%d unwinder=%s global_libunwind=%d stacks=%zu\n",
-               g_captures.load(), g_nonempty.load(), msprobe::shim::to_string(msprobe::shim::active_native_unwinder()),
-               global_unw ? 1 : 0, msprobe::shim::StackTable::global().size());
+  std::fprintf(stderr, "probe: captures=%d nonempty=%d unwinder=%s global_libunwind=%d stacks=%zu\n", g_captures.load(),
+               g_nonempty.load(), msprobe::shim::to_string(msprobe::shim::active_native_unwinder()), global_unw ? 1 : 0,
+               msprobe::shim::StackTable::global().size());
 }
 }  // namespace
 
