@@ -23,6 +23,7 @@
 #include "shim/hooks/hook.h"
 #include "shim/plt_redirect.h"
 #include "shim/session.h"
+#include "shim/stacks.h"
 
 namespace msprobe::shim {
 
@@ -126,6 +127,14 @@ MSPROBE_EXPORT void *dlopen(const char *file, int mode) {
   if (handle != nullptr && !ReentryGuard::active()) {
     ReentryGuard guard;
     redirect_plt_calls();
+    StackTable::modules_changed();
   }
   return handle;
+}
+
+// Unloading moves code away from addresses old stacks point at: the stack table refreshes its module map.
+MSPROBE_EXPORT int dlclose(void *handle) {
+  int rc = real_dlclose(handle);
+  if (rc == 0) StackTable::modules_changed();
+  return rc;
 }
