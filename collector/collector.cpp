@@ -320,6 +320,12 @@ struct Collector::Impl {
       ++counters.overflows;
       std::string where = k.name + " (step " + std::to_string(k.step) + ", " + rank_dir_name(k.rank) + ", launch " +
                           std::to_string(k.launch_index) + "): " + overflow;
+      // The innermost frames say where it came from (the whole stack is in stack.json).
+      if (uint64_t g = options.stacks ? options.stacks->group(k.stack_id) : 0; g != 0) {
+        std::vector<std::string> frames = options.stacks->frames(g);
+        where += "; launched at ";
+        for (size_t i = 0; i < frames.size() && i < 3; ++i) where += (i ? " <- " : "") + frames[i];
+      }
       std::fprintf(stderr, "msprobe-shim: overflow: %s\n", where.c_str());  // every one: they are the findings
     }
     RankWriter *w;
