@@ -35,25 +35,8 @@ void accumulate(const unsigned char *bytes, uint64_t n, Partial &out, Value valu
     std::memcpy(&x, bytes + i * sizeof(T), sizeof(T));  // unaligned-safe; compiles to a plain load
     return x;
   };
-  uint64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) {
-      const T x = element(i + j);
-      const double v = value(x);
-      s[j] += v;
-      q[j] += v * v;
-      mx[j] = v > mx[j] ? v : mx[j];
-      mn[j] = v < mn[j] ? v : mn[j];
-      if constexpr (kCheckFinite) {
-        const double o = orig(x);
-        nn[j] += o != o;
-        pi[j] += o == kInf;
-        ni[j] += o == -kInf;
-      }
-    }
-  }
-  for (int j = 0; i < n; ++i, j = (j + 1) % kLanes) {
-    const T x = element(i);
+  // One element into lane j (the same arithmetic for the vectorized body and the tail).
+  auto add = [&](int j, const T x) {
     const double v = value(x);
     s[j] += v;
     q[j] += v * v;
@@ -65,7 +48,11 @@ void accumulate(const unsigned char *bytes, uint64_t n, Partial &out, Value valu
       pi[j] += o == kInf;
       ni[j] += o == -kInf;
     }
-  }
+  };
+  uint64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) add(j, element(i + j));
+  for (int j = 0; i < n; ++i, j = (j + 1) % kLanes) add(j, element(i));
   for (int j = 0; j < kLanes; ++j) {
     out.sum += s[j];
     out.sumsq += q[j];
