@@ -180,6 +180,14 @@ bool is_hidden_python_file(std::string_view f) {
   return false;
 }
 
+bool is_hidden_python_function(std::string_view q) {
+  const size_t dot = q.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? q : q.substr(dot + 1);
+  if (last.empty()) return false;
+  if (last.front() == '<') return true;  // <module>, <listcomp>, <lambda>, <genexpr>...
+  return last.front() == '_' && last != "__init__";
+}
+
 std::string python_frame_text(std::string_view filename, int line, std::string_view func, std::string_view source) {
   std::string s;
   s.reserve(filename.size() + func.size() + source.size() + 32);
@@ -356,7 +364,7 @@ uint32_t PythonStacks::code_index(uintptr_t code) {
   ci.qualname = attr_string(a, obj, "co_qualname", &ok);
   if (!ok) ci.qualname = attr_string(a, obj, "co_name", &ok);  // before 3.11
   if (!ok) ci.qualname = "?";
-  ci.hidden = is_hidden_python_file(ci.filename);
+  ci.hidden = is_hidden_python_file(ci.filename) || is_hidden_python_function(ci.qualname);
   if (!ci.filename.empty() && ci.filename[0] == '/') {
     ci.source_path = ci.filename;
   } else if (!ci.filename.empty() && ci.filename[0] != '<') {
@@ -412,7 +420,12 @@ bool PythonStacks::resolve(const PyFrameRef *frames, int n, uint32_t *ids) noexc
       auto [it, inserted] = frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
       if (inserted) {
         const CodeInfo &c = codes_[ci];
-        frames_.push_back(PyFrameInfo{c.filename, c.source_path, line, c.qualname, c.hidden});
+        const uint32_t id = it->second;
+        std::string shown = c.filename;
+        shown.append(1, '\0').append(c.source_path).append(1, '\0').append(std::to_string(line));
+        shown.append(1, '\0').append(c.qualname);
+        const uint32_t display = display_ids_.emplace(std::move(shown), id).first->second;
+        frames_.push_back(PyFrameInfo{c.filename, c.source_path, line, c.qualname, c.hidden, display});
       }
       ids[i] = it->second;
     }

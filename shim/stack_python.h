@@ -47,13 +47,22 @@ struct PyFrameInfo {
   std::string source_path;  // the file the source line is read from; empty when there is none (<frozen ...>)
   int line = 0;
   std::string qualname;            // co_qualname (co_name before 3.11)
-  bool hidden_in_op_name = false;  // Python's standard library or the shim: not part of the OpName
+  bool hidden_in_op_name = false;  // standard library, the shim, private / special / synthetic functions
+  // Frames that render the same text (same file, line and function: two calls on one line, two code objects
+  // of one lambda) share the id of the first such frame, so that stacks can be grouped by what they show.
+  uint32_t display = 0;
 };
 
 // Python's standard library, which the OpName leaves out: frozen modules (`<frozen runpy>`), and files under a
 // `lib/pythonX.Y/` (or lib64, or pythonXY.zip) directory except its site-packages / dist-packages. Also any path
 // with a `msprobe_shim` directory component (the shim's own Python code).
 bool is_hidden_python_file(std::string_view filename);
+
+// Functions the OpName leaves out by their qualname's last component: private ones (`_run`, `Module._call_impl`),
+// special methods except `__init__` (`Module.__call__`, `Tensor.__add__`) and synthetic scopes (`<module>`,
+// `<listcomp>`, `<lambda>`, `<genexpr>`). They are dispatch machinery or say nothing about where in the model
+// a kernel comes from; the enclosing named functions and methods remain.
+bool is_hidden_python_function(std::string_view qualname);
 
 // `File {filename}, line {line}, in {func}, \n {source}` (msprobe's frame format; the source stripped of
 // surrounding whitespace, empty when unknown).
@@ -128,6 +137,7 @@ class PythonStacks {
   std::deque<CodeInfo> codes_;
   std::unordered_map<std::pair<uintptr_t, intptr_t>, uint32_t, PairHash> frame_ids_;
   std::deque<PyFrameInfo> frames_;
+  std::unordered_map<std::string, uint32_t> display_ids_;  // file, source, line, function -> first frame id
 };
 
 }  // namespace msprobe::shim

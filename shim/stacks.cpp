@@ -36,7 +36,8 @@ struct StackTable::Slots {
 
 struct StackTable::Groups {
   std::mutex mu;
-  std::map<std::vector<uintptr_t>, StackId> native, python;
+  std::map<std::vector<uintptr_t>, StackId> by_mode[3];  // native, python, mixed: shown part -> first id
+  std::vector<StackId> of[3];                            // per mode, id -> its group + 1 (0: not asked yet)
 };
 
 namespace {
@@ -390,17 +391,28 @@ StackId StackTable::group(StackId id, StackMode mode) const {
   if (mode == StackMode::Off) return kEmptyStack;
   const Entry *e = entry(id);
   if (e == nullptr) return kEmptyStack;
-  if (mode == StackMode::Mixed) return id;
-  std::vector<uintptr_t> key;
-  if (mode == StackMode::Native) {
-    key.assign(e->words.begin(), e->words.begin() + e->n_native);
-  } else {
-    key.assign(e->py_ids.begin(), e->py_ids.end());
-  }
-  if (key.empty()) return kEmptyStack;
+  const int which = mode == StackMode::Native ? 0 : mode == StackMode::Python ? 1 : 2;
   std::lock_guard<std::mutex> lock(groups_->mu);
-  auto &map = mode == StackMode::Native ? groups_->native : groups_->python;
-  return map.emplace(std::move(key), id).first->second;  // the first id asked about keeps the group
+  std::vector<StackId> &known = groups_->of[which];  // the writer asks once per kernel: answer from here
+  if (id < known.size() && known[id] != 0) return known[id] - 1;
+  const bool native = mode != StackMode::Python, python = mode != StackMode::Native;
+  // The key is what frames() shows: native addresses, and Python frames by their display id (two instruction
+  // offsets on one line are two frame ids but one rendered frame). The native count keeps the parts apart.
+  std::vector<uintptr_t> key;
+  if (native && e->n_native > 0) {
+    key.push_back(e->n_native);
+    key.insert(key.end(), e->words.begin(), e->words.begin() + e->n_native);
+  }
+  if (python && !e->py_ids.empty()) {
+    PythonStacks &py = PythonStacks::global();
+    if (key.empty()) key.push_back(0);
+    for (uint32_t pid : e->py_ids) key.push_back(py.info(pid).display);
+  }
+  // The first id asked about keeps the group.
+  const StackId g = key.empty() ? kEmptyStack : groups_->by_mode[which].emplace(std::move(key), id).first->second;
+  if (id >= known.size()) known.resize(std::max<size_t>(id + 1, known.size() * 2));
+  known[id] = g + 1;
+  return g;
 }
 
 void StackTable::modules_changed() noexcept {

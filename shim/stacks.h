@@ -72,8 +72,10 @@ class StackTable {
 
   // The OpName scope of a stack (spec §5): the qualnames of its Python frames, outermost first, joined by '/',
   // leaving out Python's standard library (frozen modules, lib/pythonX.Y/ outside site-packages: runpy,
-  // threading, importlib...) and the shim's own Python code. Empty without Python frames (the caller uses
-  // "Default"). Not sanitized (the collector's naming does that). Valid forever; lock-free.
+  // threading, importlib...), the shim's own Python code, and private, special and synthetic functions
+  // (is_hidden_python_function: `_run`, `Module.__call__`, `<module>`; `__init__` stays). Empty without such
+  // frames (the caller uses "Default"). Not sanitized (the collector's naming does that). Valid forever;
+  // lock-free.
   std::string_view op_name(StackId id) const noexcept;
 
   // The frames of a stack as msprobe strings, innermost first (writer side; symbolizes and reads source
@@ -87,9 +89,10 @@ class StackTable {
   std::vector<std::string> frames(StackId id, StackMode mode) const;
 
   // The representative of the stacks whose frames(…, mode) equal those of `id`: two stacks that differ only in
-  // a part the mode does not show (Python frames under `native`, native ones under `python`) share a group, so
-  // stack.json holds each distinct frame list once. The first id asked about becomes the representative (so
-  // asking in launch order is deterministic) and stays it. Off, or nothing to show: kEmptyStack; Mixed: `id`.
+  // a part the mode does not show (Python frames under `native`, native ones under `python`), or Python frames
+  // that render alike (two calls on one source line), share a group, so stack.json holds each distinct frame
+  // list once. The first id asked about becomes the representative (so asking in launch order is deterministic)
+  // and stays it. Off, or nothing to show: kEmptyStack.
   StackId group(StackId id, StackMode mode) const;
 
   // Number of distinct stacks, kEmptyStack included.

@@ -1,8 +1,14 @@
 """Low-level ctypes bindings of the CANN C API, used the way torch_npu uses it.
 
-Libraries are opened from $ASCEND_HOME_PATH/lib64 with dlopen (ctypes.CDLL) and every function is
-found with dlsym on that handle (attribute access on the CDLL), never through the global namespace:
-exactly the path that a preloaded interposer must catch by hooking dlsym.
+Libraries are opened from $ASCEND_HOME_PATH/lib64 with dlopen and every function is found with dlsym
+on that handle (attribute access on the ctypes library), never through the global namespace: exactly the
+path that a preloaded interposer must catch by hooking dlsym.
+
+The GIL, as torch_npu has it: op dispatch (libnnopbase's argument handles, libopapi's
+aclnnXGetWorkspaceSize, the executor-cache helpers) runs on the Python thread with the GIL held, so these
+two libraries are opened with ctypes.PyDLL (a CDLL call releases the GIL around the call). The runtime
+(libascendcl: copies and synchronizations block) and HCCL (collectives wait for the other ranks) keep
+ctypes.CDLL and release it.
 """
 import ctypes
 import os
@@ -76,15 +82,15 @@ class Libraries:
         lib64 = os.path.join(home or ascend_home(), "lib64")
         self.lib64 = lib64
         self.ascendcl = ctypes.CDLL(os.path.join(lib64, "libascendcl.so"))
-        self.nnopbase = ctypes.CDLL(os.path.join(lib64, "libnnopbase.so"))
-        self.opapi = ctypes.CDLL(os.path.join(lib64, "libopapi.so"))
+        self.nnopbase = ctypes.PyDLL(os.path.join(lib64, "libnnopbase.so"))  # GIL held: op dispatch
+        self.opapi = ctypes.PyDLL(os.path.join(lib64, "libopapi.so"))
         self._hccl = None
         self._declare()
 
     @property
     def hccl(self):
         if self._hccl is None:
-            h = ctypes.CDLL(os.path.join(self.lib64, "libhccl.so"))
+            h = ctypes.CDLL(os.path.join(self.lib64, "libhccl.so"))  # collectives block: GIL released
             P, U32, U64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64
             for fn, args in [(h.HcclGetRootInfo, [P]), (h.HcclCommInitRootInfo, [U32, P, U32, P]),
                              (h.HcclAllReduce, [P, P, U64, ctypes.c_int, ctypes.c_int, P, P]),

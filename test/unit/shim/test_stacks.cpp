@@ -568,6 +568,15 @@ TEST(PythonHelpers, HiddenFiles) {
   EXPECT_FALSE(is_hidden_python_file("/home/me/lib/python3.11-notes/x.py"));  // not an interpreter lib dir
 }
 
+TEST(PythonHelpers, HiddenFunctions) {
+  for (const char *q : {"<module>", "f.<locals>.<lambda>", "Model.forward.<locals>.<listcomp>", "<genexpr>", "_run",
+                        "Module._call_impl", "Module.__call__", "Tensor.__add__", "f.<locals>._helper"})
+    EXPECT_TRUE(is_hidden_python_function(q)) << q;
+  for (const char *q :
+       {"main", "Linear.forward", "AdamW.__init__", "__init__", "_Layer.forward", "f.<locals>.g", "MLP.forward_", ""})
+    EXPECT_FALSE(is_hidden_python_function(q)) << q;
+}
+
 TEST(PythonHelpers, FrameTextAndSourceLines) {
   EXPECT_EQ(python_frame_text("/a/train.py", 42, "Model.forward", "    y = self.fc(x)  \n"),
             "File /a/train.py, line 42, in Model.forward, \n y = self.fc(x)");
@@ -605,7 +614,7 @@ TEST(PythonFrames, EmbedderWithLibpythonOpenedLocally) {
   EXPECT_EQ(frames[0], "File <string>, line 3, in Model.forward, \\n ");
   EXPECT_EQ(frames[1], "File <string>, line 5, in main, \\n ");
   EXPECT_EQ(frames[2], "File <string>, line 6, in <module>, \\n ");
-  EXPECT_EQ(lines_with(c.out, "OPNAME "), std::vector<std::string>{"<module>/main/Model.forward"});
+  EXPECT_EQ(lines_with(c.out, "OPNAME "), std::vector<std::string>{"main/Model.forward"});
 }
 
 TEST(PythonHelpers, NoInterpreterInThisProcess) {

@@ -82,12 +82,19 @@ def is_stdlib(filename):
     return real.startswith(STDLIB) and "site-packages" not in real and "dist-packages" not in real
 
 
+def is_dispatch(qualname):
+    """Private (`_x`), special (`__call__`, not `__init__`) and synthetic (`<module>`, `<listcomp>`) functions."""
+    last = qualname.split(".")[-1]
+    return last.startswith("<") or (last.startswith("_") and last != "__init__")
+
+
 def expected_op_name():
-    """The caller's qualnames, outermost first, without the standard library's frames (independent rule)."""
+    """The caller's qualnames, outermost first, without the standard library's frames and without private,
+    special and synthetic functions (independent rule)."""
     names = []
     f = sys._getframe(1)
     while f is not None:
-        if not is_stdlib(f.f_code.co_filename):
+        if not is_stdlib(f.f_code.co_filename) and not is_dispatch(f.f_code.co_qualname):
             names.append(f.f_code.co_qualname)
         f = f.f_back
     return "/".join(reversed(names))
@@ -138,6 +145,46 @@ def test_op_name_outer_to_inner_without_stdlib():
     assert want.endswith("test_op_name_outer_to_inner_without_stdlib"
                          "/test_op_name_outer_to_inner_without_stdlib.<locals>.model_forward"
                          "/test_op_name_outer_to_inner_without_stdlib.<locals>.model_forward.<locals>.layer")
+
+
+class _Layer:
+    """A module-like object: its __call__ and private helper are dispatch, forward and __init__ are scope."""
+
+    def __init__(self, at_init=False):
+        self.got = self._launch() if at_init else None
+
+    def __call__(self):
+        return self.forward()
+
+    def forward(self):
+        return [self._launch() for _ in range(1)][0]
+
+    def _launch(self):
+        return (lambda: (with_gil.stacks_capture(1, 1), expected_op_name()))()
+
+
+def test_op_name_leaves_out_private_special_and_synthetic_functions():
+    sid, want = _Layer()()
+    assert op_name(sid) == want
+    # __call__, _launch, the list comprehension and the lambda are left out; forward stays.
+    assert want.endswith("/test_op_name_leaves_out_private_special_and_synthetic_functions/_Layer.forward"), want
+    sid, want = _Layer(at_init=True).got
+    assert op_name(sid) == want
+    assert want.endswith("/test_op_name_leaves_out_private_special_and_synthetic_functions/_Layer.__init__"), want
+    assert "<module>" not in want and "<" not in op_name(sid)
+
+
+def test_two_calls_on_one_line_are_two_stacks_in_one_group():
+    def two():
+        return with_gil.stacks_capture(1, 1), with_gil.stacks_capture(1, 1)  # one line, two instructions
+
+    for _ in range(3):  # warm up: the first calls of a line may take another native path (3.12+)
+        a, b = two()
+    assert a != b  # different instruction offsets: different stacks
+    assert render(a, PYTHON) == render(b, PYTHON) and render(a, MIXED) == render(b, MIXED)
+    for mode in (PYTHON, MIXED, NATIVE):
+        assert with_gil.stacks_group(a, mode) == with_gil.stacks_group(b, mode) != 0  # shown once in stack.json
+    assert with_gil.stacks_group(b, MIXED) == a  # the first id asked about represents the group
 
 
 def capture_at_line(n):
