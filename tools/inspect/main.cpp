@@ -22,6 +22,8 @@ const Command kCommands[] = {
     {"repair", "rebuild dump.json / construct.json cut short by a crash", kRepairHelp, run_repair},
     {"compare", "match the kernels of two dumps and find where they first diverge", kCompareHelp, run_compare},
     {"convert", "turn .bin tensor files into .npy", kConvertHelp, run_convert},
+    {"replay", "re-run kernels on their dumped inputs with CPU references (msprobe's pre-check)", kReplayHelp,
+     run_replay},
 };
 
 void print_usage(FILE *out) {
@@ -34,7 +36,7 @@ void print_usage(FILE *out) {
     std::fprintf(out, "  %-9s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
                  c.summary.data());
   std::fprintf(out,
-               "\nexit status: 0 done, 1 the command found problems (verify, repair, convert), 2 bad usage or "
+               "\nexit status: 0 done, 1 the command found problems (verify, repair, convert, replay), 2 bad usage or "
                "unreadable input\n");
 }
 

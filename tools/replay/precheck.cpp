@@ -1,0 +1,138 @@
+#include "tools/replay/precheck.h"
+
+#include <cmath>
+#include <vector>
+
+#include "tools/reader/metrics.h"
+#include "tools/replay/refs.h"
+
+namespace msprobe::tools::replay {
+
+const char *status_text(Status s) {
+  switch (s) {
+    case Status::Pass: return "pass";
+    case Status::Warning: return "warning";
+    case Status::Error: return "error";
+    case Status::Skip: return "SKIP";
+  }
+  return "?";
+}
+
+Status worse(Status a, Status b) {
+  auto rank = [](Status s) { return s == Status::Skip ? 0 : s == Status::Pass ? 1 : s == Status::Warning ? 2 : 3; };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+namespace {
+void note(std::string &m, const std::string &s) { m += (m.empty() ? "" : " ") + s; }
+}  // namespace
+
+Status precheck(std::span<const double> device, std::span<const double> bench, collector::DType dtype, double bench_eps,
+                const PrecheckThresholds &th, PrecheckMetrics &m) {
+  using collector::DType;
+  const size_t n = device.size();
+  if (bench.size() != n) {
+    note(m.message,
+         "The reference has " + std::to_string(bench.size()) + " elements, the output " + std::to_string(n) + ".");
+    return Status::Error;
+  }
+  if (!collector::is_floating(dtype)) {  // msprobe: "Only judged by Error Rate."
+    size_t differ = 0;
+    for (size_t k = 0; k < n; ++k) differ += !(device[k] == bench[k]);
+    m.error_rate = n ? static_cast<double>(differ) / static_cast<double>(n) : 0.0;
+    note(m.message, "Compare algorithm is not supported for " +
+                        std::string(collector::dtype_name(dtype, collector::Framework::MindSpore)) +
+                        " data. Only judged by Error Rate.");
+    return differ ? Status::Error : Status::Pass;
+  }
+
+  // compare's metrics: Cosine, MaxAbsErr (same NaN/Inf on both sides left out), EucDist.
+  const TensorMetrics tm = tensor_metrics(device, bench, bench_eps);
+  m.cosine = tm.cosine;
+  m.max_abs_err = tm.max_abs_err;
+  m.euc_dist = tm.euc_dist;
+  if (!tm.message.empty()) note(m.message, tm.message);
+
+  // The pre-check's columns: relative-error shares, small values, error balance, RMSE, max / mean relative error.
+  const bool low = dtype == DType::F16 || dtype == DType::BF16;
+  const double small_value = low ? 1e-3 : 1e-6, small_atol = low ? 1e-5 : 1e-9;
+  size_t finite = 0, within2 = 0, within3 = 0, within4 = 0, small = 0, small_bad = 0, normal = 0, larger = 0,
+         smaller = 0;
+  double sq = 0, rel_max = 0, rel_sum = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const double a = device[k], b = bench[k];
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      const bool same = (std::isnan(a) && std::isnan(b)) || (std::isinf(a) && a == b);
+      if (same) ++within2, ++within3, ++within4;  // the same NaN/Inf is no error
+      continue;
+    }
+    ++finite;
+    const double err = std::fabs(a - b), rel = err / (std::fabs(b) + bench_eps);
+    within2 += rel < 0.01;
+    within3 += rel < 0.001;
+    within4 += rel < 0.0001;
+    const double b_dev = replay::round_to_dtype(b, dtype);  // msprobe casts the bench to the device dtype here
+    larger += a > b_dev;
+    smaller += a < b_dev;
+    if (std::fabs(b) < small_value) {
+      ++small;
+      small_bad += err > small_atol;
+    } else {
+      ++normal;
+      sq += err * err;
+      rel_max = std::max(rel_max, rel);
+      rel_sum += rel;
+    }
+  }
+  if (n > 0) {
+    const auto N = static_cast<double>(n);
+    m.hundredth = static_cast<double>(within2) / N;
+    m.thousandth = static_cast<double>(within3) / N;
+    m.ten_thousandth = static_cast<double>(within4) / N;
+    m.error_balance = static_cast<double>(larger > smaller ? larger - smaller : smaller - larger) / N;
+  }
+  m.small_value_err_ratio = small ? static_cast<double>(small_bad) / static_cast<double>(small) : 0.0;
+  if (normal) {
+    m.rmse = std::sqrt(sq / static_cast<double>(normal));
+    m.max_rel_err = rel_max;
+    m.mean_rel_err = rel_sum / static_cast<double>(normal);
+  } else if (finite) {
+    m.rmse = m.max_rel_err = m.mean_rel_err = 0.0;
+  }
+
+  if (tm.nonfinite_mismatch) return Status::Error;  // tensor_metrics' message says where
+  if (n == 0) return Status::Pass;
+  if (finite == 0) return Status::Pass;  // every element the same NaN/Inf on both sides
+  if (m.cosine && !(*m.cosine > th.cosine)) {
+    note(m.message, "Cosine similarity is not above " + std::to_string(th.cosine) + ": error.");
+    return Status::Error;
+  }
+  if (m.max_abs_err && *m.max_abs_err < th.atol) {
+    note(m.message, "Max abs error is below the threshold: pass.");
+    return Status::Pass;
+  }
+  if (low) {
+    if (!(*m.hundredth > 1 - 0.01)) {
+      note(m.message, "Relative error is greater than 0.01: error.");
+      return Status::Error;
+    }
+    if (*m.thousandth > 1 - 0.001) {
+      note(m.message, "Relative error is less than 0.001: pass.");
+      return Status::Pass;
+    }
+    note(m.message, "Relative error is greater than 0.001: warning.");
+    return Status::Warning;
+  }
+  if (!(*m.thousandth > 1 - 0.001)) {
+    note(m.message, "Relative error is greater than 0.001: error.");
+    return Status::Error;
+  }
+  if (!(*m.ten_thousandth > 1 - 0.0001)) {
+    note(m.message, "Relative error is greater than 0.0001: warning.");
+    return Status::Warning;
+  }
+  note(m.message, "Relative error is less than 0.0001: pass.");
+  return Status::Pass;
+}
+
+}  // namespace msprobe::tools::replay

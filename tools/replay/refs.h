@@ -1,0 +1,143 @@
+// CPU references of aclnn kernels for `msprobe-inspect replay` (the msprobe pre-check at kernel level).
+//
+// A reference takes one kernel's phase-1 arguments as dump.json records them (`input_args`, in declaration order:
+// tensors with their dumped values, absent optional tensors, scalars, int/bool arrays, dtypes) and returns what the
+// kernel must have written to each of its `output` tensors, computed in float64 from the op's definition (CANN /
+// torch semantics). This is the project's own code, independent of the CANN stand-in in test/fake_cann, and shares
+// nothing with the shim. The table from OpType to reference is in refs.cpp; each refs_*.cpp holds one op family.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collector/format.h"
+
+namespace msprobe::tools::replay {
+
+// The reference cannot use the kernel's arguments (wrong count or kind, shapes that do not fit): the kernel is
+// reported as skipped with this message, never as passed.
+class RefError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel(const Shape &s);
+std::string shape_str(const Shape &s);
+
+// A tensor's values in C order, as doubles.
+struct Tensor {
+  Shape shape;
+  std::vector<double> v;
+  std::optional<collector::DType> dtype;  // of the dumped tensor; nullopt for a computed result
+
+  Tensor() = default;
+  Tensor(Shape s, std::vector<double> values) : shape(std::move(s)), v(std::move(values)) {}
+  static Tensor zeros(Shape s) {
+    const auto n = static_cast<size_t>(numel(s));
+    return Tensor(std::move(s), std::vector<double>(n, 0.0));
+  }
+  size_t size() const { return v.size(); }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+};
+
+// One recorded phase-1 argument.
+struct Arg {
+  enum class Kind { Absent, Tensor, TensorList, Int, Float, Bool, IntList, BoolList, Text };
+  Kind kind = Kind::Absent;
+  const Tensor *tensor = nullptr;
+  std::vector<const Tensor *> tensors;
+  int64_t i = 0;  // Int (uint64 values wrap: 2^64 - 1 reads as -1, as the C parameter would)
+  double f = 0;   // Float, and Int / Bool as a number
+  bool b = false;
+  std::vector<int64_t> ints;
+  std::vector<bool> bools;
+  std::string text;  // Text, and the dtype name of an aclDataType argument
+};
+
+// What the dumped output slot holds (the reference may use it, e.g. Cast's target dtype).
+struct OutSpec {
+  bool present = false;
+  Shape shape;
+  std::optional<collector::DType> dtype;
+};
+
+struct Call {
+  std::string_view op;
+  std::vector<Arg> args;
+  std::vector<OutSpec> outputs;
+  // Collectives only: input 0 of the kernel of the same name in every rank folder of the step, in rank order.
+  std::vector<const Tensor *> peer_inputs;
+
+  size_t count() const { return args.size(); }
+  // Typed access; RefError naming the op and the position when the argument is of another kind.
+  const Tensor &tensor(size_t i) const;
+  const Tensor *optional_tensor(size_t i) const;  // nullptr when absent (or past the end)
+  std::vector<const Tensor *> tensor_list(size_t i) const;
+  double number(size_t i) const;  // Float, Int or Bool
+  double number_or(size_t i, double fallback) const;
+  int64_t integer(size_t i) const;  // Int or Bool
+  bool boolean(size_t i) const;     // Bool or Int
+  std::vector<int64_t> int_list(size_t i) const;
+  std::vector<bool> bool_list(size_t i) const;
+  void expect_at_least(size_t n) const;
+};
+
+// The outputs in `output` order; nullopt where the kernel writes nothing (absent optional output, a mask bit off).
+using Outputs = std::vector<std::optional<Tensor>>;
+using RefFn = Outputs (*)(const Call &);
+
+struct RefEntry {
+  std::string_view op_type;
+  RefFn fn;
+  // Results are rounded to the output dtype before comparing (Cast: the exact value in the new dtype is the
+  // benchmark). Integer and bool outputs are always rounded.
+  bool round_to_output = false;
+  // A collective: the result depends on every rank's input (Call::peer_inputs).
+  bool collective = false;
+};
+
+// The reference of an op type, nullptr when there is none.
+const RefEntry *find_reference(std::string_view op_type);
+// Every op type with a reference, sorted.
+std::vector<std::string_view> reference_op_types();
+
+// ---- Shared helpers of the refs_*.cpp files -------------------------------------------------------------------
+// Row-major strides of a shape.
+Shape strides_of(const Shape &s);
+// numpy broadcasting; RefError when the shapes do not broadcast.
+Shape broadcast_shapes(const Shape &a, const Shape &b);
+// The values of `t` broadcast to `to` (C order).
+std::vector<double> broadcast_to(const Tensor &t, const Shape &to);
+// Elementwise f(a, b) with broadcasting.
+template <class F>
+Tensor binary(const Tensor &a, const Tensor &b, F f) {
+  Shape s = broadcast_shapes(a.shape, b.shape);
+  std::vector<double> x = broadcast_to(a, s), y = broadcast_to(b, s);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = f(x[k], y[k]);
+  return Tensor(std::move(s), std::move(x));
+}
+template <class F>
+Tensor unary(const Tensor &a, F f) {
+  Tensor out(a.shape, a.v);
+  for (double &x : out.v) x = f(x);
+  return out;
+}
+// `dim` in [-rank, rank) (a 0-d tensor accepts 0 and -1) -> [0, rank).
+int64_t wrap_dim(int64_t dim, int64_t rank);
+// The value as the output dtype stores it (round to nearest even; integers truncate; bool is != 0).
+double round_to_dtype(double x, collector::DType t);
+
+// The tables of the op families (refs_*.cpp), collected by refs.cpp.
+std::span<const RefEntry> elementwise_refs();
+std::span<const RefEntry> matmul_refs();
+std::span<const RefEntry> norm_refs();
+std::span<const RefEntry> tensor_refs();
+std::span<const RefEntry> loss_optim_refs();
+
+}  // namespace msprobe::tools::replay
