@@ -94,6 +94,11 @@ std::string_view io_name(IoKind io);  // "input" | "output"
 enum class FileFormat : uint8_t { Npy, Bin };
 std::string_view file_suffix(FileFormat f);  // "npy" | "bin"
 
+// MSPROBE_COMPRESS=lz4: each tensor file is one LZ4 frame of what would have been written, named with this extra
+// suffix ({kernel}.{input|output}.{slot}.npy.lz4); `lz4 -d` or msprobe-inspect convert gives back the file.
+enum class Compression : uint8_t { Off, Lz4 };
+inline constexpr std::string_view kLz4Suffix = "lz4";
+
 // Basenames longer than this are replaced by 32 random digits + "." + the original last suffix, and the pair is
 // recorded in mapping.csv (msprobe's FILE_NAME_MAX; also what compare accepts).
 inline constexpr size_t kMaxBasename = 255;

@@ -1,6 +1,7 @@
 #include "npy.h"
 
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +27,41 @@ void FdSink::write(const void *data, size_t bytes) {
     bytes -= static_cast<size_t>(n);
     written_ += static_cast<uint64_t>(n);
   }
+}
+
+void GatheringFdSink::write(const void *data, size_t bytes) {
+  if (pending_.size() + bytes <= kSmall) {
+    pending_.append(static_cast<const char *>(data), bytes);
+    return;
+  }
+  iovec iov[2] = {{pending_.data(), pending_.size()}, {const_cast<void *>(data), bytes}};
+  int first = pending_.empty() ? 1 : 0;
+  while (first < 2) {
+    const ssize_t n = ::writev(fd_, iov + first, 2 - first);
+    ++syscalls_;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::system_error(errno, std::generic_category(), "write");
+    }
+    written_ += static_cast<uint64_t>(n);
+    // A short write: skip what went out, resume inside the iovec it stopped in.
+    size_t left = static_cast<size_t>(n);
+    while (first < 2 && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (first < 2) {
+      iov[first].iov_base = static_cast<char *>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  pending_.clear();
+}
+
+void GatheringFdSink::flush() {
+  if (pending_.empty()) return;
+  FdSink s(fd_);
+  s.write(pending_.data(), pending_.size());
+  written_ += s.bytes_written();
+  ++syscalls_;
+  pending_.clear();
 }
 
 namespace {
@@ -99,7 +135,7 @@ uint64_t write_npy_data(ByteSink &sink, DType dtype, const void *data, uint64_t 
     return bytes;
   }
   // Widen through a bounded buffer: no copy of the whole tensor.
-  constexpr uint64_t kChunk = 64 * 1024;
+  constexpr uint64_t kChunk = uint64_t{1} << 20;  // 4 MiB of float32 per write
   const uint64_t chunk = count < kChunk ? count : kChunk;
   std::unique_ptr<float[]> buf(new float[chunk ? chunk : 1]);
   const auto *in = static_cast<const unsigned char *>(data);

@@ -37,6 +37,24 @@ class FdSink final : public ByteSink {
   uint64_t written_ = 0;
 };
 
+// An FdSink that coalesces: writes smaller than kSmall are gathered, and a large write goes out together with what
+// was gathered in one writev(). An npy file (header, then data) thus costs one system call, tiny files included.
+// flush() writes what is left; call it before closing the fd. Does not own the fd.
+class GatheringFdSink final : public ByteSink {
+ public:
+  static constexpr size_t kSmall = size_t{64} << 10;
+  explicit GatheringFdSink(int fd) : fd_(fd) {}
+  void write(const void *data, size_t bytes) override;
+  void flush();
+  uint64_t bytes_written() const { return written_; }
+  uint64_t syscalls() const { return syscalls_; }
+
+ private:
+  int fd_;
+  std::string pending_;
+  uint64_t written_ = 0, syscalls_ = 0;
+};
+
 class StringSink final : public ByteSink {
  public:
   void write(const void *data, size_t bytes) override { data_.append(static_cast<const char *>(data), bytes); }

@@ -66,6 +66,79 @@ void accumulate(const unsigned char *bytes, uint64_t n, Partial &out, Value valu
 
 double f32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
+// Float elements, the hot case (float32 itself, and fp16/bf16/integers converted into float blocks): max, min and
+// a "non-finite seen" flag stay in float lanes (exact, and twice as many per vector as doubles), only the sums are
+// taken in double. A call that saw a NaN or an Inf counts them again exactly (rare: that is an overflow). Compiled
+// twice, for AVX2 and for the baseline, and chosen at load time (the same arithmetic in both: no FMA contraction in
+// ISO C++ mode, so the statistics do not depend on the CPU).
+constexpr int kFloatLanes = 16;
+
+template <bool kCheckFinite>
+inline __attribute__((always_inline)) void accumulate_floats_body(const unsigned char *bytes, uint64_t n,
+                                                                  Partial &out) {
+  double s[kFloatLanes] = {}, q[kFloatLanes] = {};
+  float mx[kFloatLanes], mn[kFloatLanes];
+  int32_t bad[kFloatLanes] = {};
+  for (int j = 0; j < kFloatLanes; ++j) mx[j] = -std::numeric_limits<float>::infinity(), mn[j] = -mx[j];
+  auto element = [bytes](uint64_t i) {
+    float x;
+    std::memcpy(&x, bytes + i * sizeof(float), sizeof(float));
+    return x;
+  };
+  auto add = [&](int j, const float v) {
+    const double d = v;
+    s[j] += d;
+    q[j] += d * d;
+    mx[j] = v > mx[j] ? v : mx[j];
+    mn[j] = v < mn[j] ? v : mn[j];
+    if constexpr (kCheckFinite) bad[j] |= (v - v != 0.0f);  // NaN for NaN and +-Inf, 0 otherwise
+  };
+  uint64_t i = 0;
+  for (; i + kFloatLanes <= n; i += kFloatLanes)
+    for (int j = 0; j < kFloatLanes; ++j) add(j, element(i + j));
+  for (int j = 0; i < n; ++i, j = (j + 1) % kFloatLanes) add(j, element(i));
+  int32_t any_bad = 0;
+  for (int j = 0; j < kFloatLanes; ++j) {
+    out.sum += s[j];
+    out.sumsq += q[j];
+    out.max = mx[j] > out.max ? mx[j] : out.max;
+    out.min = mn[j] < out.min ? mn[j] : out.min;
+    any_bad |= bad[j];
+  }
+  if (kCheckFinite && any_bad)
+    for (uint64_t k = 0; k < n; ++k) {
+      const float v = element(k);
+      out.nan += v != v;
+      out.pinf += v == std::numeric_limits<float>::infinity();
+      out.ninf += v == -std::numeric_limits<float>::infinity();
+    }
+}
+
+// x86-64: an AVX2 clone beside the baseline SSE2 one, chosen at load time. Elsewhere (aarch64: NEON is baseline)
+// the single plain version is already vectorized. Not in sanitizer builds: the clones' ifunc resolver runs during
+// relocation, before the sanitizer runtime is up, and its instrumented code crashes the process at load.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define MSPROBE_FLOAT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MSPROBE_FLOAT_CLONES
+#endif
+
+MSPROBE_FLOAT_CLONES void accumulate_floats_checked(const unsigned char *p, uint64_t n, Partial &out) {
+  accumulate_floats_body<true>(p, n, out);
+}
+
+MSPROBE_FLOAT_CLONES void accumulate_floats_unchecked(const unsigned char *p, uint64_t n, Partial &out) {
+  accumulate_floats_body<false>(p, n, out);
+}
+
+template <bool kCheckFinite>
+void accumulate_floats(const unsigned char *p, uint64_t n, Partial &out) {
+  if constexpr (kCheckFinite)
+    accumulate_floats_checked(p, n, out);
+  else
+    accumulate_floats_unchecked(p, n, out);
+}
+
 // Narrow types are converted a block at a time into floats (a loop the compiler vectorizes on its own) and the
 // block goes through the float kernel: one vectorized kernel instead of one poorly vectorized kernel per type.
 // Every collector dtype but float64 converts to float32 exactly, or is cast to it by msprobe's rules (integers).
@@ -73,7 +146,6 @@ template <bool kCheckFinite, class T, class Convert>
 void accumulate_via_float(const unsigned char *p, uint64_t n, Partial &out, Convert convert) {
   constexpr uint64_t kBlock = 1024;
   float block[kBlock];
-  auto v = [](float x) { return static_cast<double>(x); };
   auto convert_into_block = [&](const unsigned char *src, uint64_t m) {
     for (uint64_t i = 0; i < m; ++i) {
       T x;
@@ -85,11 +157,11 @@ void accumulate_via_float(const unsigned char *p, uint64_t n, Partial &out, Conv
   // Full blocks have a constant trip count: -O2's cheap vectorizer cost model needs that (no epilogue loop).
   for (; done + kBlock <= n; done += kBlock) {
     convert_into_block(p + done * sizeof(T), kBlock);
-    accumulate<kCheckFinite, float>(reinterpret_cast<const unsigned char *>(block), kBlock, out, v, v);
+    accumulate_floats<kCheckFinite>(reinterpret_cast<const unsigned char *>(block), kBlock, out);
   }
   if (done < n) {
     convert_into_block(p + done * sizeof(T), n - done);
-    accumulate<kCheckFinite, float>(reinterpret_cast<const unsigned char *>(block), n - done, out, v, v);
+    accumulate_floats<kCheckFinite>(reinterpret_cast<const unsigned char *>(block), n - done, out);
   }
 }
 
@@ -102,11 +174,7 @@ void accumulate_int(const unsigned char *p, uint64_t n, Partial &out) {
 Partial accumulate_any(DType t, const unsigned char *p, uint64_t n) {
   Partial a;
   switch (t) {
-    case DType::F32: {
-      auto v = [](float x) { return static_cast<double>(x); };
-      accumulate<true, float>(p, n, a, v, v);
-      break;
-    }
+    case DType::F32: accumulate_floats<true>(p, n, a); break;
     case DType::F16: accumulate_via_float<true, uint16_t>(p, n, a, [](uint16_t x) { return half_to_float(x); }); break;
     case DType::BF16: accumulate_via_float<true, uint16_t>(p, n, a, [](uint16_t x) { return bf16_to_float(x); }); break;
     case DType::F64: {

@@ -1,4 +1,5 @@
-// convert DIR: .bin tensor files (MSPROBE_FILE_FORMAT=bin) to .npy, dump.json and mapping.csv updated to match.
+// convert DIR: .bin tensor files (MSPROBE_FILE_FORMAT=bin) and .lz4 ones (MSPROBE_COMPRESS=lz4) to .npy, dump.json
+// and mapping.csv updated to match.
 #include <cstdio>
 #include <string>
 #include <system_error>
@@ -7,6 +8,7 @@
 
 #include "collector/format.h"
 #include "collector/json_writer.h"
+#include "collector/lz4.h"
 #include "collector/naming.h"
 #include "collector/npy.h"
 #include "tools/inspect/cli.h"
@@ -18,16 +20,17 @@ namespace msprobe::tools {
 
 const std::string_view kConvertHelp = R"(usage: msprobe-inspect convert DIR [--keep-bin]
 
-Turns the .bin tensor files of a dump (MSPROBE_FILE_FORMAT=bin: the tensor's raw bytes) into .npy files that
-numpy and msprobe's compare read. The dtype and shape come from dump.json; bfloat16 is widened to float32 as
-the collector does for npy. In each folder converted, dump.json's data_name fields and mapping.csv rows are
-updated to the new names (the old dump.json is kept as dump.json.bak) and the .bin files are removed.
+Turns the .bin tensor files of a dump (MSPROBE_FILE_FORMAT=bin: the tensor's raw bytes) and its compressed
+.npy.lz4 / .bin.lz4 files (MSPROBE_COMPRESS=lz4) into .npy files that numpy and msprobe's compare read. A
+.npy.lz4 becomes exactly the .npy an uncompressed run writes; for .bin the dtype and shape come from dump.json,
+and bfloat16 is widened to float32 as the collector does for npy. In each folder converted, dump.json's data_name
+fields and mapping.csv rows are updated to the new names (the old dump.json is kept as dump.json.bak) and the
+.bin / .lz4 files are removed.
 
-  --keep-bin   keep the .bin files (verify then reports them as orphans)
+  --keep-bin   keep the .bin and .lz4 files (verify then reports them as orphans)
 
-Tensors of a type with no npy form (raw bytes) stay .bin. Compressed (.lz4) files are not supported yet: they are
-listed and left alone. Exit status 0 when every .bin file was converted, 1 when some could not be, 2 when DIR is
-not a dump.
+Tensors of a type with no npy form (raw bytes) stay .bin (a .bin.lz4 of one is decompressed to .bin). Exit status
+0 when every file was converted, 1 when some could not be, 2 when DIR is not a dump.
 )";
 
 namespace {
@@ -79,8 +82,19 @@ fs::path free_backup_name(const fs::path &path) {
   return bak;
 }
 
+std::string without_lz4(const std::string &name) {
+  if (tensor_file_kind(name) != TensorFileKind::Lz4) return name;
+  return name.substr(0, name.size() - collector::kLz4Suffix.size() - 1);
+}
+
+// x.bin, x.npy.lz4, x.bin.lz4 -> x.npy; a renamed long name "{digits}.lz4" -> "{digits}.npy".
 std::string with_npy_suffix(const std::string &name) {
-  return name.substr(0, name.rfind('.')) + "." + std::string(collector::file_suffix(collector::FileFormat::Npy));
+  const std::string base = without_lz4(name);
+  const size_t dot = base.rfind('.');
+  const bool has_format = dot != std::string::npos && (tensor_file_kind(base) == TensorFileKind::Npy ||
+                                                       tensor_file_kind(base) == TensorFileKind::Bin);
+  return (has_format ? base.substr(0, dot) : base) + "." +
+         std::string(collector::file_suffix(collector::FileFormat::Npy));
 }
 
 }  // namespace
@@ -106,13 +120,9 @@ int run_convert(std::span<char *const> argv) {
       for (TensorInfo &t : k.tensors) {
         if (!t.data_name) continue;
         switch (tensor_file_kind(*t.data_name)) {
-          case TensorFileKind::Bin: jobs.push_back({k.name, std::move(t)}); break;
+          case TensorFileKind::Bin:
+          case TensorFileKind::Lz4: jobs.push_back({k.name, std::move(t)}); break;
           case TensorFileKind::Npy: ++already_npy; break;
-          case TensorFileKind::Lz4:
-            std::printf("%s: %s/%s: lz4-compressed tensor files are not supported yet; left as is\n", d.label().c_str(),
-                        std::string(collector::kTensorDir).c_str(), t.data_name->c_str());
-            ++failed;
-            break;
           case TensorFileKind::Unknown:
             std::printf("%s: %s/%s: not a .bin or .npy file; left as is\n", d.label().c_str(),
                         std::string(collector::kTensorDir).c_str(), t.data_name->c_str());
@@ -134,8 +144,22 @@ int run_convert(std::span<char *const> argv) {
       try {
         if (!collector::is_safe_file_name(old_name)) throw TensorFileError("data_name is not a plain file name");
         const TensorFile f = open_tensor_file(tensor_dir / old_name, j.tensor);
-        if (f.file_dtype == collector::DType::Raw || !collector::npy_can_store(f.file_dtype))
+        const bool no_npy_form = f.file_dtype == collector::DType::Raw || !collector::npy_can_store(f.file_dtype);
+        if (no_npy_form && !f.compressed)
           throw TensorFileError("dtype " + j.tensor.dtype_text + " has no npy form; left as .bin");
+        if (f.compressed && (no_npy_form || f.kind == TensorFileKind::Npy)) {
+          // The content is the file an uncompressed run writes (npy, or raw bytes): decompressed as is.
+          std::string content;
+          collector::lz4_decompress_file(
+              tensor_dir / old_name, [&](const void *p, size_t n) { content.append(static_cast<const char *>(p), n); });
+          const std::string new_name = no_npy_form ? without_lz4(old_name) : with_npy_suffix(old_name);
+          collector::write_file_atomic(tensor_dir / new_name, content);
+          renames.emplace(json_quoted(old_name), json_quoted(new_name));
+          done.emplace(old_name, new_name);
+          to_remove.push_back(tensor_dir / old_name);
+          ++converted;
+          continue;
+        }
         std::string data;
         data.reserve(static_cast<size_t>(f.data_bytes));
         read_tensor_chunks(f, [&](const void *p, uint64_t n) {
@@ -176,7 +200,11 @@ int run_convert(std::span<char *const> argv) {
       for (const MappingRow &r : rows) {
         auto it = done.find(r.new_name);
         if (it == done.end() || keep_bin) csv += r.new_name + "," + r.original_name + "\n";
-        if (it != done.end()) csv += it->second + "," + with_npy_suffix(r.original_name) + "\n";
+        if (it != done.end())
+          csv += it->second + "," +
+                 (tensor_file_kind(it->second) == TensorFileKind::Npy ? with_npy_suffix(r.original_name)
+                                                                      : without_lz4(r.original_name)) +
+                 "\n";
       }
       collector::write_file_atomic(tensor_dir / collector::kMappingCsv, csv);
     }

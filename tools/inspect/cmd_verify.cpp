@@ -27,7 +27,8 @@ Checks a dump against itself and lists every mismatch, one per line:
     framework; no kernel name appears twice; construct.json names exactly the kernels of dump.json;
   - every data_name is a plain file name that exists in dump_tensor_data/, loads (npy header valid, file exactly
     as long as the header says; .bin exactly elements x dtype size), and matches the entry's shape and dtype
-    (a bfloat16 tensor is stored as float32);
+    (a bfloat16 tensor is stored as float32); an .lz4 file (MSPROBE_COMPRESS=lz4) must be a complete LZ4 frame
+    with a matching checksum, and its content is checked as the npy or bin file it holds;
   - the statistics (Max, Min, Mean, Norm) recomputed from the file equal the recorded ones, and so does the
     md5 (CRC-32) when the dump has one;
   - every mapping.csv row names a file that exists, and no file in dump_tensor_data/ is unaccounted for.

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "collector/half.h"
+#include "collector/lz4.h"
 #include "collector/npy.h"
 
 namespace msprobe::tools {
@@ -71,9 +72,76 @@ TensorFileKind tensor_file_kind(std::string_view name) {
   const std::string_view s = last_suffix(name);
   if (s == collector::file_suffix(collector::FileFormat::Npy)) return TensorFileKind::Npy;
   if (s == collector::file_suffix(collector::FileFormat::Bin)) return TensorFileKind::Bin;
-  if (s == "lz4") return TensorFileKind::Lz4;
+  if (s == collector::kLz4Suffix) return TensorFileKind::Lz4;
   return TensorFileKind::Unknown;
 }
+
+namespace {
+
+void fill_from_npy(TensorFile &f, const collector::NpyInfo &info) {
+  if (info.dtype == DType::Raw) throw TensorFileError("npy dtype '" + info.descr + "' is not a dump dtype");
+  f.file_dtype = info.dtype;
+  f.shape = info.shape;
+  f.data_offset = info.data_offset;
+  f.element_count = info.element_count;
+  f.data_bytes = info.data_bytes;
+  f.fortran_order = info.fortran_order;
+}
+
+// A .bin file of `size` bytes for tensor `t`.
+void fill_from_bin(TensorFile &f, const TensorInfo &t, uint64_t size) {
+  if (!t.dtype || *t.dtype == DType::Raw) {
+    // A type the collector has no statistics for (complex, fp8...): its raw bytes, nothing to check them by.
+    f.file_dtype = DType::Raw;
+    f.shape = t.shape;
+    f.element_count = f.data_bytes = size;
+    return;
+  }
+  if (!t.shape_ok) throw TensorFileError("the entry has no valid shape: cannot interpret the .bin file");
+  f.file_dtype = *t.dtype;
+  f.shape = t.shape;
+  f.element_count = t.element_count();
+  f.data_bytes = f.element_count * collector::element_size(f.file_dtype);
+  if (size != f.data_bytes)
+    throw TensorFileError("size " + std::to_string(size) + " bytes, but " + t.dtype_text + " " + shape_text(t.shape) +
+                          " needs " + std::to_string(f.data_bytes));
+}
+
+// An .lz4 file: decompressed once (frame and checksum checked), keeping the start for the npy header.
+void open_compressed(TensorFile &f, const TensorInfo &t) {
+  constexpr size_t kKeep = size_t{1} << 20;  // more than any npy header the collector writes
+  std::string start;
+  uint64_t size = 0;
+  try {
+    collector::lz4_decompress_file(f.path, [&](const void *p, size_t n) {
+      if (start.size() < kKeep) start.append(static_cast<const char *>(p), std::min(n, kKeep - start.size()));
+      size += n;
+    });
+  } catch (const collector::Lz4Error &e) {
+    throw TensorFileError(e.what());
+  }
+  f.compressed = true;
+  // name.npy.lz4 / name.bin.lz4; a long name replaced by digits keeps only ".lz4": the content decides.
+  std::string inner_name = f.path.filename().string();
+  inner_name.erase(inner_name.size() - collector::kLz4Suffix.size() - 1);
+  f.kind = tensor_file_kind(inner_name);
+  if (f.kind != TensorFileKind::Npy && f.kind != TensorFileKind::Bin)
+    f.kind = start.compare(0, 6, "\x93NUMPY") == 0 ? TensorFileKind::Npy : TensorFileKind::Bin;
+  if (f.kind == TensorFileKind::Bin) return fill_from_bin(f, t, size);
+  collector::NpyInfo info;
+  try {
+    info = collector::parse_npy_header(start);
+  } catch (const collector::NpyError &e) {
+    throw TensorFileError(std::string(e.what()) + " (in the decompressed content)");
+  }
+  if (size != info.data_offset + info.data_bytes)
+    throw TensorFileError("data size mismatch: shape and descr need " + std::to_string(info.data_bytes) +
+                          " bytes, the decompressed file has " +
+                          std::to_string(size >= info.data_offset ? size - info.data_offset : 0));
+  fill_from_npy(f, info);
+}
+
+}  // namespace
 
 TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo &t) {
   TensorFile f;
@@ -85,10 +153,8 @@ TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo 
   if (std::filesystem::is_symlink(st)) throw TensorFileError("is a symbolic link (msprobe refuses those)");
   if (!std::filesystem::is_regular_file(st)) throw TensorFileError("not a regular file");
   switch (f.kind) {
-    case TensorFileKind::Lz4:
-      throw TensorFileError(
-          "lz4-compressed tensor files are not supported yet (MSPROBE_COMPRESS=lz4 is not implemented)");
-    case TensorFileKind::Unknown: throw TensorFileError("unknown tensor file suffix (expected .npy or .bin)");
+    case TensorFileKind::Lz4: open_compressed(f, t); return f;
+    case TensorFileKind::Unknown: throw TensorFileError("unknown tensor file suffix (expected .npy, .bin or .lz4)");
     case TensorFileKind::Npy: {
       collector::NpyInfo info;
       try {
@@ -100,40 +166,64 @@ TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo 
         if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
         throw TensorFileError(what);
       }
-      if (info.dtype == DType::Raw) throw TensorFileError("npy dtype '" + info.descr + "' is not a dump dtype");
-      f.file_dtype = info.dtype;
-      f.shape = info.shape;
-      f.data_offset = info.data_offset;
-      f.element_count = info.element_count;
-      f.data_bytes = info.data_bytes;
-      f.fortran_order = info.fortran_order;
+      fill_from_npy(f, info);
       return f;
     }
     case TensorFileKind::Bin: {
       const uint64_t size = std::filesystem::file_size(path, ec);
       if (ec) throw TensorFileError("cannot stat: " + ec.message());
-      if (!t.dtype || *t.dtype == DType::Raw) {
-        // A type the collector has no statistics for (complex, fp8...): its raw bytes, nothing to check them by.
-        f.file_dtype = DType::Raw;
-        f.shape = t.shape;
-        f.element_count = f.data_bytes = size;
-        return f;
-      }
-      if (!t.shape_ok) throw TensorFileError("the entry has no valid shape: cannot interpret the .bin file");
-      f.file_dtype = *t.dtype;
-      f.shape = t.shape;
-      f.element_count = t.element_count();
-      f.data_bytes = f.element_count * collector::element_size(f.file_dtype);
-      if (size != f.data_bytes)
-        throw TensorFileError("size " + std::to_string(size) + " bytes, but " + t.dtype_text + " " +
-                              shape_text(t.shape) + " needs " + std::to_string(f.data_bytes));
+      fill_from_bin(f, t, size);
       return f;
     }
   }
   return f;
 }
 
+namespace {
+
+// The data part of a compressed file, streamed: the content before data_offset skipped, whole elements handed on.
+void read_compressed_chunks(const TensorFile &f, const std::function<void(const void *, uint64_t)> &fn) {
+  const uint64_t esize = collector::element_size(f.file_dtype);
+  const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
+  std::vector<unsigned char> buf;
+  buf.reserve(static_cast<size_t>(chunk));
+  uint64_t pos = 0, delivered = 0;
+  try {
+    collector::lz4_decompress_file(f.path, [&](const void *data, size_t n) {
+      const auto *p = static_cast<const unsigned char *>(data);
+      const uint64_t end = pos + n;
+      if (end > f.data_offset) {
+        const uint64_t skip = pos < f.data_offset ? f.data_offset - pos : 0;
+        uint64_t take = std::min<uint64_t>(n - skip, f.data_bytes - std::min(f.data_bytes, delivered + buf.size()));
+        const unsigned char *q = p + skip;
+        while (take > 0) {
+          const uint64_t m = std::min<uint64_t>(take, chunk - buf.size());
+          buf.insert(buf.end(), q, q + m);
+          q += m;
+          take -= m;
+          if (buf.size() == chunk) {
+            fn(buf.data(), buf.size() / esize);
+            delivered += buf.size();
+            buf.clear();
+          }
+        }
+      }
+      pos = end;
+    });
+  } catch (const collector::Lz4Error &e) {
+    throw TensorFileError(e.what());
+  }
+  if (!buf.empty()) {
+    fn(buf.data(), buf.size() / esize);
+    delivered += buf.size();
+  }
+  if (delivered != f.data_bytes) throw TensorFileError("file shorter than its header says (changed while reading?)");
+}
+
+}  // namespace
+
 void read_tensor_chunks(const TensorFile &f, const std::function<void(const void *, uint64_t)> &fn) {
+  if (f.compressed) return read_compressed_chunks(f, fn);
   Fd fd(f.path);
   if (fd.get() < 0) throw TensorFileError(std::string("cannot open: ") + std::strerror(errno));
   const uint64_t esize = collector::element_size(f.file_dtype);

@@ -1,5 +1,7 @@
-// Tensor files of a dump (dump_tensor_data/*.npy|*.bin): opened and checked against their dump.json entry, read in
-// chunks (statistics and CRC recomputed exactly as the collector computed them), or as doubles (compare).
+// Tensor files of a dump (dump_tensor_data/*.npy|*.bin, and the same compressed as *.npy.lz4|*.bin.lz4 by
+// MSPROBE_COMPRESS=lz4): opened and checked against their dump.json entry, read in chunks (statistics and CRC
+// recomputed exactly as the collector computed them), or as doubles (compare). A compressed file is read through
+// its decompressed content everywhere, so callers see the npy or bin file the collector compressed.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -21,12 +23,13 @@ class TensorFileError : public std::runtime_error {
 };
 
 enum class TensorFileKind { Npy, Bin, Lz4, Unknown };
-// From the name's last suffix, spelled by collector::file_suffix(); ".lz4" is the planned compressed form.
+// From the name's last suffix, spelled by collector::file_suffix() and collector::kLz4Suffix.
 TensorFileKind tensor_file_kind(std::string_view name);
 
 struct TensorFile {
   std::filesystem::path path;
-  TensorFileKind kind = TensorFileKind::Npy;
+  TensorFileKind kind = TensorFileKind::Npy;  // of the content: Npy or Bin, also for a compressed file
+  bool compressed = false;                    // an LZ4 frame of that content (offsets below are in the content)
   collector::DType file_dtype = collector::DType::F32;  // what the bytes are: the npy descr, or the entry's dtype
   std::vector<int64_t> shape;                           // npy: its header; bin: the entry's
   uint64_t data_offset = 0, element_count = 0, data_bytes = 0;
@@ -34,8 +37,10 @@ struct TensorFile {
 };
 
 // Opens `path` for tensor `t` and checks what can be checked without reading the data: npy header valid and the
-// file exactly as long as it says (collector::read_npy_info), bin size = elements x element size. Throws
-// TensorFileError with a precise reason (no such file, truncated, bad header, lz4 not supported yet...).
+// file exactly as long as it says (collector::read_npy_info), bin size = elements x element size; an .lz4 file is
+// decompressed once to check its frame and checksum and to read the npy header inside (the name before ".lz4" says
+// npy or bin; a renamed long name has only ".lz4", and then the content says). Throws TensorFileError with a
+// precise reason (no such file, truncated, bad header, corrupt lz4 frame...).
 // It does NOT compare shape or dtype with `t` (the caller reports those as mismatches of their own).
 TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo &t);
 

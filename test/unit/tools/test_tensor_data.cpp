@@ -161,7 +161,7 @@ TEST(TensorData, BrokenFilesSayWhatIsWrong) {
   EXPECT_EQ(error_of(p, t).find(p.string()), std::string::npos);  // the caller names the file
   EXPECT_EQ(error_of(dir / "absent.npy", t), "missing file");
   std::ofstream(dir / "y.lz4") << "x";
-  EXPECT_NE(error_of(dir / "y.lz4", t).find("lz4-compressed tensor files are not supported yet"), std::string::npos);
+  EXPECT_NE(error_of(dir / "y.lz4", t).find("not a valid lz4 frame"), std::string::npos) << error_of(dir / "y.lz4", t);
   std::ofstream(dir / "y.txt") << "x";
   EXPECT_NE(error_of(dir / "y.txt", t).find("unknown tensor file suffix"), std::string::npos);
   fs::create_symlink(p, dir / "link.npy");

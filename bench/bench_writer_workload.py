@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""A producer faster than any writer: launches --kernels Add kernels on --elements-element float32 tensors
+back to back, without synchronizing, then synchronizes once. Used by bench_writer.py (tensor throughput,
+memory against MSPROBE_BUFFER_MB) and by test_shim_writer.py (backpressure: nothing lost).
+
+Prints `checksum {sum of every output}` and `vmhwm_kb {peak RSS}` (so a run under the shim can be compared
+with one without it).
+
+    python3 bench/bench_writer_workload.py [--kernels 40] [--elements 262144] [--distinct 4]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+import tiny_npu  # noqa: E402
+from tiny_npu import ops  # noqa: E402
+from tiny_npu.tensor import Tensor  # noqa: E402
+
+
+def vmhwm_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return -1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernels", type=int, default=40)
+    ap.add_argument("--elements", type=int, default=256 * 1024)
+    ap.add_argument("--distinct", type=int, default=4, help="outputs kept alive at once (device memory)")
+    ap.add_argument("--time-launches", action="store_true",
+                    help="keep every output (no synchronization in the loop) and print the launch loop's time per kernel")
+    args = ap.parse_args()
+    rt = tiny_npu.init(device=0)
+    rng = np.random.RandomState(3)
+    # Values with some structure (a ramp plus noise), so that compression has something to find, as in real
+    # activations, without being trivially constant.
+    base = (np.arange(args.elements, dtype=np.float32) % 1024) / 64.0
+    x = Tensor.from_numpy((base + rng.normal(0, 0.01, args.elements)).astype(np.float32))
+    y = Tensor.from_numpy(rng.uniform(-1, 1, args.elements).astype(np.float32))
+    outs = []
+    checksum = 0.0
+    if args.time_launches:
+        for i in range(20):  # warm-up: executors, pools, stack table
+            outs.append(ops.add(x, y, alpha=float(i % 7)))
+        rt.synchronize()
+        t0 = time.perf_counter_ns()
+        for i in range(args.kernels):
+            outs.append(ops.add(x, y, alpha=float(i % 7)))
+        dt = time.perf_counter_ns() - t0
+        rt.synchronize()
+        print(f"launch_ns_per_kernel {dt / args.kernels:.0f}")
+        args.kernels = 0
+    for i in range(args.kernels):
+        outs.append(ops.add(x, y, alpha=float(i % 7)))
+        if len(outs) > args.distinct:
+            checksum += float(np.sum(outs.pop(0).numpy(), dtype=np.float64))  # a sync, only every few kernels
+    rt.synchronize()
+    for o in outs:
+        checksum += float(np.sum(o.numpy(), dtype=np.float64))
+    print(f"checksum {checksum:.6f}")
+    print(f"vmhwm_kb {vmhwm_kb()}")
+
+
+if __name__ == "__main__":
+    main()

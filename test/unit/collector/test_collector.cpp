@@ -1,0 +1,270 @@
+// The Collector's writer threads: kernels prepared out of order are appended to dump.json / construct.json in
+// submission order, nothing is lost or duplicated, statistics and files are right, and MSPROBE_COMPRESS=lz4 files
+// decompress to exactly the uncompressed files. Also the pieces the writer uses: GatheringFdSink, Lz4FrameSink.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collector/collector.h"
+#include "collector/half.h"
+#include "collector/lz4.h"
+#include "collector/npy.h"
+
+namespace mc = msprobe::collector;
+namespace fs = std::filesystem;
+using mc::DType;
+
+namespace {
+
+std::string slurp(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+fs::path fresh_dir(const std::string &name) {
+  fs::path d = fs::temp_directory_path() / ("msprobe_collector_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+class VectorBlock final : public mc::HostBlock {
+ public:
+  explicit VectorBlock(std::vector<unsigned char> b) : bytes_(std::move(b)) {}
+  const void *data() const override { return bytes_.data(); }
+  uint64_t size() const override { return bytes_.size(); }
+
+ private:
+  std::vector<unsigned char> bytes_;
+};
+
+template <typename T>
+std::shared_ptr<const mc::HostBlock> block_of(const std::vector<T> &v) {
+  std::vector<unsigned char> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return std::make_shared<VectorBlock>(std::move(b));
+}
+
+mc::TensorCapture tensor(DType dt, std::vector<int64_t> shape, std::shared_ptr<const mc::HostBlock> block) {
+  mc::TensorCapture t;
+  t.dtype = dt;
+  t.shape = shape;
+  t.strides.assign(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) t.strides[i - 1] = t.strides[i] * shape[i];
+  t.block = std::move(block);
+  return t;
+}
+
+// Kernel 0's data becomes ready only after every other kernel's readiness was asked for: the other writer threads
+// must prepare (and park) the later kernels while the first one is still waiting.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  int asked = 0;
+};
+
+class GatedCompletion final : public mc::Completion {
+ public:
+  GatedCompletion(Gate &g, bool first, int others) : g_(g), first_(first), others_(others) {}
+  bool wait() override {
+    std::unique_lock<std::mutex> lk(g_.mu);
+    if (first_) {
+      g_.cv.wait(lk, [&] { return g_.asked >= others_; });
+    } else {
+      ++g_.asked;
+      g_.cv.notify_all();
+    }
+    return true;
+  }
+
+ private:
+  Gate &g_;
+  bool first_;
+  int others_;
+};
+
+std::vector<std::string> keys_in_order(const fs::path &json_file, const char *member) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(slurp(json_file));
+  const nlohmann::ordered_json &obj = member ? j.at(member) : j;
+  std::vector<std::string> out;
+  for (auto it = obj.begin(); it != obj.end(); ++it) out.push_back(it.key());
+  return out;
+}
+
+TEST(Collector, WriterThreadsAppendInSubmissionOrder) {
+  const fs::path dir = fresh_dir("order");
+  constexpr int kKernels = 64;
+  mc::CollectorOptions o;
+  o.dump_path = dir;
+  o.writer_threads = 4;
+  Gate gate;
+  std::vector<std::vector<float>> data(kKernels);
+  {
+    mc::Collector c(o);
+    for (int i = 0; i < kKernels; ++i) {
+      mc::KernelCapture k;
+      k.name = "Op" + std::to_string(i % 3) + ".Default." + std::to_string(i / 3);
+      k.launch_index = (uint64_t)i;
+      data[i].resize(16 + i);
+      for (size_t j = 0; j < data[i].size(); ++j) data[i][j] = (float)(i + 1) * ((float)j - 7.5f);
+      k.outputs = mc::CapturedList{mc::CapturedArg{tensor(DType::F32, {(int64_t)data[i].size()}, block_of(data[i]))}};
+      k.inputs = mc::CapturedList{};
+      k.ready = std::make_shared<GatedCompletion>(gate, i == 0, kKernels - 1);
+      c.submit(std::move(k));
+    }
+    c.close();
+    const mc::CollectorCounters n = c.counters();
+    EXPECT_EQ(n.written, (uint64_t)kKernels);
+    EXPECT_EQ(n.submitted, (uint64_t)kKernels);
+    // Kernel 0 was the last to be ready, so later kernels waited for it.
+    EXPECT_GT(n.reorder_high_water, 0u);
+  }
+  const fs::path rank_dir = dir / "step0" / "rank";
+  const std::vector<std::string> dump_keys = keys_in_order(rank_dir / "dump.json", "data");
+  const std::vector<std::string> construct_keys = keys_in_order(rank_dir / "construct.json", nullptr);
+  ASSERT_EQ(dump_keys.size(), (size_t)kKernels);
+  EXPECT_EQ(construct_keys, dump_keys);
+  nlohmann::json j = nlohmann::json::parse(slurp(rank_dir / "dump.json"));
+  for (int i = 0; i < kKernels; ++i) {
+    EXPECT_EQ(dump_keys[i], "Op" + std::to_string(i % 3) + ".Default." + std::to_string(i / 3));
+    const auto &e = j["data"][dump_keys[i]];
+    EXPECT_EQ(e["launch_index"].get<int>(), i);
+    // Max/Min of (i+1)*(j-7.5) over j in [0, 16+i).
+    const float hi = (float)(i + 1) * ((float)(15 + i) - 7.5f), lo = (float)(i + 1) * -7.5f;
+    EXPECT_EQ(e["output"][0]["Max"].get<double>(), (double)hi) << dump_keys[i];
+    EXPECT_EQ(e["output"][0]["Min"].get<double>(), (double)lo) << dump_keys[i];
+  }
+  fs::remove_all(dir);
+}
+
+// The same kernels through the tensor task, plain and lz4: every .npy.lz4 decompresses to the .npy byte for byte.
+TEST(Collector, Lz4FilesDecompressToTheUncompressedFiles) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  std::vector<float> f32(300000);  // > 1 MiB: several lz4 input pieces
+  for (float &x : f32) x = nd(rng);
+  std::vector<uint16_t> bf16(5000);
+  for (uint16_t &x : bf16) x = mc::float_to_bf16(nd(rng));
+  std::vector<int64_t> i64(10);
+  for (size_t i = 0; i < i64.size(); ++i) i64[i] = (int64_t)i * 1000003 - 5;
+  const std::string long_op(300, 'L');  // a name over 255 characters: renamed and mapped
+
+  auto run = [&](mc::Compression z) {
+    const fs::path dir = fresh_dir(z == mc::Compression::Lz4 ? "lz4" : "plain");
+    mc::CollectorOptions o;
+    o.dump_path = dir;
+    o.task = mc::Task::Tensor;
+    o.save_tensors = true;
+    o.compress = z;
+    mc::Collector c(o);
+    mc::KernelCapture k;
+    k.name = "Mix.Default.0";
+    k.inputs = mc::CapturedList{mc::CapturedArg{tensor(DType::F32, {600, 500}, block_of(f32))},
+                                mc::CapturedArg{tensor(DType::BF16, {50, 100}, block_of(bf16))}};
+    k.outputs = mc::CapturedList{mc::CapturedArg{tensor(DType::I64, {10}, block_of(i64))}};
+    c.submit(std::move(k));
+    mc::KernelCapture l;
+    l.name = long_op + ".Default.0";
+    l.outputs = mc::CapturedList{mc::CapturedArg{tensor(DType::I64, {10}, block_of(i64))}};
+    c.submit(std::move(l));
+    c.close();
+    EXPECT_EQ(c.counters().tensor_files, 4u);
+    if (z == mc::Compression::Lz4) {
+      EXPECT_LT(c.counters().file_bytes, c.counters().tensor_bytes);
+    }
+    return dir;
+  };
+  const fs::path plain = run(mc::Compression::Off), packed = run(mc::Compression::Lz4);
+  const fs::path pt = plain / "step0" / "rank" / "dump_tensor_data",
+                 zt = packed / "step0" / "rank" / "dump_tensor_data";
+  nlohmann::json pj = nlohmann::json::parse(slurp(plain / "step0" / "rank" / "dump.json"));
+  nlohmann::json zj = nlohmann::json::parse(slurp(packed / "step0" / "rank" / "dump.json"));
+  int compared = 0;
+  for (auto &[kernel, e] : pj["data"].items()) {
+    for (const char *side : {"input_args", "output"}) {
+      if (!e.contains(side)) continue;
+      for (size_t i = 0; i < e[side].size(); ++i) {
+        const std::string pn = e[side][i]["data_name"], zn = zj["data"][kernel][side][i]["data_name"];
+        EXPECT_EQ(zj["data"][kernel][side][i]["Norm"], e[side][i]["Norm"]);
+        const std::string want = slurp(pt / pn);
+        if (kernel.size() < 200) {
+          EXPECT_EQ(zn, pn + ".lz4");
+        } else {
+          // Renamed: 32 digits and the last suffix, as for any long name.
+          EXPECT_EQ(zn.size(), 32u + 4u) << zn;
+          EXPECT_EQ(zn.substr(32), ".lz4");
+          EXPECT_NE(slurp(zt / "mapping.csv").find(zn + "," + kernel), std::string::npos);
+        }
+        EXPECT_EQ(mc::lz4_decompress(slurp(zt / zn)), want) << zn;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 4);
+  fs::remove_all(plain);
+  fs::remove_all(packed);
+}
+
+TEST(GatheringFdSink, HeaderAndDataInOneSystemCall) {
+  const fs::path dir = fresh_dir("sink");
+  const fs::path p = dir / "x.npy";
+  std::vector<float> v(100000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (float)i * 0.5f;
+  const int64_t shape[] = {(int64_t)v.size()};
+  {
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    ASSERT_GE(fd, 0);
+    mc::GatheringFdSink s(fd);
+    mc::write_npy(s, DType::F32, shape, v.data());
+    s.flush();
+    EXPECT_EQ(s.syscalls(), 1u);
+    EXPECT_EQ(s.bytes_written(), 128u + v.size() * 4);
+    ::close(fd);
+  }
+  mc::StringSink ref;
+  mc::write_npy(ref, DType::F32, shape, v.data());
+  EXPECT_EQ(slurp(p), ref.str());
+  // A small file: gathered entirely, written at flush().
+  {
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    mc::GatheringFdSink s(fd);
+    const int64_t s3[] = {3};
+    mc::write_npy(s, DType::F32, s3, v.data());
+    EXPECT_EQ(s.syscalls(), 0u);
+    s.flush();
+    EXPECT_EQ(s.syscalls(), 1u);
+    ::close(fd);
+  }
+  EXPECT_EQ(mc::read_npy_file(p).data, std::string(reinterpret_cast<const char *>(v.data()), 12));
+  fs::remove_all(dir);
+}
+
+TEST(Lz4, RoundTripAndDamage) {
+  std::string data(9u << 20, '\0');  // 9 MiB: three 4 MiB blocks
+  std::mt19937 rng(1);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = (char)((i % 251) ^ (rng() % 4));
+  const std::string frame = mc::lz4_compress(data);
+  EXPECT_LT(frame.size(), data.size());
+  EXPECT_EQ(frame.substr(0, 4), std::string("\x04\x22\x4d\x18", 4));  // LZ4 frame magic
+  EXPECT_EQ(mc::lz4_decompress(frame), data);
+  EXPECT_EQ(mc::lz4_decompress(mc::lz4_compress("")), "");
+  EXPECT_THROW(mc::lz4_decompress(frame.substr(0, frame.size() / 2)), mc::Lz4Error);
+  EXPECT_THROW(mc::lz4_decompress("not a frame at all"), mc::Lz4Error);
+  std::string flipped = frame;
+  flipped[frame.size() / 2] ^= 0x55;
+  EXPECT_THROW(mc::lz4_decompress(flipped), mc::Lz4Error);
+}
+
+}  // namespace
