@@ -17,7 +17,8 @@ const std::string_view kRepairHelp = R"(usage: msprobe-inspect repair DIR [--dry
 
 Rebuilds dump.json and construct.json of every step/rank folder after a crash, a SIGKILL or an os._exit cut
 them short. The collector writes both as append-only journals (one complete kernel entry per line), so every
-entry written before the crash survives; only an entry cut mid-line is dropped. Each file changed is first
+entry written before the crash survives; only an entry cut mid-line is dropped. stack.json is written whole
+every second or so during a run: a folder that has none yet gets an empty one. Each file changed is first
 copied to FILE.bak (FILE.bak.1, ... if that exists), then replaced atomically.
 
   --dry-run   say what would be done, change nothing
@@ -94,6 +95,16 @@ int run_repair(std::span<char *const> argv) {
           break;
         }
       }
+    }
+    // stack.json is rewritten whole now and then, not journaled: a folder begun in the last moments before a
+    // SIGKILL may have none yet. Its stacks are lost; an empty one keeps the folder readable.
+    const fs::path stack = d.path / collector::kStackJson;
+    std::error_code ec;
+    if (!fs::exists(stack, ec)) {
+      ++repaired;
+      if (!dry) collector::write_file_atomic(stack, "{}\n");
+      std::printf("%s/%s: missing, %s empty (the stacks of its last kernels are lost)\n", d.label().c_str(),
+                  std::string(collector::kStackJson).c_str(), dry ? "would be written" : "written");
     }
   }
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired\n", intact, repaired,
