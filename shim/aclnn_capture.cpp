@@ -3,6 +3,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -17,9 +18,11 @@
 #include "shim/kernel_launch.h"
 #include "shim/log.h"
 #include "shim/prototypes.h"
+#include "shim/reentry.h"
 #include "shim/session.h"
 #include "shim/staging.h"
 #include "shim/symbols.h"
+#include "shim/trampoline.h"
 
 namespace msprobe::shim {
 namespace {
@@ -40,7 +43,7 @@ struct CallParam {
 struct OpCall {
   std::vector<CallParam> params;
   bool repeatable = false;
-  uint64_t serial = 0;  // set by CallTable::put: tells this call from a later one at the same executor address
+  uint64_t serial = 0;          // set by CallTable::put: tells this call from a later one at the same executor address
   StackId stack = kEmptyStack;  // taken at phase 1, the call the user's code made; travels to the launch
 };
 
@@ -134,7 +137,8 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
     case ParamKind::Float: return ValueArg{"float", (double)read_f32(a, loc)};
     case ParamKind::Int64: return ValueArg{"int", read_int(a, loc, 64, true)};
     case ParamKind::UInt64: return ValueArg{"int", read_int(a, loc, 64, false)};
-    case ParamKind::Int32: case ParamKind::OtherEnum: return ValueArg{"int", read_int(a, loc, 32, true)};
+    case ParamKind::Int32:
+    case ParamKind::OtherEnum: return ValueArg{"int", read_int(a, loc, 32, true)};
     case ParamKind::UInt32: return ValueArg{"int", read_int(a, loc, 32, false)};
     case ParamKind::Int16: return ValueArg{"int", read_int(a, loc, 16, true)};
     case ParamKind::UInt16: return ValueArg{"int", read_int(a, loc, 16, false)};
@@ -164,9 +168,12 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
       if (auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
         for (const void *s : *m) {
           ValueArg v = scalar_value(s);
-          if (auto *d = std::get_if<double>(&v.value)) values.push_back(*d);
-          else if (auto *i = std::get_if<int64_t>(&v.value)) values.push_back((double)*i);
-          else if (auto *b = std::get_if<bool>(&v.value)) values.push_back(*b ? 1.0 : 0.0);
+          if (auto *d = std::get_if<double>(&v.value))
+            values.push_back(*d);
+          else if (auto *i = std::get_if<int64_t>(&v.value))
+            values.push_back((double)*i);
+          else if (auto *b = std::get_if<bool>(&v.value))
+            values.push_back(*b ? 1.0 : 0.0);
         }
       return ValueArg{"aclScalarList", values};
     }
@@ -199,7 +206,12 @@ void fill_tensors(CallParam &p, const void *handle) {
 
 struct Binding {
   std::string op;
+  void *real = nullptr;
   bool phase1 = true;
+  // session().may_capture(op), decided when wrapped (the configuration does not change): false means no kernel
+  // of this op type is ever captured, so neither phase needs more than counting the launch.
+  bool type_may_capture = true;
+  bool step_marker = false;            // session().is_step_marker(op), also fixed
   const OpPrototype *proto = nullptr;  // phase 1 with a header
   std::vector<ArgLocation> locations;  // where each prototype parameter travels
   int stack_slots = kMaxStackSlots;    // exact when the prototype is known
@@ -216,6 +228,15 @@ class CallTable {
     std::lock_guard<std::mutex> lk(mu_);
     call.serial = ++serial_;
     calls_.insert_or_assign(ex, std::move(call));
+    size_.store(calls_.size(), std::memory_order_relaxed);
+  }
+  // Phase 2's fast path asks this for every launch: with nothing recorded (the usual state when kernels are
+  // filtered out) it is one atomic load. A record put by another thread is ordered by the host's own
+  // hand-over of the executor from phase 1 to phase 2.
+  bool contains(const void *ex) {
+    if (size_.load(std::memory_order_relaxed) == 0) return false;
+    std::lock_guard<std::mutex> lk(mu_);
+    return calls_.count(ex) != 0;
   }
   std::optional<OpCall> get(const void *ex) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -226,6 +247,7 @@ class CallTable {
   void erase(const void *ex) {
     std::lock_guard<std::mutex> lk(mu_);
     calls_.erase(ex);
+    size_.store(calls_.size(), std::memory_order_relaxed);
   }
   // Forgets the call recorded as `serial` only. Phase 2 frees a one-shot executor inside the real call, so
   // by the time its post-hook runs another thread's phase 1 may have got the same address for a new op.
@@ -233,6 +255,7 @@ class CallTable {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = calls_.find(ex);
     if (it != calls_.end() && it->second.serial == serial) calls_.erase(it);
+    size_.store(calls_.size(), std::memory_order_relaxed);
   }
   template <typename F>
   void update(const void *ex, F &&f) {
@@ -244,6 +267,7 @@ class CallTable {
  private:
   std::mutex mu_;
   std::unordered_map<const void *, OpCall> calls_;
+  std::atomic<size_t> size_{0};
   uint64_t serial_ = 0;
 };
 
@@ -341,7 +365,8 @@ std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding
   // Every op writes something: when neither type nor name marks an output (GeluBackward declares
   // `const aclTensor *gradInput`), the last tensor parameter is the output, as CANN orders them.
   bool any_output = false;
-  for (const CallParam &p : call.params) any_output = any_output || p.dir == Direction::Output || p.dir == Direction::InOut;
+  for (const CallParam &p : call.params)
+    any_output = any_output || p.dir == Direction::Output || p.dir == Direction::InOut;
   if (!any_output)
     for (size_t i = call.params.size(); i-- > 0;)
       if (is_tensor_kind(call.params[i].kind)) {
@@ -378,7 +403,7 @@ std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b,
       cp.dir = Direction::Input;
       if (tensors) fill_tensors(cp, p);
     } else {
-      cp.kind = std::holds_alternative<ScalarMeta>(*h)                ? ParamKind::Scalar
+      cp.kind = std::holds_alternative<ScalarMeta>(*h)             ? ParamKind::Scalar
                 : std::holds_alternative<std::vector<int64_t>>(*h) ? ParamKind::IntArray
                 : std::holds_alternative<std::vector<float>>(*h)   ? ParamKind::FloatArray
                                                                    : ParamKind::BoolArray;
@@ -412,13 +437,28 @@ std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b,
   return std::nullopt;
 }
 
+// Whether phase 1 records anything: not for an op type that is never captured, nor once nothing launched from
+// now on can be captured (steps past the last selected one, a rank not selected). Kept calls of the executor
+// cache are not needed then either: a later hit could not be captured.
+bool phase1_records(const Binding &b) { return b.type_may_capture && session().captures_ahead(); }
+
+// The gate in front of phase 1's closure (shim/forwarder.h): false sends the call straight to the real function.
+bool phase1_gate(void *user, const uint64_t *) {
+  if (ReentryGuard::active() || !capture_enabled()) return false;
+  if (phase1_records(*static_cast<const Binding *>(user))) return true;
+  // Cache keys set for this call would otherwise be taken by the next recorded phase 1 on this thread.
+  if (t_cache_keys[0].kind != ExecCacheKey::None || t_cache_keys[1].kind != ExecCacheKey::None)
+    t_cache_keys[0] = t_cache_keys[1] = {};
+  return false;
+}
+
 void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
   if ((int32_t)ret != 0) return;
   // The runtime stored this executor under the thread's cache keys, if any: they name it from now on.
   ExecCacheKey keys[2] = {std::exchange(t_cache_keys[0], {}), std::exchange(t_cache_keys[1], {})};
   if (!capture_enabled()) return;
   const auto &b = *static_cast<const Binding *>(user);
-  if (!session().may_capture(b.op)) return;
+  if (!phase1_records(b)) return;
   auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
   if (!rec) return;
   rec->second.stack = launch_stack();
@@ -452,11 +492,16 @@ void phase2_pre(void *user, const RawArgs &a) {
   if (f->call)
     for (const CallParam &p : f->call->params) {
       if (p.dir == Direction::Output) continue;
-      if (!p.present) f->launch.input_null();
-      else if (p.kind == ParamKind::Tensor && !p.tensors.empty()) f->launch.input_tensor(p.tensors[0]);
-      else if (p.kind == ParamKind::TensorList) f->launch.input_tensor_list(p.tensors);
-      else if (p.value) f->launch.input_value(*p.value);
-      else f->launch.input_null();
+      if (!p.present)
+        f->launch.input_null();
+      else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+        f->launch.input_tensor(p.tensors[0]);
+      else if (p.kind == ParamKind::TensorList)
+        f->launch.input_tensor_list(p.tensors);
+      else if (p.value)
+        f->launch.input_value(*p.value);
+      else
+        f->launch.input_null();
     }
   t_inflight[t_depth++] = f;
 }
@@ -468,15 +513,52 @@ void phase2_post(void *, const RawArgs &, uint64_t ret) {
   if (f->call && launched)
     for (const CallParam &p : f->call->params) {
       if (!is_tensor_kind(p.kind) || p.dir == Direction::Input || p.dir == Direction::None) continue;
-      if (!p.present) f->launch.output_null();
-      else if (p.kind == ParamKind::Tensor && !p.tensors.empty()) f->launch.output_tensor(p.tensors[0]);
-      else f->launch.output_tensor_list(p.tensors);
+      if (!p.present)
+        f->launch.output_null();
+      else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+        f->launch.output_tensor(p.tensors[0]);
+      else
+        f->launch.output_tensor_list(p.tensors);
     }
   // A kernel the shim has no record of (its phase 1 ran before capture, or it was filtered out) is still
   // named and counted, so that names stay the same whatever the filters; it has no arguments.
   f->launch.finish(launched && f->call.has_value());
   if (f->call && launched && !f->call->repeatable) state().calls.erase_if(f->executor, f->call->serial);
   delete f;
+}
+
+// Phase 2 through a prepend trampoline (shim/trampoline.h): its prototype is known, so a plain function takes
+// the call. A launch with no recorded call whose name nobody needs is only counted (the fast path); anything
+// else goes through phase2_pre / phase2_post as with a libffi forwarder.
+using Phase2Fn = int32_t (*)(void *, uint64_t, void *, void *);
+
+int32_t phase2_entry(Binding *b, void *workspace, uint64_t size, void *executor, void *stream) {
+  auto real = reinterpret_cast<Phase2Fn>(b->real);
+  if (ReentryGuard::active() || !capture_enabled()) return real(workspace, size, executor, stream);
+  if (!state().calls.contains(executor) && !phase1_records(*b)) {
+    session().skip_launch(b->op, stream, b->step_marker);
+    KernelLaunch::Uncaptured inside;  // the kernels the op launches are its own, not the host's
+    return real(workspace, size, executor, stream);
+  }
+  RawArgs a{};
+  a.gpr[0] = reinterpret_cast<uintptr_t>(workspace);
+  a.gpr[1] = size;
+  a.gpr[2] = reinterpret_cast<uintptr_t>(executor);
+  a.gpr[3] = reinterpret_cast<uintptr_t>(stream);
+  phase2_pre(b, a);
+  // A real function that throws (it should not: C API) still closes the launch, as a failed one.
+  struct Close {
+    Binding *b;
+    const RawArgs &a;
+    bool done = false;
+    ~Close() {
+      if (!done) phase2_post(b, a, (uint64_t)-1);
+    }
+  } close{b, a};
+  int32_t rc = real(workspace, size, executor, stream);
+  close.done = true;
+  phase2_post(b, a, (uint64_t)(int64_t)rc);
+  return rc;
 }
 
 }  // namespace
@@ -490,6 +572,7 @@ void *AclnnCapture::wrap_symbol(const char *name, void *real) {
   std::lock_guard<std::mutex> lk(m.mu);
   if (auto it = m.wrappers.find(real); it != m.wrappers.end()) return it->second;
   auto *b = new Binding;  // lives as long as its wrapper: forever
+  b->real = real;
   if (n.size() > 5 + kPhase1Suffix.size() && n.substr(n.size() - kPhase1Suffix.size()) == kPhase1Suffix) {
     b->op = std::string(n.substr(5, n.size() - 5 - kPhase1Suffix.size()));
     b->proto = m.prototypes().find(b->op);
@@ -517,8 +600,18 @@ void *AclnnCapture::wrap_symbol(const char *name, void *real) {
     b->op = std::string(n.substr(5));
     b->phase1 = false;
   }
-  Forwarder *fw = b->phase1 ? Forwarder::create(real, ReturnKind::Int32, nullptr, &phase1_post, b, b->stack_slots)
-                            : Forwarder::create(real, ReturnKind::Int32, &phase2_pre, &phase2_post, b, 0);
+  b->type_may_capture = !capture_enabled() || session().may_capture(b->op);
+  b->step_marker = capture_enabled() && session().is_step_marker(b->op);
+  if (!b->phase1) {
+    // Phase 2 is (void *workspace, uint64_t size, aclOpExecutor *executor, aclrtStream stream).
+    if (void *t = make_prepend_trampoline(reinterpret_cast<void *>(&phase2_entry), b)) {
+      m.wrappers.emplace(real, t);
+      return t;
+    }
+  }
+  Forwarder *fw =
+      b->phase1 ? Forwarder::create(real, ReturnKind::Int32, nullptr, &phase1_post, b, b->stack_slots, &phase1_gate)
+                : Forwarder::create(real, ReturnKind::Int32, &phase2_pre, &phase2_post, b, 0);
   if (fw == nullptr) {
     delete b;
     return real;
@@ -547,9 +640,7 @@ void AclnnCapture::on_rebind(const void *executor, IndexSpace space, size_t inde
   });
 }
 
-ExecCacheKey ExecCacheKey::of_hash(uint64_t hash) {
-  return hash == 0 ? ExecCacheKey{} : ExecCacheKey{Hash, hash, 0};
-}
+ExecCacheKey ExecCacheKey::of_hash(uint64_t hash) { return hash == 0 ? ExecCacheKey{} : ExecCacheKey{Hash, hash, 0}; }
 
 ExecCacheKey ExecCacheKey::of_bytes(const void *buf, size_t len) {
   if (buf == nullptr || len == 0) return {};
@@ -572,8 +663,10 @@ void AclnnCapture::clear_cache_keys() { t_cache_keys[0] = t_cache_keys[1] = {}; 
 
 void AclnnCapture::on_cache_hit(const void *executor, const ExecCacheKey &key, void *const *addrs, size_t n) {
   std::optional<OpCall> call = impl()->kept.get(key);
-  if (!call) return;  // its phase 1 ran before capture, or was filtered out
+  if (!call) return;         // its phase 1 ran before capture, or was filtered out
   call->repeatable = false;  // the hit's executor is freed by its phase 2
+  // The hit's own call site (it skips phase 1, where stacks are taken): one key serves several lines of a model.
+  call->stack = launch_stack();
   for (size_t i = 0; i < n; ++i) bind_cached_tensor(*call, i, addrs[i]);
   impl()->calls.put(executor, std::move(*call));
 }

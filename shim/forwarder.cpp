@@ -10,6 +10,7 @@
 #include <new>
 
 #include "shim/log.h"
+#include "shim/trampoline.h"
 
 namespace msprobe::shim {
 namespace {
@@ -131,7 +132,22 @@ struct ForwarderAccess {
     }
   }
 
-  static Forwarder* make(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user, int stack_slots) {
+  // The gate trampoline's decision: the closure (hooks) or the real function (no hooks).
+  static void* decide(void* self, const uint64_t* gpr) {
+    const auto* f = static_cast<const Forwarder*>(self);
+    bool hooks = false;
+    try {
+      hooks = f->gate_(f->user_, gpr);
+    } catch (abi::__forced_unwind&) {
+      throw;  // thread cancellation: the trampoline's frame has unwind information
+    } catch (...) {
+      report_hook_exception();
+    }
+    return hooks ? f->closure_ : f->real_;
+  }
+
+  static Forwarder* make(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user, int stack_slots,
+                         Gate gate) {
     if (!real_fn || stack_slots < 0 || stack_slots > kMaxStackSlots || !return_type(ret)) {
       log_error("Forwarder::create: invalid arguments");
       return nullptr;
@@ -164,15 +180,18 @@ struct ForwarderAccess {
       delete f;
       return nullptr;
     }
-    f->entry_ = code;
+    f->closure_ = f->entry_ = code;
+    f->gate_ = gate;
+    if (gate)
+      if (void* t = make_gate_trampoline(&ForwarderAccess::decide, f)) f->entry_ = t;
     return f;
   }
 };
 
-Forwarder* Forwarder::create(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user,
-                             int stack_slots) noexcept {
+Forwarder* Forwarder::create(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user, int stack_slots,
+                             Gate gate) noexcept {
   try {
-    return ForwarderAccess::make(real_fn, ret, pre, post, user, stack_slots);
+    return ForwarderAccess::make(real_fn, ret, pre, post, user, stack_slots, gate);
   } catch (...) {
     return nullptr;
   }

@@ -64,6 +64,12 @@ using PreHook = void (*)(void* user, const RawArgs& args);
 // ret: Int32 sign-extended to 64 bits; Int64/Pointer as is; Float64 its bits; Float32 its bits in the low 32
 // bits; Void 0.
 using PostHook = void (*)(void* user, const RawArgs& args, uint64_t ret);
+// Decides per call whether the hooks run at all. gpr: the integer argument registers as the caller set them
+// (kGprArgs values). false sends the call to the real function through a trampoline (shim/trampoline.h): no libffi,
+// no hooks, a few nanoseconds. true takes the libffi path with the hooks. Must not throw (an exception counts as
+// false). A gate is only a shortcut: when no trampoline is available the hooks run for every call, so they must
+// make the same decision themselves.
+using Gate = bool (*)(void* user, const uint64_t* gpr);
 
 class Forwarder {
  public:
@@ -88,10 +94,15 @@ class Forwarder {
   // Cost: libffi classifies every declared argument on the way in and again on the way out, so a call costs
   // roughly 35 ns per captured register/slot on the 2-core CI VM: ~0.5 us with 0 stack slots, ~3 us with
   // kMaxStackSlots (test ForwarderCost prints the numbers). Another reason to pass the exact stack_slots.
+  //
+  // With a gate, entry() is a trampoline in front of the closure (unless the trampoline pool is used up: then the
+  // closure itself), and a call the gate turns away costs a few nanoseconds instead.
   static Forwarder* create(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user,
-                           int stack_slots = kMaxStackSlots) noexcept;
+                           int stack_slots = kMaxStackSlots, Gate gate = nullptr) noexcept;
 
-  void* entry() const noexcept { return entry_; }  // the stand-in: call it exactly like real()
+  void* entry() const noexcept { return entry_; }             // the stand-in: call it exactly like real()
+  void* closure() const noexcept { return closure_; }         // the libffi stand-in (hooks always run)
+  bool gated() const noexcept { return entry_ != closure_; }  // entry() is a gate trampoline
   void* real() const noexcept { return real_; }
   void* user() const noexcept { return user_; }
   ReturnKind return_kind() const noexcept { return ret_; }
@@ -102,7 +113,9 @@ class Forwarder {
   Forwarder() = default;
   void* real_ = nullptr;
   void* entry_ = nullptr;
+  void* closure_ = nullptr;
   void* user_ = nullptr;
+  Gate gate_ = nullptr;
   PreHook pre_ = nullptr;
   PostHook post_ = nullptr;
   ReturnKind ret_ = ReturnKind::Void;

@@ -34,6 +34,7 @@ HookFamily aclop_hooks();
 HookFamily memory_hooks();
 HookFamily rt_kernel_hooks();
 HookFamily pta_cache_hooks();
+HookFamily process_hooks();
 
 namespace {
 
@@ -41,7 +42,7 @@ const std::unordered_map<std::string, const HookEntry *> &hook_table() {
   static const auto *table = [] {
     auto *t = new std::unordered_map<std::string, const HookEntry *>;
     for (HookFamily f : {aclnn_meta_hooks(), runtime_hooks(), hccl_hooks(), aclop_hooks(), memory_hooks(),
-                          rt_kernel_hooks(), pta_cache_hooks()})
+                         rt_kernel_hooks(), pta_cache_hooks(), process_hooks()})
       for (size_t i = 0; i < f.count; ++i) (*t)[f.entries[i].name] = &f.entries[i];
     return t;
   }();
@@ -126,7 +127,8 @@ MSPROBE_EXPORT void *dlopen(const char *file, int mode) {
   if (handle == nullptr) handle = real_dlopen(file, mode);
   if (handle != nullptr && !ReentryGuard::active()) {
     ReentryGuard guard;
-    redirect_plt_calls();
+    // MSPROBE_ENABLE=0 (or a configuration error): no wrapper is installed anywhere, calls cost nothing.
+    if (capture_enabled()) redirect_plt_calls();
     StackTable::modules_changed();
   }
   return handle;

@@ -1,8 +1,14 @@
 // Forwarder: every argument reaches the real function bit for bit (registers, stack slots, NaN payloads,
 // garbage above narrow integers), the hooks see each parameter where locate_args says it is, returns come
 // back unchanged, and all of it holds across threads and reentrant calls.
+//
+// Built twice (forwarder.cmake): shim_forwarder calls libffi closures directly; shim_forwarder_gated puts every
+// forwarder behind a gate trampoline (shim/trampoline.h) whose gate lets the hooks run, so each test also covers
+// trampoline -> closure. Both builds check closed gates (the real function called straight from the trampoline)
+// and the trampolines themselves: prepend entries, struct returns, exceptions and stack walks through them.
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <unwind.h>
 
 #include <atomic>
 #include <bit>
@@ -19,8 +25,13 @@
 #include <vector>
 
 #include "shim/forwarder.h"
+#include "shim/trampoline.h"
 
 using namespace msprobe::shim;
+
+#ifndef FORWARDER_GATED
+#define FORWARDER_GATED 0
+#endif
 
 // Real functions the optimizer must treat as opaque (no constant propagation into or out of them).
 #if defined(__clang__)
@@ -110,6 +121,8 @@ NOIPA R callee_ret(T... v) {
 struct Probe {
   explicit Probe(std::vector<Param> p) : params(std::move(p)) {}
   std::vector<Param> params;
+  bool gate_open = true;
+  int gate_calls = 0;
   int pre_calls = 0;
   int post_calls = 0;
   uint64_t ret = 0;
@@ -159,6 +172,39 @@ void probe_post(void* user, const RawArgs& raw, uint64_t ret) {
   check_params(*probe, raw, "post");
 }
 
+// A gate that checks the integer registers it is shown against the parameters that travel in them.
+bool probe_gate(void* user, const uint64_t* gpr) {
+  auto* probe = static_cast<Probe*>(user);
+  ++probe->gate_calls;
+  RawArgs raw{};
+  for (int i = 0; i < kGprArgs; ++i) raw.gpr[i] = gpr[i];
+  std::vector<ArgClass> classes;
+  for (const Param& p : probe->params) classes.push_back(p.cls);
+  const std::vector<ArgLocation> locs = locate_args(classes);
+  for (size_t i = 0; i < probe->params.size(); ++i) {
+    const Param& p = probe->params[i];
+    if (locs[i].where != ArgLocation::Gpr) continue;
+    const auto got = static_cast<uint64_t>(read_int(raw, locs[i], p.bits, p.is_signed));
+    const uint64_t want = p.is_signed ? static_cast<uint64_t>(sign_extend(p.value, p.bits)) : p.value;
+    if (got != want) probe->mismatches.push_back("gate: param " + std::to_string(i));
+  }
+  return probe->gate_open;
+}
+
+// Every forwarder the tests make: in the gated build behind a trampoline whose gate always lets the hooks run.
+std::atomic<int64_t> g_open_gate_calls{0};
+bool open_gate(void*, const uint64_t*) {
+  g_open_gate_calls.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+Forwarder* make_fw(void* real, ReturnKind kind, PreHook pre, PostHook post, void* user, int slots = kMaxStackSlots) {
+  Forwarder* f = Forwarder::create(real, kind, pre, post, user, slots, FORWARDER_GATED ? &open_gate : nullptr);
+  if (f != nullptr) {
+    EXPECT_EQ(f->gated(), FORWARDER_GATED != 0);
+  }
+  return f;
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& m : v) s += m + "\n";
@@ -179,24 +225,36 @@ void check_forwarding(T... v) {
   ASSERT_EQ(t_seen, want_seen) << "direct call (test harness broken)";
   ASSERT_EQ(direct, want_ret);
 
-  for (int slots : {kMaxStackSlots, stack_slots_needed(classes)}) {
-    SCOPED_TRACE("stack_slots=" + std::to_string(slots));
-    Probe probe{params};
-    Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(&callee<T...>), ReturnKind::Int32, probe_pre, probe_post,
-                                      &probe, slots);
-    ASSERT_NE(fw, nullptr);
-    EXPECT_EQ(fw->real(), reinterpret_cast<void*>(&callee<T...>));
-    EXPECT_EQ(fw->stack_slots(), slots);
-    auto fn = reinterpret_cast<int32_t (*)(T...)>(fw->entry());
-    t_seen.clear();
-    const int32_t got = fn(v...);
-    EXPECT_EQ(t_seen, want_seen);
-    EXPECT_EQ(got, want_ret);
-    EXPECT_EQ(probe.pre_calls, 1);
-    EXPECT_EQ(probe.post_calls, 1);
-    EXPECT_EQ(probe.ret, static_cast<uint64_t>(static_cast<int64_t>(want_ret)));
-    EXPECT_TRUE(probe.mismatches.empty()) << joined(probe.mismatches);
-  }
+  // Gate modes: 0 none (the build's default), 1 gate open (trampoline -> closure -> hooks), 2 gate closed
+  // (trampoline -> real function, no hooks).
+  for (int slots : {kMaxStackSlots, stack_slots_needed(classes)})
+    for (int gate : {0, 1, 2}) {
+      SCOPED_TRACE("stack_slots=" + std::to_string(slots) + " gate=" + std::to_string(gate));
+      Probe probe{params};
+      probe.gate_open = gate == 1;
+      Forwarder* fw = gate == 0 ? make_fw(reinterpret_cast<void*>(&callee<T...>), ReturnKind::Int32, probe_pre,
+                                          probe_post, &probe, slots)
+                                : Forwarder::create(reinterpret_cast<void*>(&callee<T...>), ReturnKind::Int32,
+                                                    probe_pre, probe_post, &probe, slots, probe_gate);
+      ASSERT_NE(fw, nullptr);
+      if (gate != 0) {
+        ASSERT_TRUE(fw->gated());
+      }
+      EXPECT_EQ(fw->real(), reinterpret_cast<void*>(&callee<T...>));
+      EXPECT_EQ(fw->stack_slots(), slots);
+      auto fn = reinterpret_cast<int32_t (*)(T...)>(fw->entry());
+      t_seen.clear();
+      const int32_t got = fn(v...);
+      EXPECT_EQ(t_seen, want_seen);
+      EXPECT_EQ(got, want_ret);
+      EXPECT_EQ(probe.gate_calls, gate == 0 ? 0 : 1);
+      EXPECT_EQ(probe.pre_calls, gate == 2 ? 0 : 1);
+      EXPECT_EQ(probe.post_calls, gate == 2 ? 0 : 1);
+      if (gate != 2) {
+        EXPECT_EQ(probe.ret, static_cast<uint64_t>(static_cast<int64_t>(want_ret)));
+      }
+      EXPECT_TRUE(probe.mismatches.empty()) << joined(probe.mismatches);
+    }
 }
 
 double f64(uint64_t bits) { return std::bit_cast<double>(bits); }
@@ -360,7 +418,7 @@ TEST(Forwarder, GarbageAboveNarrowIntegersIsIgnoredByTheReaders) {
                                   param_of(int32_t{77}),
                                   param_of(uint8_t{0x80})};
   Probe probe{params};
-  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(real), ReturnKind::Int32, probe_pre, probe_post, &probe);
+  Forwarder* fw = make_fw(reinterpret_cast<void*>(real), ReturnKind::Int32, probe_pre, probe_post, &probe);
   ASSERT_NE(fw, nullptr);
   using Dirty = int32_t (*)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
                             uint64_t, uint64_t, uint64_t);
@@ -389,8 +447,7 @@ NOIPA int32_t variadic_callee(int32_t n, ...) {
 
 TEST(Forwarder, VariadicCalleeGetsRegistersAndStackUnchanged) {
   // x86-64 variadic callees read %al (an upper bound of the vector registers used); ffi_call sets it.
-  Forwarder* fw =
-      Forwarder::create(reinterpret_cast<void*>(&variadic_callee), ReturnKind::Int32, nullptr, nullptr, nullptr);
+  Forwarder* fw = make_fw(reinterpret_cast<void*>(&variadic_callee), ReturnKind::Int32, nullptr, nullptr, nullptr);
   ASSERT_NE(fw, nullptr);
   auto fn = reinterpret_cast<int32_t (*)(int32_t, ...)>(fw->entry());
   const int32_t direct = variadic_callee(10, int64_t{1}, f64(kSNaN64), int64_t{-2}, 2.0, int64_t{3}, 3.0, int64_t{4},
@@ -415,7 +472,7 @@ template <class R>
 void check_return(ReturnKind kind, uint64_t (*bits_of)(R)) {
   Probe probe{{param_of(int64_t{42}), param_of(f64(kSNaN64)), param_of(int8_t{-1})}};
   auto* real = &callee_ret<R, int64_t, double, int8_t>;
-  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(real), kind, probe_pre, probe_post, &probe);
+  Forwarder* fw = make_fw(reinterpret_cast<void*>(real), kind, probe_pre, probe_post, &probe);
   ASSERT_NE(fw, nullptr);
   EXPECT_EQ(fw->return_kind(), kind);
   const R direct = real(42, f64(kSNaN64), -1);
@@ -437,7 +494,7 @@ TEST(Forwarder, ReturnKinds) {
   // Int32 is sign-extended for the post hook; the value with bit 31 set must stay negative.
   Probe probe{{param_of(int32_t{-7})}};
   auto* neg = +[](int32_t v) -> int32_t { return v * 1000000; };
-  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(neg), ReturnKind::Int32, nullptr, probe_post, &probe);
+  Forwarder* fw = make_fw(reinterpret_cast<void*>(neg), ReturnKind::Int32, nullptr, probe_post, &probe);
   ASSERT_NE(fw, nullptr);
   EXPECT_EQ(reinterpret_cast<int32_t (*)(int32_t)>(fw->entry())(-7), -7000000);
   EXPECT_EQ(static_cast<int64_t>(probe.ret), -7000000);
@@ -445,7 +502,7 @@ TEST(Forwarder, ReturnKinds) {
   // Void: the callee runs, the post hook gets 0.
   Probe vprobe{{param_of(int16_t{-9}), param_of(2.0f)}};
   auto* vreal = &callee_ret<void, int16_t, float>;
-  Forwarder* vf = Forwarder::create(reinterpret_cast<void*>(vreal), ReturnKind::Void, probe_pre, probe_post, &vprobe);
+  Forwarder* vf = make_fw(reinterpret_cast<void*>(vreal), ReturnKind::Void, probe_pre, probe_post, &vprobe);
   ASSERT_NE(vf, nullptr);
   vprobe.ret = 123;
   t_seen.clear();
@@ -484,8 +541,7 @@ void count_pre(void*, const RawArgs&) { g_recursion_pre.fetch_add(1); }
 
 TEST(Forwarder, ThrowingHooksDoNotChangeTheCall) {
   auto* real = &callee<int32_t, double>;
-  Forwarder* fw =
-      Forwarder::create(reinterpret_cast<void*>(real), ReturnKind::Int32, throwing_pre, throwing_post, nullptr);
+  Forwarder* fw = make_fw(reinterpret_cast<void*>(real), ReturnKind::Int32, throwing_pre, throwing_post, nullptr);
   ASSERT_NE(fw, nullptr);
   const int32_t want = real(5, 0.5);
   EXPECT_EQ(reinterpret_cast<decltype(real)>(fw->entry())(5, 0.5), want);
@@ -493,13 +549,11 @@ TEST(Forwarder, ThrowingHooksDoNotChangeTheCall) {
 }
 
 TEST(Forwarder, HooksMayCallForwardedFunctions) {
-  g_inner = Forwarder::create(reinterpret_cast<void*>(&callee<int64_t, double>), ReturnKind::Int32, count_pre, nullptr,
-                              nullptr);
+  g_inner = make_fw(reinterpret_cast<void*>(&callee<int64_t, double>), ReturnKind::Int32, count_pre, nullptr, nullptr);
   ASSERT_NE(g_inner, nullptr);
   Probe probe{{param_of(int64_t{-77}), param_of(f64(kQNaNPayload64)), param_of(int8_t{3})}};
   auto* outer_real = &callee<int64_t, double, int8_t>;
-  Forwarder* outer =
-      Forwarder::create(reinterpret_cast<void*>(outer_real), ReturnKind::Int32, nesting_pre, probe_post, &probe);
+  Forwarder* outer = make_fw(reinterpret_cast<void*>(outer_real), ReturnKind::Int32, nesting_pre, probe_post, &probe);
   ASSERT_NE(outer, nullptr);
   const int32_t want = outer_real(-77, f64(kQNaNPayload64), 3);
   EXPECT_EQ(reinterpret_cast<decltype(outer_real)>(outer->entry())(-77, f64(kQNaNPayload64), 3), want);
@@ -508,8 +562,7 @@ TEST(Forwarder, HooksMayCallForwardedFunctions) {
   EXPECT_TRUE(probe.mismatches.empty()) << joined(probe.mismatches);
 
   // A real function that recurses through its own forwarder.
-  g_recursive =
-      Forwarder::create(reinterpret_cast<void*>(&recursive_real), ReturnKind::Int32, count_pre, nullptr, nullptr);
+  g_recursive = make_fw(reinterpret_cast<void*>(&recursive_real), ReturnKind::Int32, count_pre, nullptr, nullptr);
   ASSERT_NE(g_recursive, nullptr);
   g_recursion_pre = 0;
   EXPECT_EQ(reinterpret_cast<int32_t (*)(int32_t, double)>(g_recursive->entry())(100, 0.0), 5050);
@@ -526,8 +579,8 @@ void* call_from_thread_entry(void* fw) {
 }  // namespace
 
 TEST(Forwarder, FewerArgumentsThanCapturedOnASmallThreadStack) {
-  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(&callee<>), ReturnKind::Int32, count_pre, nullptr, nullptr,
-                                    kMaxStackSlots);
+  Forwarder* fw =
+      make_fw(reinterpret_cast<void*>(&callee<>), ReturnKind::Int32, count_pre, nullptr, nullptr, kMaxStackSlots);
   ASSERT_NE(fw, nullptr);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -563,7 +616,7 @@ void mt_post(void*, const RawArgs&, uint64_t ret) {
 }  // namespace
 
 TEST(Forwarder, EightThreadsHundredThousandCallsEach) {
-  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(kMtReal), ReturnKind::Int32, mt_pre, mt_post, nullptr);
+  Forwarder* fw = make_fw(reinterpret_cast<void*>(kMtReal), ReturnKind::Int32, mt_pre, mt_post, nullptr);
   ASSERT_NE(fw, nullptr);
   auto fn = reinterpret_cast<MtFn>(fw->entry());
   constexpr int kThreads = 8, kCalls = 100000;
@@ -597,6 +650,183 @@ TEST(Forwarder, EightThreadsHundredThousandCallsEach) {
   EXPECT_EQ(g_mt_post.load(), int64_t{kThreads} * kCalls);
 }
 
+// ---- Trampolines: prepend entries, struct returns, exceptions and stack walks ----
+
+namespace {
+struct PrependSeen {
+  void* user;
+  int64_t a, b, c, d;
+  uint64_t x, y;  // FP arguments, as bits: they stay in their registers
+};
+thread_local PrependSeen t_prepend;
+NOIPA int64_t prepend_target(void* user, int64_t a, int64_t b, double x, int64_t c, float y, int64_t d) {
+  t_prepend = {user, a, b, c, d, std::bit_cast<uint64_t>(x), std::bit_cast<uint32_t>(y)};
+  return a ^ b ^ c ^ d;
+}
+
+// Returned through a hidden pointer (x86-64: rdi; aarch64: x8), with arguments on the stack too.
+struct Big {
+  int64_t v[6];
+  double d;
+};
+NOIPA Big big_callee(int64_t a, double x, int64_t b, int64_t c, int64_t e, int64_t f, int64_t g, int64_t h, int64_t i,
+                     int64_t j, float y) {
+  Big r{};
+  const int64_t in[] = {a, b, c, e, f, g, h, i, j};
+  for (int k = 0; k < 9; ++k) r.v[k % 6] = r.v[k % 6] * 31 + in[k];
+  r.d = x * 2 + static_cast<double>(y);
+  return r;
+}
+
+std::atomic<int> g_decide_calls{0};
+void* decide_real(void* real, const uint64_t*) {
+  g_decide_calls.fetch_add(1, std::memory_order_relaxed);
+  return real;
+}
+
+struct Thrown {
+  int64_t a;
+  double x;
+};
+NOIPA int32_t throwing_real(int64_t a, double x, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t b) {
+  if (a != 0) throw Thrown{a + b, x};
+  return 7;
+}
+NOIPA int32_t throwing_phase2(void* user, void* ws, uint64_t size, void* ex, void* stream) {
+  if (size != 0) throw Thrown{static_cast<int64_t>(size), 0.0};
+  return static_cast<int32_t>(reinterpret_cast<uintptr_t>(user) + reinterpret_cast<uintptr_t>(ws) +
+                              reinterpret_cast<uintptr_t>(ex) + reinterpret_cast<uintptr_t>(stream));
+}
+
+// What the gate sees of the stack: the unwinder must walk from the gate, through the trampoline's frame, up to
+// the function that made the call (call_through below), and beyond.
+std::vector<uintptr_t> g_walk;
+_Unwind_Reason_Code collect(_Unwind_Context* ctx, void*) {
+  g_walk.push_back(_Unwind_GetIP(ctx));
+  return g_walk.size() < 64 ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+bool walking_gate(void*, const uint64_t*) {
+  g_walk.clear();
+  _Unwind_Backtrace(&collect, nullptr);
+  return false;
+}
+uintptr_t g_return_into_caller = 0;
+NOIPA int32_t call_through(int32_t (*fn)(int64_t, double)) {
+  const int32_t r = fn(5, 0.25);
+  g_return_into_caller = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+  return r + 1;
+}
+}  // namespace
+
+TEST(Trampoline, PrependShiftsIntegerArgumentsAndLeavesFloatingPointAlone) {
+  int user_obj = 0;
+  void* t = make_prepend_trampoline(reinterpret_cast<void*>(&prepend_target), &user_obj);
+  ASSERT_NE(t, nullptr);
+  auto fn = reinterpret_cast<int64_t (*)(int64_t, int64_t, double, int64_t, float, int64_t)>(t);
+  const int64_t r =
+      fn(-1, 0x123456789abcdefll, f64(kSNaN64), 42, f32(kNegDenormMax32), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(r, -1 ^ 0x123456789abcdefll ^ 42 ^ std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(t_prepend.user, &user_obj);
+  EXPECT_EQ(t_prepend.a, -1);
+  EXPECT_EQ(t_prepend.b, 0x123456789abcdefll);
+  EXPECT_EQ(t_prepend.c, 42);
+  EXPECT_EQ(t_prepend.d, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(t_prepend.x, kSNaN64);
+  EXPECT_EQ(t_prepend.y, kNegDenormMax32);
+}
+
+TEST(Trampoline, StructReturnedThroughHiddenPointerWithStackArguments) {
+  void* t = make_gate_trampoline(&decide_real, reinterpret_cast<void*>(&big_callee));
+  ASSERT_NE(t, nullptr);
+  auto fn = reinterpret_cast<decltype(&big_callee)>(t);
+  const int before = g_decide_calls.load();
+  const Big want = big_callee(1, 0.5, -2, 3, -4, 5, -6, 7, -8, 9, 1.5f);
+  const Big got = fn(1, 0.5, -2, 3, -4, 5, -6, 7, -8, 9, 1.5f);
+  EXPECT_EQ(g_decide_calls.load(), before + 1);
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(got.v[k], want.v[k]) << k;
+  EXPECT_EQ(std::bit_cast<uint64_t>(got.d), std::bit_cast<uint64_t>(want.d));
+}
+
+TEST(Trampoline, ExceptionsFromTheRealFunctionReachTheCaller) {
+  using Fn = int32_t (*)(int64_t, double, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+  for (int gate : {0, 1, 2}) {  // closure only, gate open (-> closure), gate closed (-> real)
+    SCOPED_TRACE("gate=" + std::to_string(gate));
+    Probe probe{{}};
+    probe.gate_open = gate == 1;
+    Forwarder* fw = Forwarder::create(
+        reinterpret_cast<void*>(&throwing_real), ReturnKind::Int32, count_pre, nullptr, &probe, 1,
+        gate == 0 ? nullptr : +[](void* u, const uint64_t*) { return static_cast<Probe*>(u)->gate_open; });
+    ASSERT_NE(fw, nullptr);
+    auto fn = reinterpret_cast<Fn>(fw->entry());
+    EXPECT_EQ(fn(0, 1.0, 0, 0, 0, 0, 0, 0), 7);
+    bool caught = false;
+    try {
+      fn(40, 2.5, 0, 0, 0, 0, 0, 2);  // 7 integers: the last one on the stack on x86-64
+    } catch (const Thrown& e) {
+      caught = true;
+      EXPECT_EQ(e.a, 42);
+      EXPECT_EQ(e.x, 2.5);
+    }
+    EXPECT_TRUE(caught);
+    EXPECT_EQ(fn(0, 1.0, 0, 0, 0, 0, 0, 0), 7);  // and the next call still works
+  }
+  void* t = make_prepend_trampoline(reinterpret_cast<void*>(&throwing_phase2), nullptr);
+  ASSERT_NE(t, nullptr);
+  auto p2 = reinterpret_cast<int32_t (*)(void*, uint64_t, void*, void*)>(t);
+  EXPECT_EQ(p2(reinterpret_cast<void*>(1), 0, reinterpret_cast<void*>(2), reinterpret_cast<void*>(4)), 7);
+  EXPECT_THROW(p2(nullptr, 9, nullptr, nullptr), Thrown);
+}
+
+TEST(Trampoline, TheUnwinderWalksFromTheGateThroughTheTrampolineToTheCaller) {
+  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(&callee<int64_t, double>), ReturnKind::Int32, nullptr,
+                                    nullptr, nullptr, 0, walking_gate);
+  ASSERT_NE(fw, nullptr);
+  ASSERT_TRUE(fw->gated());
+  const int32_t r = call_through(reinterpret_cast<int32_t (*)(int64_t, double)>(fw->entry()));
+  const int32_t want = callee<int64_t, double>(5, 0.25) + 1;
+  EXPECT_EQ(r, want);
+  // The walk passed through call_through (its frame's IPs lie between its entry and where it returns to, which
+  // is in this test) and went on to the test body that called it.
+  const auto begin = reinterpret_cast<uintptr_t>(&call_through);
+  bool in_caller = false, beyond = false;
+  for (size_t i = 0; i < g_walk.size(); ++i) {
+    if (g_walk[i] > begin && g_walk[i] < begin + 512) {
+      in_caller = true;
+      beyond = i + 1 < g_walk.size();
+    }
+  }
+  EXPECT_TRUE(in_caller) << g_walk.size() << " frames";
+  EXPECT_TRUE(beyond);
+  EXPECT_NE(g_return_into_caller, 0u);
+}
+
+TEST(Trampoline, ThreadsThroughClosedAndOpenGates) {
+  // Half of the calls go through the hooks, half straight to the real function, from 4 threads at once.
+  using Fn = int32_t (*)(int64_t, double, float, int8_t, int64_t, int64_t, int64_t, int64_t, int64_t, double, uint16_t);
+  static std::atomic<int64_t> hooked{0};
+  Forwarder* fw = Forwarder::create(
+      reinterpret_cast<void*>(kMtReal), ReturnKind::Int32,
+      +[](void*, const RawArgs&) { hooked.fetch_add(1, std::memory_order_relaxed); }, nullptr, nullptr, kMaxStackSlots,
+      +[](void*, const uint64_t* gpr) { return (gpr[0] & 1) != 0; });
+  ASSERT_NE(fw, nullptr);
+  auto fn = reinterpret_cast<Fn>(fw->entry());
+  std::atomic<int64_t> wrong{0};
+  std::vector<std::thread> threads;
+  constexpr int kCalls = 20000;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        const int64_t a = (int64_t{t} << 32) + i;
+        const double b = f64(0x7ff0000000000000ull | static_cast<uint64_t>(i + 1));
+        const int32_t want = kMtReal(a, b, 1.5f, -3, a, -a, 7, 8, 9, -0.0, 65535);
+        if (fn(a, b, 1.5f, -3, a, -a, 7, 8, 9, -0.0, 65535) != want) wrong.fetch_add(1);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(hooked.load(), 4 * kCalls / 2);
+}
+
 // ---- Cost (printed, not asserted: the machine is shared) ----
 
 namespace {
@@ -623,8 +853,7 @@ double ns_per_call(int32_t (*fn)(void*, void*, double, void*)) {
 TEST(ForwarderCost, NanosecondsPerCall) {
   using Fn = int32_t (*)(void*, void*, double, void*);
   auto make = [](PreHook pre, PostHook post, int slots) {
-    Forwarder* f =
-        Forwarder::create(reinterpret_cast<void*>(&bench_real), ReturnKind::Int32, pre, post, nullptr, slots);
+    Forwarder* f = make_fw(reinterpret_cast<void*>(&bench_real), ReturnKind::Int32, pre, post, nullptr, slots);
     EXPECT_NE(f, nullptr);
     return reinterpret_cast<Fn>(f->entry());
   };
@@ -633,8 +862,13 @@ TEST(ForwarderCost, NanosecondsPerCall) {
   const double bare_exact = ns_per_call(make(nullptr, nullptr, 0));
   const double hooked_max = ns_per_call(make(bench_pre, bench_post, kMaxStackSlots));
   const double hooked_exact = ns_per_call(make(bench_pre, bench_post, 0));
+  Forwarder* closed = Forwarder::create(
+      reinterpret_cast<void*>(&bench_real), ReturnKind::Int32, bench_pre, bench_post, nullptr, 0,
+      +[](void*, const uint64_t*) { return false; });
+  ASSERT_NE(closed, nullptr);
+  const double gate_closed = ns_per_call(reinterpret_cast<Fn>(closed->entry()));
   std::printf(
       "[ cost ] direct %.1f ns/call; forwarded, no hooks: %.1f ns (%d stack slots), %.1f ns (0 slots); "
-      "with hooks: %.1f ns (%d slots), %.1f ns (0 slots)\n",
-      direct, bare_max, kMaxStackSlots, bare_exact, hooked_max, kMaxStackSlots, hooked_exact);
+      "with hooks: %.1f ns (%d slots), %.1f ns (0 slots); gate trampoline, gate closed: %.1f ns\n",
+      direct, bare_max, kMaxStackSlots, bare_exact, hooked_max, kMaxStackSlots, hooked_exact, gate_closed);
 }
