@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <random>
 #include <thread>
 
+#include "collector/lz4.h"
 #include "collector/naming.h"
 #include "collector/npy.h"
 
@@ -40,13 +42,29 @@ void report(const char *what, const std::string &detail) {
     std::fprintf(stderr, "msprobe-shim: %s: further occurrences are not shown\n", what);
 }
 
-// Creates every missing folder of `p` with msprobe's mode (0750; the umask may only take more away).
-void make_dir(const fs::path &p) {
+// Creates every missing folder of `p` with msprobe's mode (0750; the umask may only take more away). The user's
+// dump root may be a symlink they made, but every folder below `root` (step{N}, rank{R}, dump_tensor_data) must be
+// a real directory of this user: a symlink or a folder someone else planted in a shared dump tree is refused, never
+// followed, so that nothing is written outside the dump directory.
+void make_dir(const fs::path &root, const fs::path &p) {
+  size_t root_parts = 0;
+  for (const fs::path &part : root) root_parts += !part.empty();
   fs::path partial;
+  size_t depth = 0;
   for (const fs::path &part : p) {
+    if (part.empty()) continue;
     partial /= part;
     if (::mkdir(partial.c_str(), kDirMode) != 0 && errno != EEXIST)
       throw std::system_error(errno, std::generic_category(), "cannot create " + partial.string());
+    if (++depth <= root_parts) continue;
+    struct stat st {};
+    if (::lstat(partial.c_str(), &st) != 0)
+      throw std::system_error(errno, std::generic_category(), "cannot create " + partial.string());
+    if (S_ISLNK(st.st_mode))
+      throw std::system_error(ELOOP, std::generic_category(), "refusing " + partial.string() + ", a symbolic link");
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+      throw std::system_error(EPERM, std::generic_category(),
+                              "refusing " + partial.string() + ", not a directory of this user");
   }
   std::error_code ec;
   if (!fs::is_directory(p, ec)) throw std::system_error(ENOTDIR, std::generic_category(), p.string());
@@ -100,8 +118,20 @@ struct RankWriter {
   std::vector<uint64_t> stack_order;
   std::map<uint64_t, std::vector<std::string>> stack_kernels;
   bool stacks_dirty = true;
-  bool tensor_dir_made = false;
-  bool broken = false;
+  bool tensor_dir_made = false;     // under Impl::mu
+  std::atomic<bool> broken{false};  // read by every writer thread
+};
+
+// One kernel between a writer thread and its turn to be appended: what the thread prepared (statistics
+// computed, files written, entry serialized) waits here until every kernel submitted before it is appended.
+struct Prepared {
+  KernelCapture k;  // the capture; its staged bytes are already released unless `deferred`
+  RankWriter *w = nullptr;
+  std::string member;  // the dump.json member, serialized by the writer thread
+  bool have_data = true;
+  bool skip = false;      // nothing to append (the kernel could not be prepared)
+  bool deferred = false;  // overflow_check: whether it is written depends on the kernels before it
+  std::string overflow;   // overflow_check: the NaN/Inf found in its outputs
 };
 
 }  // namespace
@@ -110,15 +140,19 @@ struct Collector::Impl {
   CollectorOptions options;
   mutable std::mutex mu;
   std::condition_variable work_cv, done_cv;
-  std::deque<KernelCapture> queue;
+  std::deque<std::pair<uint64_t, KernelCapture>> queue;  // (submission number, kernel)
   uint64_t submitted = 0, finished = 0;
   bool stopping = false, closed = false;
-  std::thread worker;
+  std::vector<std::thread> workers;
   CollectorCounters counters;
-  std::map<std::pair<uint64_t, int64_t>, RankWriter> writers;
-  std::mt19937_64 rng{std::random_device{}()};
-  std::mutex write_mu;  // one kernel is written at a time (journals are not thread-safe)
+  std::map<std::pair<uint64_t, int64_t>, RankWriter> writers;  // nodes are stable: threads keep pointers
+  // Appends happen one at a time and in submission order (journals are not thread-safe, and a journal on disk
+  // must be a prefix of the truth): a kernel prepared early waits in `ready` for the ones before it.
+  std::mutex write_mu;
+  uint64_t next_commit = 0;            // under write_mu
+  std::map<uint64_t, Prepared> ready;  // under write_mu
 
+  // Caller holds mu.
   RankWriter &writer_for(uint64_t step, std::optional<uint32_t> rank) {
     auto key = std::make_pair(step, rank ? (int64_t)*rank : -1);
     auto it = writers.find(key);
@@ -127,7 +161,7 @@ struct Collector::Impl {
     w.dir = options.dump_path / step_dir_name(step) / rank_dir_name(rank);
     w.tensor_dir = w.dir / kTensorDir;
     try {
-      make_dir(w.dir);
+      make_dir(options.dump_path, w.dir);
       DumpHeader h;
       h.task = options.task;
       h.framework = options.framework;
@@ -143,35 +177,66 @@ struct Collector::Impl {
     return w;
   }
 
-  void start_worker() {
-    if (worker.joinable()) return;
-    // The writer must never take the host's signals.
+  RankWriter &locked_writer_for(uint64_t step, std::optional<uint32_t> rank) {
+    std::lock_guard<std::mutex> lk(mu);
+    return writer_for(step, rank);
+  }
+
+  void make_tensor_dir(RankWriter &w) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (w.tensor_dir_made) return;
+    make_dir(options.dump_path, w.tensor_dir);
+    w.tensor_dir_made = true;
+  }
+
+  // Caller holds mu.
+  void start_workers() {
+    if (!workers.empty()) return;
+    unsigned n = options.writer_threads;
+    if (n == 0) n = std::min(4u, std::max(1u, std::thread::hardware_concurrency()));
+    // Writer threads must never take the host's signals.
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    worker = std::thread([this] { run(); });
+    for (unsigned i = 0; i < n; ++i) {
+      try {
+        workers.emplace_back([this] { run(); });
+      } catch (const std::system_error &e) {
+        if (workers.empty()) report("cannot start a writer thread", e.what());
+        break;  // fewer threads, still correct
+      }
+    }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
 
   void run() {
+    std::mt19937_64 rng{std::random_device{}()};  // per thread: long names get random file names
     for (;;) {
+      uint64_t seq;
       KernelCapture k;
       {
         std::unique_lock<std::mutex> lk(mu);
         work_cv.wait(lk, [this] { return stopping || !queue.empty(); });
         if (queue.empty()) return;
-        k = std::move(queue.front());
+        seq = queue.front().first;
+        k = std::move(queue.front().second);
         queue.pop_front();
       }
-      write_kernel(k);
-      std::lock_guard<std::mutex> lk(mu);
-      ++finished;
-      done_cv.notify_all();
+      Prepared p;
+      try {
+        p = prepare(std::move(k), rng);
+      } catch (const std::exception &e) {
+        p.skip = true;
+        report("cannot record a kernel", e.what());
+      } catch (...) {
+        p.skip = true;
+      }
+      commit(seq, std::move(p), rng);
     }
   }
 
   TensorSummary summarize(const TensorCapture &t, const std::string &kernel, IoKind io, const std::string &path,
-                          RankWriter &w, bool have_data) {
+                          RankWriter &w, bool have_data, std::mt19937_64 &rng) {
     TensorSummary s;
     s.dtype = t.dtype;
     s.dtype_name = t.dtype_name;
@@ -179,6 +244,10 @@ struct Collector::Impl {
     s.format = t.format;
     s.stride = t.device_stride;
     s.offset = t.device_offset;
+    // Statistics the shim computed on the device stand in for ours; the bytes, if any, still make files/md5.
+    std::optional<TensorStats> pre;
+    if (have_data && t.device_stats) pre = t.device_stats->stats();
+    if (pre) s.stats = *pre;
     if (!have_data || !t.block) return s;
     std::vector<unsigned char> scratch;
     uint64_t bytes = 0;
@@ -188,7 +257,7 @@ struct Collector::Impl {
       return s;
     }
     uint64_t count = bytes / element_size(t.dtype);
-    if (t.dtype != DType::Raw) s.stats = compute_stats(t.dtype, data, t.shape, options.precision);
+    if (t.dtype != DType::Raw && !pre) s.stats = compute_stats(t.dtype, data, t.shape, options.precision);
     if (options.md5) {
       uint32_t crc = (t.dtype == DType::BF16 && options.framework == Framework::MindSpore)
                          ? crc32_update_bf16_as_f32(0, reinterpret_cast<const uint16_t *>(data), count)
@@ -197,19 +266,31 @@ struct Collector::Impl {
     }
     if (options.save_tensors && !w.broken) {
       try {
-        if (!w.tensor_dir_made) {
-          make_dir(w.tensor_dir);
-          w.tensor_dir_made = true;
-        }
-        std::string suffix(tensor_file_suffix(options.file_format, t.dtype));
+        make_tensor_dir(w);
+        const std::string suffix(tensor_file_suffix(options.file_format, t.dtype));
+        const bool npy = suffix == file_suffix(FileFormat::Npy);
         std::string base = kernel + "." + std::string(io_name(io)) + "." + path + "." + suffix;
+        if (options.compress == Compression::Lz4) base += "." + std::string(kLz4Suffix);
         CreatedFile f = create_dump_file(w.tensor_dir, base, rng);
-        FdSink sink(f.fd);
+        // Header and data leave in one writev() (or one compressed piece per 4 MiB): large sequential writes.
+        GatheringFdSink file(f.fd);
+        uint64_t content = bytes;
         try {
-          if (suffix == "npy")
-            write_npy(sink, t.dtype, t.shape, data);
-          else
-            sink.write(data, bytes);
+          auto payload = [&](ByteSink &sink) {
+            if (npy)
+              content = write_npy(sink, t.dtype, t.shape, data);
+            else
+              sink.write(data, bytes);
+          };
+          if (options.compress == Compression::Lz4) {
+            const uint64_t size = npy ? npy_header(t.dtype, t.shape).size() + npy_data_bytes(t.dtype, t.shape) : bytes;
+            Lz4FrameSink z(file, size);
+            payload(z);
+            z.finish();
+          } else {
+            payload(file);
+          }
+          file.flush();
         } catch (...) {
           ::close(f.fd);
           throw;
@@ -217,10 +298,15 @@ struct Collector::Impl {
         ::close(f.fd);
         if (f.renamed()) append_mapping_row(w.tensor_dir, f.mapping_row);
         s.data_name = f.file_name;
+        std::lock_guard<std::mutex> lk(mu);
         ++counters.tensor_files;
-        counters.tensor_bytes += sink.bytes_written();
+        counters.tensor_bytes += content;
+        counters.file_bytes += file.bytes_written();
       } catch (const std::exception &e) {
-        ++counters.write_errors;
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          ++counters.write_errors;
+        }
         report("cannot write a tensor file", e.what());
       }
     }
@@ -228,26 +314,27 @@ struct Collector::Impl {
   }
 
   Arg convert(const CapturedArg &a, const std::string &kernel, IoKind io, const std::string &path, RankWriter &w,
-              bool have_data) {
+              bool have_data, std::mt19937_64 &rng) {
     Arg out;
     if (auto *t = std::get_if<TensorCapture>(&a.v)) {
-      out.v = summarize(*t, kernel, io, path, w, have_data);
+      out.v = summarize(*t, kernel, io, path, w, have_data, rng);
     } else if (auto *v = std::get_if<ValueArg>(&a.v)) {
       out.v = *v;
     } else if (auto *l = std::get_if<CapturedList>(&a.v)) {
       ArgList list;
       for (size_t i = 0; i < l->size(); ++i)
-        list.push_back(convert((*l)[i], kernel, io, path + "." + std::to_string(i), w, have_data));
+        list.push_back(convert((*l)[i], kernel, io, path + "." + std::to_string(i), w, have_data, rng));
       out.v = std::move(list);
     }
     return out;
   }
 
   std::optional<ArgList> convert_all(const std::optional<CapturedList> &args, const std::string &kernel, IoKind io,
-                                     RankWriter &w, bool have_data) {
+                                     RankWriter &w, bool have_data, std::mt19937_64 &rng) {
     if (!args) return std::nullopt;
     ArgList out;
-    for (size_t i = 0; i < args->size(); ++i) out.push_back(convert((*args)[i], kernel, io, std::to_string(i), w, have_data));
+    for (size_t i = 0; i < args->size(); ++i)
+      out.push_back(convert((*args)[i], kernel, io, std::to_string(i), w, have_data, rng));
     return out;
   }
 
@@ -280,18 +367,20 @@ struct Collector::Impl {
   std::string overflow_in(const KernelCapture &k) {
     std::string found;
     std::function<void(const CapturedArg &, const std::string &)> visit = [&](const CapturedArg &a,
-                                                                               const std::string &path) {
+                                                                              const std::string &path) {
       if (auto *l = std::get_if<CapturedList>(&a.v)) {
         for (size_t i = 0; i < l->size(); ++i) visit((*l)[i], path + "." + std::to_string(i));
         return;
       }
       const auto *t = std::get_if<TensorCapture>(&a.v);
-      if (!t || !t->block || !is_floating(t->dtype)) return;
+      if (!t || !is_floating(t->dtype)) return;
+      std::optional<TensorStats> pre = t->device_stats ? t->device_stats->stats() : std::nullopt;
+      if (!pre && !t->block) return;
       std::vector<unsigned char> scratch;
       uint64_t bytes = 0;
-      const unsigned char *data = materialize(*t, scratch, &bytes);
-      if (!data) return;
-      TensorStats st = compute_stats(t->dtype, data, t->shape, options.precision);
+      const unsigned char *data = pre ? nullptr : materialize(*t, scratch, &bytes);
+      if (!pre && !data) return;
+      TensorStats st = pre ? *pre : compute_stats(t->dtype, data, t->shape, options.precision);
       if (!st.has_nan_or_inf()) return;
       if (!found.empty()) found += "; ";
       found += "output" + path + ": " + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.pos_inf_count) +
@@ -302,24 +391,93 @@ struct Collector::Impl {
     return found;
   }
 
-  void write_kernel(KernelCapture &k) {
-    bool have_data = true;
-    try {
-      if (k.ready) have_data = k.ready->wait();
-    } catch (...) {
-      have_data = false;
-    }
-    std::lock_guard<std::mutex> wl(write_mu);
-    std::string overflow;
-    if (options.overflow_only) {
-      if (!have_data) return;
-      overflow = overflow_in(k);
-      if (overflow.empty()) return;  // a clean kernel: nothing to write
+  // Statistics, tensor files and the serialized entry of one kernel; its staged bytes are released.
+  std::string build_member(KernelCapture &k, RankWriter &w, bool have_data, const std::string &overflow,
+                           std::mt19937_64 &rng) {
+    if (!have_data) {
       std::lock_guard<std::mutex> lk(mu);
-      if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit) return;
-      ++counters.overflows;
+      ++counters.without_data;
+    }
+    KernelEntry e;
+    e.name = k.name;
+    e.input_args = convert_all(k.inputs, k.name, IoKind::Input, w, have_data, rng);
+    e.output = convert_all(k.outputs, k.name, IoKind::Output, w, have_data, rng);
+    e.launch_index = k.launch_index;
+    e.task_id = k.task_id;
+    e.stream_id = k.stream_id;
+    e.timestamp_us = k.timestamp_us;
+    e.extra = std::move(k.extra);
+    if (!overflow.empty()) e.extra.emplace_back("overflow", overflow);
+    // Release the staged bytes now, not when the capture object dies later.
+    k.inputs.reset();
+    k.outputs.reset();
+    return kernel_entry_json(e, options.framework);
+  }
+
+  // On a writer thread, in parallel with the others.
+  Prepared prepare(KernelCapture &&k, std::mt19937_64 &rng) {
+    Prepared p;
+    try {
+      if (k.ready) p.have_data = k.ready->wait();
+    } catch (...) {
+      p.have_data = false;
+    }
+    k.ready.reset();
+    if (options.overflow_only) {
+      // Which overflowing kernels are written (the first N) depends on the order: decided at commit time.
+      if (p.have_data) p.overflow = overflow_in(k);
+      p.deferred = true;
+    } else {
+      p.w = &locked_writer_for(k.step, k.rank);
+      p.member = build_member(k, *p.w, p.have_data, "", rng);
+    }
+    p.k = std::move(k);
+    return p;
+  }
+
+  // Appends prepared kernels in submission order; the thread that completes the next one appends every
+  // consecutive one that is ready.
+  void commit(uint64_t seq, Prepared &&p, std::mt19937_64 &rng) {
+    uint64_t appended = 0;
+    {
+      std::lock_guard<std::mutex> wl(write_mu);
+      ready.emplace(seq, std::move(p));
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        counters.reorder_high_water = std::max<uint64_t>(counters.reorder_high_water, ready.size() - 1);
+      }
+      while (!ready.empty() && ready.begin()->first == next_commit) {
+        Prepared q = std::move(ready.begin()->second);
+        ready.erase(ready.begin());
+        try {
+          append(q, rng);
+        } catch (const std::exception &e) {
+          report("cannot record a kernel", e.what());
+        } catch (...) {
+        }
+        ++next_commit;
+        ++appended;
+      }
+    }
+    if (appended == 0) return;
+    std::lock_guard<std::mutex> lk(mu);
+    finished += appended;
+    done_cv.notify_all();
+  }
+
+  // Caller holds write_mu.
+  void append(Prepared &q, std::mt19937_64 &rng) {
+    if (q.skip) return;
+    KernelCapture &k = q.k;
+    if (q.deferred) {
+      if (!q.have_data || q.overflow.empty()) return;  // a clean kernel: nothing to write
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit) return;
+        ++counters.overflows;
+      }
       std::string where = k.name + " (step " + std::to_string(k.step) + ", " + rank_dir_name(k.rank) + ", launch " +
-                          std::to_string(k.launch_index) + "): " + overflow;
+                          std::to_string(k.launch_index) + "): " + q.overflow;
       // The innermost frames say where it came from (the whole stack is in stack.json).
       if (uint64_t g = options.stacks ? options.stacks->group(k.stack_id) : 0; g != 0) {
         std::vector<std::string> frames = options.stacks->frames(g);
@@ -327,47 +485,39 @@ struct Collector::Impl {
         for (size_t i = 0; i < frames.size() && i < 3; ++i) where += (i ? " <- " : "") + frames[i];
       }
       std::fprintf(stderr, "msprobe-shim: overflow: %s\n", where.c_str());  // every one: they are the findings
+      q.w = &locked_writer_for(k.step, k.rank);
+      q.member = build_member(k, *q.w, q.have_data, q.overflow, rng);
     }
-    RankWriter *w;
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      w = &writer_for(k.step, k.rank);
-    }
-    if (!have_data) ++counters.without_data;
-    KernelEntry e;
-    e.name = k.name;
-    e.input_args = convert_all(k.inputs, k.name, IoKind::Input, *w, have_data);
-    e.output = convert_all(k.outputs, k.name, IoKind::Output, *w, have_data);
-    e.launch_index = k.launch_index;
-    e.task_id = k.task_id;
-    e.stream_id = k.stream_id;
-    e.timestamp_us = k.timestamp_us;
-    e.extra = std::move(k.extra);
-    if (!overflow.empty()) e.extra.emplace_back("overflow", overflow);
+    RankWriter *w = q.w;
     if (w->broken) return;
     try {
-      w->dump.append(e);
-      w->construct.append(e.name);
-      ++counters.written;
+      w->dump.journal().append(q.member);
+      w->construct.append(k.name);
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        ++counters.written;
+      }
       uint64_t group = options.stacks ? options.stacks->group(k.stack_id) : 0;
       if (group != 0) {
         auto [it, fresh] = w->stack_kernels.try_emplace(group);
         if (fresh) w->stack_order.push_back(group);
-        it->second.push_back(e.name);
+        it->second.push_back(k.name);
         w->stacks_dirty = true;
       }
     } catch (const std::exception &ex) {
-      ++counters.write_errors;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        ++counters.write_errors;
+      }
       w->broken = true;
       report("cannot append to dump.json", ex.what());
     }
-    // Release the staged bytes now, not when the capture object dies later.
-    k.inputs.reset();
-    k.outputs.reset();
   }
 };
 
-Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>()) { impl_->options = std::move(options); }
+Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+}
 
 Collector::~Collector() { close(); }
 
@@ -377,8 +527,8 @@ void Collector::submit(KernelCapture kernel) {
     std::lock_guard<std::mutex> lk(m.mu);
     ++m.counters.submitted;
     if (!m.closed) {
-      m.start_worker();
-      m.queue.push_back(std::move(kernel));
+      m.start_workers();
+      m.queue.emplace_back(m.submitted, std::move(kernel));
       ++m.submitted;
       m.work_cv.notify_one();
       return;
@@ -411,7 +561,9 @@ void Collector::close() {
     m.stopping = true;
   }
   m.work_cv.notify_all();
-  if (m.worker.joinable()) m.worker.join();
+  for (std::thread &t : m.workers)
+    if (t.joinable()) t.join();
+  m.workers.clear();
   std::lock_guard<std::mutex> wl(m.write_mu);
   m.write_stacks();
   std::lock_guard<std::mutex> lk(m.mu);

@@ -1,7 +1,8 @@
 // The collector: captured kernels in, msprobe's files out. It knows nothing of ACL: the shim hands it,
-// once per kernel, a KernelCapture (names, metadata, staged host bytes and a way to wait for them), and a
-// writer thread waits for the bytes, materializes each tensor's logical view, computes statistics, writes
-// the tensor files and appends the kernel to dump.json / construct.json of its step{N}/rank{R} folder.
+// once per kernel, a KernelCapture (names, metadata, staged host bytes and a way to wait for them), and
+// writer threads wait for the bytes, materialize each tensor's logical view, compute statistics and write the
+// tensor files in parallel; the kernel is then appended to dump.json / construct.json of its step{N}/rank{R}
+// folder in submission order (a small reorder step), so the journals on disk are always a prefix of the truth.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -34,17 +35,28 @@ class Completion {
   virtual bool wait() = 0;
 };
 
+// Statistics computed elsewhere (on the device, by the shim) instead of from the tensor's bytes. Read only
+// after the kernel's `ready` completed; nullopt when they could not be had (the tensor then has none).
+class PrecomputedStats {
+ public:
+  virtual ~PrecomputedStats() = default;
+  virtual std::optional<TensorStats> stats() const = 0;
+};
+
 // One tensor argument: the view (shape, strides and offset in elements) over its staged bytes.
 struct TensorCapture {
   DType dtype = DType::F32;
   std::optional<std::string> dtype_name;  // overrides the framework spelling (e.g. for Raw types)
   std::vector<int64_t> shape;
-  std::vector<int64_t> strides;  // elements; the view reads block[offset + sum(i_k * strides_k)]
-  int64_t offset = 0;            // elements from block->data()
-  std::optional<std::string> format;                 // L2 extras, as the device described the tensor
+  std::vector<int64_t> strides;       // elements; the view reads block[offset + sum(i_k * strides_k)]
+  int64_t offset = 0;                 // elements from block->data()
+  std::optional<std::string> format;  // L2 extras, as the device described the tensor
   std::optional<std::vector<int64_t>> device_stride;
   std::optional<int64_t> device_offset;
-  std::shared_ptr<const HostBlock> block;            // null: metadata only (structure task, data not taken)
+  std::shared_ptr<const HostBlock> block;  // null: metadata only (structure task, data not taken)
+  // Set: the statistics written for this tensor (Max, Min, Mean, Norm, with the NaN/Inf counts for
+  // overflow_check), exactly as if computed from `block`; `block` is then only read for files and md5.
+  std::shared_ptr<const PrecomputedStats> device_stats;
 };
 
 struct CapturedArg;
@@ -67,7 +79,7 @@ class StackRenderer {
 };
 
 struct KernelCapture {
-  std::string name;  // {OpType}.{OpName}.{n}, from KernelNamer
+  std::string name;       // {OpType}.{OpName}.{n}, from KernelNamer
   uint64_t stack_id = 0;  // 0: no stack
   uint64_t step = 0;
   std::optional<uint32_t> rank;
@@ -92,12 +104,20 @@ struct CollectorOptions {
   bool overflow_only = false;
   int64_t overflow_limit = -1;
   std::shared_ptr<StackRenderer> stacks;  // null: stack.json holds only {}
+  // lz4: each tensor file is an LZ4 frame named {file}.lz4.
+  Compression compress = Compression::Off;
+  // Threads that wait for staged bytes, compute statistics and write tensor files in parallel (0: min(4, cores)).
+  // dump.json / construct.json are still appended in submission order.
+  unsigned writer_threads = 0;
 };
 
 struct CollectorCounters {
   uint64_t submitted = 0, written = 0, without_data = 0, tensor_files = 0, tensor_bytes = 0, write_errors = 0;
   uint64_t after_close = 0;  // submitted after close(): reported, not written
   uint64_t overflows = 0;    // overflow_check: kernels found with NaN/Inf outputs (and written)
+  uint64_t file_bytes = 0;   // bytes on disk for the tensor files (compressed size with lz4)
+  // Most kernels prepared but waiting for an earlier one to be appended.
+  uint64_t reorder_high_water = 0;
 };
 
 class Collector {

@@ -66,10 +66,14 @@ size_t utf8_sequence(std::string_view s, size_t i, uint32_t *cp) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   size_t len;
   uint32_t v, min;
-  if (c >= 0xc2 && c <= 0xdf) len = 2, v = c & 0x1f, min = 0x80;
-  else if (c >= 0xe0 && c <= 0xef) len = 3, v = c & 0x0f, min = 0x800;
-  else if (c >= 0xf0 && c <= 0xf4) len = 4, v = c & 0x07, min = 0x10000;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    len = 2, v = c & 0x1f, min = 0x80;
+  else if (c >= 0xe0 && c <= 0xef)
+    len = 3, v = c & 0x0f, min = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4)
+    len = 4, v = c & 0x07, min = 0x10000;
+  else
+    return 0;
   if (i + len > s.size()) return 0;
   for (size_t k = 1; k < len; ++k) {
     const unsigned char t = static_cast<unsigned char>(s[i + k]);
@@ -89,12 +93,18 @@ std::string escape_text(std::string_view s, size_t max_bytes, bool quotes, size_
   while (i < s.size() && i < max_bytes) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      if (quotes && (c == '"' || c == '\\')) out += '\\', out += static_cast<char>(c);
-      else if (c == '\n') out += "\\n";
-      else if (c == '\t') out += "\\t";
-      else if (c == '\r') out += "\\r";
-      else if (c < 0x20 || c == 0x7f) append_hex(out, c);
-      else out += static_cast<char>(c);
+      if (quotes && (c == '"' || c == '\\'))
+        out += '\\', out += static_cast<char>(c);
+      else if (c == '\n')
+        out += "\\n";
+      else if (c == '\t')
+        out += "\\t";
+      else if (c == '\r')
+        out += "\\r";
+      else if (c < 0x20 || c == 0x7f)
+        append_hex(out, c);
+      else
+        out += static_cast<char>(c);
       ++i;
       continue;
     }
@@ -132,7 +142,8 @@ constexpr Keyword<Task> kTasks[] = {{"statistics", Task::Statistics},
                                     {"tensor", Task::Tensor},
                                     {"overflow_check", Task::OverflowCheck},
                                     {"structure", Task::Structure}};
-constexpr Keyword<DataMode> kDataModes[] = {{"all", DataMode::All}, {"input", DataMode::Input}, {"output", DataMode::Output}};
+constexpr Keyword<DataMode> kDataModes[] = {
+    {"all", DataMode::All}, {"input", DataMode::Input}, {"output", DataMode::Output}};
 constexpr Keyword<SummaryMode> kSummaryModes[] = {{"statistics", SummaryMode::Statistics}, {"md5", SummaryMode::Md5}};
 constexpr Keyword<FileFormat> kFileFormats[] = {{"npy", FileFormat::Npy}, {"bin", FileFormat::Bin}};
 constexpr Keyword<StackMode> kStackModes[] = {
@@ -141,13 +152,12 @@ constexpr Keyword<Compress> kCompress[] = {{"off", Compress::Off}, {"lz4", Compr
 constexpr Keyword<Precision> kPrecisions[] = {{"low", Precision::Low}, {"high", Precision::High}};
 // msprobe's own MSPROBE_LOG_LEVEL takes 0 (debug) .. 4 (nothing); a user with msprobe installed may have it set, so
 // those numbers mean the same here (4 keeps errors: a shim that disables itself must say why).
-constexpr Keyword<LogLevel> kLogLevels[] = {{"error", LogLevel::Error}, {"warn", LogLevel::Warn},
-                                            {"warning", LogLevel::Warn}, {"info", LogLevel::Info},
-                                            {"debug", LogLevel::Debug}, {"0", LogLevel::Debug},
-                                            {"1", LogLevel::Info},      {"2", LogLevel::Warn},
-                                            {"3", LogLevel::Error},     {"4", LogLevel::Error}};
-constexpr Keyword<bool> kBools[] = {{"1", true},   {"0", false},    {"true", true}, {"false", false},
-                                    {"on", true},  {"off", false},  {"yes", true},  {"no", false}};
+constexpr Keyword<LogLevel> kLogLevels[] = {
+    {"error", LogLevel::Error}, {"warn", LogLevel::Warn}, {"warning", LogLevel::Warn}, {"info", LogLevel::Info},
+    {"debug", LogLevel::Debug}, {"0", LogLevel::Debug},   {"1", LogLevel::Info},       {"2", LogLevel::Warn},
+    {"3", LogLevel::Error},     {"4", LogLevel::Error}};
+constexpr Keyword<bool> kBools[] = {{"1", true},  {"0", false},   {"true", true}, {"false", false},
+                                    {"on", true}, {"off", false}, {"yes", true},  {"no", false}};
 
 template <class E, size_t N>
 std::optional<E> find_keyword(const Keyword<E> (&table)[N], std::string_view text) {
@@ -173,7 +183,10 @@ constexpr std::string_view kAcceptFormat = "npy, bin";
 constexpr std::string_view kAcceptStack = "off, native, python, mixed";
 constexpr std::string_view kAcceptCompress = "off, lz4";
 constexpr std::string_view kAcceptPrecision = "low, high";
-constexpr std::string_view kAcceptLogLevel = "error, warn, info, debug (or msprobe's numbers 0-4: 0 debug ... 3 error, 4 error only)";
+constexpr std::string_view kAcceptDeviceStats = "on, off (also 1/0, true/false, yes/no)";
+constexpr std::string_view kAcceptStatsDevice = "\"device\", \"host\"";
+constexpr std::string_view kAcceptLogLevel =
+    "error, warn, info, debug (or msprobe's numbers 0-4: 0 debug ... 3 error, 4 error only)";
 constexpr std::string_view kAcceptEnable = "1 or 0 (also true/false, on/off, yes/no)";
 constexpr std::string_view kAcceptIndex = "all, or numbers and ranges in [0, 1000000] such as 0,2,4-6";
 constexpr std::string_view kAcceptList =
@@ -200,8 +213,10 @@ NumberResult parse_int64(std::string_view s, int64_t *out) {
   bool overflow = false;
   for (const char c : s) {
     if (c < '0' || c > '9') return NumberResult::NotNumber;
-    if (v > (UINT64_MAX - 9) / 10) overflow = true;
-    else v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - 9) / 10)
+      overflow = true;
+    else
+      v = v * 10 + static_cast<uint64_t>(c - '0');
   }
   if (overflow || v > static_cast<uint64_t>(INT64_MAX)) return NumberResult::OutOfRange;
   *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
@@ -400,6 +415,7 @@ class Loader {
   Setting<FileFormat> file_format_;
   Setting<int64_t> overflow_nums_;
   Setting<Precision> precision_;
+  Setting<bool> device_stats_;
 };
 
 std::optional<std::string> Loader::checked_path(std::string_view path, std::string *why) {
@@ -494,14 +510,16 @@ std::optional<json> Loader::read_file(const std::string &path) {
     return std::nullopt;
   }
   if (!root.is_object()) {
-    error(var + " holds " + json_type(root) + " at the top level, not an object; accepted: " + std::string(kAcceptConfig));
+    error(var + " holds " + json_type(root) +
+          " at the top level, not an object; accepted: " + std::string(kAcceptConfig));
     return std::nullopt;
   }
   return root;
 }
 
 std::optional<IndexSet> Loader::file_index_set(const std::string &field, const json &v) {
-  constexpr std::string_view accepted = "a list of numbers in [0, 1000000] and \"a-b\" range strings, e.g. [0, 2, \"4-6\"]";
+  constexpr std::string_view accepted =
+      "a list of numbers in [0, 1000000] and \"a-b\" range strings, e.g. [0, 2, \"4-6\"]";
   if (!v.is_array()) {
     file_error(field, v, std::string("it is ") + json_type(v) + ", not a list", accepted);
     return std::nullopt;
@@ -575,9 +593,9 @@ bool Loader::file_filter_item(const std::string &field, size_t index, const json
 // Top-level fields other than the task section.
 void Loader::read_file_top(const json &root) {
   // msprobe's config.json fields that mean nothing at kernel level, and the other tasks' sections.
-  static const char *const kIgnored[] = {"enable_dataloader", "seed",        "is_deterministic", "acl_config",
-                                         "framework",         "run_ut",      "grad_probe",       "free_benchmark",
-                                         "exception_dump",    "statistics",  "tensor",           "overflow_check",
+  static const char *const kIgnored[] = {"enable_dataloader", "seed",       "is_deterministic", "acl_config",
+                                         "framework",         "run_ut",     "grad_probe",       "free_benchmark",
+                                         "exception_dump",    "statistics", "tensor",           "overflow_check",
                                          "structure"};
   for (const auto &[key, v] : root.items()) {
     if (v.is_null()) continue;  // null = absent
@@ -609,11 +627,11 @@ void Loader::read_file_top(const json &root) {
     } else if (key == "precision") {
       precision_.file = file_keyword("precision", v, kPrecisions, kAcceptPrecision);
     } else if (key == "async_dump") {
-      if (!v.is_boolean()) file_error("async_dump", v, std::string("it is ") + json_type(v) + ", not a boolean", "true, false");
+      if (!v.is_boolean())
+        file_error("async_dump", v, std::string("it is ") + json_type(v) + ", not a boolean", "true, false");
       else if (v.get<bool>())
         warn(where("async_dump") + " = true is ignored: the shim copies each kernel's tensors in stream order itself");
-    } else if (std::find_if(std::begin(kIgnored), std::end(kIgnored), [&](const char *k) { return key == k; }) ==
-               std::end(kIgnored)) {
+    } else if (std::find(std::begin(kIgnored), std::end(kIgnored), key) == std::end(kIgnored)) {
       warn(where(key) + " is not an msprobe config.json field; ignored");
     }
   }
@@ -624,8 +642,8 @@ void Loader::read_file_top(const json &root) {
   }
   const auto dump_path = root.find("dump_path");
   if ((dump_path == root.end() || dump_path->is_null()) && !raw("MSPROBE_DUMP_PATH")) {
-    error(where("dump_path") + " is missing (msprobe requires it) and MSPROBE_DUMP_PATH is not set; accepted: " +
-          std::string(kAcceptPath));
+    error(where("dump_path") +
+          " is missing (msprobe requires it) and MSPROBE_DUMP_PATH is not set; accepted: " + std::string(kAcceptPath));
   }
 }
 
@@ -635,12 +653,13 @@ void Loader::read_file_task_section(const json &root, Task task) {
   if (it == root.end() || it->is_null()) return;
   const json &s = *it;
   if (!s.is_object()) {
-    file_error(section, s, std::string("it is ") + json_type(s) + ", not an object", "an object such as {\"list\": []}");
+    file_error(section, s, std::string("it is ") + json_type(s) + ", not an object",
+               "an object such as {\"list\": []}");
     return;
   }
-  static const char *const kIgnored[] = {"tensor_list", "backward_input", "online_run_ut", "nfs_path", "host",
-                                         "port",        "tls_path",       "device",        "precision",
-                                         "online_run_ut_recompute"};
+  static const char *const kIgnored[] = {
+      "tensor_list", "backward_input", "online_run_ut", "nfs_path",  "host",
+      "port",        "tls_path",       "device",        "precision", "online_run_ut_recompute"};
   for (const auto &[key, v] : s.items()) {
     const std::string field = section + "." + key;
     if (v.is_null()) continue;
@@ -673,17 +692,18 @@ void Loader::read_file_task_section(const json &root, Task task) {
         file_error(field, v, "\"" + m + "\" is an API-level (L0/L1) mode", accepted);
         continue;
       }
-      if (const std::optional<DataMode> d = find_keyword(kDataModes, m)) data_mode_.file = d;
-      else file_error(field, v, "", accepted);
+      if (const std::optional<DataMode> d = find_keyword(kDataModes, m))
+        data_mode_.file = d;
+      else
+        file_error(field, v, "", accepted);
     } else if (key == "summary_mode") {
       if (v.is_array()) {  // static-graph L2 style: a list of statistics, md5 among them or not
         static const char *const kItems[] = {"max", "min", "mean", "l2norm", "md5"};
         bool md5 = false, ok = !v.empty();
         for (const json &item : v) {
-          ok = ok && item.is_string() &&
-               std::find_if(std::begin(kItems), std::end(kItems), [&](const char *k) {
-                 return iequals(k, item.get_ref<const std::string &>());
-               }) != std::end(kItems);
+          ok = ok && item.is_string() && std::find_if(std::begin(kItems), std::end(kItems), [&](const char *k) {
+                                           return iequals(k, item.get_ref<const std::string &>());
+                                         }) != std::end(kItems);
           md5 = md5 || (item.is_string() && iequals(item.get_ref<const std::string &>(), "md5"));
         }
         if (!ok) {
@@ -702,23 +722,30 @@ void Loader::read_file_task_section(const json &root, Task task) {
     } else if (key == "overflow_nums") {
       int64_t n = 0;
       const bool whole = v.is_number_integer();
-      if (whole) n = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxOverflowNums)
-                         ? kMaxOverflowNums + 1
-                         : v.get<int64_t>();
+      if (whole)
+        n = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxOverflowNums) ? kMaxOverflowNums + 1
+                                                                                                  : v.get<int64_t>();
       if (!whole || n == 0 || n < -1 || n > kMaxOverflowNums) {
-        file_error(field, v, whole ? "" : std::string("it is ") + json_type(v) + ", not a whole number", kAcceptOverflow);
+        file_error(field, v, whole ? "" : std::string("it is ") + json_type(v) + ", not a whole number",
+                   kAcceptOverflow);
         continue;
       }
       overflow_nums_.file = n;
+    } else if (key == "device" && task == Task::Statistics) {
+      // msprobe's KBK statistics: where the statistics are computed.
+      if (v.is_string() && (v.get_ref<const std::string &>() == "device" || v.get_ref<const std::string &>() == "host"))
+        device_stats_.file = v.get_ref<const std::string &>() == "device";
+      else
+        file_error(field, v, "", kAcceptStatsDevice);
     } else if (key == "check_mode") {
-      if (!v.is_string() || !(v.get_ref<const std::string &>() == "all" || v.get_ref<const std::string &>() == "aicore" ||
-                              v.get_ref<const std::string &>() == "atomic")) {
+      if (!v.is_string() ||
+          !(v.get_ref<const std::string &>() == "all" || v.get_ref<const std::string &>() == "aicore" ||
+            v.get_ref<const std::string &>() == "atomic")) {
         file_error(field, v, "", "\"all\", \"aicore\", \"atomic\"");
       } else if (v.get_ref<const std::string &>() != "all") {
         warn(where(field) + " = " + show_json(v) + " is ignored: the shim checks the outputs of every kernel");
       }
-    } else if (std::find_if(std::begin(kIgnored), std::end(kIgnored), [&](const char *k) { return key == k; }) ==
-               std::end(kIgnored)) {
+    } else if (std::find(std::begin(kIgnored), std::end(kIgnored), key) == std::end(kIgnored)) {
       warn(where(field) + " is not an msprobe field of the " + section + " task; ignored");
     }
   }
@@ -763,7 +790,8 @@ void Loader::run() {
   if (const std::optional<std::string_view> v = raw("MSPROBE_DUMP_PATH")) {
     std::string why;
     dump_path_.env = checked_path(*v, &why);
-    if (!dump_path_.env) env_error("MSPROBE_DUMP_PATH", *v, why, kAcceptPath);
+    if (!dump_path_.env)
+      env_error("MSPROBE_DUMP_PATH", *v, why, kAcceptPath);
     else if (trim(*v).size() != v->size())
       warn("MSPROBE_DUMP_PATH=" + quote_value(*v) + " begins or ends with white space; it is used as written");
   }
@@ -792,8 +820,10 @@ void Loader::run() {
         warn("MSPROBE_LIST: " + note);
       }
     }
-    if (ok) list_.env = std::move(filter);
-    else env_error("MSPROBE_LIST", *raw("MSPROBE_LIST"), why, kAcceptList);
+    if (ok)
+      list_.env = std::move(filter);
+    else
+      env_error("MSPROBE_LIST", *raw("MSPROBE_LIST"), why, kAcceptList);
   }
   if (const std::optional<std::string_view> v = value("MSPROBE_SCOPE", kAcceptScope)) {
     std::vector<std::string> items;
@@ -803,8 +833,9 @@ void Loader::run() {
     } else if (!split_filter_items(*v, &items, &why)) {
       env_error("MSPROBE_SCOPE", *raw("MSPROBE_SCOPE"), why, kAcceptScope);
     } else if (items.size() != 2) {
-      env_error("MSPROBE_SCOPE", *raw("MSPROBE_SCOPE"), "it has " + std::to_string(items.size()) + " item" +
-                (items.size() == 1 ? "" : "s") + ", not 2", kAcceptScope);
+      env_error("MSPROBE_SCOPE", *raw("MSPROBE_SCOPE"),
+                "it has " + std::to_string(items.size()) + " item" + (items.size() == 1 ? "" : "s") + ", not 2",
+                kAcceptScope);
     } else {
       std::pair<KernelFilter, KernelFilter> ends;
       bool ok = true;
@@ -826,12 +857,15 @@ void Loader::run() {
   summary_mode_.env = env_keyword("MSPROBE_SUMMARY_MODE", kSummaryModes, kAcceptSummary);
   file_format_.env = env_keyword("MSPROBE_FILE_FORMAT", kFileFormats, kAcceptFormat);
   precision_.env = env_keyword("MSPROBE_PRECISION", kPrecisions, kAcceptPrecision);
+  device_stats_.env = env_keyword("MSPROBE_DEVICE_STATS", kBools, kAcceptDeviceStats);
   if (const std::optional<std::string_view> v = value("MSPROBE_OVERFLOW_NUMS", kAcceptOverflow)) {
     int64_t n = 0;
     const NumberResult r = parse_int64(*v, &n);
-    if (r == NumberResult::Ok && (n == -1 || (n >= 1 && n <= kMaxOverflowNums))) overflow_nums_.env = n;
-    else env_error("MSPROBE_OVERFLOW_NUMS", *raw("MSPROBE_OVERFLOW_NUMS"),
-                   r == NumberResult::NotNumber ? "not a whole number" : "out of range", kAcceptOverflow);
+    if (r == NumberResult::Ok && (n == -1 || (n >= 1 && n <= kMaxOverflowNums)))
+      overflow_nums_.env = n;
+    else
+      env_error("MSPROBE_OVERFLOW_NUMS", *raw("MSPROBE_OVERFLOW_NUMS"),
+                r == NumberResult::NotNumber ? "not a whole number" : "out of range", kAcceptOverflow);
   }
 
   // ---- environment-only fields ----
@@ -898,6 +932,7 @@ void Loader::run() {
   c.file_format = pick(file_format_, FileFormat::Npy, c, Field::FileFormat);
   c.overflow_nums = pick(overflow_nums_, int64_t{1}, c, Field::OverflowNums);
   c.precision = pick(precision_, Precision::Low, c, Field::Precision);
+  c.device_stats = pick(device_stats_, true, c, Field::DeviceStats);
 
   if (file_format_.env && c.task != Task::Tensor) {
     warn("MSPROBE_FILE_FORMAT has no effect: only the tensor task writes tensor files (task is " +
@@ -926,10 +961,10 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 constexpr const char *kVariables[] = {
-    "MSPROBE_DUMP_PATH",    "MSPROBE_CONFIG",      "MSPROBE_TASK",       "MSPROBE_STEP",        "MSPROBE_RANK",
-    "MSPROBE_LIST",         "MSPROBE_SCOPE",       "MSPROBE_DATA_MODE",  "MSPROBE_SUMMARY_MODE", "MSPROBE_FILE_FORMAT",
-    "MSPROBE_STACK",        "MSPROBE_COMPRESS",    "MSPROBE_BUFFER_MB",  "MSPROBE_OVERFLOW_NUMS",
-    "MSPROBE_STEP_MARKER",  "MSPROBE_LOG_LEVEL",   "MSPROBE_ENABLE",     "MSPROBE_PRECISION"};
+    "MSPROBE_DUMP_PATH", "MSPROBE_CONFIG",   "MSPROBE_TASK",      "MSPROBE_STEP",          "MSPROBE_RANK",
+    "MSPROBE_LIST",      "MSPROBE_SCOPE",    "MSPROBE_DATA_MODE", "MSPROBE_SUMMARY_MODE",  "MSPROBE_FILE_FORMAT",
+    "MSPROBE_STACK",     "MSPROBE_COMPRESS", "MSPROBE_BUFFER_MB", "MSPROBE_OVERFLOW_NUMS", "MSPROBE_STEP_MARKER",
+    "MSPROBE_LOG_LEVEL", "MSPROBE_ENABLE",   "MSPROBE_PRECISION", "MSPROBE_DEVICE_STATS"};
 
 const char *env_name(Field f) {
   switch (f) {
@@ -949,6 +984,7 @@ const char *env_name(Field f) {
     case Field::StepMarker: return "MSPROBE_STEP_MARKER";
     case Field::LogLevel: return "MSPROBE_LOG_LEVEL";
     case Field::Precision: return "MSPROBE_PRECISION";
+    case Field::DeviceStats: return "MSPROBE_DEVICE_STATS";
     default: return "?";
   }
 }
@@ -1044,6 +1080,7 @@ std::string Config::source_of(Field f) const {
         case Field::SummaryMode: key = std::string(to_string(task)) + ".summary_mode"; break;
         case Field::FileFormat: key = std::string(to_string(task)) + ".file_format"; break;
         case Field::OverflowNums: key = std::string(to_string(task)) + ".overflow_nums"; break;
+        case Field::DeviceStats: key = "statistics.device"; break;
         default: key = "?";
       }
       return "config.json field " + key;
@@ -1055,8 +1092,10 @@ std::string Config::source_of(Field f) const {
 std::string quote_value(std::string_view value, size_t max_bytes) {
   size_t consumed = 0;
   std::string out = "\"" + escape_text(value, max_bytes, /*quotes=*/true, &consumed);
-  if (consumed < value.size()) out += "...\" (" + std::to_string(value.size()) + " bytes)";
-  else out += "\"";
+  if (consumed < value.size())
+    out += "...\" (" + std::to_string(value.size()) + " bytes)";
+  else
+    out += "\"";
   return out;
 }
 
@@ -1116,12 +1155,13 @@ std::string describe(const Config &c) {
   add("buffer_mb", std::to_string(c.buffer_bytes >> 20), Field::BufferMb);
   add("overflow_nums", std::to_string(c.overflow_nums), Field::OverflowNums);
   add("step_marker",
-      c.step_marker.empty() ? std::string("off")
+      c.step_marker.empty()                            ? std::string("off")
       : c.source(Field::StepMarker) == Source::Default ? std::string("optimizer kernels")
                                                        : quote_value(c.step_marker.pattern(), 200),
       Field::StepMarker);
   add("log_level", to_string(c.log_level), Field::LogLevel);
   add("precision", to_string(c.precision), Field::Precision);
+  add("device_stats", c.device_stats ? "on" : "off", Field::DeviceStats);
   if (!c.config_path.empty()) out += " config=" + quote_value(c.config_path, 200);
   return out;
 }

@@ -35,7 +35,11 @@ class IndexSet {
  public:
   static constexpr int64_t kMax = 1000000;  // msprobe's bound for step and rank items
   IndexSet() = default;                     // all
-  static IndexSet none() { IndexSet s; s.all_ = false; return s; }
+  static IndexSet none() {
+    IndexSet s;
+    s.all_ = false;
+    return s;
+  }
 
   bool all() const noexcept { return all_; }
   bool contains(int64_t i) const noexcept;
@@ -54,8 +58,24 @@ std::optional<IndexSet> parse_index_set(std::string_view text, std::string *why)
 
 // The fields that can come from the environment or the file (for Config::source_of).
 enum class Field {
-  DumpPath, Task, Steps, Ranks, List, Scope, DataMode, SummaryMode, FileFormat, Stack, Compress, BufferMb,
-  OverflowNums, StepMarker, LogLevel, Precision, kCount
+  DumpPath,
+  Task,
+  Steps,
+  Ranks,
+  List,
+  Scope,
+  DataMode,
+  SummaryMode,
+  FileFormat,
+  Stack,
+  Compress,
+  BufferMb,
+  OverflowNums,
+  StepMarker,
+  LogLevel,
+  Precision,
+  DeviceStats,
+  kCount
 };
 enum class Source { Default, Env, File };
 
@@ -66,8 +86,8 @@ struct Config {
   bool enabled = true;
   std::string dump_path = "./msprobe_dump";
   Task task = Task::Statistics;
-  IndexSet steps, ranks;  // default: all
-  KernelFilter list;      // empty: every kernel
+  IndexSet steps, ranks;                                       // default: all
+  KernelFilter list;                                           // empty: every kernel
   std::optional<std::pair<KernelFilter, KernelFilter>> scope;  // from the first kernel matching .first to the next
                                                                // matching .second (inclusive)
   DataMode data_mode = DataMode::All;
@@ -81,6 +101,9 @@ struct Config {
                               // MSPROBE_STEP_MARKER says otherwise; empty() = off
   LogLevel log_level = LogLevel::Warn;
   Precision precision = Precision::Low;
+  // Statistics computed on the device (MSPROBE_DEVICE_STATS, config.json statistics.device): only scalars
+  // cross the host link. false: every tensor is copied and reduced on the host.
+  bool device_stats = true;
   std::string config_path;  // MSPROBE_CONFIG as given, empty if none
 
   std::array<Source, static_cast<size_t>(Field::kCount)> sources{};  // all Default

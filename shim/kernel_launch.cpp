@@ -29,12 +29,12 @@ std::string_view op_name_of(StackId stack) {
 KernelLaunch::KernelLaunch(std::string_view op_type, StackId stack, void *stream)
     : stream_(stream), stack_(stack), ticket_(session().begin_launch(op_type, op_name_of(stack), stream)) {
   ++open_;
+  use_device_stats_ = ticket_.capture && ticket_.with_data && DeviceStatsBatch::enabled();
 }
-
 
 KernelLaunch::~KernelLaunch() { --open_; }
 
-CapturedArg KernelLaunch::tensor(const TensorMeta &m) {
+CapturedArg KernelLaunch::tensor(const TensorMeta &m, bool output) {
   ReentryGuard guard;  // the copies go through the runtime, whose inner calls must not be captured
   TensorCapture t;
   t.dtype = acl_to_dtype(m.dtype);
@@ -46,6 +46,20 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m) {
   t.device_offset = m.offset;
   int64_t lo = 0, hi = 0;
   size_t es = acl_dtype_size(m.dtype);
+  // Statistics on the device: a few scalars cross the host link instead of the tensor. overflow_check also
+  // keeps the bytes on the device, read back only if the kernel turns out to overflow.
+  if (use_device_stats_ && DeviceStatsBatch::eligible(m)) {
+    if (!device_stats_) device_stats_ = std::make_unique<DeviceStatsBatch>(stream_);
+    const bool overflow = DeviceStatsBatch::overflow_mode();
+    std::shared_ptr<const collector::HostBlock> kept;
+    int64_t offset = 0;
+    if (!overflow || (kept = device_stats_->snapshot(m, &offset))) {
+      t.device_stats = device_stats_->add(m, overflow && output);
+      t.block = std::move(kept);
+      t.offset = offset;
+      if (t.device_stats || t.block) return CapturedArg{std::move(t)};
+    }
+  }
   // Raw types (complex, 4-bit, fp8) are described but not copied: the collector cannot read them.
   if (ticket_.with_data && t.dtype != collector::DType::Raw && es > 0 && m.data != nullptr && m.extent(&lo, &hi)) {
     const char *first = static_cast<const char *>(m.data) + lo * (int64_t)es;
@@ -57,13 +71,13 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m) {
 }
 
 void KernelLaunch::input_tensor(const TensorMeta &t) {
-  if (ticket_.capture && ticket_.with_inputs) inputs_.push_back(tensor(t));
+  if (ticket_.capture && ticket_.with_inputs) inputs_.push_back(tensor(t, false));
 }
 
 void KernelLaunch::input_tensor_list(const std::vector<TensorMeta> &ts) {
   if (!ticket_.capture || !ticket_.with_inputs) return;
   CapturedList list;
-  for (const TensorMeta &t : ts) list.push_back(tensor(t));
+  for (const TensorMeta &t : ts) list.push_back(tensor(t, false));
   inputs_.push_back(CapturedArg{std::move(list)});
 }
 
@@ -76,13 +90,13 @@ void KernelLaunch::input_null() {
 }
 
 void KernelLaunch::output_tensor(const TensorMeta &t) {
-  if (ticket_.capture && ticket_.with_outputs) outputs_.push_back(tensor(t));
+  if (ticket_.capture && ticket_.with_outputs) outputs_.push_back(tensor(t, true));
 }
 
 void KernelLaunch::output_tensor_list(const std::vector<TensorMeta> &ts) {
   if (!ticket_.capture || !ticket_.with_outputs) return;
   CapturedList list;
-  for (const TensorMeta &t : ts) list.push_back(tensor(t));
+  for (const TensorMeta &t : ts) list.push_back(tensor(t, true));
   outputs_.push_back(CapturedArg{std::move(list)});
 }
 
@@ -96,11 +110,15 @@ void KernelLaunch::finish(bool launched) {
   if (!ticket_.capture) return;
   ReentryGuard guard;
   if (!launched) {
-    // The kernel never ran, but copies of its inputs may be in flight: their memory must outlive them.
-    if (staged_)
+    // The kernel never ran, but copies and reductions of its inputs may be in flight: their memory must
+    // outlive them.
+    if (device_stats_) device_stats_->abandon();
+    if (staged_ || device_stats_)
       if (auto done = session().staging().fence(stream_)) done->wait();
     return;
   }
+  // One copy of every tensor's device statistics, before the event that says the kernel's data is here.
+  if (device_stats_ && device_stats_->finish()) staged_ = true;
   collector::KernelCapture k;
   k.name = ticket_.name;
   k.stack_id = stack_;

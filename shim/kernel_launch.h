@@ -3,10 +3,12 @@
 // outputs after it, in stream order, and hands the finished KernelCapture to the collector. The API
 // families only say which tensors and values are inputs and outputs.
 #pragma once
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "collector/collector.h"
+#include "shim/device_stats.h"
 #include "shim/handles.h"
 #include "shim/session.h"
 #include "shim/stacks.h"
@@ -31,6 +33,13 @@ class KernelLaunch {
   // True on this thread while a KernelLaunch exists: a kernel the runtime launches inside another launch
   // (an aclnn or aclop kernel's own rtKernelLaunch*, HCCL's) is part of that launch, not a kernel of its own.
   static bool open_on_this_thread() { return open_ > 0; }
+  // A launch that is not captured (no KernelLaunch made for it) still owns the kernels launched inside it.
+  struct Uncaptured {
+    Uncaptured() { ++open_; }
+    ~Uncaptured() { --open_; }
+    Uncaptured(const Uncaptured &) = delete;
+    Uncaptured &operator=(const Uncaptured &) = delete;
+  };
 
   bool capturing() const { return ticket_.capture; }
   const LaunchTicket &ticket() const { return ticket_; }
@@ -51,11 +60,13 @@ class KernelLaunch {
   void finish(bool launched);
 
  private:
-  collector::CapturedArg tensor(const TensorMeta &m);
+  collector::CapturedArg tensor(const TensorMeta &m, bool output);
   void *stream_;
   StackId stack_ = kEmptyStack;
   LaunchTicket ticket_;
   collector::CapturedList inputs_, outputs_;
+  std::unique_ptr<DeviceStatsBatch> device_stats_;  // statistics task: reductions launched on the device
+  bool use_device_stats_ = false;
   bool staged_ = false;
   bool finished_ = false;
   static thread_local int open_ __attribute__((tls_model("initial-exec")));

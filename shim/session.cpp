@@ -2,18 +2,20 @@
 
 #include <link.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <filesystem>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <unordered_map>
 
 #include "shim/config.h"
+#include "shim/device_stats.h"
+#include "shim/lifecycle.h"
 #include "shim/log.h"
 #include "shim/plt_redirect.h"
 #include "shim/stacks.h"
@@ -30,16 +32,19 @@ struct Session::Impl {
   std::unique_ptr<collector::Collector> collector;
   uint64_t step = 0;
   uint64_t launch_index = 0;
-  bool explicit_steps = false;   // msprobe_shim_step() was called: markers no longer end steps
+  bool explicit_steps = false;  // msprobe_shim_step() was called: markers no longer end steps
   bool in_marker_run = false;
   bool scope_open = false, scope_done = false;
   std::optional<uint32_t> rank, rank_hint;
   bool rank_resolved = false;
   std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
   bool closed = false;
+  std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
 };
 
 namespace {
+
+void update_ahead(Session::Impl &m);
 
 enum class State : int { Unknown, Initializing, Active, Disabled };
 std::atomic<int> g_state{(int)State::Unknown};
@@ -61,13 +66,16 @@ collector::HostFramework detect_host_framework() {
       [](dl_phdr_info *info, size_t, void *data) {
         const char *n = info->dlpi_name ? info->dlpi_name : "";
         int *f = static_cast<int *>(data);
-        if (std::strstr(n, "torch_npu")) *f = 1;
-        else if (*f == 0 && std::strstr(n, "mindspore")) *f = 2;
+        if (std::strstr(n, "torch_npu"))
+          *f = 1;
+        else if (*f == 0 && std::strstr(n, "mindspore"))
+          *f = 2;
         return 0;
       },
       &found);
-  return found == 1 ? collector::HostFramework::PyTorch
-                    : found == 2 ? collector::HostFramework::MindSpore : collector::HostFramework::Acl;
+  return found == 1   ? collector::HostFramework::PyTorch
+         : found == 2 ? collector::HostFramework::MindSpore
+                      : collector::HostFramework::Acl;
 }
 
 std::optional<uint32_t> rank_from_environment() {
@@ -92,6 +100,17 @@ uint64_t now_us() {
 // creating anything (a process that never launches a kernel leaves no trace), so that a bad path is one
 // clear error now instead of a failure at the first kernel.
 bool check_dump_root(const std::string &path, std::string *why) {
+  // A dump root that is a symbolic link into another user's directory (planted in a shared /tmp, say) is refused:
+  // the shim, often run as root, would create folders and files among that user's. A user's own link is fine.
+  std::string link = path;
+  while (link.size() > 1 && link.back() == '/') link.pop_back();
+  struct stat lst {
+  }, st{};
+  if (::lstat(link.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) && ::stat(link.c_str(), &st) == 0 &&
+      st.st_uid != ::geteuid()) {
+    *why = "it is a symbolic link to a directory of another user (uid " + std::to_string(st.st_uid) + ")";
+    return false;
+  }
   std::error_code ec;
   std::filesystem::path p = std::filesystem::absolute(path, ec);
   if (ec) {
@@ -137,7 +156,7 @@ class StackTableRenderer final : public collector::StackRenderer {
 };
 
 void exit_handler() {
-  if (g_state.load() == (int)State::Active) g_session->shutdown();
+  if (g_state.load() == (int)State::Active) lifecycle::run_exit_shutdown([] { g_session->shutdown(); });
 }
 
 void initialize() {
@@ -159,9 +178,11 @@ void initialize() {
   auto *impl = new Session::Impl;  // immortal: hooks may run during and after exit handlers
   impl->config = std::move(load.config);
   impl->staging = std::make_unique<Staging>(impl->config.buffer_bytes);
+  update_ahead(*impl);  // MSPROBE_RANK against a rank known from the environment is decided at the first launch
   g_session = new Session(impl);
   std::atexit(exit_handler);
   g_state.store((int)State::Active);
+  lifecycle::install();  // fatal signals, _exit, fork
   redirect_plt_calls();
 }
 
@@ -179,6 +200,8 @@ bool capture_enabled() {
 
 Session &session() { return *g_session; }
 
+void disable_capture_after_fork() { g_state.store((int)State::Disabled); }
+
 const Config &Session::config() const { return impl_->config; }
 Staging &Session::staging() { return *impl_->staging; }
 
@@ -189,24 +212,35 @@ bool Session::may_capture(std::string_view op_type) const {
   return c.list.empty() || c.list.may_match_type(op_type) || c.scope.has_value();
 }
 
-LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
-  Impl &m = *impl_;
+namespace {
+
+// Whether a kernel launched from the current step on, on this rank, can still be selected.
+void update_ahead(Session::Impl &m) {
   const Config &c = m.config;
-  LaunchTicket t;
-  std::lock_guard<std::mutex> lk(m.mu);
+  bool rank_out = m.rank_resolved && m.rank && !c.ranks.contains((int64_t)*m.rank);
+  bool steps_left = c.steps.all() || (!c.steps.ranges().empty() && c.steps.ranges().back().second >= (int64_t)m.step);
+  m.ahead.store(steps_left && !rank_out, std::memory_order_relaxed);
+}
+
+// Under m.mu, for every launch in launch order: the rank, step markers, launch index, stream and task id.
+void count_launch(Session::Impl &m, std::string_view op_type, const void *stream, LaunchTicket &t,
+                  std::optional<bool> is_marker = std::nullopt) {
+  const Config &c = m.config;
   if (!m.rank_resolved) {
     m.rank = rank_from_environment();
     if (!m.rank) m.rank = m.rank_hint;
     m.rank_resolved = m.rank.has_value();
+    if (m.rank_resolved) update_ahead(m);
   }
   // A step ends after a run of optimizer kernels (unless the host marks steps itself).
   // Casts and copies inside the run (mixed precision: the master weights are cast back after each
   // optimizer kernel) belong to it and do not end it.
-  bool marker = !m.explicit_steps && c.step_marker.matches(op_type);
+  bool marker = !m.explicit_steps && (is_marker ? *is_marker : c.step_marker.matches(op_type));
   bool inside_run = m.in_marker_run && (op_type == "Cast" || op_type == "InplaceCopy");
   if (!marker && !inside_run && m.in_marker_run) {
     ++m.step;
     m.scope_open = m.scope_done = false;
+    update_ahead(m);
   }
   if (!inside_run) m.in_marker_run = marker;
   t.step = m.step;
@@ -215,6 +249,26 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
   auto [it, fresh] = m.streams.try_emplace(stream, std::make_pair((uint64_t)m.streams.size(), (uint64_t)0));
   t.stream_id = it->second.first;
   t.task_id = it->second.second++;
+}
+
+}  // namespace
+
+bool Session::captures_ahead() const noexcept { return impl_->ahead.load(std::memory_order_relaxed); }
+
+bool Session::is_step_marker(std::string_view op_type) const { return impl_->config.step_marker.matches(op_type); }
+
+void Session::skip_launch(std::string_view op_type, const void *stream, bool marker) {
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  count_launch(*impl_, op_type, stream, t, marker);
+}
+
+LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
+  Impl &m = *impl_;
+  const Config &c = m.config;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  count_launch(m, op_type, stream, t);
   t.timestamp_us = now_us();
   t.name = m.namer.name(t.step, t.rank, op_type, op_name);
 
@@ -246,6 +300,8 @@ void Session::submit(collector::KernelCapture kernel) {
   collector::Collector *col;
   {
     std::lock_guard<std::mutex> lk(m.mu);
+    // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
+    if (!lifecycle::claim_rank_output(m.config.dump_path, collector::rank_dir_name(kernel.rank))) return;
     if (!m.collector) {
       const Config &c = m.config;
       collector::CollectorOptions o;
@@ -262,6 +318,7 @@ void Session::submit(collector::KernelCapture kernel) {
       o.overflow_only = c.task == Task::OverflowCheck;
       o.overflow_limit = c.overflow_nums;
       o.stacks = std::make_shared<StackTableRenderer>(c.stack);
+      o.compress = c.compress == Compress::Lz4 ? collector::Compression::Lz4 : collector::Compression::Off;
       m.collector = std::make_unique<collector::Collector>(o);
     }
     col = m.collector.get();
@@ -281,6 +338,7 @@ void Session::end_step() {
   impl_->in_marker_run = false;
   ++impl_->step;
   impl_->scope_open = impl_->scope_done = false;
+  update_ahead(*impl_);
 }
 
 void Session::set_rank_hint(uint32_t rank) {
@@ -309,9 +367,28 @@ void Session::shutdown() {
   col->close();
   collector::CollectorCounters n = col->counters();
   StagingCounters s = impl_->staging->counters();
-  log_info("%llu kernels written to %s (%llu tensor files, %llu bytes); staging high water %llu bytes, %llu budget waits",
-           (unsigned long long)n.written, impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files,
-           (unsigned long long)n.tensor_bytes, (unsigned long long)s.high_water, (unsigned long long)s.budget_waits);
+  log_info(
+      "%llu kernels written to %s (%llu tensor files, %llu bytes, %llu on disk); staging high water %llu of "
+      "%llu bytes (pool %llu), %llu copies, %llu pinned allocations, %llu budget waits (%.3f s)",
+      (unsigned long long)n.written, impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files,
+      (unsigned long long)n.tensor_bytes, (unsigned long long)n.file_bytes, (unsigned long long)s.high_water,
+      (unsigned long long)impl_->staging->budget(), (unsigned long long)s.pool_high_water, (unsigned long long)s.copies,
+      (unsigned long long)s.host_allocs, (unsigned long long)s.budget_waits, (double)s.wait_ns / 1e9);
+  // Waiting slowed the host down: say so without being asked (MSPROBE_LOG_LEVEL=info not needed).
+  if (s.budget_waits)
+    log_warn(
+        "MSPROBE_BUFFER_MB=%llu: kernel launches waited %llu times (%.3f s in all) for the writer to free "
+        "staging memory; a larger budget would avoid it",
+        (unsigned long long)(impl_->staging->budget() >> 20), (unsigned long long)s.budget_waits,
+        (double)s.wait_ns / 1e9);
+  if (DeviceStatsCounters d = device_stats_counters(); d.tensors + d.refused + d.snapshots > 0)
+    log_info(
+        "device statistics: %llu tensors, %llu reduction kernels launched, %llu bytes copied to the host in "
+        "%llu copies; %llu tensors refused by the runtime (computed on the host); %llu tensors kept on the "
+        "device (%llu bytes), %llu read back (%llu bytes)",
+        (unsigned long long)d.tensors, (unsigned long long)d.kernels, (unsigned long long)d.result_bytes,
+        (unsigned long long)d.batches, (unsigned long long)d.refused, (unsigned long long)d.snapshots,
+        (unsigned long long)d.snapshot_bytes, (unsigned long long)d.fetched, (unsigned long long)d.fetched_bytes);
   if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
 }
 

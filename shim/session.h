@@ -38,6 +38,15 @@ class Session {
   bool may_capture(std::string_view op_type) const;
   // Called for every kernel launch, in launch order, on the launching thread.
   LaunchTicket begin_launch(std::string_view op_type, std::string_view op_name, const void *stream);
+  // False once no kernel launched from now on can be captured: every selected step is past, or this process's rank
+  // is known and not selected. Steps only grow and a known rank stays, so false stays false. One atomic load.
+  bool captures_ahead() const noexcept;
+  // Instead of begin_launch for a launch that will not be captured and whose name no later decision needs (its op
+  // type can never be captured, or captures_ahead() is false): the same step, launch index and task id
+  // bookkeeping, without naming it.
+  // marker: is_step_marker(op_type), which callers may keep per op type (the configuration does not change).
+  void skip_launch(std::string_view op_type, const void *stream, bool marker);
+  bool is_step_marker(std::string_view op_type) const;
   void submit(collector::KernelCapture kernel);
   Staging &staging();
   const Config &config() const;
@@ -60,5 +69,8 @@ class Session {
 
 // The session; only valid when capture_enabled() returned true.
 Session &session();
+
+// In a child made by fork() without exec: capture is off for good, every call passes through (lifecycle.h).
+void disable_capture_after_fork();
 
 }  // namespace msprobe::shim

@@ -1,9 +1,14 @@
 """aclnn op dispatch, the way torch_npu's EXEC_NPU_CMD does it, plus the functional ops.
 
-`run(name, *args)`: on the calling thread, convert the arguments (aclCreateTensor with torch_npu's
+`_run(name, *args)`: on the calling thread, convert the arguments (aclCreateTensor with torch_npu's
 conventions, aclCreateScalar/IntArray/BoolArray/TensorList), call aclnnXGetWorkspaceSize (found by
 dlsym on libopapi) and allocate the workspace; then queue phase 2 and the aclDestroy* of the
 converted arguments on the native launch thread.
+
+Kernel names carry the Python scope of the launch (the capture shim's OpName: the qualnames of the calling
+frames, leaving out private `_x` functions and special methods, docs/stacks.md). The dispatch machinery here
+is therefore private (`_run`, `_phase1`...), as torch_npu's is native code: a kernel launched by
+`Linear.forward` through `matmul` is named after `...TinyModel.forward/Linear.forward/matmul`.
 
 With TINY_NPU_EXECUTOR_CACHE=1 ops reuse repeatable executors as MindSpore's aclnn kernels do: a miss
 runs phase 1 and aclSetAclOpExecutorRepeatable; a hit skips phase 1 and queues aclSetTensorAddr for
@@ -44,6 +49,8 @@ SIGNATURES = {
     "GeluBackward": "TTT", "SoftmaxBackward": "TTlT", "LayerNormBackward": "TTITTTTATTT",
     "EmbeddingDenseBackward": "TTuubT", "MseLossBackward": "TTTlT", "SiluBackward": "TTT",
     "ThresholdBackward": "TTST",
+    "Amax": "TIbT", "Amin": "TIbT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT", "IsFinite": "TT",
+    "IsPosInf": "TT", "IsNegInf": "TT",
 }
 _ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
                "b": "B", "e": "E", "u": "U"}
@@ -183,27 +190,28 @@ def _release_now(rt, releases):
 
 def _phase1(rt, op, args):
     conv = _convert(rt, op, args)
-    try:
-        ws, ex = op.op.prepare(*conv.values)
-    except acl.AclError as e:
+    ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(0)
+    rc = op.op.phase1(*conv.values, ctypes.byref(ws), ctypes.byref(ex))  # the GIL held (PyDLL), as in torch_npu
+    if rc != 0:
         _release_now(rt, conv.releases)
         msg = rt.libs.ascendcl.aclGetRecentErrMsg()
-        raise acl.AclError(f"{e}: {msg.decode(errors='replace') if msg else ''}") from None
-    return conv, ws, ex
+        raise acl.AclError(f"aclnn{op.name}GetWorkspaceSize failed with error {rc}: "
+                           f"{msg.decode(errors='replace') if msg else ''}")
+    return conv, ws.value, ex.value
 
 
-def run(name, *args):
+def _run(name, *args):
     """Runs aclnn<name> on the current stream (asynchronously, through the launch queue)."""
     rt = _rt.current()
     op = _op(rt, name)
     if len(args) != len(op.kinds):
         raise TypeError(f"aclnn{name} takes {len(op.kinds)} parameters, got {len(args)}")
     if rt.executor_cache is not None:
-        rt.executor_cache.run(op, args)
+        rt.executor_cache._run(op, args)
         return
     pta = _pta_cache(rt)
     if pta is not None:
-        pta.run(op, args)
+        pta._run(op, args)
         return
     _run_uncached(rt, op, args)
 
@@ -283,7 +291,7 @@ class PtaCache:
             ex = self.lookup_fn(h, ctypes.byref(ws))
         return (ex, ws.value) if ex else None
 
-    def run(self, op, args):
+    def _run(self, op, args):
         rt = self.rt
         if not self.can_use(("aclnn" + op.name).encode()):
             _run_uncached(rt, op, args)
@@ -323,8 +331,20 @@ def _pta_cache(rt):
     return c
 
 
+def _call_site():
+    """Where the op was called from: (code, line) of every Python frame outside this dispatch, inner to outer."""
+    f = sys._getframe(3)  # _call_site <- ExecutorCache._run <- _run <- the op function
+    site = []
+    while f is not None:
+        site.append((f.f_code, f.f_lineno))
+        f = f.f_back
+    return tuple(site)
+
+
 class ExecutorCache:
-    """LRU of repeatable executors keyed by everything but the tensor addresses."""
+    """LRU of repeatable executors keyed by everything but the tensor addresses, per call site: as MindSpore's
+    kernels, an executor belongs to one place of the model (and a kernel launched through it keeps the call
+    stack of that place's phase 1, since a hit has no phase 1)."""
 
     def __init__(self, rt, capacity=256):
         self.rt = rt
@@ -335,9 +355,9 @@ class ExecutorCache:
         self.set_dyn_addr = _addr(n.aclSetDynamicTensorAddr)
         self.hits = self.misses = 0
 
-    def run(self, op, args):
+    def _run(self, op, args):
         rt = self.rt
-        key = _cache_key(op, args)
+        key = _cache_key(op, args) + (_call_site(),)
         entry = self.entries.get(key)
         if entry is None:
             self.misses += 1
@@ -410,85 +430,108 @@ def _out(out, shape, dtype):
 # ---- functional ops ------------------------------------------------------------------------------
 def add(x, y, alpha=1.0, out=None):
     out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
-    run("Add", x, y, alpha, out)
+    _run("Add", x, y, alpha, out)
     return out
 
 
 def adds(x, scalar, alpha=1.0, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("Adds", x, scalar, alpha, out)
+    _run("Adds", x, scalar, alpha, out)
     return out
 
 
 def inplace_add(x, y, alpha=1.0):
-    run("InplaceAdd", x, y, alpha)
+    _run("InplaceAdd", x, y, alpha)
     return x
 
 
 def sub(x, y, alpha=1.0, out=None):
     out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
-    run("Sub", x, y, alpha, out)
+    _run("Sub", x, y, alpha, out)
     return out
 
 
 def mul(x, y, out=None):
     out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
-    run("Mul", x, y, out)
+    _run("Mul", x, y, out)
     return out
 
 
 def muls(x, scalar, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("Muls", x, scalar, out)
+    _run("Muls", x, scalar, out)
     return out
 
 
 def div(x, y, out=None):
     out = _out(out, broadcast_shape(x.shape, y.shape), x.dtype)
-    run("Div", x, y, out)
+    _run("Div", x, y, out)
     return out
 
 
 def matmul(x, y, out=None, cube_math_type=KEEP_DTYPE):
     """2-D @ 2-D (aclnnMatmul); either side may be a strided view such as W.T."""
     out = _out(out, x.shape[:-1] + y.shape[-1:], x.dtype)
-    run("Matmul", x, y, out, cube_math_type)
+    _run("Matmul", x, y, out, cube_math_type)
     return out
 
 
 def mm(x, y, out=None, cube_math_type=KEEP_DTYPE):
     out = _out(out, (x.shape[0], y.shape[1]), x.dtype)
-    run("Mm", x, y, out, cube_math_type)
+    _run("Mm", x, y, out, cube_math_type)
     return out
 
 
 def bmm(x, y, out=None, cube_math_type=KEEP_DTYPE):
     out = _out(out, (x.shape[0], x.shape[1], y.shape[2]), x.dtype)
-    run("BatchMatMul", x, y, out, cube_math_type)
+    _run("BatchMatMul", x, y, out, cube_math_type)
     return out
 
 
-def _unary(name):
-    def f(x, out=None):
-        out = _out(out, x.shape, x.dtype)
-        run(name, x, out)
-        return out
-    f.__name__ = name.lower()
-    return f
+def _unary(name, x, out):
+    out = _out(out, x.shape, x.dtype)
+    _run(name, x, out)
+    return out
 
 
-relu, gelu, silu, exp, log, sqrt, neg = (_unary(n) for n in ("Relu", "Gelu", "Silu", "Exp", "Log", "Sqrt", "Neg"))
+# One def each (not made by a factory): the function's qualname is the scope kernel names show.
+def relu(x, out=None):
+    return _unary("Relu", x, out)
+
+
+def gelu(x, out=None):
+    return _unary("Gelu", x, out)
+
+
+def silu(x, out=None):
+    return _unary("Silu", x, out)
+
+
+def exp(x, out=None):
+    return _unary("Exp", x, out)
+
+
+def log(x, out=None):
+    return _unary("Log", x, out)
+
+
+def sqrt(x, out=None):
+    return _unary("Sqrt", x, out)
+
+
+def neg(x, out=None):
+    return _unary("Neg", x, out)
 
 
 def softmax(x, dim=-1, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("Softmax", x, dim, out)
+    _run("Softmax", x, dim, out)
     return out
 
 
 def log_softmax(x, dim=-1, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("LogSoftmax", x, dim, out)
+    _run("LogSoftmax", x, dim, out)
     return out
 
 
@@ -499,7 +542,7 @@ def layer_norm(x, normalized_shape, weight, bias, eps=1e-5):
     out = Tensor.empty(x.shape, x.dtype)
     mean = Tensor.empty(stat_shape, acl.FLOAT)
     rstd = Tensor.empty(stat_shape, acl.FLOAT)
-    run("LayerNorm", x, IntArray(normalized_shape), weight, bias, eps, out, mean, rstd)
+    _run("LayerNorm", x, IntArray(normalized_shape), weight, bias, eps, out, mean, rstd)
     return out, mean, rstd
 
 
@@ -507,13 +550,13 @@ def rms_norm(x, gamma, eps=1e-6):
     k = gamma.ndim
     out = Tensor.empty(x.shape, x.dtype)
     rstd = Tensor.empty(x.shape[:x.ndim - k] + (1,) * k, acl.FLOAT)
-    run("RmsNorm", x, gamma, eps, out, rstd)
+    _run("RmsNorm", x, gamma, eps, out, rstd)
     return out, rstd
 
 
 def cast(x, dtype, out=None):
     out = _out(out, x.shape, dtype)
-    run("Cast", x, dtype, out)
+    _run("Cast", x, dtype, out)
     return out
 
 
@@ -522,19 +565,19 @@ def cat(tensors, dim=0, out=None):
     shape = list(tensors[0].shape)
     shape[d] = sum(t.shape[d] for t in tensors)
     out = _out(out, shape, tensors[0].dtype)
-    run("Cat", list(tensors), dim, out)
+    _run("Cat", list(tensors), dim, out)
     return out
 
 
 def permute(x, dims, out=None):
     out = _out(out, tuple(x.shape[d] for d in dims), x.dtype)
-    run("Permute", x, IntArray(dims), out)
+    _run("Permute", x, IntArray(dims), out)
     return out
 
 
 def embedding(weight, indices, out=None):
     out = _out(out, indices.shape + weight.shape[1:], weight.dtype)
-    run("Embedding", weight, indices, out)
+    _run("Embedding", weight, indices, out)
     return out
 
 
@@ -548,30 +591,73 @@ def _reduced_shape(shape, dims, keepdim):
 def reduce_sum(x, dims, keepdim=False, dtype=None, out=None):
     dtype = x.dtype if dtype is None else dtype
     out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
-    run("ReduceSum", x, IntArray(dims), keepdim, dtype, out)
+    _run("ReduceSum", x, IntArray(dims), keepdim, dtype, out)
     return out
 
 
 def mean(x, dims, keepdim=False, dtype=None, out=None):
     dtype = x.dtype if dtype is None else dtype
     out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
-    run("Mean", x, IntArray(dims), keepdim, dtype, out)
+    _run("Mean", x, IntArray(dims), keepdim, dtype, out)
     return out
+
+
+def amax(x, dims, keepdim=False, out=None):
+    out = _out(out, _reduced_shape(x.shape, dims, keepdim), x.dtype)
+    _run("Amax", x, IntArray(dims), keepdim, out)
+    return out
+
+
+def amin(x, dims, keepdim=False, out=None):
+    out = _out(out, _reduced_shape(x.shape, dims, keepdim), x.dtype)
+    _run("Amin", x, IntArray(dims), keepdim, out)
+    return out
+
+
+def norm(x, p, dims, keepdim=False, out=None):
+    out = _out(out, _reduced_shape(x.shape, dims, keepdim), x.dtype)
+    _run("Norm", x, float(p), IntArray(dims), keepdim, out)
+    return out
+
+
+def linalg_vector_norm(x, ord, dims, keepdim=False, dtype=None, out=None):
+    dtype = x.dtype if dtype is None else dtype
+    out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
+    _run("LinalgVectorNorm", x, float(ord), IntArray(dims), keepdim, dtype, out)
+    return out
+
+
+def _predicate(name, x, out):
+    out = _out(out, x.shape, acl.BOOL)
+    _run(name, x, out)
+    return out
+
+
+def is_finite(x, out=None):
+    return _predicate("IsFinite", x, out)
+
+
+def is_pos_inf(x, out=None):
+    return _predicate("IsPosInf", x, out)
+
+
+def is_neg_inf(x, out=None):
+    return _predicate("IsNegInf", x, out)
 
 
 def mse_loss(x, target, reduction=REDUCTION_MEAN, out=None):
     out = _out(out, x.shape if reduction == REDUCTION_NONE else (), x.dtype)
-    run("MseLoss", x, target, reduction, out)
+    _run("MseLoss", x, target, reduction, out)
     return out
 
 
 def inplace_copy(dst, src):
-    run("InplaceCopy", dst, src)
+    _run("InplaceCopy", dst, src)
     return dst
 
 
 def inplace_zero(x):
-    run("InplaceZero", x)
+    _run("InplaceZero", x)
     return x
 
 
@@ -581,32 +667,32 @@ def zeros(shape, dtype=acl.FLOAT):
 
 def apply_adamw_v2(var, m, v, grad, step, lr, beta1, beta2, weight_decay, eps, amsgrad=False, maximize=False,
                    max_grad_norm=None):
-    run("ApplyAdamWV2", var, m, v, max_grad_norm, grad, step, lr, beta1, beta2, weight_decay, eps, amsgrad,
+    _run("ApplyAdamWV2", var, m, v, max_grad_norm, grad, step, lr, beta1, beta2, weight_decay, eps, amsgrad,
         maximize)
 
 
 def gelu_backward(grad, x, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("GeluBackward", grad, x, out)
+    _run("GeluBackward", grad, x, out)
     return out
 
 
 def silu_backward(grad, x, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("SiluBackward", grad, x, out)
+    _run("SiluBackward", grad, x, out)
     return out
 
 
 def relu_backward(grad, x, out=None):
     """ReLU's gradient, as torch_npu computes it: threshold_backward(grad, x, 0)."""
     out = _out(out, x.shape, x.dtype)
-    run("ThresholdBackward", grad, x, 0.0, out)
+    _run("ThresholdBackward", grad, x, 0.0, out)
     return out
 
 
 def softmax_backward(grad, y, dim=-1, out=None):
     out = _out(out, y.shape, y.dtype)
-    run("SoftmaxBackward", grad, y, dim, out)
+    _run("SoftmaxBackward", grad, y, dim, out)
     return out
 
 
@@ -614,7 +700,7 @@ def layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, bias, mas
     dx = Tensor.empty(x.shape, x.dtype) if mask[0] else None
     dw = Tensor.empty(weight.shape, weight.dtype) if mask[1] and weight is not None else None
     db = Tensor.empty(bias.shape, bias.dtype) if mask[2] and bias is not None else None
-    run("LayerNormBackward", grad, x, IntArray(normalized_shape), mean, rstd, weight, bias, BoolArray(mask),
+    _run("LayerNormBackward", grad, x, IntArray(normalized_shape), mean, rstd, weight, bias, BoolArray(mask),
         dx, dw, db)
     return dx, dw, db
 
@@ -625,11 +711,11 @@ NO_PADDING = (1 << 64) - 1  # paddingIdx -1 as the uint64_t it is declared as
 def embedding_dense_backward(grad, indices, num_weights, padding_idx=NO_PADDING, scale_grad_by_freq=False,
                              out=None):
     out = _out(out, (num_weights, grad.shape[-1]), grad.dtype)
-    run("EmbeddingDenseBackward", grad, indices, num_weights, padding_idx, scale_grad_by_freq, out)
+    _run("EmbeddingDenseBackward", grad, indices, num_weights, padding_idx, scale_grad_by_freq, out)
     return out
 
 
 def mse_loss_backward(grad, x, target, reduction=REDUCTION_MEAN, out=None):
     out = _out(out, x.shape, x.dtype)
-    run("MseLossBackward", grad, x, target, reduction, out)
+    _run("MseLossBackward", grad, x, target, reduction, out)
     return out

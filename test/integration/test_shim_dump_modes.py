@@ -278,7 +278,7 @@ def test_every_stand_in_op_is_captured_and_recomputed(ops_run):
     assert r.dump.op_counts() == launched
     problems, seen = shimtest.check_files(r.dump)
     assert not problems, fail_report(problems)
-    assert seen == {"Float32", "Float16", "BFloat16", "Int64"}, seen
+    assert seen == {"Float32", "Float16", "BFloat16", "Int64", "Bool"}, seen  # Bool: IsFinite and friends
     problems, checked = shimtest.check_recomputation(r.dump)
     assert not problems, fail_report(problems)
     assert checked == launched

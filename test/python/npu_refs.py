@@ -380,6 +380,55 @@ def _mean(a, d):
     return [np.mean(x, axis=_reduce_dims(x, dims), keepdims=keep)]
 
 
+@ref("Amax")
+def _amax(a, d):
+    x, dims, keep = a
+    return [np.max(x, axis=_reduce_dims(x, dims), keepdims=keep)]
+
+
+@ref("Amin")
+def _amin(a, d):
+    x, dims, keep = a
+    return [np.min(x, axis=_reduce_dims(x, dims), keepdims=keep)]
+
+
+def _vector_norm(x, p, dims, keep):
+    axes = _reduce_dims(x, dims)
+    v = np.abs(x)
+    if np.isinf(p):
+        return (np.max if p > 0 else np.min)(v, axis=axes, keepdims=keep)
+    if p == 0:
+        return np.sum(v != 0, axis=axes, keepdims=keep).astype(np.float64)
+    return np.sum(v ** p, axis=axes, keepdims=keep) ** (1.0 / p)
+
+
+@ref("Norm")
+def _norm(a, d):
+    x, p, dims, keep = a
+    return [_vector_norm(x, p, dims, keep)]
+
+
+@ref("LinalgVectorNorm")
+def _linalg_vector_norm(a, d):
+    x, p, dims, keep, _dtype = a
+    return [_vector_norm(x, p, dims, keep)]
+
+
+@ref("IsFinite")
+def _is_finite(a, d):
+    return [np.isfinite(a[0])]
+
+
+@ref("IsPosInf")
+def _is_pos_inf(a, d):
+    return [np.isposinf(a[0])]
+
+
+@ref("IsNegInf")
+def _is_neg_inf(a, d):
+    return [np.isneginf(a[0])]
+
+
 @ref("MseLoss")
 def _mse_loss(a, d):
     x, t, reduction = a

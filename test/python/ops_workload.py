@@ -99,6 +99,13 @@ def main():
         ops.reduce_sum(x, (1,), keepdim=True)
         ops.reduce_sum(strided, (0, -1))
         ops.mean(x3, (0, 2))
+        ops.amax(strided, (0, 1))  # every dim: one element out
+        ops.amin(x3, (1,), keepdim=True)
+        ops.norm(x, 2.0, (0, 1))
+        ops.norm(x3, 1.0, (2,), keepdim=True)
+        ops.linalg_vector_norm(strided, 2.0, (-1,), dtype=F32)
+        for pred in (ops.is_finite, ops.is_pos_inf, ops.is_neg_inf):
+            pred(strided)
         for red in (ops.REDUCTION_NONE, ops.REDUCTION_MEAN, ops.REDUCTION_SUM):
             loss = ops.mse_loss(x, y, red)
             ops.mse_loss_backward(t(loss.shape, dt) if red == ops.REDUCTION_NONE else t((), dt), x, y, red)

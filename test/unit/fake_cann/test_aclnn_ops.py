@@ -764,6 +764,101 @@ def test_reduce_argument_errors(dev):
                       dev.empty((2,), INT32)) == INVALID
 
 
+@pytest.mark.parametrize("dims,keep", REDUCE_CASES)
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_amax_amin(dev, dims, keep, dtype):
+    x = rand((2, 3, 4))
+    tx = dev.tensor(x, dtype, "strided")
+    axes = tuple(dims) if dims else None
+    for op, fn in (("Amax", np.max), ("Amin", np.min)):
+        want = fn(tx.host.astype(np.float64), axis=axes, keepdims=keep)
+        out = dev.empty(want.shape, dtype)
+        ws = dev.run(op, tx, dev.ints(dims), keep, out)
+        assert 0 < ws <= 1 << 16  # per-core partials, not a copy of the tensor
+        np.testing.assert_array_equal(out.read(), want)  # an element of the input: exact
+
+
+def test_amax_amin_propagate_nan_and_keep_inf(dev):
+    x = np.array([[1.0, np.inf, -2.0], [np.nan, 0.5, -np.inf]])
+    tx = dev.tensor(x, FLOAT16)
+    for op, want in (("Amax", [np.inf, np.nan]), ("Amin", [-2.0, np.nan])):
+        out = dev.empty((2,), FLOAT16)
+        dev.run(op, tx, dev.ints([1]), False, out)
+        np.testing.assert_array_equal(out.read(), want)
+    out = dev.empty((), FLOAT16)
+    dev.run("Amax", tx, dev.ints([]), False, out)
+    assert np.isnan(out.read())
+    ints = dev.tensor(np.array([[3, -7], [2, 9]]), INT32)
+    out = dev.empty((2,), INT32)
+    dev.run("Amin", ints, dev.ints([0]), False, out)
+    np.testing.assert_array_equal(out.read(), [2, -7])
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, math.inf, -math.inf])
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_norm_and_linalg_vector_norm(dev, p, dtype):
+    x = rand((3, 5))
+    x[0, 1] = 0.0
+    tx = dev.tensor(x, dtype, "transposed")
+    v = tx.host.astype(np.float64)
+    want_all = np.linalg.norm(v.ravel(), ord=p)
+    want_rows = np.linalg.norm(v, ord=p, axis=1, keepdims=True)
+    out = dev.empty((), dtype)
+    ws = dev.run("Norm", tx, dev.scalar(p), dev.ints([]), False, out)
+    assert 0 < ws <= 1 << 16
+    close(out.read(), as_dtype(want_all, dtype), dtype, scale=2)
+    rows = dev.empty((3, 1), dtype)
+    dev.run("LinalgVectorNorm", tx, dev.scalar(p), dev.ints([1]), True, dtype, rows)
+    close(rows.read(), as_dtype(want_rows, dtype), dtype, scale=2)
+
+
+@pytest.mark.parametrize("dtype", [FLOAT16, BF16], ids=ident)
+def test_norm_and_mean_into_float32(dev, dtype):
+    # Half-precision input, float32 result (msprobe's precision "high"): no rounding to the input's dtype.
+    x = rand((64,), 10.0, 300.0)
+    tx = dev.tensor(x, dtype)
+    v = tx.host.astype(np.float64)
+    out = dev.empty((), FLOAT)
+    dev.run("LinalgVectorNorm", tx, dev.scalar(2.0), dev.ints([]), False, FLOAT, out)
+    close(out.read(), np.float32(np.linalg.norm(v)), FLOAT)
+    dev.run("Mean", tx, dev.ints([]), False, FLOAT, out)
+    close(out.read(), np.float32(v.mean()), FLOAT)
+    assert dev.phase1("LinalgVectorNorm", tx, dev.scalar(2.0), dev.ints([]), False, FLOAT16, out) == INVALID
+
+
+def test_norm_of_fp16_overflows_like_the_dtype(dev):
+    tx = dev.tensor(np.full(16, 30000.0), FLOAT16)  # the L2 norm, 120000, is above fp16's 65504
+    out = dev.empty((), FLOAT16)
+    dev.run("LinalgVectorNorm", tx, dev.scalar(2.0), dev.ints([]), False, FLOAT16, out)
+    assert np.isinf(out.read())
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_is_finite_pos_inf_neg_inf_and_counting(dev, dtype):
+    x = np.array([[1.0, np.inf, np.nan, -np.inf], [-0.0, 7.0, np.inf, np.nan]])
+    tx = dev.tensor(x, dtype, "offset")
+    for op, fn in (("IsFinite", np.isfinite), ("IsPosInf", np.isposinf), ("IsNegInf", np.isneginf)):
+        mask = dev.empty(x.shape, BOOL)
+        dev.run(op, tx, mask)
+        np.testing.assert_array_equal(mask.read(), fn(x))
+        count = dev.empty((), INT64)
+        dev.run("ReduceSum", mask, dev.ints([]), False, INT64, count)
+        assert count.read() == fn(x).sum()
+    assert dev.phase1("IsFinite", tx, dev.empty((2, 4), FLOAT)) == INVALID  # out must be BOOL
+    assert dev.phase1("IsFinite", tx, dev.empty((4, 2), BOOL)) == INVALID  # shape
+
+
+def test_statistic_ops_argument_errors(dev):
+    tx = dev.tensor(rand((2, 3)), FLOAT)
+    assert dev.phase1("Amax", tx, dev.ints([1]), False, dev.empty((2,), FLOAT16)) == INVALID  # dtype != self
+    assert dev.phase1("Amin", tx, dev.ints([1, 1]), False, dev.empty((2,), FLOAT)) == INVALID  # duplicate
+    assert dev.phase1("Amax", dev.tensor(np.zeros((0, 3)), FLOAT), dev.ints([0]), False,
+                      dev.empty((3,), FLOAT)) == INVALID  # nothing to take the max of
+    assert dev.phase1("Norm", tx, None, dev.ints([]), False, dev.empty((), FLOAT)) == NULLPTR
+    assert dev.phase1("Norm", dev.tensor(np.ones((2, 3)), INT32), dev.scalar(2.0), dev.ints([]), False,
+                      dev.empty((), FLOAT)) == INVALID
+
+
 # ------------------------------------------------------------------------------------------------ losses
 
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "acl/acl.h"
+#include "fakecann/caller.h"
 #include "fakecann/device.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
@@ -19,10 +20,12 @@ rtMemcpyKind_t to_rt_kind(aclrtMemcpyKind kind, bool *ok) {
   *ok = true;
   switch (kind) {
     case ACL_MEMCPY_HOST_TO_HOST: return RT_MEMCPY_HOST_TO_HOST;
-    case ACL_MEMCPY_HOST_TO_DEVICE: case ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: return RT_MEMCPY_HOST_TO_DEVICE;
+    case ACL_MEMCPY_HOST_TO_DEVICE:
+    case ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: return RT_MEMCPY_HOST_TO_DEVICE;
     case ACL_MEMCPY_DEVICE_TO_HOST: return RT_MEMCPY_DEVICE_TO_HOST;
-    case ACL_MEMCPY_DEVICE_TO_DEVICE: case ACL_MEMCPY_INNER_DEVICE_TO_DEVICE: case ACL_MEMCPY_INTER_DEVICE_TO_DEVICE:
-      return RT_MEMCPY_DEVICE_TO_DEVICE;
+    case ACL_MEMCPY_DEVICE_TO_DEVICE:
+    case ACL_MEMCPY_INNER_DEVICE_TO_DEVICE:
+    case ACL_MEMCPY_INTER_DEVICE_TO_DEVICE: return RT_MEMCPY_DEVICE_TO_DEVICE;
     case ACL_MEMCPY_DEFAULT: return RT_MEMCPY_DEFAULT;
     default: *ok = false; return RT_MEMCPY_RESERVED;
   }
@@ -117,6 +120,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) { return rtMallocHost(host
 aclError aclrtFreeHost(void *hostPtr) { return rtFreeHost(hostPtr); }
 
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
+  CallerScope caller(__builtin_return_address(0));
   bool ok;
   rtMemcpyKind_t k = to_rt_kind(kind, &ok);
   if (!ok) return ACL_ERROR_INVALID_PARAM;
@@ -125,6 +129,7 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, a
 
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
                           aclrtStream stream) {
+  CallerScope caller(__builtin_return_address(0));
   bool ok;
   rtMemcpyKind_t k = to_rt_kind(kind, &ok);
   if (!ok) return ACL_ERROR_INVALID_PARAM;

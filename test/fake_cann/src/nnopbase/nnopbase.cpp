@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "aclnn/aclnn_base.h"
+#include "fakecann/caller.h"
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
 #include "fakecann/nn.h"
@@ -49,12 +50,25 @@ uint64_t numel(const std::vector<int64_t> &dims) {
 }
 
 // Stand-in only: FAKE_CANN_LAUNCH_LOG=<file> appends the op name of every aclnn kernel launched, so that
-// tests can count launches on the runtime's side independently of any tool.
-void log_launch(const char *op) {
-  static int fd = [] {
-    const char *path = std::getenv("FAKE_CANN_LAUNCH_LOG");
-    return path && *path ? ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-  }();
+// tests can count launches on the runtime's side independently of any tool. A preloaded tool's own kernels
+// (fakecann/caller.h) go to <file>.preloaded instead, so the log keeps counting the host program's kernels.
+int open_log(const char *suffix) {
+  const char *path = std::getenv("FAKE_CANN_LAUNCH_LOG");
+  if (path == nullptr || *path == '\0') return -1;
+  return ::open((std::string(path) + suffix).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+void log_launch(const char *op, const void *caller) {
+  static int host_fd = open_log("");
+  // Without a log, no caller check either: it walks the stack, which real CANN never does on a launch.
+  static const bool logging = std::getenv("FAKE_CANN_LAUNCH_LOG") && *std::getenv("FAKE_CANN_LAUNCH_LOG");
+  if (!logging) return;
+  bool tool = caller != nullptr && call_from_preloaded_code(caller);
+  int fd = host_fd;
+  if (tool) {
+    static int tool_fd = open_log(".preloaded");
+    fd = tool_fd;
+  }
   if (fd < 0) return;
   std::string line = std::string(op) + "\n";
   ssize_t n = ::write(fd, line.data(), line.size());  // one write with O_APPEND: lines never interleave
@@ -103,7 +117,8 @@ aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExe
   return ACLNN_SUCCESS;
 }
 
-aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *ex, aclrtStream stream) {
+aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *ex, aclrtStream stream,
+                   const void *caller) {
   if (ex == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   if (!live(ex, Kind::Executor)) {
     set_error_message(std::string("aclnn") + op + ": executor is not live (freed by an earlier phase 2?)");
@@ -133,7 +148,7 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
       },
       op);
   if (rc != 0) return ACLNN_ERR_RUNTIME_ERROR;
-  log_launch(op);
+  log_launch(op, caller);
   if (ex->pta) pta_after_launch(*ex->pta);
   if (!ex->repeatable && untrack(ex, Kind::Executor)) delete ex;
   return ACLNN_SUCCESS;
@@ -347,12 +362,12 @@ aclnnStatus aclGetDataType(const aclTensor *tensor, aclDataType *dataType) {
   return ACLNN_SUCCESS;
 }
 
-#define FAKECANN_SIZE_GETTER(Fn, Type, Member, K)            \
-  aclnnStatus Fn(const Type *array, uint64_t *size) {        \
+#define FAKECANN_SIZE_GETTER(Fn, Type, Member, K)                            \
+  aclnnStatus Fn(const Type *array, uint64_t *size) {                        \
     if (array == nullptr || size == nullptr) return ACLNN_ERR_PARAM_NULLPTR; \
-    if (!live(array, K)) return ACLNN_ERR_PARAM_INVALID;     \
-    *size = array->Member.size();                            \
-    return ACLNN_SUCCESS;                                    \
+    if (!live(array, K)) return ACLNN_ERR_PARAM_INVALID;                     \
+    *size = array->Member.size();                                            \
+    return ACLNN_SUCCESS;                                                    \
   }
 FAKECANN_SIZE_GETTER(aclGetIntArraySize, aclIntArray, values, Kind::IntArray)
 FAKECANN_SIZE_GETTER(aclGetFloatArraySize, aclFloatArray, values, Kind::FloatArray)

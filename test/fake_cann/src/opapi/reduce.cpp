@@ -1,5 +1,9 @@
-// Reductions (ReduceSum, Mean) and the MSE loss with its backward (reduction none / mean / sum).
+// Reductions (ReduceSum, Mean, Amax, Amin, Norm, LinalgVectorNorm), the elementwise NaN/Inf predicates
+// (IsFinite, IsPosInf, IsNegInf) and the MSE loss with its backward (reduction none / mean / sum).
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
 
 #include "op_common.h"
 
@@ -8,35 +12,137 @@ using namespace fakecann::ops;
 
 namespace {
 
-// ReduceSum / Mean: `dims` (empty = all) wrapped, sorted; duplicates are an error as in CANN.
+// A reduction's scratch memory: one partial result per AI core (a real reduce kernel combines per-core
+// partials in global memory), whatever the tensor's size.
+constexpr uint64_t kReduceWorkspace = 16 << 10;
+
+// How the elements of `x` fold into `o`: `dims` (empty = all) wrapped and sorted, duplicates an error as in
+// CANN; `o` must have the reduced shape (size-1 dims kept with keepDim).
+struct Fold {
+  std::vector<size_t> map;  // element (row-major) -> output index
+  int64_t outputs = 0;      // output elements
+  int64_t count = 0;        // input elements per output
+};
+
+Fold plan_fold(const TensorView &x, const aclIntArray *dims, bool keepDim, const TensorView &o) {
+  std::vector<int64_t> d;
+  for (int64_t v : int_array(dims, "dim")) d.push_back(wrap_dim(v, x.shape.size()));
+  if (d.empty())
+    for (size_t i = 0; i < x.shape.size(); ++i) d.push_back((int64_t)i);
+  std::sort(d.begin(), d.end());
+  if (std::adjacent_find(d.begin(), d.end()) != d.end()) fail("dim lists a dimension twice");
+  Shape kept;
+  Fold f;
+  f.map = reduce_index(x.shape, d, &kept);
+  Shape want;
+  for (size_t i = 0; i < x.shape.size(); ++i)
+    if (keepDim || !std::binary_search(d.begin(), d.end(), (int64_t)i)) want.push_back(kept[i]);
+  require_shape(o, want, "out");
+  f.outputs = numel(kept);
+  f.count = f.outputs == 0 ? 0 : x.numel() / f.outputs;
+  return f;
+}
+
+// ReduceSum / Mean (`dtype` is out's dtype; self may differ: Mean of fp16 into fp32).
 aclnnStatus reduce(const char *op, const aclTensor *self, const aclIntArray *dims, bool keepDim, aclDataType dtype,
                    const aclTensor *out, DtypeSet types, bool mean, uint64_t *ws, aclOpExecutor **ex) {
   return phase1(op, ws, ex, [&] {
     const TensorView &x = tensor(self, "self", types);
     const TensorView &o = tensor(out, "out", types);
-    std::vector<int64_t> d;
-    for (int64_t v : int_array(dims, "dim")) d.push_back(wrap_dim(v, x.shape.size()));
-    if (d.empty())
-      for (size_t i = 0; i < x.shape.size(); ++i) d.push_back((int64_t)i);
-    std::sort(d.begin(), d.end());
-    if (std::adjacent_find(d.begin(), d.end()) != d.end()) fail("dim lists a dimension twice");
     if (dtype != o.dtype) fail("dtype " + std::to_string(dtype) + " differs from out's dtype");
-    Shape kept;
-    std::vector<size_t> map = reduce_index(x.shape, d, &kept);
-    Shape want;
-    for (size_t i = 0; i < x.shape.size(); ++i)
-      if (keepDim || !std::binary_search(d.begin(), d.end(), (int64_t)i)) want.push_back(kept[i]);
-    require_shape(o, want, "out");
-    int64_t count = numel(kept) == 0 ? 0 : x.numel() / numel(kept);  // elements summed per output
+    Fold f = plan_fold(x, dims, keepDim, o);
     return ExecutorSpec{"",
                         {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
-                        workspace_for(x.numel()),
-                        [map = std::move(map), n = numel(kept), count, mean](const Slots &s) {
+                        kReduceWorkspace,
+                        [map = std::move(f.map), n = f.outputs, count = f.count, mean](const Slots &s) {
                           Values x = gather(view(s, 0)), acc((size_t)n, 0.0);
                           for (size_t i = 0; i < x.size(); ++i) acc[map[i]] += x[i];
                           if (mean)
                             for (double &e : acc) e /= (double)count;
                           scatter(view(s, 1), acc);
+                        }};
+  });
+}
+
+// Amax / Amin: out has self's dtype; a NaN anywhere in a slice makes its result NaN (torch.amax).
+aclnnStatus extreme(const char *op, const aclTensor *self, const aclIntArray *dims, bool keepDim, const aclTensor *out,
+                    bool want_max, uint64_t *ws, aclOpExecutor **ex) {
+  return phase1(op, ws, ex, [&] {
+    const TensorView &x = tensor(self, "self", kArith);
+    const TensorView &o = tensor(out, "out", kArith);
+    if (o.dtype != x.dtype) fail("out's dtype " + std::to_string(o.dtype) + " differs from self's");
+    Fold f = plan_fold(x, dims, keepDim, o);
+    if (f.count == 0 && f.outputs > 0) fail("cannot reduce an empty dimension (no identity for max/min)");
+    return ExecutorSpec{"",
+                        {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
+                        kReduceWorkspace,
+                        [map = std::move(f.map), n = f.outputs, want_max](const Slots &s) {
+                          const double start = want_max ? -std::numeric_limits<double>::infinity()
+                                                        : std::numeric_limits<double>::infinity();
+                          Values x = gather(view(s, 0)), acc((size_t)n, start);
+                          for (size_t i = 0; i < x.size(); ++i) {
+                            double &a = acc[map[i]];
+                            if (std::isnan(x[i]) || std::isnan(a))
+                              a = std::isnan(x[i]) ? x[i] : a;
+                            else
+                              a = want_max ? std::max(a, x[i]) : std::min(a, x[i]);
+                          }
+                          scatter(view(s, 1), acc);
+                        }};
+  });
+}
+
+// Norm / LinalgVectorNorm: (sum |x|^p)^(1/p) over `dims`; p = inf / -inf give max / min of |x|, p = 0 the
+// count of non-zeros. Accumulated in double, rounded once to out's dtype.
+aclnnStatus vector_norm(const char *op, const aclTensor *self, const aclScalar *p_scalar, const aclIntArray *dims,
+                        bool keepDim, std::optional<aclDataType> dtype, const aclTensor *out, uint64_t *ws,
+                        aclOpExecutor **ex) {
+  return phase1(op, ws, ex, [&] {
+    const TensorView &x = tensor(self, "self", kFloats);
+    const TensorView &o = tensor(out, "out", kFloats);
+    double p = scalar(p_scalar, dtype ? "ord" : "pScalar");
+    if (dtype && *dtype != o.dtype) fail("dtype " + std::to_string(*dtype) + " differs from out's dtype");
+    if (std::isnan(p)) fail("the order of the norm is NaN");
+    Fold f = plan_fold(x, dims, keepDim, o);
+    return ExecutorSpec{"",
+                        {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
+                        kReduceWorkspace,
+                        [map = std::move(f.map), n = f.outputs, p](const Slots &s) {
+                          const bool inf = std::isinf(p);
+                          const double start = inf && p < 0 ? std::numeric_limits<double>::infinity() : 0.0;
+                          Values x = gather(view(s, 0)), acc((size_t)n, start);
+                          for (size_t i = 0; i < x.size(); ++i) {
+                            double a = std::fabs(x[i]), &r = acc[map[i]];
+                            if (std::isnan(a) || std::isnan(r))
+                              r = std::numeric_limits<double>::quiet_NaN();
+                            else if (inf)
+                              r = p > 0 ? std::max(r, a) : std::min(r, a);
+                            else if (p == 0)
+                              r += a != 0.0;
+                            else if (p == 1)
+                              r += a;
+                            else if (p == 2)
+                              r += a * a;
+                            else
+                              r += std::pow(a, p);
+                          }
+                          if (!inf && p != 0 && p != 1)
+                            for (double &r : acc) r = p == 2 ? std::sqrt(r) : std::pow(r, 1.0 / p);
+                          scatter(view(s, 1), acc);
+                        }};
+  });
+}
+
+// IsFinite / IsPosInf / IsNegInf: a BOOL tensor of self's shape (integers and bools are always finite).
+aclnnStatus predicate(const char *op, const aclTensor *self, const aclTensor *out, bool (*test)(double), uint64_t *ws,
+                      aclOpExecutor **ex) {
+  return phase1(op, ws, ex, [&] {
+    const TensorView &x = tensor(self, "self", kArith);
+    tensor(out, "out", dtypes({ACL_BOOL}), x.shape);
+    return ExecutorSpec{"", {nn::slot(self, Io::Input), nn::slot(out, Io::Output)}, 0, [test](const Slots &s) {
+                          Values x = gather(view(s, 0));
+                          for (double &e : x) e = test(e) ? 1.0 : 0.0;
+                          scatter(view(s, 1), x);
                         }};
   });
 }
@@ -60,6 +166,45 @@ aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntAr
 aclnnStatus aclnnMeanGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclDataType dtype,
                                       aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
   return reduce("Mean", self, dim, keepDim, dtype, out, kFloatsD, true, workspaceSize, executor);
+}
+
+aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return extreme("Amax", self, dim, keepDim, out, true, workspaceSize, executor);
+}
+
+aclnnStatus aclnnAminGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return extreme("Amin", self, dim, keepDim, out, false, workspaceSize, executor);
+}
+
+aclnnStatus aclnnNormGetWorkspaceSize(const aclTensor *self, const aclScalar *pScalar, const aclIntArray *dim,
+                                      bool keepdim, aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return vector_norm("Norm", self, pScalar, dim, keepdim, std::nullopt, out, workspaceSize, executor);
+}
+
+aclnnStatus aclnnLinalgVectorNormGetWorkspaceSize(const aclTensor *self, const aclScalar *ord, const aclIntArray *dims,
+                                                  bool keepDims, const aclDataType dtype, aclTensor *out,
+                                                  uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return vector_norm("LinalgVectorNorm", self, ord, dims, keepDims, dtype, out, workspaceSize, executor);
+}
+
+aclnnStatus aclnnIsFiniteGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                          aclOpExecutor **executor) {
+  return predicate(
+      "IsFinite", self, out, [](double v) { return std::isfinite(v); }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnIsPosInfGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                          aclOpExecutor **executor) {
+  return predicate(
+      "IsPosInf", self, out, [](double v) { return std::isinf(v) && v > 0; }, workspaceSize, executor);
+}
+
+aclnnStatus aclnnIsNegInfGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                          aclOpExecutor **executor) {
+  return predicate(
+      "IsNegInf", self, out, [](double v) { return std::isinf(v) && v < 0; }, workspaceSize, executor);
 }
 
 aclnnStatus aclnnMseLossGetWorkspaceSize(const aclTensor *self, const aclTensor *target, int64_t reduction,

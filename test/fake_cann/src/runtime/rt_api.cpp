@@ -5,6 +5,7 @@
 #include <set>
 
 #include "acl/acl_base.h"
+#include "fakecann/caller.h"
 #include "fakecann/device.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
@@ -46,9 +47,12 @@ Dir direction(rtMemcpyKind_t kind, const void *dst, const void *src) {
   Dir asked;
   switch (kind) {
     case RT_MEMCPY_HOST_TO_HOST: asked = Dir::HostToHost; break;
-    case RT_MEMCPY_HOST_TO_DEVICE: case RT_MEMCPY_HOST_TO_DEVICE_EX: asked = Dir::HostToDevice; break;
-    case RT_MEMCPY_DEVICE_TO_HOST: case RT_MEMCPY_DEVICE_TO_HOST_EX: asked = Dir::DeviceToHost; break;
-    case RT_MEMCPY_DEVICE_TO_DEVICE: case RT_MEMCPY_ADDR_DEVICE_TO_DEVICE: asked = Dir::DeviceToDevice; break;
+    case RT_MEMCPY_HOST_TO_DEVICE:
+    case RT_MEMCPY_HOST_TO_DEVICE_EX: asked = Dir::HostToDevice; break;
+    case RT_MEMCPY_DEVICE_TO_HOST:
+    case RT_MEMCPY_DEVICE_TO_HOST_EX: asked = Dir::DeviceToHost; break;
+    case RT_MEMCPY_DEVICE_TO_DEVICE:
+    case RT_MEMCPY_ADDR_DEVICE_TO_DEVICE: asked = Dir::DeviceToDevice; break;
     case RT_MEMCPY_DEFAULT: return inferred;
     default: return Dir::Invalid;
   }
@@ -56,17 +60,17 @@ Dir direction(rtMemcpyKind_t kind, const void *dst, const void *src) {
 }
 
 // Performs the copy now. Throws KernelError if a device range is not inside a live allocation.
-void copy_now(void *dst, const void *src, uint64_t cnt, Dir d) {
+void copy_now(void *dst, const void *src, uint64_t cnt, Dir d, bool preloaded) {
   if (cnt == 0) return;
   void *to = (d == Dir::HostToDevice || d == Dir::DeviceToDevice) ? device_bytes(dst, cnt) : dst;
   const void *from = (d == Dir::DeviceToHost || d == Dir::DeviceToDevice) ? device_bytes(src, cnt) : src;
   std::memmove(to, from, cnt);
   CopyCounters &c = copy_counters();
-  switch (d) {
-    case Dir::HostToDevice: c.host_to_device += cnt; break;
-    case Dir::DeviceToHost: c.device_to_host += cnt; break;
-    case Dir::DeviceToDevice: c.device_to_device += cnt; break;
-    default: c.host_to_host += cnt; break;
+  switch (d) {  // totals, and the part a preloaded tool asked for
+    case Dir::HostToDevice: c.host_to_device += cnt, c.preloaded_host_to_device += preloaded ? cnt : 0; break;
+    case Dir::DeviceToHost: c.device_to_host += cnt, c.preloaded_device_to_host += preloaded ? cnt : 0; break;
+    case Dir::DeviceToDevice: c.device_to_device += cnt, c.preloaded_device_to_device += preloaded ? cnt : 0; break;
+    default: c.host_to_host += cnt, c.preloaded_host_to_host += preloaded ? cnt : 0; break;
   }
 }
 
@@ -98,9 +102,10 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
   if (int e = check_copy(dst, destMax, src, cnt, kind, &d)) return e;
   if (d != Dir::HostToHost)
     if (int e = require_context()) return e;
+  const bool preloaded = CallerScope::preloaded();
   if (!async) {
     try {
-      copy_now(dst, src, cnt, d);
+      copy_now(dst, src, cnt, d, preloaded);
     } catch (const KernelError &) {
       return ACL_ERROR_RT_PARAM_INVALID;
     }
@@ -110,7 +115,8 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
   if (int e = resolve_stream(stream, &s)) return e;
   // The host side is read (or written) when the copy executes, not now: the host buffer must stay
   // valid until the stream is synchronized, as on the real device.
-  stream_enqueue(s, [=] { copy_now(dst, src, cnt, d); }, "memcpy");
+  stream_enqueue(
+      s, [=] { copy_now(dst, src, cnt, d, preloaded); }, "memcpy");
   return RT_ERROR_NONE;
 }
 
@@ -204,11 +210,13 @@ rtError_t rtFreeHost(void *hostPtr) {
 }
 
 rtError_t rtMemcpy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind) {
+  CallerScope caller(__builtin_return_address(0));
   return memcpy_impl(dst, destMax, src, cnt, kind, nullptr, false);
 }
 
 rtError_t rtMemcpyAsync(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind,
                         rtStream_t stm) {
+  CallerScope caller(__builtin_return_address(0));
   return memcpy_impl(dst, destMax, src, cnt, kind, stm, true);
 }
 

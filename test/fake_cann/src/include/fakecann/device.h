@@ -15,6 +15,11 @@ struct FAKECANN_API CopyCounters {
   std::atomic<uint64_t> device_to_host{0};
   std::atomic<uint64_t> device_to_device{0};
   std::atomic<uint64_t> host_to_host{0};
+  // The part of each that a preloaded object (a tool) asked for (fakecann/caller.h).
+  std::atomic<uint64_t> preloaded_host_to_device{0};
+  std::atomic<uint64_t> preloaded_device_to_host{0};
+  std::atomic<uint64_t> preloaded_device_to_device{0};
+  std::atomic<uint64_t> preloaded_host_to_host{0};
 };
 
 // Returns a 512-byte aligned device address, or nullptr when out of device memory or size == 0.

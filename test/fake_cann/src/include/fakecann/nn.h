@@ -47,8 +47,8 @@ enum class Io { Input, Output, InOut };
 
 struct Slot {
   Io io = Io::Input;
-  bool present = false;            // false: an absent optional tensor (NULL)
-  std::vector<TensorView> views;   // one for a tensor, n for a tensor list
+  bool present = false;              // false: an absent optional tensor (NULL)
+  std::vector<TensorView> views;     // one for a tensor, n for a tensor list
   std::vector<aclTensor *> handles;  // the caller's handles, rebound by aclSetTensorAddr
 };
 
@@ -59,7 +59,7 @@ FAKECANN_API Slot slot(const aclTensorList *l, Io io);
 using Kernel = std::function<void(const std::vector<Slot> &slots)>;
 
 struct ExecutorSpec {
-  std::string op;            // "Add" for aclnnAdd
+  std::string op;  // "Add" for aclnnAdd
   std::vector<Slot> slots;
   uint64_t workspace_bytes = 0;
   Kernel kernel;
@@ -69,14 +69,15 @@ struct ExecutorSpec {
 FAKECANN_API aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor);
 // Phase 2: checks executor, op name, workspace and stream, enqueues the kernel, and frees the executor
 // unless it was made repeatable.
+// `caller`: the return address of the aclnnX call (see fakecann/caller.h; for FAKE_CANN_LAUNCH_LOG).
 FAKECANN_API aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                                aclrtStream stream);
+                                aclrtStream stream, const void *caller = nullptr);
 
 }  // namespace fakecann::nn
 
 // Defines phase 2 of op X: aclnnX(workspace, size, executor, stream).
-#define FAKECANN_ACLNN_PHASE2(X)                                                                         \
-  extern "C" aclnnStatus aclnn##X(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,    \
-                                  aclrtStream stream) {                                                \
-    return fakecann::nn::launch(#X, workspace, workspaceSize, executor, stream);                      \
+#define FAKECANN_ACLNN_PHASE2(X)                                                                              \
+  extern "C" aclnnStatus aclnn##X(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,           \
+                                  aclrtStream stream) {                                                       \
+    return fakecann::nn::launch(#X, workspace, workspaceSize, executor, stream, __builtin_return_address(0)); \
   }
