@@ -14,6 +14,7 @@ For fp32 and bf16, 1 rank and 2 HCCL ranks (3 steps each):
 import collections
 import functools
 import os
+import re
 
 import numpy as np
 import pytest
@@ -108,14 +109,15 @@ def test_entries_files_and_construct(runs, kind, dtype, ranks):
                             f"{sorted(set(f.construct) ^ f.names())[:5]}")
         if any(v is not None for v in f.construct.values()):
             problems.append(f"{f.path}: construct.json has non-null values")
-        # Names: {OpType}.Default.{n}, n = 0, 1, ... per op type in this folder, in launch order.
+        # Names: {OpType}.{OpName}.{n}, OpName sanitized (the Python scope, or Default), n = 0, 1, ... per
+        # OpType.OpName in this folder, in launch order.
         by_type = {}
         for name, e in sorted(f.entries(), key=lambda kv: kv[1].get("launch_index", -1)):
             parts = name.split(".")
-            if len(parts) != 3 or parts[1] != "Default" or not parts[2].isdigit():
+            if len(parts) != 3 or not re.fullmatch(r"[A-Za-z0-9_-]+", parts[1]) or not parts[2].isdigit():
                 problems.append(f"{f.path}: kernel name {name!r}")
                 continue
-            by_type.setdefault(parts[0], []).append(int(parts[2]))
+            by_type.setdefault(parts[0] + "." + parts[1], []).append(int(parts[2]))
             missing = [k for k in LAUNCH_FIELDS if not isinstance(e.get(k), int)]
             if missing:
                 problems.append(f"{f.path}: {name} lacks integer {missing}")
