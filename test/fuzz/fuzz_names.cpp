@@ -1,0 +1,51 @@
+// libFuzzer target: the NameRegex engine behind MSPROBE_LIST / MSPROBE_SCOPE / MSPROBE_STEP_MARKER
+// (shim/kernel_filter.h), and the collector's naming guarantees (collector/naming.h): whatever bytes an op type or
+// scope holds, the kernel and file names built from them stay inside the dump directory.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "collector/naming.h"
+#include "shim/kernel_filter.h"
+
+namespace {
+
+bool name_part_ok(std::string_view s) {
+  if (s.empty() || s.front() == '-') return false;
+  for (char c : s)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using namespace msprobe;
+  FuzzedDataProvider in(data, size);
+  const std::string pattern = in.ConsumeRandomLengthString(2048);
+  const std::string text = in.ConsumeRandomLengthString(1024);
+  const std::string scope = in.ConsumeRemainingBytesAsString();
+
+  std::string error;
+  if (auto re = shim::NameRegex::compile(pattern, &error)) {
+    (void)re->matches(text);
+    (void)re->matches(scope);
+  } else if (error.empty()) {
+    std::abort();  // a refused pattern must say why
+  }
+  shim::KernelFilter filter;
+  std::string why, note;
+  if (filter.add_item(pattern, &why, &note)) (void)filter.matches(text, text + ".x.0");
+
+  const std::string op = collector::sanitize_name_part(text, collector::kUnknownOpType);
+  const std::string name = collector::sanitize_name_part(scope, collector::kDefaultOpName);
+  if (!name_part_ok(op) || !name_part_ok(name)) std::abort();
+  const std::string kernel = collector::kernel_name(collector::kernel_base_name(text, scope), 7);
+  const std::string file = collector::tensor_file_name(kernel, collector::IoKind::Output, 3, "npy");
+  if (kernel != op + "." + name + ".7" || !collector::is_safe_file_name(file)) std::abort();
+  if (!collector::is_csv_safe(collector::csv_safe_text(text))) std::abort();
+  return 0;
+}

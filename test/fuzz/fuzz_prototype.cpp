@@ -1,0 +1,29 @@
+// libFuzzer target: the aclnn header prototype parser (shim/prototypes.h), which reads whatever headers a CANN
+// install or a custom op vendor ships. The first line of the input is the op name, the rest the header text.
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "shim/prototypes.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using namespace msprobe::shim;
+  const std::string_view input(reinterpret_cast<const char *>(data), size);
+  const size_t nl = input.find('\n');
+  const std::string_view op = nl == std::string_view::npos ? std::string_view{} : input.substr(0, nl);
+  const std::string_view text = nl == std::string_view::npos ? input : input.substr(nl + 1);
+
+  if (auto p = parse_prototype(text, op)) {
+    // The trailing pair the parser promises (docs/prototypes.md).
+    if (p->params.size() < 2 || p->params[p->params.size() - 2].kind != ParamKind::WorkspaceSizeOut ||
+        p->params.back().kind != ParamKind::ExecutorOut)
+      std::abort();
+  }
+  size_t tried = 0;
+  for (const std::string &declared : declared_ops(text)) {
+    if (declared.empty()) std::abort();
+    if (++tried > 8) break;  // bounded work per input
+    (void)parse_prototype(text, declared);
+  }
+  return 0;
+}
