@@ -69,13 +69,9 @@ def load_json_files(folder):
     return out
 
 
-def check_complete(r):
-    """Problems with r's dump: valid files, one entry per launched kernel in launch order, stack.json's kernels
-    known to dump.json."""
-    problems = []
-    folders = r.dump.folders()
-    if not folders:
-        return ["no dump folder"]
+def folder_rows(folders, problems):
+    """(launch_index, op type) of every dump.json entry in `folders`; appends to `problems` each folder whose
+    files do not load or disagree (construct.json's kernels, stack.json's kernels)."""
     rows = []
     for f in folders:
         try:
@@ -90,6 +86,17 @@ def check_complete(r):
             if not set(names) <= set(data):
                 problems.append(f"{f.path}: stack.json group {key} names kernels dump.json lacks")
         rows += [(e["launch_index"], op_type(name)) for name, e in data.items()]
+    return rows
+
+
+def check_complete(r):
+    """Problems with r's dump: valid files, one entry per launched kernel in launch order, stack.json's kernels
+    known to dump.json."""
+    problems = []
+    folders = r.dump.folders()
+    if not folders:
+        return ["no dump folder"]
+    rows = folder_rows(folders, problems)
     rows.sort()
     order = launch_order(r)
     if [op for _, op in rows] != order:
@@ -227,20 +234,8 @@ def repaired_rows(dump_root):
     """(launch_index, op type) of every entry after `msprobe-inspect repair`, each file loaded with json."""
     rep = subprocess.run([INSPECT, "repair", dump_root], capture_output=True, text=True, timeout=120)
     assert rep.returncode == 0, rep.stdout + rep.stderr
-    rows, problems = [], []
-    for f in shimtest.Dump(dump_root).folders():
-        try:
-            files = load_json_files(f)
-        except (OSError, ValueError) as exc:
-            problems.append(f"{f.path}: {exc}")
-            continue
-        data = files["dump.json"]["data"]
-        if set(files["construct.json"]) != set(data):
-            problems.append(f"{f.path}: construct.json and dump.json name different kernels")
-        for key, (names, frames) in files["stack.json"].items():
-            if not set(names) <= set(data):
-                problems.append(f"{f.path}: stack.json group {key} names kernels dump.json lacks")
-        rows += [(e["launch_index"], op_type(name)) for name, e in data.items()]
+    problems = []
+    rows = folder_rows(shimtest.Dump(dump_root).folders(), problems)
     assert not problems, fail_report(problems)
     return sorted(rows), rep.stdout
 

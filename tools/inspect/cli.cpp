@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "collector/json_writer.h"
 
@@ -157,6 +158,15 @@ std::string ranges_text(std::span<const uint64_t> v) {
     i = j + 1;
   }
   return out;
+}
+
+std::string timestamp_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
+  return buf;
 }
 
 }  // namespace msprobe::tools

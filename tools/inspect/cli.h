@@ -75,4 +75,7 @@ std::string metric_text(std::optional<double> v);
 // Compact list of numbers: "0-2, 5".
 std::string ranges_text(std::span<const uint64_t> sorted_unique);
 
+// Local time as YYYYmmddHHMMSS, for msprobe-style result file names (compare_result_{timestamp}.csv).
+std::string timestamp_now();
+
 }  // namespace msprobe::tools

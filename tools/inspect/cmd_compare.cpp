@@ -176,15 +176,6 @@ RowResult compare_tensor(const Side &A, const TensorInfo &a, const Side &B, cons
   return r;
 }
 
-std::string timestamp_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
-  return buf;
-}
-
 const std::vector<std::string> kResultColumns = {"Step",       "Rank",        "NPU Name",         "Bench Name",
                                                  "NPU Dtype",  "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
                                                  "Cosine",     "MaxAbsErr",   "MaxRelativeErr",   "Max diff",

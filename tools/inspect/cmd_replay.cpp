@@ -486,15 +486,6 @@ std::string detail_rows(const Folder &f, const KernelEntry &k, const KernelResul
   return out;
 }
 
-std::string timestamp_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
-  return buf;
-}
-
 // A kernel as the summary lists it.
 struct Listed {
   size_t folder = 0;
