@@ -31,6 +31,12 @@ VOCAB, HIDDEN, FFN, CLASSES = 16, 16, 32, 8
 BATCH, SEQ = 4, 8
 
 
+def set_width(hidden):
+    """--hidden: a wider model (realistic tensor sizes) with the same layers and data."""
+    global HIDDEN, FFN
+    HIDDEN, FFN = hidden, 2 * hidden
+
+
 class TinyModel(nn.Module):
     def __init__(self, rng, dtype):
         self.embed = nn.Embedding(VOCAB, HIDDEN, rng, dtype)
@@ -191,8 +197,13 @@ def main():
                     help="save the exact losses and final parameters to PATH (.npz; {rank} is replaced)")
     ap.add_argument("--overflow-at", type=int, default=-1, metavar="STEP",
                     help="plant an overflow: scale the first layer's activation to inf at this step (a Muls kernel)")
+    ap.add_argument("--hidden", type=int, default=HIDDEN,
+                    help=f"model width (default {HIDDEN}; the feed-forward layer is twice as wide)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    if args.hidden < 1:
+        ap.error(f"--hidden must be at least 1, not {args.hidden}")
+    set_width(args.hidden)
 
     if args.ranks > 1 and "RANK_ID" not in os.environ:
         return launch_ranks(args, sys.argv[1:])

@@ -137,6 +137,18 @@ def test_bytes_moved_to_the_host(runs, dtype):
     assert d2h_on * 40 <= d2h_off
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_train_py_at_a_realistic_width_moves_under_one_percent(tmp_path, dtype):
+    """The same training with a 128-wide model: statistics cost at most 1% of the captured bytes on the link."""
+    r = train(tmp_path, dtype, args=("--hidden", "128"))
+    plain = train(tmp_path / "plain", dtype, shim=False, args=("--hidden", "128"))
+    assert r.losses() == plain.losses()
+    ts = list(all_tensors(r).values())
+    captured = sum(numel(t) * SIZE[t["dtype"]] for t in ts)
+    d2h = counters(r)["preloaded"]["d2h"]
+    assert len(ts) > 100 and 0 < d2h <= 0.01 * captured, (len(ts), d2h, captured)
+
+
 LARGE = textwrap.dedent("""
     import sys
     import numpy as np
