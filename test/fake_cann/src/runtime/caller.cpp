@@ -18,7 +18,18 @@ namespace fakecann {
 namespace {
 
 thread_local int t_depth = 0;
-thread_local bool t_preloaded = false;
+thread_local const void *t_return_address = nullptr;  // of the outermost scope
+thread_local int t_preloaded = -1;                    // -1: not decided yet
+
+// Only the copy-counter report asks who called: without it, a scope costs two thread-local stores, as the
+// real runtime's entry points cost nothing of the kind (the check walks the stack and calls dladdr).
+bool counters_requested() {
+  static const bool on = [] {
+    const char *p = std::getenv("FAKE_CANN_COPY_COUNTERS");
+    return p != nullptr && *p != '\0';
+  }();
+  return on;
+}
 
 std::string base_name(const char *path) {
   const char *slash = std::strrchr(path, '/');
@@ -64,14 +75,20 @@ bool call_from_preloaded_code(const void *return_address) {
 }
 
 CallerScope::CallerScope(const void *return_address) : outermost_(t_depth++ == 0) {
-  if (outermost_) t_preloaded = call_from_preloaded_code(return_address);
+  if (outermost_) {
+    t_return_address = return_address;
+    t_preloaded = -1;
+  }
 }
 
-CallerScope::~CallerScope() {
-  if (--t_depth == 0) t_preloaded = false;
-}
+CallerScope::~CallerScope() { --t_depth; }
 
-bool CallerScope::preloaded() { return t_depth > 0 && t_preloaded; }
+// Decided on first use, while the caller's frames are still on the stack (the scope is open).
+bool CallerScope::preloaded() {
+  if (t_depth == 0 || !counters_requested()) return false;
+  if (t_preloaded < 0) t_preloaded = call_from_preloaded_code(t_return_address) ? 1 : 0;
+  return t_preloaded == 1;
+}
 
 namespace {
 

@@ -16,7 +16,8 @@ class FAKECANN_API CallerScope {
   ~CallerScope();
   CallerScope(const CallerScope &) = delete;
   CallerScope &operator=(const CallerScope &) = delete;
-  // True when the outermost open scope on this thread was opened by a call from a preloaded object.
+  // True when the outermost open scope on this thread was opened by a call from a preloaded object. Decided
+  // only when FAKE_CANN_COPY_COUNTERS asks for the report (it walks the stack); false otherwise.
   static bool preloaded();
 
  private:
