@@ -123,7 +123,7 @@ def main():
     train = os.path.join(SOURCE, "examples", "train.py")
     for dtype in ("fp32", "bf16"):
         res = measure(build, lambda s: [PYTHON, train, "--steps", str(s), "--dtype", dtype], steps, repeats, modes)
-        lines += table(f"examples/train.py --dtype {dtype} (tensors of 1 to 1024 elements)", res, steps)
+        lines += table(f"examples/train.py --dtype {dtype} (default width 64: tensors of 1 to 8,192 elements)", res, steps)
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(LARGE)
         large = f.name

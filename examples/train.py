@@ -27,7 +27,9 @@ import tiny_npu  # noqa: E402
 from tiny_npu import nn  # noqa: E402
 from tiny_npu.optim import AdamW  # noqa: E402
 
-VOCAB, HIDDEN, FFN, CLASSES = 16, 16, 32, 8
+# Width 64: small enough to run in a second on the CPU stand-in, wide enough that a tensor holds more than a
+# handful of values (most hold 256 to 8,192 bytes), as in a real model.
+VOCAB, HIDDEN, FFN, CLASSES = 16, 64, 128, 8
 BATCH, SEQ = 4, 8
 
 

@@ -186,6 +186,17 @@ def f32(x):
 
 
 T = "tensor"
+
+
+def train_width():
+    """examples/train.py's default model width (LayerNorm's normalized shape), read from its source."""
+    with open(shimtest.TRAIN) as f:
+        m = re.search(r"^VOCAB, HIDDEN, FFN, CLASSES = \d+, (\d+),", f.read(), re.M)
+    assert m, "train.py no longer defines VOCAB, HIDDEN, FFN, CLASSES"
+    return int(m.group(1))
+
+
+W = train_width()
 # The non-tensor phase-1 arguments train.py passes (tiny_npu.ops / optim / distributed), as the shim must
 # record them: doubles and floats as "float" (a by-value C float keeps its float32 value), int64_t/int8_t
 # as "int", bool, handles by their aclnn type. "out" stands for the output's dtype (Cast, ReduceSum).
@@ -195,8 +206,8 @@ EXPECTED_ARGS = {
     "Muls": [T, ("float", 0.5)],
     "Matmul": [T, T, ("int", 0)],
     "Gelu": [T], "GeluBackward": [T, T], "Embedding": [T, T], "InplaceZero": [T],
-    "LayerNorm": [T, ("aclIntArray", [16]), T, T, ("float", 1e-5)],
-    "LayerNormBackward": [T, T, ("aclIntArray", [16]), T, T, T, T, ("aclBoolArray", [True, True, True])],
+    "LayerNorm": [T, ("aclIntArray", [W]), T, T, ("float", 1e-5)],
+    "LayerNormBackward": [T, T, ("aclIntArray", [W]), T, T, T, T, ("aclBoolArray", [True, True, True])],
     "EmbeddingDenseBackward": [T, T, ("int", 16), ("int", (-1, 2 ** 64 - 1)), ("bool", False)],
     "Softmax": [T, ("int", -1)], "SoftmaxBackward": [T, T, ("int", -1)],
     "MseLoss": [T, T, ("int", 1)], "MseLossBackward": [T, T, T, ("int", 1)],

@@ -178,9 +178,9 @@ def test_backpressure_loses_nothing(tmp_path):
 
 
 def test_pinned_buffers_are_pooled(tmp_path):
-    """train.py's tensors all fit the smallest size class (4 KiB): under a 1 MiB budget the pool can hold 256 of
-    them, so every later copy must reuse a buffer instead of calling aclrtMallocHost."""
-    r = shimtest.run_train(tmp_path / "t", "--steps", "10", task="tensor",
+    """At width 16 train.py's tensors all fit the smallest size class (4 KiB): under a 1 MiB budget the pool can
+    hold 256 of them, so every later copy must reuse a buffer instead of calling aclrtMallocHost."""
+    r = shimtest.run_train(tmp_path / "t", "--steps", "10", "--hidden", "16", task="tensor",
                            env={"MSPROBE_LOG_LEVEL": "info", "MSPROBE_BUFFER_MB": "1"})
     s = staging_report(r.stderr)
     assert s["copies"] > 1000, s
