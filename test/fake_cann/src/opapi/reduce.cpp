@@ -19,9 +19,10 @@ constexpr uint64_t kReduceWorkspace = 16 << 10;
 // How the elements of `x` fold into `o`: `dims` (empty = all) wrapped and sorted, duplicates an error as in
 // CANN; `o` must have the reduced shape (size-1 dims kept with keepDim).
 struct Fold {
-  std::vector<size_t> map;  // element (row-major) -> output index
+  std::vector<size_t> map;  // element (row-major) -> output index; empty when every element folds into output 0
   int64_t outputs = 0;      // output elements
   int64_t count = 0;        // input elements per output
+  size_t at(size_t i) const { return map.empty() ? 0 : map[i]; }
 };
 
 Fold plan_fold(const TensorView &x, const aclIntArray *dims, bool keepDim, const TensorView &o) {
@@ -33,7 +34,12 @@ Fold plan_fold(const TensorView &x, const aclIntArray *dims, bool keepDim, const
   if (std::adjacent_find(d.begin(), d.end()) != d.end()) fail("dim lists a dimension twice");
   Shape kept;
   Fold f;
-  f.map = reduce_index(x.shape, d, &kept);
+  if (d.size() == x.shape.size()) {
+    // A full reduction: no per-element map to build (a real phase 1 plans tiles, it never visits the elements).
+    kept.assign(x.shape.size(), 1);
+  } else {
+    f.map = reduce_index(x.shape, d, &kept);
+  }
   Shape want;
   for (size_t i = 0; i < x.shape.size(); ++i)
     if (keepDim || !std::binary_search(d.begin(), d.end(), (int64_t)i)) want.push_back(kept[i]);
@@ -54,11 +60,11 @@ aclnnStatus reduce(const char *op, const aclTensor *self, const aclIntArray *dim
     return ExecutorSpec{"",
                         {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
                         kReduceWorkspace,
-                        [map = std::move(f.map), n = f.outputs, count = f.count, mean](const Slots &s) {
-                          Values x = gather(view(s, 0)), acc((size_t)n, 0.0);
-                          for (size_t i = 0; i < x.size(); ++i) acc[map[i]] += x[i];
+                        [f = std::move(f), mean](const Slots &s) {
+                          Values x = gather(view(s, 0)), acc((size_t)f.outputs, 0.0);
+                          for (size_t i = 0; i < x.size(); ++i) acc[f.at(i)] += x[i];
                           if (mean)
-                            for (double &e : acc) e /= (double)count;
+                            for (double &e : acc) e /= (double)f.count;
                           scatter(view(s, 1), acc);
                         }};
   });
@@ -76,12 +82,12 @@ aclnnStatus extreme(const char *op, const aclTensor *self, const aclIntArray *di
     return ExecutorSpec{"",
                         {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
                         kReduceWorkspace,
-                        [map = std::move(f.map), n = f.outputs, want_max](const Slots &s) {
+                        [f = std::move(f), want_max](const Slots &s) {
                           const double start = want_max ? -std::numeric_limits<double>::infinity()
                                                         : std::numeric_limits<double>::infinity();
-                          Values x = gather(view(s, 0)), acc((size_t)n, start);
+                          Values x = gather(view(s, 0)), acc((size_t)f.outputs, start);
                           for (size_t i = 0; i < x.size(); ++i) {
-                            double &a = acc[map[i]];
+                            double &a = acc[f.at(i)];
                             if (std::isnan(x[i]) || std::isnan(a))
                               a = std::isnan(x[i]) ? x[i] : a;
                             else
@@ -107,12 +113,12 @@ aclnnStatus vector_norm(const char *op, const aclTensor *self, const aclScalar *
     return ExecutorSpec{"",
                         {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
                         kReduceWorkspace,
-                        [map = std::move(f.map), n = f.outputs, p](const Slots &s) {
+                        [f = std::move(f), p](const Slots &s) {
                           const bool inf = std::isinf(p);
                           const double start = inf && p < 0 ? std::numeric_limits<double>::infinity() : 0.0;
-                          Values x = gather(view(s, 0)), acc((size_t)n, start);
+                          Values x = gather(view(s, 0)), acc((size_t)f.outputs, start);
                           for (size_t i = 0; i < x.size(); ++i) {
-                            double a = std::fabs(x[i]), &r = acc[map[i]];
+                            double a = std::fabs(x[i]), &r = acc[f.at(i)];
                             if (std::isnan(a) || std::isnan(r))
                               r = std::numeric_limits<double>::quiet_NaN();
                             else if (inf)

@@ -62,7 +62,10 @@ void view_extent(const TensorView &v, int64_t *lo, int64_t *hi) {
   for (size_t i = 0; i < v.shape.size(); ++i) {
     if (v.shape[i] <= 0) continue;
     int64_t span = (v.shape[i] - 1) * v.strides[i];
-    if (span > 0) b += span; else a += span;
+    if (span > 0)
+      b += span;
+    else
+      a += span;
   }
   *lo = a;
   *hi = b;
@@ -103,12 +106,52 @@ char *view_base(const TensorView &v, int64_t *lo_out) {
 
 }  // namespace
 
+namespace {
+
+// Row-major with no gaps (size-1 dimensions may have any stride): element i is at offset + i.
+bool dense(const TensorView &v) {
+  int64_t expected = 1;
+  for (size_t d = v.shape.size(); d-- > 0;) {
+    if (v.shape[d] != 1 && v.strides[d] != expected) return false;
+    expected *= v.shape[d];
+  }
+  return true;
+}
+
+// Element i of a dense run of T, converted with `to_double`: the dtype switch is taken once per tensor.
+template <typename T, typename Conv>
+void load_run(const char *p, size_t n, double *out, Conv to_double) {
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+    out[i] = to_double(v);
+  }
+}
+
+}  // namespace
+
 std::vector<double> gather(const TensorView &v) {
   std::vector<double> out((size_t)(v.numel() > 0 ? v.numel() : 0));
   if (out.empty()) return out;
   int64_t lo;
   char *host = view_base(v, &lo);
-  for_each_offset(v, [&](int64_t i, int64_t off) { out[(size_t)i] = load_element(host, v.dtype, (uint64_t)(off - lo)); });
+  if (dense(v)) {
+    const char *p = host + (v.offset - lo) * (int64_t)dtype_size(v.dtype);
+    switch (v.dtype) {
+      case ACL_FLOAT: load_run<float>(p, out.size(), out.data(), [](float x) { return (double)x; }); return out;
+      case ACL_FLOAT16:
+        load_run<uint16_t>(p, out.size(), out.data(), [](uint16_t x) { return (double)half_to_float(x); });
+        return out;
+      case ACL_BF16:
+        load_run<uint16_t>(p, out.size(), out.data(), [](uint16_t x) { return (double)bf16_to_float(x); });
+        return out;
+      default:
+        for (size_t i = 0; i < out.size(); ++i) out[i] = load_element(p, v.dtype, i);
+        return out;
+    }
+  }
+  for_each_offset(v,
+                  [&](int64_t i, int64_t off) { out[(size_t)i] = load_element(host, v.dtype, (uint64_t)(off - lo)); });
   return out;
 }
 
@@ -117,7 +160,20 @@ void scatter(const TensorView &v, const std::vector<double> &values) {
   if ((int64_t)values.size() != v.numel()) throw KernelError("scatter size mismatch: " + v.describe());
   int64_t lo;
   char *host = view_base(v, &lo);
-  for_each_offset(v, [&](int64_t i, int64_t off) { store_element(host, v.dtype, (uint64_t)(off - lo), values[(size_t)i]); });
+  if (dense(v)) {
+    char *p = host + (v.offset - lo) * (int64_t)dtype_size(v.dtype);
+    if (v.dtype == ACL_FLOAT) {
+      for (size_t i = 0; i < values.size(); ++i) {
+        float f = (float)values[i];
+        std::memcpy(p + 4 * i, &f, 4);
+      }
+    } else {
+      for (size_t i = 0; i < values.size(); ++i) store_element(p, v.dtype, i, values[i]);
+    }
+    return;
+  }
+  for_each_offset(
+      v, [&](int64_t i, int64_t off) { store_element(host, v.dtype, (uint64_t)(off - lo), values[(size_t)i]); });
 }
 
 }  // namespace fakecann
