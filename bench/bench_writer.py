@@ -175,8 +175,12 @@ class Bench:
 
     # ---- tensor -----------------------------------------------------------------------------------------------
     def tensor_write(self):
-        elements = 1 << 20  # 4 MiB float32 per tensor
-        kernels = 16 if self.quick else 256  # 1 GiB in all
+        # Large tensors (4 MiB) measure sustained bandwidth; small ones (16 KiB, the size of train.py's) measure
+        # what a file costs, which dominates a real dump's thousands of activations.
+        self.tensor_write_case(1 << 20, 16 if self.quick else 256, tools=True)
+        self.tensor_write_case(1 << 12, 512 if self.quick else 8192, tools=False)
+
+    def tensor_write_case(self, elements, kernels, tools):
         rng = np.random.default_rng(2)
         # An activation after ReLU: half zeros, half random floats (what lz4 meets in a real dump).
         arr = np.maximum(rng.standard_normal(elements), 0).astype(np.float32)
@@ -184,37 +188,40 @@ class Bench:
         arr.tofile(src)
         total = kernels * arr.nbytes
         reps = 1 if self.quick else 3
-        res = {"collector": [], "collector lz4": [], "dd": [], "numpy.save": [], "collector, statistics only": [],
-               "lz4 tool": []}
+        res = {"collector": [], "dd": [], "numpy.save": []}
+        if tools:
+            res.update({"collector lz4": [], "collector, statistics only": [], "lz4 tool": []})
         ratio_lz4 = None
+        block = f"{arr.nbytes // 1024}K"
         for r in range(reps):
             d = os.path.join(self.dir, "w_collector")
             shutil.rmtree(d, ignore_errors=True)
             f = self.helper_run("write", d, kernels, src)
             res["collector"].append(f["seconds"])
             shutil.rmtree(d, ignore_errors=True)
-            d = os.path.join(self.dir, "w_lz4")
-            f = self.helper_run("write", d, kernels, src, "lz4")
-            res["collector lz4"].append(f["seconds"])
-            ratio_lz4 = f["tensor_bytes"] / f["file_bytes"]
-            shutil.rmtree(d, ignore_errors=True)
-            d = os.path.join(self.dir, "w_stats")
-            res["collector, statistics only"].append(self.helper_run("write", d, kernels, src, "nofiles")["seconds"])
-            shutil.rmtree(d, ignore_errors=True)
-            # The lz4 tool (same library, -1) on the same bytes, file by file, for scale.
-            d = os.path.join(self.dir, "w_lz4tool")
-            os.makedirs(d, exist_ok=True)
-            t0 = time.perf_counter()
-            for i in range(kernels):
-                subprocess.run(["lz4", "-1", "-q", "-f", src, f"{d}/t{i}.lz4"], check=True)
-            res["lz4 tool"].append(time.perf_counter() - t0)
-            shutil.rmtree(d, ignore_errors=True)
-            # dd: the same number of bytes in one sequential file, 4 MiB blocks (page cache, no fsync): the
+            if tools:
+                d = os.path.join(self.dir, "w_lz4")
+                f = self.helper_run("write", d, kernels, src, "lz4")
+                res["collector lz4"].append(f["seconds"])
+                ratio_lz4 = f["tensor_bytes"] / f["file_bytes"]
+                shutil.rmtree(d, ignore_errors=True)
+                d = os.path.join(self.dir, "w_stats")
+                res["collector, statistics only"].append(self.helper_run("write", d, kernels, src, "nofiles")["seconds"])
+                shutil.rmtree(d, ignore_errors=True)
+                # The lz4 tool (same library, -1) on the same bytes, file by file, for scale.
+                d = os.path.join(self.dir, "w_lz4tool")
+                os.makedirs(d, exist_ok=True)
+                t0 = time.perf_counter()
+                for i in range(kernels):
+                    subprocess.run(["lz4", "-1", "-q", "-f", src, f"{d}/t{i}.lz4"], check=True)
+                res["lz4 tool"].append(time.perf_counter() - t0)
+                shutil.rmtree(d, ignore_errors=True)
+            # dd: the same number of bytes in one sequential file, tensor-sized blocks (page cache, no fsync): the
             # file system's sustained write rate, without per-file costs.
             d = os.path.join(self.dir, "w_dd")
             os.makedirs(d, exist_ok=True)
             t0 = time.perf_counter()
-            subprocess.run(["dd", "if=/dev/zero", f"of={d}/all.raw", "bs=4M", f"count={kernels}", "status=none"],
+            subprocess.run(["dd", "if=/dev/zero", f"of={d}/all.raw", f"bs={block}", f"count={kernels}", "status=none"],
                            check=True)
             res["dd"].append(time.perf_counter() - t0)
             shutil.rmtree(d, ignore_errors=True)
@@ -225,25 +232,28 @@ class Bench:
                 np.save(os.path.join(d, f"t{i}.npy"), arr)
             res["numpy.save"].append(time.perf_counter() - t0)
             shutil.rmtree(d, ignore_errors=True)
-        self.commands.append(f"dd if=/dev/zero of=all.raw bs=4M count={kernels}; numpy.save(t{{i}}.npy, a)  (x{kernels}); "
-                             f"lz4 -1 tensor.raw t{{i}}.lz4  (x{kernels})")
+        self.commands.append(f"dd if=/dev/zero of=all.raw bs={block} count={kernels}; numpy.save(t{{i}}.npy, a)  "
+                             f"(x{kernels})" + (f"; lz4 -1 tensor.raw t{{i}}.lz4  (x{kernels})" if tools else ""))
         t = {k: median(v) for k, v in res.items()}
         fs_type = subprocess.run(["stat", "-f", "-c", "%T", self.dir], capture_output=True, text=True).stdout.strip()
-        self.say(f"### Tensor files: {kernels} tensors of 4 MiB float32 ({total / 2**20:,.0f} MiB), {fs_type} "
+        size = f"{arr.nbytes / 2**20:g} MiB" if arr.nbytes >= 2**20 else f"{arr.nbytes // 1024} KiB"
+        self.say(f"### Tensor files: {kernels:,} tensors of {size} float32 ({total / 2**20:,.0f} MiB), {fs_type} "
                  f"({self.dir}), page cache (no fsync), median of {reps}")
         self.say()
         self.say("collector: the Collector (tensor task: statistics + one npy file per tensor, writer threads) from "
-                 "first submit to close(); dd: the same bytes as one file (`dd bs=4M`, process start included); "
+                 f"first submit to close(); dd: the same bytes as one file (`dd bs={block}`, process start included); "
                  "numpy.save: a Python loop writing the same arrays, one file each.")
         self.say()
-        self.say("| writer | seconds | GB/s | collector vs it |")
-        self.say("|---|---|---|---|")
-        for k in ("collector", "dd", "numpy.save", "collector, statistics only", "collector lz4", "lz4 tool"):
+        self.say("| writer | seconds | GB/s | files/s | collector vs it |")
+        self.say("|---|---|---|---|---|")
+        for k in res:
             vs = f"**{t[k] / t['collector']:.2f}×**" if k in ("dd", "numpy.save") else ""
-            self.say(f"| {k} | {t[k]:.3f} | {rate(total, t[k]):.2f} | {vs} |")
+            per_file = "" if k == "dd" or k == "collector, statistics only" else f"{kernels / t[k]:,.0f}"
+            self.say(f"| {k} | {t[k]:.3f} | {rate(total, t[k]):.2f} | {per_file} | {vs} |")
         self.say()
-        self.say(f"lz4 on this tensor (ReLU of a normal: half zeros): ratio {ratio_lz4:.2f}.")
-        self.say()
+        if ratio_lz4 is not None:
+            self.say(f"lz4 on this tensor (ReLU of a normal: half zeros): ratio {ratio_lz4:.2f}.")
+            self.say()
 
     def lz4_on_train(self):
         d = os.path.join(self.dir, "train_dump")
