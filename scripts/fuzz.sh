@@ -19,6 +19,8 @@ ninja -C "$build" "${targets[@]}"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Seeds kept elsewhere in the tree, read as they are (never written): the parser's test headers.
+declare -A seeds=([fuzz_prototype]="$here/test/unit/shim/fixtures/aclnnop")
 failed=()
 for t in "${targets[@]}"; do
   work=$build/fuzz/corpus/$t artifacts=$build/fuzz/artifacts/$t
@@ -26,7 +28,7 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for ${seconds}s"
   # -rss_limit_mb/-malloc_limit_mb: an input that makes a reader allocate without bound is a finding too.
   if "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-      -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "$here/test/fuzz/corpus/$t" \
+      -print_final_stats=1 -artifact_prefix="$artifacts/" "$work" "$here/test/fuzz/corpus/$t" ${seeds[$t]:-} \
       >"$build/fuzz/$t.log" 2>&1; then
     echo "fuzz: $t ok: $(grep -E '^stat::number_of_executed_units' "$build/fuzz/$t.log" | awk '{print $2}') runs"
   else

@@ -1,5 +1,7 @@
 // libFuzzer target: the aclnn header prototype parser (shim/prototypes.h), which reads whatever headers a CANN
-// install or a custom op vendor ships. The first line of the input is the op name, the rest the header text.
+// install or a custom op vendor ships. An input whose first line is a bare name (no blank, no '/', '#' or '*')
+// gives the op name to look up, the rest the header text; any other input is all header text, so that the test
+// fixtures' headers (test/unit/shim/fixtures/aclnnop, scripts/fuzz.sh passes them as seeds) are inputs as they are.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -10,8 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace msprobe::shim;
   const std::string_view input(reinterpret_cast<const char *>(data), size);
   const size_t nl = input.find('\n');
-  const std::string_view op = nl == std::string_view::npos ? std::string_view{} : input.substr(0, nl);
-  const std::string_view text = nl == std::string_view::npos ? input : input.substr(nl + 1);
+  const std::string_view first = nl == std::string_view::npos ? std::string_view{} : input.substr(0, nl);
+  const bool named = !first.empty() && first.find_first_of(" \t/#*") == std::string_view::npos;
+  const std::string_view op = named ? first : std::string_view{};
+  const std::string_view text = named ? input.substr(nl + 1) : input;
 
   if (auto p = parse_prototype(text, op)) {
     // The trailing pair the parser promises (docs/prototypes.md).
