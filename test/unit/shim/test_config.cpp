@@ -2,8 +2,8 @@
 // examples, every field's errors, hostile files), precedence, the message format, and the log helper.
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,7 +128,8 @@ TEST(Config, DefaultsWithAnEmptyEnvironment) {
 
 TEST(Config, EnableZeroIsAQuietPassThrough) {
   for (const char *off : {"0", "false", "OFF", "no", " 0 "}) {
-    const ConfigLoad l = load({{"MSPROBE_ENABLE", off}, {"MSPROBE_TASK", "garbage"}, {"MSPROBE_CONFIG", "/nonexistent"}});
+    const ConfigLoad l =
+        load({{"MSPROBE_ENABLE", off}, {"MSPROBE_TASK", "garbage"}, {"MSPROBE_CONFIG", "/nonexistent"}});
     EXPECT_FALSE(l.config.enabled) << off;
     EXPECT_TRUE(l.errors.empty()) << off;
     EXPECT_TRUE(l.warnings.empty()) << off;
@@ -144,6 +145,12 @@ TEST(Config, EnableZeroIsAQuietPassThrough) {
 
 // ---- keyword variables --------------------------------------------------------------------------------------------
 
+// A check that one field of the configuration has one value.
+template <typename T>
+std::function<bool(const Config &)> is(T Config::*field, T value) {
+  return [field, value](const Config &c) { return c.*field == value; };
+}
+
 struct KeywordCase {
   const char *var;
   std::vector<std::pair<const char *, std::function<bool(const Config &)>>> valid;
@@ -153,51 +160,48 @@ struct KeywordCase {
 std::vector<KeywordCase> keyword_cases() {
   return {
       {"MSPROBE_TASK",
-       {{"statistics", [](const Config &c) { return c.task == Task::Statistics; }},
-        {"tensor", [](const Config &c) { return c.task == Task::Tensor; }},
-        {"overflow_check", [](const Config &c) { return c.task == Task::OverflowCheck; }},
-        {"structure", [](const Config &c) { return c.task == Task::Structure; }},
-        {" Tensor\t", [](const Config &c) { return c.task == Task::Tensor; }}},
+       {{"statistics", is(&Config::task, Task::Statistics)},
+        {"tensor", is(&Config::task, Task::Tensor)},
+        {"overflow_check", is(&Config::task, Task::OverflowCheck)},
+        {"structure", is(&Config::task, Task::Structure)},
+        {" Tensor\t", is(&Config::task, Task::Tensor)}},
        "statistics, tensor, overflow_check, structure"},
       {"MSPROBE_DATA_MODE",
-       {{"all", [](const Config &c) { return c.data_mode == DataMode::All; }},
-        {"input", [](const Config &c) { return c.data_mode == DataMode::Input; }},
-        {"OUTPUT", [](const Config &c) { return c.data_mode == DataMode::Output; }}},
+       {{"all", is(&Config::data_mode, DataMode::All)},
+        {"input", is(&Config::data_mode, DataMode::Input)},
+        {"OUTPUT", is(&Config::data_mode, DataMode::Output)}},
        "all, input, output"},
       {"MSPROBE_SUMMARY_MODE",
-       {{"statistics", [](const Config &c) { return c.summary_mode == SummaryMode::Statistics; }},
-        {"md5", [](const Config &c) { return c.summary_mode == SummaryMode::Md5; }}},
+       {{"statistics", is(&Config::summary_mode, SummaryMode::Statistics)},
+        {"md5", is(&Config::summary_mode, SummaryMode::Md5)}},
        "statistics, md5"},
       {"MSPROBE_FILE_FORMAT",
-       {{"npy", [](const Config &c) { return c.file_format == FileFormat::Npy; }},
-        {"bin", [](const Config &c) { return c.file_format == FileFormat::Bin; }}},
+       {{"npy", is(&Config::file_format, FileFormat::Npy)}, {"bin", is(&Config::file_format, FileFormat::Bin)}},
        "npy, bin"},
       {"MSPROBE_STACK",
-       {{"off", [](const Config &c) { return c.stack == StackMode::Off; }},
-        {"native", [](const Config &c) { return c.stack == StackMode::Native; }},
-        {"python", [](const Config &c) { return c.stack == StackMode::Python; }},
-        {"mixed", [](const Config &c) { return c.stack == StackMode::Mixed; }}},
+       {{"off", is(&Config::stack, StackMode::Off)},
+        {"native", is(&Config::stack, StackMode::Native)},
+        {"python", is(&Config::stack, StackMode::Python)},
+        {"mixed", is(&Config::stack, StackMode::Mixed)}},
        "off, native, python, mixed"},
       {"MSPROBE_COMPRESS",
-       {{"off", [](const Config &c) { return c.compress == Compress::Off; }},
-        {"lz4", [](const Config &c) { return c.compress == Compress::Lz4; }}},
+       {{"off", is(&Config::compress, Compress::Off)}, {"lz4", is(&Config::compress, Compress::Lz4)}},
        "off, lz4"},
       {"MSPROBE_LOG_LEVEL",
-       {{"error", [](const Config &c) { return c.log_level == LogLevel::Error; }},
-        {"warn", [](const Config &c) { return c.log_level == LogLevel::Warn; }},
-        {"warning", [](const Config &c) { return c.log_level == LogLevel::Warn; }},
-        {"info", [](const Config &c) { return c.log_level == LogLevel::Info; }},
-        {"DEBUG", [](const Config &c) { return c.log_level == LogLevel::Debug; }},
+       {{"error", is(&Config::log_level, LogLevel::Error)},
+        {"warn", is(&Config::log_level, LogLevel::Warn)},
+        {"warning", is(&Config::log_level, LogLevel::Warn)},
+        {"info", is(&Config::log_level, LogLevel::Info)},
+        {"DEBUG", is(&Config::log_level, LogLevel::Debug)},
         // msprobe's own numbers, so that an MSPROBE_LOG_LEVEL set for msprobe does not disable the shim
-        {"0", [](const Config &c) { return c.log_level == LogLevel::Debug; }},
-        {"1", [](const Config &c) { return c.log_level == LogLevel::Info; }},
-        {"2", [](const Config &c) { return c.log_level == LogLevel::Warn; }},
-        {"3", [](const Config &c) { return c.log_level == LogLevel::Error; }},
-        {"4", [](const Config &c) { return c.log_level == LogLevel::Error; }}},
+        {"0", is(&Config::log_level, LogLevel::Debug)},
+        {"1", is(&Config::log_level, LogLevel::Info)},
+        {"2", is(&Config::log_level, LogLevel::Warn)},
+        {"3", is(&Config::log_level, LogLevel::Error)},
+        {"4", is(&Config::log_level, LogLevel::Error)}},
        "error, warn, info, debug"},
       {"MSPROBE_PRECISION",
-       {{"low", [](const Config &c) { return c.precision == Precision::Low; }},
-        {"high", [](const Config &c) { return c.precision == Precision::High; }}},
+       {{"low", is(&Config::precision, Precision::Low)}, {"high", is(&Config::precision, Precision::High)}},
        "low, high"},
   };
 }
@@ -244,9 +248,10 @@ TEST(Config, MessageFormatIsExact) {
             "MSPROBE_TASK=\"tesnor\" is not valid; accepted: statistics, tensor, overflow_check, structure");
   EXPECT_EQ(one_error({{"MSPROBE_DATA_MODE", "  "}}, "MSPROBE_DATA_MODE"),
             "MSPROBE_DATA_MODE=\"  \" is empty; accepted: all, input, output");
-  EXPECT_EQ(one_error({{"MSPROBE_STACK", garbage_bytes()}}, "MSPROBE_STACK"),
-            "MSPROBE_STACK=\"\\xff\\xfe\\x01\\x1b[31mred\\n\\r\\t\\\"\\\\\\u2028\xc3\xa9\" is not valid; accepted: off, "
-            "native, python, mixed");
+  EXPECT_EQ(
+      one_error({{"MSPROBE_STACK", garbage_bytes()}}, "MSPROBE_STACK"),
+      "MSPROBE_STACK=\"\\xff\\xfe\\x01\\x1b[31mred\\n\\r\\t\\\"\\\\\\u2028\xc3\xa9\" is not valid; accepted: off, "
+      "native, python, mixed");
 }
 
 // ---- steps and ranks ----------------------------------------------------------------------------------------------
@@ -337,8 +342,8 @@ TEST(Config, BufferMb) {
   EXPECT_EQ(ok({{"MSPROBE_BUFFER_MB", " 64 "}}).config.buffer_bytes, 64ull << 20);
   EXPECT_EQ(ok({{"MSPROBE_BUFFER_MB", "1048576"}}).config.buffer_bytes, 1ull << 40);
   EXPECT_EQ(ok({{"MSPROBE_BUFFER_MB", "2"}}).config.source_of(Field::BufferMb), "MSPROBE_BUFFER_MB");
-  for (const char *bad : {"0", "-5", "1048577", "99999999999999999999", "18446744073709551616", "1e3", "12MB", "", "0x10",
-                          "9223372036854775807", "-9223372036854775808"}) {
+  for (const char *bad : {"0", "-5", "1048577", "99999999999999999999", "18446744073709551616", "1e3", "12MB", "",
+                          "0x10", "9223372036854775807", "-9223372036854775808"}) {
     const std::string e = one_error({{"MSPROBE_BUFFER_MB", bad}}, "MSPROBE_BUFFER_MB");
     EXPECT_NE(e.find("accepted: a whole number of MiB in [1, 1048576]"), std::string::npos) << e;
   }
@@ -371,10 +376,11 @@ TEST(Config, OverflowNums) {
 TEST(Config, DumpPath) {
   EXPECT_EQ(ok({{"MSPROBE_DUMP_PATH", "/tmp/d"}}).config.dump_path, "/tmp/d");
   EXPECT_EQ(ok({{"MSPROBE_DUMP_PATH", "/tmp/d"}}).config.source_of(Field::DumpPath), "MSPROBE_DUMP_PATH");
-  EXPECT_EQ(ok({{"MSPROBE_DUMP_PATH", "\xe6\x95\xb0\xe6\x8d\xae/\xff"}}).config.dump_path, "\xe6\x95\xb0\xe6\x8d\xae/\xff");
+  EXPECT_EQ(ok({{"MSPROBE_DUMP_PATH", "\xe6\x95\xb0\xe6\x8d\xae/\xff"}}).config.dump_path,
+            "\xe6\x95\xb0\xe6\x8d\xae/\xff");
   const ConfigLoad spaced = ok({{"MSPROBE_DUMP_PATH", " /tmp/d "}});
   EXPECT_EQ(spaced.config.dump_path, " /tmp/d ");  // used as written (it is a legal path) ...
-  ASSERT_EQ(spaced.warnings.size(), 1u);          // ... with a warning
+  ASSERT_EQ(spaced.warnings.size(), 1u);           // ... with a warning
   EXPECT_NE(spaced.warnings[0].find("white space"), std::string::npos);
   EXPECT_EQ(one_error({{"MSPROBE_DUMP_PATH", ""}}, "MSPROBE_DUMP_PATH"),
             "MSPROBE_DUMP_PATH=\"\" is not valid: it is empty; accepted: a directory path (not empty, at most 4095 "
@@ -415,8 +421,7 @@ TEST(Config, List) {
   // Never-matching and duplicate items are warnings.
   const ConfigLoad w = ok({{"MSPROBE_LIST", "Default/network/Conv2D-op12,Add,Add"}});
   ASSERT_EQ(w.warnings.size(), 2u);
-  EXPECT_NE(w.warnings[0].find("MSPROBE_LIST: item \"Default/network/Conv2D-op12\" can never match"),
-            std::string::npos)
+  EXPECT_NE(w.warnings[0].find("MSPROBE_LIST: item \"Default/network/Conv2D-op12\" can never match"), std::string::npos)
       << w.warnings[0];
   EXPECT_NE(w.warnings[1].find("listed twice"), std::string::npos);
   // 10 kB of items works.
@@ -437,7 +442,8 @@ TEST(Config, Scope) {
   EXPECT_NE(one_error({{"MSPROBE_SCOPE", "Add"}}, "MSPROBE_SCOPE").find("it has 1 item, not 2"), std::string::npos);
   EXPECT_NE(one_error({{"MSPROBE_SCOPE", "a,b,c"}}, "MSPROBE_SCOPE").find("it has 3 items, not 2"), std::string::npos);
   EXPECT_NE(one_error({{"MSPROBE_SCOPE", "a,"}}, "MSPROBE_SCOPE").find("item 2 is empty"), std::string::npos);
-  EXPECT_NE(one_error({{"MSPROBE_SCOPE", "a,name-regex(a**)"}}, "MSPROBE_SCOPE").find("last item: "), std::string::npos);
+  EXPECT_NE(one_error({{"MSPROBE_SCOPE", "a,name-regex(a**)"}}, "MSPROBE_SCOPE").find("last item: "),
+            std::string::npos);
   EXPECT_NE(one_error({{"MSPROBE_SCOPE", "a,name-regex([)"}}, "MSPROBE_SCOPE").find("has no closing )"),
             std::string::npos);
   EXPECT_NE(one_error({{"MSPROBE_SCOPE", ""}}, "MSPROBE_SCOPE").find("is empty"), std::string::npos);
@@ -451,8 +457,9 @@ TEST(Config, StepMarker) {
   EXPECT_EQ(l.config.source_of(Field::StepMarker), "MSPROBE_STEP_MARKER");
   EXPECT_TRUE(ok({{"MSPROBE_STEP_MARKER", "off"}}).config.step_marker.empty());
   const std::string e = one_error({{"MSPROBE_STEP_MARKER", "Adam("}}, "MSPROBE_STEP_MARKER");
-  EXPECT_EQ(e, "MSPROBE_STEP_MARKER=\"Adam(\" is not valid: missing closing ) at offset 4; accepted: a regular "
-               "expression over kernel op types (RE2 syntax), or off");
+  EXPECT_EQ(e,
+            "MSPROBE_STEP_MARKER=\"Adam(\" is not valid: missing closing ) at offset 4; accepted: a regular "
+            "expression over kernel op types (RE2 syntax), or off");
   one_error({{"MSPROBE_STEP_MARKER", std::string(10 * 1024, '(')}}, "MSPROBE_STEP_MARKER");
   one_error({{"MSPROBE_STEP_MARKER", "(a)\\1"}}, "MSPROBE_STEP_MARKER");
 }
@@ -461,13 +468,23 @@ TEST(Config, StepMarker) {
 
 TEST(Config, EveryEnvironmentErrorIsOneLineNamingItsVariable) {
   const std::vector<std::string> variables = {
-      "MSPROBE_DUMP_PATH", "MSPROBE_CONFIG",      "MSPROBE_TASK",          "MSPROBE_STEP",        "MSPROBE_RANK",
-      "MSPROBE_LIST",      "MSPROBE_SCOPE",       "MSPROBE_DATA_MODE",     "MSPROBE_SUMMARY_MODE", "MSPROBE_FILE_FORMAT",
-      "MSPROBE_STACK",     "MSPROBE_COMPRESS",    "MSPROBE_BUFFER_MB",     "MSPROBE_OVERFLOW_NUMS",
-      "MSPROBE_STEP_MARKER", "MSPROBE_LOG_LEVEL", "MSPROBE_ENABLE",        "MSPROBE_PRECISION"};
-  const std::vector<std::string> hostile = {
-      "", " ", "\n", "tesnor", garbage_bytes(), std::string(10 * 1024, 'z'), "-1", "99999999999999999999",
-      "name-regex((", "a,b,c", std::string(5000, '/'), "\x80\x81\x82", "((((((((((((((((((((((((((((((((((((x"};
+      "MSPROBE_DUMP_PATH", "MSPROBE_CONFIG",   "MSPROBE_TASK",      "MSPROBE_STEP",          "MSPROBE_RANK",
+      "MSPROBE_LIST",      "MSPROBE_SCOPE",    "MSPROBE_DATA_MODE", "MSPROBE_SUMMARY_MODE",  "MSPROBE_FILE_FORMAT",
+      "MSPROBE_STACK",     "MSPROBE_COMPRESS", "MSPROBE_BUFFER_MB", "MSPROBE_OVERFLOW_NUMS", "MSPROBE_STEP_MARKER",
+      "MSPROBE_LOG_LEVEL", "MSPROBE_ENABLE",   "MSPROBE_PRECISION"};
+  const std::vector<std::string> hostile = {"",
+                                            " ",
+                                            "\n",
+                                            "tesnor",
+                                            garbage_bytes(),
+                                            std::string(10 * 1024, 'z'),
+                                            "-1",
+                                            "99999999999999999999",
+                                            "name-regex((",
+                                            "a,b,c",
+                                            std::string(5000, '/'),
+                                            "\x80\x81\x82",
+                                            "((((((((((((((((((((((((((((((((((((x"};
   size_t errors = 0;
   for (const std::string &var : variables) {
     for (const std::string &value : hostile) {
@@ -646,9 +663,10 @@ std::string file_error(const std::string &json_text, const std::string &field, c
 TEST(ConfigJson, FieldErrors) {
   const std::string head = R"({"dump_path": "/d", "level": "L2", )";
   // level: must be "L2"; a file without it was written for msprobe's default L1.
-  EXPECT_NE(file_error(R"({"dump_path": "/d", "level": "L1"})", "level").find("= \"L1\" is not valid: msprobe-shim "
-                                                                                 "dumps kernels, which is msprobe's "
-                                                                                 "level L2; accepted: \"L2\""),
+  EXPECT_NE(file_error(R"({"dump_path": "/d", "level": "L1"})", "level")
+                .find("= \"L1\" is not valid: msprobe-shim "
+                      "dumps kernels, which is msprobe's "
+                      "level L2; accepted: \"L2\""),
             std::string::npos);
   file_error(R"({"dump_path": "/d", "level": "mix"})", "level");
   file_error(R"({"dump_path": "/d", "level": "l2"})", "level");
@@ -678,7 +696,8 @@ TEST(ConfigJson, FieldErrors) {
     file_error(head + k + "[1000001]}", std::string(f) + "[0]");
     file_error(head + k + "[18446744073709551615]}", std::string(f) + "[0]");
     file_error(head + k + "[99999999999999999999]}", std::string(f) + "[0]");  // a float in JSON
-    EXPECT_NE(file_error(head + k + "[0, \"6-4\"]}", std::string(f) + "[1]").find("left boundary 6"), std::string::npos);
+    EXPECT_NE(file_error(head + k + "[0, \"6-4\"]}", std::string(f) + "[1]").find("left boundary 6"),
+              std::string::npos);
     file_error(head + k + "[1.5]}", std::string(f) + "[0]");
     file_error(head + k + "[true]}", std::string(f) + "[0]");
     file_error(head + k + "[[1]]}", std::string(f) + "[0]");
@@ -756,7 +775,9 @@ TEST(ConfigJson, HostileFiles) {
   EXPECT_NE(config_error("/dev/null").find("is not a regular file"), std::string::npos);
   EXPECT_NE(config_error(d.write("empty.json", "")).find("is an empty file"), std::string::npos);
   EXPECT_NE(config_error(d.write("ws.json", " \n\t ")).find("is an empty file"), std::string::npos);
-  EXPECT_NE(config_error(d.write("open.json", "{")).find("is not valid JSON: parse error at line 1, column 2: syntax error while parsing object key - unexpected end of input"),
+  EXPECT_NE(config_error(d.write("open.json", "{"))
+                .find("is not valid JSON: parse error at line 1, column 2: syntax error while parsing object key - "
+                      "unexpected end of input"),
             std::string::npos);
   EXPECT_NE(config_error(d.write("trail.json", R"({"level": "L2"} x)")).find("is not valid JSON"), std::string::npos);
   EXPECT_NE(config_error(d.write("comment.json", "// c\n{}")).find("is not valid JSON"), std::string::npos);
@@ -805,14 +826,16 @@ TEST(ConfigJson, HostileFiles) {
   const std::string e = file_error("{\"dump_path\": \"/d\", \"level\": \"L2\", \"task\": \"a\\u2028b\\nc\"}", "task");
   EXPECT_NE(e.find("a\\u2028b\\nc"), std::string::npos) << e;
   // A field name with control characters is escaped too.
-  const ConfigLoad w = ok({{"MSPROBE_CONFIG", d.write("key.json", "{\"dump_path\": \"/d\", \"level\": \"L2\", "
-                                                                  "\"bad\\nkey\\u0007\": 1}")}});
+  const ConfigLoad w = ok({{"MSPROBE_CONFIG", d.write("key.json",
+                                                      "{\"dump_path\": \"/d\", \"level\": \"L2\", "
+                                                      "\"bad\\nkey\\u0007\": 1}")}});
   ASSERT_EQ(w.warnings.size(), 1u);
   EXPECT_NE(w.warnings[0].find("field \"bad\\nkey\\x07\""), std::string::npos) << w.warnings[0];
   // BOM and duplicate keys: accepted as JSON readers do (the last duplicate wins).
-  const ConfigLoad b = ok({{"MSPROBE_CONFIG", d.write("bom.json", "\xef\xbb\xbf{\"dump_path\": \"/d\", \"level\": "
-                                                                  "\"L2\", \"task\": \"statistics\", \"task\": "
-                                                                  "\"tensor\"}")}});
+  const ConfigLoad b = ok({{"MSPROBE_CONFIG", d.write("bom.json",
+                                                      "\xef\xbb\xbf{\"dump_path\": \"/d\", \"level\": "
+                                                      "\"L2\", \"task\": \"statistics\", \"task\": "
+                                                      "\"tensor\"}")}});
   EXPECT_EQ(b.config.task, Task::Tensor);
 }
 
@@ -821,7 +844,8 @@ TEST(ConfigJson, LoadsOnA64KiBThreadStack) {
   TempDir d;
   const std::string good = d.write("good.json", kMsprobeDefault);
   const std::string deep = d.write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
-  const Vars vars_good = {{"MSPROBE_CONFIG", good}, {"MSPROBE_LIST", "name-regex(" + std::string(16000, 'a') + ")"},
+  const Vars vars_good = {{"MSPROBE_CONFIG", good},
+                          {"MSPROBE_LIST", "name-regex(" + std::string(16000, 'a') + ")"},
                           {"MSPROBE_STEP_MARKER", std::string(32, '(') + "x" + std::string(32, ')')}};
   const Vars vars_deep = {{"MSPROBE_CONFIG", deep}, {"MSPROBE_STEP_MARKER", std::string(10000, '(')}};
   size_t good_errors = 99, deep_errors = 0;
@@ -888,8 +912,13 @@ TEST(ConfigText, QuoteValue) {
 }
 
 TEST(ConfigText, UnknownVariables) {
-  const char *envp[] = {"MSPROBE_DUMPPATH=/x", "MSPROBE_TASK=tensor", "MSPROBE_FOO_BAR_BAZ=1", "PATH=/bin",
-                        "MSPROBE_STEPS=1",     "MSPROBE_LOG_LEVEL=1", nullptr};
+  const char *envp[] = {"MSPROBE_DUMPPATH=/x",
+                        "MSPROBE_TASK=tensor",
+                        "MSPROBE_FOO_BAR_BAZ=1",
+                        "PATH=/bin",
+                        "MSPROBE_STEPS=1",
+                        "MSPROBE_LOG_LEVEL=1",
+                        nullptr};
   const std::vector<std::string> w = unknown_variables(envp);
   ASSERT_EQ(w.size(), 3u) << ::testing::PrintToString(w);
   EXPECT_EQ(w[0], "\"MSPROBE_DUMPPATH\" is not a variable of msprobe-shim; ignored; did you mean MSPROBE_DUMP_PATH?");
