@@ -239,50 +239,56 @@ Json JsonStream::number() {
   return Json(d);
 }
 
+template <typename Each>
+void JsonStream::sequence(char open, char close, Each &&each) {
+  expect(open);
+  if (peek() == close) {
+    ++pos_;
+    return;
+  }
+  for (size_t i = 0;; ++i) {
+    each(i);
+    const char n = peek();
+    ++pos_;
+    if (n == close) return;
+    if (n != ',') {
+      --pos_;
+      fail(std::string("expected ',' or '") + close + "'");
+    }
+  }
+}
+
+std::string JsonStream::key() {
+  if (peek() != '"') fail("expected a string key");
+  std::string k = string();
+  expect(':');
+  return k;
+}
+
+void JsonStream::skip_key() {
+  if (peek() != '"') fail("expected a string key");
+  skip_string();
+  expect(':');
+}
+
 Json JsonStream::value_at_depth(int depth) {
   if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
   const char c = peek();
   switch (c) {
     case '{': {
-      ++pos_;
       Json obj = Json::object();
       // Append without ordered_map's duplicate search, which is linear per insert.
       auto &members = static_cast<Json::object_t::Container &>(obj.get_ref<Json::object_t &>());
-      if (peek() == '}') {
-        ++pos_;
-        return obj;
-      }
-      for (;;) {
-        if (peek() != '"') fail("expected a string key");
-        std::string key = string();
-        expect(':');
-        members.emplace_back(std::move(key), value_at_depth(depth + 1));
-        const char n = peek();
-        ++pos_;
-        if (n == '}') return obj;
-        if (n != ',') {
-          --pos_;
-          fail("expected ',' or '}'");
-        }
-      }
+      sequence('{', '}', [&](size_t) {
+        std::string k = key();
+        members.emplace_back(std::move(k), value_at_depth(depth + 1));
+      });
+      return obj;
     }
     case '[': {
-      ++pos_;
       Json arr = Json::array();
-      if (peek() == ']') {
-        ++pos_;
-        return arr;
-      }
-      for (;;) {
-        arr.push_back(value_at_depth(depth + 1));
-        const char n = peek();
-        ++pos_;
-        if (n == ']') return arr;
-        if (n != ',') {
-          --pos_;
-          fail("expected ',' or ']'");
-        }
-      }
+      sequence('[', ']', [&](size_t) { arr.push_back(value_at_depth(depth + 1)); });
+      return arr;
     }
     case '"': return Json(string());
     case 't':
@@ -307,43 +313,12 @@ Json JsonStream::value_at_depth(int depth) {
 void JsonStream::skip_at_depth(int depth) {
   if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
   const char c = peek();
-  if (c == '{') {
-    ++pos_;
-    if (peek() == '}') {
-      ++pos_;
-      return;
-    }
-    for (;;) {
-      if (peek() != '"') fail("expected a string key");
-      skip_string();
-      expect(':');
+  if (c == '{')
+    return sequence('{', '}', [&](size_t) {
+      skip_key();
       skip_at_depth(depth + 1);
-      const char n = peek();
-      ++pos_;
-      if (n == '}') return;
-      if (n != ',') {
-        --pos_;
-        fail("expected ',' or '}'");
-      }
-    }
-  }
-  if (c == '[') {
-    ++pos_;
-    if (peek() == ']') {
-      ++pos_;
-      return;
-    }
-    for (;;) {
-      skip_at_depth(depth + 1);
-      const char n = peek();
-      ++pos_;
-      if (n == ']') return;
-      if (n != ',') {
-        --pos_;
-        fail("expected ',' or ']'");
-      }
-    }
-  }
+    });
+  if (c == '[') return sequence('[', ']', [&](size_t) { skip_at_depth(depth + 1); });
   if (c == '"') return skip_string();
   value_at_depth(depth);  // scalars are cheap to build
 }
@@ -353,43 +328,12 @@ void JsonStream::skip() { skip_at_depth(0); }
 
 void JsonStream::members(const std::function<void(std::string &&key)> &on_member) {
   if (peek() != '{') fail("expected an object");
-  ++pos_;
-  if (peek() == '}') {
-    ++pos_;
-    return;
-  }
-  for (;;) {
-    if (peek() != '"') fail("expected a string key");
-    std::string key = string();
-    expect(':');
-    on_member(std::move(key));
-    const char n = peek();
-    ++pos_;
-    if (n == '}') return;
-    if (n != ',') {
-      --pos_;
-      fail("expected ',' or '}'");
-    }
-  }
+  sequence('{', '}', [&](size_t) { on_member(key()); });
 }
 
 void JsonStream::elements(const std::function<void(size_t)> &on_element) {
   if (peek() != '[') fail("expected an array");
-  ++pos_;
-  if (peek() == ']') {
-    ++pos_;
-    return;
-  }
-  for (size_t i = 0;; ++i) {
-    on_element(i);
-    const char n = peek();
-    ++pos_;
-    if (n == ']') return;
-    if (n != ',') {
-      --pos_;
-      fail("expected ',' or ']'");
-    }
-  }
+  sequence('[', ']', on_element);
 }
 
 void JsonStream::finish() {

@@ -61,6 +61,13 @@ class JsonStream {
   Json number();
   Json value_at_depth(int depth);
   void skip_at_depth(int depth);
+  // The items of an object ('{', '}') or array ('[', ']') at the cursor: each(index) consumes one item (an
+  // object's key, ':' and value); the separators and the closing bracket are checked here.
+  template <typename Each>
+  void sequence(char open, char close, Each &&each);
+  // An object's "key": (the key) before its value.
+  std::string key();
+  void skip_key();
 
   std::string_view s_;
   size_t pos_ = 0;
