@@ -339,8 +339,16 @@ struct Collector::Impl {
   }
 
   // stack.json of every folder whose stacks changed, rewritten whole (write to a temporary, rename).
+  // Caller holds write_mu (stack_kernels and stacks_dirty change only under it). The folders are taken under mu:
+  // a worker may be creating one right now, and a folder is only listed once writer_for has made it.
   void write_stacks() {
-    for (auto &[key, w] : writers) {
+    std::vector<RankWriter *> folders;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      for (auto &[key, w] : writers) folders.push_back(&w);
+    }
+    for (RankWriter *folder : folders) {
+      RankWriter &w = *folder;
       if (!w.stacks_dirty || w.broken) continue;
       std::vector<StackGroup> groups;
       for (uint64_t g : w.stack_order) {
@@ -357,7 +365,10 @@ struct Collector::Impl {
         write_file_atomic(w.dir / kStackJson, stack_json(groups));
         w.stacks_dirty = false;
       } catch (const std::exception &e) {
-        ++counters.write_errors;
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          ++counters.write_errors;
+        }
         report("cannot write stack.json", e.what());
       }
     }
