@@ -1,10 +1,14 @@
 #include "stats.h"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "half.h"
 
@@ -66,52 +70,152 @@ void accumulate(const unsigned char *bytes, uint64_t n, Partial &out, Value valu
 
 double f32(double v) { return static_cast<double>(static_cast<float>(v)); }
 
-// Float elements, the hot case (float32 itself, and fp16/bf16/integers converted into float blocks): max, min and
-// a "non-finite seen" flag stay in float lanes (exact, and twice as many per vector as doubles), only the sums are
-// taken in double. A call that saw a NaN or an Inf counts them again exactly (rare: that is an overflow). Compiled
-// twice, for AVX2 and for the baseline, and chosen at load time (the same arithmetic in both: no FMA contraction in
-// ISO C++ mode, so the statistics do not depend on the CPU).
-constexpr int kFloatLanes = 16;
+// Float elements, the hot case (float32 and bf16 read in place, fp16/integers converted into float blocks). The
+// data goes through in blocks of kBlock elements; in a block, max and min stay in float lanes (exact, and twice as
+// many per vector as doubles) and the sums are taken in double in 2 x kFloatLanes independent lanes, which the
+// compiler keeps in vector registers: kFloatLanes floats are one vector, and two sets of lanes hide the latency of the
+// adds. (With one array of 16 lanes, GCC vectorizes the lane loop as a loop of two and keeps the lanes in memory: a
+// store-to-load round trip on every add.) Each block's lanes are added into the running totals: a two-level sum,
+// more exact than one long chain per lane.
+//
+// NaN/Inf cost nothing per element: a float squared and summed in double cannot overflow (FLT_MAX^2 * kBlock is far
+// below DBL_MAX), so a block's sum of squares is finite exactly when all its elements are, and only a block that
+// saw a NaN or an Inf (rare: that is an overflow) is scanned again to count them exactly.
+//
+// Compiled twice, for AVX2 and for the baseline, and chosen at load time (the same arithmetic in both: the AVX2
+// clone does not enable FMA, so nothing is contracted and the statistics do not depend on the CPU). fp16 and
+// integers are converted into a float block inside the same clone, so the conversion is vectorized with AVX2 too.
+//
+// One vector of floats: AVX2 on x86-64 (the baseline clone then runs it as two SSE2 vectors), else 128-bit SIMD
+// (aarch64 NEON).
+#if defined(__x86_64__)
+constexpr int kFloatLanes = 8;
+#else
+constexpr int kFloatLanes = 4;
+#endif
+constexpr uint64_t kBlock = 2048;
 
-template <bool kCheckFinite>
-inline __attribute__((always_inline)) void accumulate_floats_body(const unsigned char *bytes, uint64_t n,
-                                                                  Partial &out) {
-  double s[kFloatLanes] = {}, q[kFloatLanes] = {};
+// `element(i)` gives the i-th float of the block (0 <= i < n <= kBlock). The main loop takes the elements
+// i .. i + 2 * kFloatLanes - 1 as two vectors, `first(i, j)` and `second(i, j)` for j < kFloatLanes, which may be
+// any split of them into two (the sums do not depend on which lane an element goes to, beyond rounding).
+template <class First, class Second, class Element>
+inline __attribute__((always_inline)) void accumulate_float_block(First first, Second second, Element element,
+                                                                  uint64_t n, Partial &out) {
+  double s0[kFloatLanes] = {}, q0[kFloatLanes] = {}, s1[kFloatLanes] = {}, q1[kFloatLanes] = {};
   float mx[kFloatLanes], mn[kFloatLanes];
-  int32_t bad[kFloatLanes] = {};
   for (int j = 0; j < kFloatLanes; ++j) mx[j] = -std::numeric_limits<float>::infinity(), mn[j] = -mx[j];
-  auto element = [bytes](uint64_t i) {
-    float x;
-    std::memcpy(&x, bytes + i * sizeof(float), sizeof(float));
-    return x;
-  };
-  auto add = [&](int j, const float v) {
+  uint64_t i = 0;
+  // Two separate lane loops of one vector each (not one loop over 2 * kFloatLanes): see above.
+  for (; i + 2 * kFloatLanes <= n; i += 2 * kFloatLanes) {
+    for (int j = 0; j < kFloatLanes; ++j) {
+      const float v = first(i, j);
+      const double d = v;
+      s0[j] += d;
+      q0[j] += d * d;
+      mx[j] = v > mx[j] ? v : mx[j];
+      mn[j] = v < mn[j] ? v : mn[j];
+    }
+    for (int j = 0; j < kFloatLanes; ++j) {
+      const float v = second(i, j);
+      const double d = v;
+      s1[j] += d;
+      q1[j] += d * d;
+      mx[j] = v > mx[j] ? v : mx[j];
+      mn[j] = v < mn[j] ? v : mn[j];
+    }
+  }
+  for (int j = 0; i < n; ++i, j = (j + 1) % kFloatLanes) {
+    const float v = element(i);
     const double d = v;
-    s[j] += d;
-    q[j] += d * d;
+    s0[j] += d;
+    q0[j] += d * d;
     mx[j] = v > mx[j] ? v : mx[j];
     mn[j] = v < mn[j] ? v : mn[j];
-    if constexpr (kCheckFinite) bad[j] |= (v - v != 0.0f);  // NaN for NaN and +-Inf, 0 otherwise
-  };
-  uint64_t i = 0;
-  for (; i + kFloatLanes <= n; i += kFloatLanes)
-    for (int j = 0; j < kFloatLanes; ++j) add(j, element(i + j));
-  for (int j = 0; i < n; ++i, j = (j + 1) % kFloatLanes) add(j, element(i));
-  int32_t any_bad = 0;
-  for (int j = 0; j < kFloatLanes; ++j) {
-    out.sum += s[j];
-    out.sumsq += q[j];
-    out.max = mx[j] > out.max ? mx[j] : out.max;
-    out.min = mn[j] < out.min ? mn[j] : out.min;
-    any_bad |= bad[j];
   }
-  if (kCheckFinite && any_bad)
+  // Pairwise across the lanes: short dependency chains, so the next block's loop overlaps with this.
+  for (int j = 0; j < kFloatLanes; ++j) s0[j] += s1[j], q0[j] += q1[j];
+  for (int w = kFloatLanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) {
+      s0[j] += s0[j + w];
+      q0[j] += q0[j + w];
+      mx[j] = mx[j + w] > mx[j] ? mx[j + w] : mx[j];
+      mn[j] = mn[j + w] < mn[j] ? mn[j + w] : mn[j];
+    }
+  out.sum += s0[0];
+  out.sumsq += q0[0];
+  out.max = mx[0] > out.max ? mx[0] : out.max;
+  out.min = mn[0] < out.min ? mn[0] : out.min;
+  if (!(q0[0] <= std::numeric_limits<double>::max()))  // NaN or +Inf: some element is NaN or +-Inf
     for (uint64_t k = 0; k < n; ++k) {
       const float v = element(k);
       out.nan += v != v;
       out.pinf += v == std::numeric_limits<float>::infinity();
       out.ninf += v == -std::numeric_limits<float>::infinity();
     }
+}
+
+struct Bf16ToFloat {
+  float operator()(uint16_t x) const { return bf16_to_float(x); }
+};
+
+// Elements of type T at `p`, converted to float by `convert` a block at a time (a loop the compiler vectorizes on
+// its own) and put through the float kernel. float32 itself is read in place.
+template <class T, class Convert>
+inline __attribute__((always_inline)) void accumulate_as_floats(const unsigned char *p, uint64_t n, Partial &out,
+                                                                Convert convert) {
+  auto load = [](const unsigned char *src, uint64_t i) {
+    T x;
+    std::memcpy(&x, src + i * sizeof(T), sizeof(T));  // unaligned-safe; compiles to a plain load
+    return x;
+  };
+  // Consecutive elements: the first vector of a group of 2 * kFloatLanes is its first half.
+  auto halves = [](auto element) {
+    auto first = [element](uint64_t i, int j) { return element(i + j); };
+    auto second = [element](uint64_t i, int j) { return element(i + kFloatLanes + j); };
+    return std::pair{first, second};
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    for (uint64_t done = 0; done < n; done += kBlock) {
+      const unsigned char *src = p + done * sizeof(float);
+      auto element = [src, load](uint64_t i) { return load(src, i); };
+      const auto [first, second] = halves(element);
+      accumulate_float_block(first, second, element, std::min(kBlock, n - done), out);
+    }
+  } else if constexpr (std::is_same_v<Convert, Bf16ToFloat> && std::endian::native == std::endian::little) {
+    // bf16 is the upper half of a float: read the data as 32-bit words, each two bf16 (little-endian: the element
+    // with the lower index in the low half) and widen both in place, in registers: the even elements are the
+    // first vector, the odd ones the second.
+    auto word = [](const unsigned char *src, uint64_t k) {
+      uint32_t w;
+      std::memcpy(&w, src + k * sizeof(uint32_t), sizeof(uint32_t));
+      return w;
+    };
+    for (uint64_t done = 0; done < n; done += kBlock) {
+      const unsigned char *src = p + done * sizeof(uint16_t);
+      auto element = [src, load](uint64_t i) { return bf16_to_float(load(src, i)); };
+      auto even = [src, word](uint64_t i, int j) { return std::bit_cast<float>(word(src, i / 2 + j) << 16); };
+      auto odd = [src, word](uint64_t i, int j) { return std::bit_cast<float>(word(src, i / 2 + j) & 0xffff0000u); };
+      accumulate_float_block(even, odd, element, std::min(kBlock, n - done), out);
+    }
+  } else {
+    float block[kBlock];
+    auto convert_block = [&](const unsigned char *src, uint64_t m) {
+      for (uint64_t i = 0; i < m; ++i) block[i] = convert(load(src, i));
+    };
+    auto element = [&block](uint64_t i) { return block[i]; };
+    uint64_t done = 0;
+    // Full blocks have a constant trip count: -O2's cheap vectorizer cost model needs that (no epilogue loop).
+    for (; done + kBlock <= n; done += kBlock) {
+      convert_block(p + done * sizeof(T), kBlock);
+      const auto [first, second] = halves(element);
+      accumulate_float_block(first, second, element, kBlock, out);
+    }
+    if (done < n) {
+      convert_block(p + done * sizeof(T), n - done);
+      const auto [first, second] = halves(element);
+      accumulate_float_block(first, second, element, n - done, out);
+    }
+  }
 }
 
 // x86-64: an AVX2 clone beside the baseline SSE2 one, chosen at load time. Elsewhere (aarch64: NEON is baseline)
@@ -123,60 +227,32 @@ inline __attribute__((always_inline)) void accumulate_floats_body(const unsigned
 #define MSPROBE_FLOAT_CLONES
 #endif
 
-MSPROBE_FLOAT_CLONES void accumulate_floats_checked(const unsigned char *p, uint64_t n, Partial &out) {
-  accumulate_floats_body<true>(p, n, out);
-}
-
-MSPROBE_FLOAT_CLONES void accumulate_floats_unchecked(const unsigned char *p, uint64_t n, Partial &out) {
-  accumulate_floats_body<false>(p, n, out);
-}
-
-template <bool kCheckFinite>
-void accumulate_floats(const unsigned char *p, uint64_t n, Partial &out) {
-  if constexpr (kCheckFinite)
-    accumulate_floats_checked(p, n, out);
-  else
-    accumulate_floats_unchecked(p, n, out);
-}
-
-// Narrow types are converted a block at a time into floats (a loop the compiler vectorizes on its own) and the
-// block goes through the float kernel: one vectorized kernel instead of one poorly vectorized kernel per type.
-// Every collector dtype but float64 converts to float32 exactly, or is cast to it by msprobe's rules (integers).
-template <bool kCheckFinite, class T, class Convert>
-void accumulate_via_float(const unsigned char *p, uint64_t n, Partial &out, Convert convert) {
-  constexpr uint64_t kBlock = 1024;
-  float block[kBlock];
-  auto convert_into_block = [&](const unsigned char *src, uint64_t m) {
-    for (uint64_t i = 0; i < m; ++i) {
-      T x;
-      std::memcpy(&x, src + i * sizeof(T), sizeof(T));
-      block[i] = convert(x);
-    }
-  };
-  uint64_t done = 0;
-  // Full blocks have a constant trip count: -O2's cheap vectorizer cost model needs that (no epilogue loop).
-  for (; done + kBlock <= n; done += kBlock) {
-    convert_into_block(p + done * sizeof(T), kBlock);
-    accumulate_floats<kCheckFinite>(reinterpret_cast<const unsigned char *>(block), kBlock, out);
+// Every dtype but float64 (and bool/raw) converts to float32 exactly, or is cast to it by msprobe's rules
+// (integers). One cloned function for all of them (target_clones and templates do not mix).
+MSPROBE_FLOAT_CLONES void accumulate_floats(DType t, const unsigned char *p, uint64_t n, Partial &out) {
+  auto cast = [](auto x) { return static_cast<float>(x); };
+  switch (t) {
+    case DType::F32: accumulate_as_floats<float>(p, n, out, cast); break;
+    case DType::F16: accumulate_as_floats<uint16_t>(p, n, out, [](uint16_t x) { return half_to_float(x); }); break;
+    case DType::BF16: accumulate_as_floats<uint16_t>(p, n, out, Bf16ToFloat{}); break;
+    case DType::I8: accumulate_as_floats<int8_t>(p, n, out, cast); break;
+    case DType::I16: accumulate_as_floats<int16_t>(p, n, out, cast); break;
+    case DType::I32: accumulate_as_floats<int32_t>(p, n, out, cast); break;
+    case DType::I64: accumulate_as_floats<int64_t>(p, n, out, cast); break;
+    case DType::U8: accumulate_as_floats<uint8_t>(p, n, out, cast); break;
+    case DType::U16: accumulate_as_floats<uint16_t>(p, n, out, cast); break;
+    case DType::U32: accumulate_as_floats<uint32_t>(p, n, out, cast); break;
+    case DType::U64: accumulate_as_floats<uint64_t>(p, n, out, cast); break;
+    case DType::F64:
+    case DType::Bool:
+    case DType::Raw: break;
   }
-  if (done < n) {
-    convert_into_block(p + done * sizeof(T), n - done);
-    accumulate_floats<kCheckFinite>(reinterpret_cast<const unsigned char *>(block), n - done, out);
-  }
-}
-
-template <class T>
-void accumulate_int(const unsigned char *p, uint64_t n, Partial &out) {
-  accumulate_via_float<false, T>(p, n, out, [](T x) { return static_cast<float>(x); });
 }
 
 // fp16/bf16/fp32 -> double is exact, so StatPrecision changes only how Mean and Norm are rounded (finish()).
 Partial accumulate_any(DType t, const unsigned char *p, uint64_t n) {
   Partial a;
   switch (t) {
-    case DType::F32: accumulate_floats<true>(p, n, a); break;
-    case DType::F16: accumulate_via_float<true, uint16_t>(p, n, a, [](uint16_t x) { return half_to_float(x); }); break;
-    case DType::BF16: accumulate_via_float<true, uint16_t>(p, n, a, [](uint16_t x) { return bf16_to_float(x); }); break;
     case DType::F64: {
       // Low and high precision alike cast float64 to float32 (msprobe), but the counts see the real values.
       auto v = [](double x) { return f32(x); };
@@ -184,16 +260,9 @@ Partial accumulate_any(DType t, const unsigned char *p, uint64_t n) {
       accumulate<true, double>(p, n, a, v, o);
       break;
     }
-    case DType::I8: accumulate_int<int8_t>(p, n, a); break;
-    case DType::I16: accumulate_int<int16_t>(p, n, a); break;
-    case DType::I32: accumulate_int<int32_t>(p, n, a); break;
-    case DType::I64: accumulate_int<int64_t>(p, n, a); break;
-    case DType::U8: accumulate_int<uint8_t>(p, n, a); break;
-    case DType::U16: accumulate_int<uint16_t>(p, n, a); break;
-    case DType::U32: accumulate_int<uint32_t>(p, n, a); break;
-    case DType::U64: accumulate_int<uint64_t>(p, n, a); break;
     case DType::Bool:
     case DType::Raw: break;
+    default: accumulate_floats(t, p, n, a); break;
   }
   return a;
 }

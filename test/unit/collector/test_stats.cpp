@@ -2,6 +2,7 @@
 // dtype is in test_collector_formats.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -178,6 +179,204 @@ TEST(Stats, MatchesAPlainLoopForManyLengthsAndChunkings) {
     EXPECT_EQ(c.count, s.count);
     EXPECT_NEAR(real(c.mean), real(s.mean), std::abs(real(s.mean)) * 2.4e-7);
   }
+}
+
+// An independent reference for the float kernels (fp32, and fp16/bf16 widened to float32): one loop in index
+// order, sums in long double, NaN ignored by max/min and counted.
+struct Reference {
+  long double sum = 0, sumsq = 0;
+  double max = -kInf, min = kInf;
+  uint64_t nan = 0, pinf = 0, ninf = 0;
+  explicit Reference(const std::vector<float> &v) {
+    for (float x : v) {
+      if (std::isnan(x)) {
+        ++nan;
+        continue;
+      }
+      pinf += x == kInf;
+      ninf += x == -kInf;
+      sum += x;
+      sumsq += static_cast<long double>(x) * x;
+      max = std::max<double>(max, x);
+      min = std::min<double>(min, x);
+    }
+  }
+};
+
+// `got` is `exact` rounded to nearest with `bits` significant bits (24: float32, 8: bf16, 11: fp16 normals), or one
+// of its two neighbours on that grid when `exact` is within a hair of a tie (the summation orders differ).
+void ExpectRoundedTo(double got, long double exact, int bits, const char *what) {
+  if (std::isinf(got) || exact == 0) {
+    EXPECT_EQ(got, static_cast<double>(exact)) << what;
+    return;
+  }
+  const long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<double>(exact)) - (bits - 1));
+  EXPECT_LE(std::fabs(static_cast<long double>(got) - exact), ulp * 0.500001L) << what << " exact " << double(exact);
+}
+
+// Checks compute_stats on `bits` (dtype `t`) against the reference on their float32 values `v`.
+template <class T>
+void ExpectMatchesReference(DType t, const std::vector<T> &bits, const std::vector<float> &v, int mantissa_bits) {
+  const Reference r(v);
+  const size_t n = v.size();
+  const auto s = mc::compute_stats(t, bits.data(), n);
+  EXPECT_EQ(s.count, n);
+  EXPECT_EQ(s.nan_count, r.nan);
+  EXPECT_EQ(s.pos_inf_count, r.pinf);
+  EXPECT_EQ(s.neg_inf_count, r.ninf);
+  if (r.nan != 0) {
+    for (const StatValue *x : {&s.max, &s.min, &s.mean, &s.norm}) EXPECT_TRUE(std::isnan(real(*x)));
+    return;
+  }
+  EXPECT_EQ(real(s.max), r.max);
+  EXPECT_EQ(real(s.min), r.min);
+  if (r.pinf != 0 && r.ninf != 0) {
+    EXPECT_TRUE(std::isnan(real(s.mean)));
+  } else if (r.pinf + r.ninf != 0) {
+    EXPECT_EQ(real(s.mean), r.pinf != 0 ? kInf : -kInf);
+  } else {
+    ExpectRoundedTo(real(s.mean), r.sum / n, mantissa_bits, "mean");
+  }
+  if (r.pinf + r.ninf != 0) {
+    EXPECT_EQ(real(s.norm), kInf);
+  } else {
+    ExpectRoundedTo(real(s.norm), std::sqrt(r.sumsq), mantissa_bits, "norm");
+  }
+}
+
+uint16_t to_bf16_truncated(float f) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16); }
+
+// Lengths around the vector width (8), the unrolled step (16) and the kernel's block (2048), with NaN/Inf placed
+// in the vectorized body, in a later block and in the scalar tail.
+const size_t kLengths[] = {1, 3, 15, 16, 17, 31, 33, 2047, 2048, 2049, 4096 + 17, 3 * 2048 + 5, 40001};
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.25f, scale);
+  std::vector<float> v(n);
+  for (float &x : v) x = dist(rng);
+  return v;
+}
+
+// The specials go to positions that depend on the length: first element, body, last block, last element.
+void plant(std::vector<float> &v, int pattern) {
+  const size_t n = v.size();
+  const float inf = std::numeric_limits<float>::infinity();
+  switch (pattern) {
+    case 1: v[n - 1] = inf; break;                                            // +Inf only, in the tail
+    case 2: v[n / 2] = -inf, v[0] = -inf; break;                              // -Inf twice
+    case 3: v[n / 3] = inf, v[n - 1] = -inf; break;                           // both: mean NaN
+    case 4: v[(n * 7) / 8] = std::numeric_limits<float>::quiet_NaN(); break;  // NaN late
+    case 5: v[0] = NAN, v[n - 1] = inf, v[n / 2] = -inf; break;               // NaN with Infs
+    default: break;
+  }
+}
+
+TEST(Stats, Bf16MatchesAnIndependentLoopWithNanInfAndOddLengths) {
+  for (size_t n : kLengths)
+    for (int pattern = 0; pattern <= 5; ++pattern) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " pattern " << pattern);
+      std::vector<float> f = random_floats(n, static_cast<uint32_t>(n * 7 + pattern), 3.0f);
+      plant(f, pattern);
+      std::vector<uint16_t> b(n);
+      std::vector<float> widened(n);
+      for (size_t i = 0; i < n; ++i) {
+        b[i] = to_bf16_truncated(f[i]);
+        widened[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);  // independent of half.h
+      }
+      ExpectMatchesReference(DType::BF16, b, widened, 8);
+    }
+}
+
+TEST(Stats, Fp16AndFp32MatchAnIndependentLoopWithNanInfAndOddLengths) {
+  for (size_t n : kLengths)
+    for (int pattern = 0; pattern <= 5; ++pattern) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " pattern " << pattern);
+      std::vector<float> f = random_floats(n, static_cast<uint32_t>(n * 11 + pattern), 2.0f);
+      plant(f, pattern);
+      ExpectMatchesReference(DType::F32, f, f, 24);
+      // fp16: values on the fp16 grid (|x| < 2048 with 11 bits: multiples of 2^-10 scaled), kept as floats.
+      std::vector<uint16_t> h(n);
+      std::vector<float> hf(n);
+      for (size_t i = 0; i < n; ++i) {
+        h[i] = mc::float_to_half(f[i]);
+        hf[i] = mc::half_to_float(h[i]);  // exhaustively checked against the bit patterns below
+      }
+      ExpectMatchesReference(DType::F16, h, hf, 11);
+    }
+}
+
+// The kernels find NaN/Inf through a non-finite sum of squares; huge finite values must not look like that.
+TEST(Stats, HugeFiniteValuesAreNotCountedAsInf) {
+  const float big = std::numeric_limits<float>::max();
+  std::vector<float> v(5000, big);
+  v[1234] = -big;
+  auto s = mc::compute_stats(DType::F32, v.data(), v.size());
+  EXPECT_EQ(s.pos_inf_count + s.neg_inf_count + s.nan_count, 0u);
+  EXPECT_EQ(real(s.max), static_cast<double>(big));
+  EXPECT_EQ(real(s.min), -static_cast<double>(big));
+  EXPECT_EQ(real(s.norm), kInf);  // sqrt(5000) * FLT_MAX overflows float32 (msprobe: torch.norm in fp32)
+  EXPECT_EQ(real(s.mean), static_cast<double>(static_cast<float>(4998.0 * big / 5000)));
+  s = mc::compute_stats(DType::F32, v.data(), v.size(), false, mc::StatPrecision::High);
+  EXPECT_EQ(real(s.norm), kInf);
+  std::vector<uint16_t> b(v.size(), to_bf16_truncated(big));  // 0x7f7f, bf16's largest finite value
+  s = mc::compute_stats(DType::BF16, b.data(), b.size());
+  EXPECT_EQ(s.pos_inf_count + s.neg_inf_count + s.nan_count, 0u);
+  EXPECT_EQ(real(s.max), static_cast<double>(std::bit_cast<float>(0x7f7f0000u)));
+  EXPECT_EQ(real(s.mean), real(s.max));
+}
+
+// bf16 is read two elements to a 32-bit word: odd offsets and odd chunk sizes must not pair the wrong halves.
+TEST(Stats, Bf16ChunkedAndUnalignedGivesTheSameResults) {
+  const size_t n = 5000;
+  std::vector<float> f = random_floats(n, 3, 1.0f);
+  f[4321] = -std::numeric_limits<float>::infinity();
+  f[17] = 1e30f;  // the max, at an odd index
+  f[2050] = -1e30f;
+  std::vector<uint16_t> b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = to_bf16_truncated(f[i]);
+  const auto whole = mc::compute_stats(DType::BF16, b.data(), n);
+  EXPECT_EQ(real(whole.max), static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(b[17]) << 16)));
+  EXPECT_EQ(real(whole.min), -kInf);
+  EXPECT_EQ(whole.neg_inf_count, 1u);
+  for (size_t offset : {1u, 2u, 3u}) {
+    std::vector<unsigned char> bytes(n * 2 + offset);
+    std::memcpy(bytes.data() + offset, b.data(), n * 2);
+    EXPECT_EQ(mc::compute_stats(DType::BF16, bytes.data() + offset, n).max, whole.max);
+    mc::StatsAccumulator acc(DType::BF16);
+    for (size_t done = 0, step = 1; done < n; done += step, step = step * 5 % 211 + 1)
+      acc.update(bytes.data() + offset + done * 2, std::min(step, n - done));
+    const auto c = acc.finish();
+    EXPECT_EQ(c.max, whole.max);
+    EXPECT_EQ(c.min, whole.min);
+    EXPECT_EQ(c.neg_inf_count, 1u);
+    EXPECT_EQ(c.pos_inf_count + c.nan_count, 0u);
+    EXPECT_EQ(c.count, n);
+  }
+  // Without the Inf and the +-1e30 (which cancel: their sum with the rest depends on the order): the mean and norm
+  // of every chunking agree with the whole (bf16 rounding of a double sum).
+  b[4321] = b[17] = b[2050] = 0;
+  const auto finite = mc::compute_stats(DType::BF16, b.data(), n);
+  mc::StatsAccumulator acc(DType::BF16);
+  for (size_t done = 0, step = 1; done < n; done += step, step = step * 3 % 97 + 1)
+    acc.update(b.data() + done, std::min(step, n - done));
+  const auto c = acc.finish();
+  EXPECT_EQ(c.norm, finite.norm);
+  EXPECT_EQ(c.mean, finite.mean);
+}
+
+// Integers go through the same float kernel (cast to float32 first): lengths across blocks, extreme values.
+TEST(Stats, IntegersAcrossBlocks) {
+  std::vector<int16_t> v(4099);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int16_t>((i * 7919) % 65536 - 32768);
+  double sum = 0, sq = 0;
+  for (int16_t x : v) sum += x, sq += double(x) * x;
+  const auto s = mc::compute_stats(DType::I16, v.data(), v.size());
+  EXPECT_EQ(real(s.max), *std::max_element(v.begin(), v.end()));
+  EXPECT_EQ(real(s.min), *std::min_element(v.begin(), v.end()));
+  EXPECT_EQ(real(s.mean), double(float(sum / v.size())));  // exact: integer sums fit a double
+  EXPECT_EQ(real(s.norm), double(float(std::sqrt(sq))));
+  EXPECT_EQ(s.nan_count + s.pos_inf_count + s.neg_inf_count, 0u);
 }
 
 TEST(Stats, HalfConversionsRoundToNearestEven) {
