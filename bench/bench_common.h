@@ -55,7 +55,8 @@ inline void step(Run &r, int depth) {
     leaf(r);
     return;
   }
-  switch ((r.bits >> (2 * (depth - 1))) & 3) {
+  // Two bits per level; deeper than 32 levels the pattern repeats (a shift by 64 or more is undefined).
+  switch ((r.bits >> ((2 * (depth - 1)) & 63)) & 3) {
     case 0: level<0>(r, depth - 1); break;
     case 1: level<1>(r, depth - 1); break;
     case 2: level<2>(r, depth - 1); break;

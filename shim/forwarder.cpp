@@ -105,6 +105,15 @@ uint64_t return_bits(ReturnKind kind, const void* ret) {
   return 0;
 }
 
+// One slot of the caller's outgoing argument area. Slots past the arguments the caller really passed lie in the
+// caller's own frame (its locals, and ASan's redzones around them): they are copied as raw bits and forwarded,
+// never interpreted (forwarder.h), so this read is exempt from ASan.
+__attribute__((no_sanitize("address"))) uint64_t caller_slot(const void* slot) {
+  uint64_t bits;
+  __builtin_memcpy(&bits, slot, sizeof bits);
+  return bits;
+}
+
 }  // namespace
 
 struct ForwarderAccess {
@@ -113,19 +122,26 @@ struct ForwarderAccess {
   // copy and cannot change what the real function receives.
   static void dispatch(ffi_cif* cif, void* ret, void** args, void* self) {
     const auto* f = static_cast<const Forwarder*>(self);
+    RawArgs raw;
+    // The real call gets the register values as libffi saved them and the stack slots from `raw`: libffi's
+    // memcpy of a slot in the caller's frame would be a read past the caller's arguments (caller_slot()).
+    void* forwarded[kRegisterArgs + kMaxStackSlots];
+    for (int i = 0; i < kRegisterArgs; ++i) forwarded[i] = args[i];
+    for (int i = 0; i < f->stack_slots_; ++i) {
+      raw.stack[i] = caller_slot(args[kRegisterArgs + i]);
+      forwarded[kRegisterArgs + i] = &raw.stack[i];
+    }
     if (!f->pre_ && !f->post_) {
-      ffi_call(cif, FFI_FN(f->real_), ret, args);
+      ffi_call(cif, FFI_FN(f->real_), ret, forwarded);
       return;
     }
-    RawArgs raw;
     for (int i = 0; i < kGprArgs; ++i) std::memcpy(&raw.gpr[i], args[i], sizeof(uint64_t));
     for (int i = 0; i < kFprArgs; ++i) std::memcpy(&raw.fpr[i], args[kGprArgs + i], sizeof(uint64_t));
-    for (int i = 0; i < f->stack_slots_; ++i) std::memcpy(&raw.stack[i], args[kRegisterArgs + i], sizeof(uint64_t));
     for (int i = f->stack_slots_; i < kMaxStackSlots; ++i) raw.stack[i] = 0;
     raw.stack_slots = f->stack_slots_;
 
     if (f->pre_) run_hook([&] { f->pre_(f->user_, raw); });
-    ffi_call(cif, FFI_FN(f->real_), ret, args);
+    ffi_call(cif, FFI_FN(f->real_), ret, forwarded);
     if (f->post_) {
       const uint64_t bits = return_bits(f->ret_, ret);
       run_hook([&] { f->post_(f->user_, raw, bits); });

@@ -1,11 +1,11 @@
 #include "shim/symbols.h"
 
-#include "shim/reentry.h"
-
 #include <dlfcn.h>
 #include <link.h>
 
 #include <cstring>
+
+#include "shim/reentry.h"
 
 namespace msprobe::shim {
 namespace {
@@ -46,6 +46,9 @@ char g_shim_anchor;  // an address inside the shim's own object
 
 // A dlsym handle for a loaded object (reference dropped at once: the object stays loaded, we only look).
 // Objects without a file name (the main program, the vDSO) are reached through RTLD_DEFAULT instead.
+// dlopen, because an object loaded at start-up has no search list until it is opened (its link_map is no
+// handle yet); the price is that dlopen runs the object's constructors if they have not run, so this must not
+// be used during the sanitizer runtime's own initialisation (shim/hooks/dl.cpp).
 void *handle_of(link_map *l) {
   if (l == nullptr || l->l_name == nullptr || l->l_name[0] == '\0') return nullptr;
   void *h = real_dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);

@@ -9,9 +9,21 @@
 // dlopen: a bare library name is searched in the caller's own paths (its RPATH/RUNPATH and
 // LD_LIBRARY_PATH, as the dynamic linker would for the caller, not for the shim); then direct (PLT) calls
 // to aclnn functions from the newly loaded objects are redirected.
+//
+// Sanitizer builds (ASan, TSan): the entry points are the shim's first code to run in a process, earlier than
+// the sanitizer runtime is ready. libasan sets up its interceptors with dlsym(RTLD_NEXT, "mmap") and friends from
+// inside its own initialisation, and the dynamic linker binds that call to the shim's dlsym: instrumented code
+// there (a stack frame with redzones, a checked load) writes shadow memory that is not mapped yet and the host
+// dies before main. So the entry points themselves are never instrumented (MSPROBE_NO_SANITIZE), and until the
+// shim's constructor below has run (after the shim's own sanitizer module constructor, which initialises the
+// runtime) they only forward, through the uninstrumented shim/symbols.cpp (compiled without sanitizers,
+// shim/CMakeLists.txt). In other builds the entry points intercept from the very first call, as before.
 #include <dlfcn.h>
 #include <link.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +37,9 @@
 #include "shim/session.h"
 #include "shim/stacks.h"
 
+// Never instrumented (see above): the sanitizers named here are the ones the tree is built with.
+#define MSPROBE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+
 namespace msprobe::shim {
 
 HookFamily aclnn_meta_hooks();
@@ -37,6 +52,32 @@ HookFamily pta_cache_hooks();
 HookFamily process_hooks();
 
 namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MSPROBE_SHADOW_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define MSPROBE_SHADOW_SANITIZER 1
+#endif
+#endif
+
+#ifdef MSPROBE_SHADOW_SANITIZER
+bool g_instrumented_code_ready = false;
+// Priority 101 (the first one not reserved): after the sanitizer module constructors of the shim's objects
+// (gcc: 99, clang: 1), which initialise the runtime if nothing did before.
+__attribute__((constructor(101))) void instrumented_code_is_ready() {
+  __atomic_store_n(&g_instrumented_code_ready, true, __ATOMIC_RELEASE);
+}
+#endif
+
+// Whether the entry points may leave uninstrumented code (always, outside sanitizer builds).
+MSPROBE_NO_SANITIZE inline bool instrumented_code_ready() {
+#ifdef MSPROBE_SHADOW_SANITIZER
+  return __atomic_load_n(&g_instrumented_code_ready, __ATOMIC_ACQUIRE);
+#else
+  return true;
+#endif
+}
 
 const std::unordered_map<std::string, const HookEntry *> &hook_table() {
   static const auto *table = [] {
@@ -92,9 +133,10 @@ void *intercept_lookup(const char *name, void *real) {
 
 using namespace msprobe::shim;
 
-MSPROBE_EXPORT void *dlsym(void *handle, const char *name) {
-  void *caller = __builtin_return_address(0);
-  void *real = handle == RTLD_NEXT ? next_definition(caller, name) : real_dlsym(handle, name);
+namespace {
+
+// The entry points' work once instrumented code may run. noinline: never merged into the uninstrumented callers.
+__attribute__((noinline)) void *hooked_dlsym(void *handle, const char *name, void *real) {
   if (ReentryGuard::active()) return real;  // the shim's own lookups
   // Another interposer forwarding down the chain: the next definition after it is the answer, whoever defines
   // it. Before the shim, that is the shim's own function; after it, the call already went through the shim,
@@ -104,13 +146,13 @@ MSPROBE_EXPORT void *dlsym(void *handle, const char *name) {
   return intercept_lookup(name, real);
 }
 
-MSPROBE_EXPORT void *dlopen(const char *file, int mode) {
+__attribute__((noinline)) void *hooked_dlopen(const char *file, int mode, const void *caller) {
   void *handle = nullptr;
   if (file != nullptr && std::strchr(file, '/') == nullptr && !ReentryGuard::active()) {
     // Already loaded under that name: the search does not matter.
     handle = real_dlopen(file, mode | RTLD_NOLOAD);
     if (handle == nullptr) {
-      for (const std::string &dir : search_path_of(__builtin_return_address(0))) {
+      for (const std::string &dir : search_path_of(caller)) {
         std::string path = dir + "/" + file;
         struct stat st;
         if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
@@ -134,9 +176,65 @@ MSPROBE_EXPORT void *dlopen(const char *file, int mode) {
   return handle;
 }
 
-// Unloading moves code away from addresses old stacks point at: the stack table refreshes its module map.
-MSPROBE_EXPORT int dlclose(void *handle) {
+__attribute__((noinline)) int hooked_dlclose(void *handle) {
   int rc = real_dlclose(handle);
   if (rc == 0) StackTable::modules_changed();
   return rc;
+}
+
+}  // namespace
+
+namespace {
+
+MSPROBE_NO_SANITIZE bool same_name(const char *a, const char *b) {
+  while (*a != '\0' && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+// dlsym(RTLD_NEXT, name) for `caller` before instrumented code may run: the sanitizer runtime, preloaded just
+// before the shim, setting up its interceptors. next_definition() cannot be used then: it opens each object
+// with dlopen(RTLD_NOLOAD), which runs the constructors of objects not yet initialised (the runtime's own
+// among them, re-entering its initialisation). For a caller before the shim the next definition is the
+// shim's own function if the shim defines the name (the libc names it exports), else the next one after the
+// shim (objects between the caller and the shim are not searched: none in the sanitizer runtime's case).
+MSPROBE_NO_SANITIZE void *early_next_definition(const void *caller, const char *name) {
+  static const struct {
+    const char *name;
+    void *own;
+  } kOwnLibcNames[] = {
+      {"dlsym", reinterpret_cast<void *>(&dlsym)},     {"dlopen", reinterpret_cast<void *>(&dlopen)},
+      {"dlclose", reinterpret_cast<void *>(&dlclose)}, {"_exit", reinterpret_cast<void *>(&_exit)},
+      {"_Exit", reinterpret_cast<void *>(&_Exit)},     {"sigaction", reinterpret_cast<void *>(&sigaction)},
+      {"signal", reinterpret_cast<void *>(&signal)},
+  };
+  auto *self = static_cast<link_map *>(object_containing(reinterpret_cast<void *>(&dlsym)));
+  void *from = object_containing(caller);
+  bool before_shim = false;
+  for (link_map *l = self ? self->l_prev : nullptr; l != nullptr && !before_shim; l = l->l_prev)
+    before_shim = l == from;
+  if (!before_shim) return next_definition(caller, name);
+  for (const auto &own : kOwnLibcNames)
+    if (same_name(name, own.name)) return own.own;
+  return real_dlsym(RTLD_NEXT, name);
+}
+
+}  // namespace
+
+MSPROBE_EXPORT MSPROBE_NO_SANITIZE void *dlsym(void *handle, const char *name) {
+  void *caller = __builtin_return_address(0);
+  if (!instrumented_code_ready())
+    return handle == RTLD_NEXT ? early_next_definition(caller, name) : real_dlsym(handle, name);
+  void *real = handle == RTLD_NEXT ? next_definition(caller, name) : real_dlsym(handle, name);
+  return hooked_dlsym(handle, name, real);
+}
+
+MSPROBE_EXPORT MSPROBE_NO_SANITIZE void *dlopen(const char *file, int mode) {
+  if (!instrumented_code_ready()) return real_dlopen(file, mode);
+  return hooked_dlopen(file, mode, __builtin_return_address(0));
+}
+
+// Unloading moves code away from addresses old stacks point at: the stack table refreshes its module map.
+MSPROBE_EXPORT MSPROBE_NO_SANITIZE int dlclose(void *handle) {
+  if (!instrumented_code_ready()) return real_dlclose(handle);
+  return hooked_dlclose(handle);
 }

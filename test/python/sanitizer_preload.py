@@ -11,6 +11,8 @@ import os
 import subprocess
 
 PREFIX = os.environ.pop("MSPROBE_TEST_PRELOAD", "")  # read once; children never see it
+# Whether the tests run under ASan, for the few that cannot (each says why in its skip message).
+ASAN = "libasan" in PREFIX or "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
 def with_prefix(env):
@@ -24,8 +26,11 @@ def with_prefix(env):
             break
     else:
         value = ""
-    libs = [lib for lib in value.replace(":", " ").split() if lib and lib != PREFIX]
-    env["LD_PRELOAD"] = " ".join([PREFIX] + libs)
+    first = PREFIX.split()
+    libs = [lib for lib in value.replace(":", " ").split() if lib and lib not in first]
+    # The runtime first; anything else it needs (libstdc++) after the test's own libraries: the shim answers the
+    # runtime's early lookups with the next definition after the shim (shim/hooks/dl.cpp).
+    env["LD_PRELOAD"] = " ".join(first[:1] + libs + first[1:])
     env.pop("MSPROBE_TEST_PRELOAD", None)
     return env
 
