@@ -21,8 +21,10 @@ set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgco
 set(ENV{PKG_CONFIG_SYSROOT_DIR} "")
 
 # ctest runs target executables through qemu-user. The arm64 loader and libc are installed through multiarch
-# (libc6:arm64), so the guest finds its libraries in /lib/aarch64-linux-gnu without -L.
-find_program(MSPROBE_QEMU_AARCH64 qemu-aarch64)
+# (libc6:arm64), so the guest finds its libraries in /lib/aarch64-linux-gnu without -L. qemu-user-static (what
+# scripts/test_aarch64.sh installs) first: static, so an LD_PRELOAD meant for the guest never reaches qemu itself;
+# qemu-user's dynamic qemu-aarch64 otherwise.
+find_program(MSPROBE_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(MSPROBE_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR ${MSPROBE_QEMU_AARCH64})
 endif()

@@ -97,11 +97,12 @@ export PATH=$toolbin:$PATH
 # (acl_app, msprobe-inspect, collector_probe, ...) and check their output with the host's python3 and numpy.
 # MSPROBE_AARCH64_EXCLUDE overrides the list (empty: run everything).
 needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|aclnn_ops|pta_cache)|examples\..*)$'
-needs_target_python+='|^integration\.test_(train|inspect_support|shim_(config_errors|crash|custom_op|device_stats|dump|dump_modes|hostile|linkage|pta_cache|rt_hccl|stacks|tasks))$'
-needs_target_python+='|^bench_stacks_py_smoke$'
+needs_target_python+='|^integration\.test_(train|inspect(_compare|_replay)?|shim_(config_errors|crash|custom_op|device_stats'
+needs_target_python+='|dump|dump_modes|dump_ranks|hostile|linkage|process|pta_cache|rt_hccl|stacks|tasks|writer))$'
+needs_target_python+='|^bench_(stacks_py|passthrough|writer)_smoke$'
 if [ $have_binfmt -eq 0 ]; then
   echo "test_aarch64: binfmt_misc is not available: running only the tests ctest starts itself (no pytest files)"
-  exclude='\.|^shim_stacks$|^bench_stacks_py_smoke$'
+  exclude='\.|^shim_stacks$|^bench_(stacks_py|passthrough|writer)_smoke$'
 elif [ "$test_python" = /usr/bin/python3 ]; then
   exclude=$needs_target_python
 else
@@ -110,5 +111,13 @@ fi
 exclude=${MSPROBE_AARCH64_EXCLUDE-$exclude}
 exclude_args=()
 if [ -n "$exclude" ]; then exclude_args=(-E "$exclude"); fi
+# Code runs several times slower under qemu (more on a loaded machine): the tests' wall-clock bounds (a launch that
+# must not wait for the device, HCCL timeouts) scale with this factor (test/unit/time_scale.h).
+export MSPROBE_TEST_TIME_SCALE=${MSPROBE_TEST_TIME_SCALE:-10}
+# The tests' ctest TIMEOUTs (hang detectors sized for native runs: train.py takes ~1 s natively, ~40 s here) get the
+# same factor. ctest has no timeout multiplier and --timeout only covers tests without a TIMEOUT, so the generated
+# CTestTestfile.cmake files are scaled; cmake's next generate step (above, every run) writes them afresh.
+find "$build" -name CTestTestfile.cmake -exec perl -pi -e \
+  's/\bTIMEOUT "(\d+(?:\.\d+)?)"/sprintf("TIMEOUT \"%d\"", $1 * $ENV{MSPROBE_TEST_TIME_SCALE} + 0.5)/ge' {} +
 cd "$build"
 ctest --output-on-failure --timeout 1800 -j "$jobs" "${exclude_args[@]}" "$@"

@@ -115,21 +115,30 @@ __attribute__((noinline)) int unwind_native(uintptr_t *out, int max) noexcept {
     case NativeUnwinder::Backtrace: n = ::backtrace(buf, cap); break;
     default: return 0;
   }
-  // Drop the unwinder's own frames: everything up to our return address. libunwind starts inside unw_backtrace,
-  // backtrace() at its caller, so the count differs; the return address is exact in both (raw, unadjusted).
+  // Drop the unwinder's own frames: everything up to our return address, found by address (the count differs:
+  // libunwind starts inside unw_backtrace or at its caller depending on version and architecture, backtrace() at
+  // its caller). glibc's backtrace(), libunwind on x86-64 and libunwind's slow path (unw_step) report raw return
+  // addresses; libunwind's fast trace on aarch64 (src/aarch64/Gtrace.c) reports each one minus one, and it falls
+  // back to the slow path for a call whose frames it cannot trace yet, so one call site would give two different
+  // lists. Both are turned into raw return addresses here.
   const auto ra = reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
-  int first = 0;
-  for (int i = 0; i < n && i < kOwnFramesMax; ++i) {
-    if (reinterpret_cast<uintptr_t>(buf[i]) == ra) {
+  const int own_max = std::min(n, kOwnFramesMax);
+  int first = -1;
+  uintptr_t adjust = 0;
+  for (int i = 0; i < own_max && first < 0; ++i)
+    if (reinterpret_cast<uintptr_t>(buf[i]) == ra) first = i;
+  for (int i = 0; i < own_max && first < 0; ++i) {
+    if (reinterpret_cast<uintptr_t>(buf[i]) == ra - 1) {
       first = i;
-      break;
+      adjust = 1;
     }
   }
+  if (first < 0) first = 0;  // our return address not seen (an unwinder we do not know): keep everything
   int k = 0;
   for (int i = first; i < n && k < max; ++i) {
     const auto ip = reinterpret_cast<uintptr_t>(buf[i]);
     if (ip == 0) break;  // some libunwind builds end with zero frames (heaptrack bug 379082)
-    out[k++] = ip;
+    out[k++] = ip + adjust;
   }
   return k;
 }

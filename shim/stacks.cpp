@@ -221,7 +221,17 @@ __attribute__((noinline)) StackId StackTable::capture(const StackCaptureOptions 
   if (what.native && what.max_native > 0) {
     const int want = std::min(what.max_native, kMaxNativeFrames);
     const int n = unwind_native(words, want + kOwnSlack);
-    int skip = n > 0 ? 1 : 0;  // words[0]: where unwind_native returns to, inside this function
+    // Drop this function's own frame by address: everything before our return address (the caller's frame).
+    // Normally that is words[0] alone (where unwind_native returns to, inside this function); by address, it
+    // does not depend on how the compiler laid out the calls (inlining, a tail call into unwind_native).
+    const auto ra = reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
+    int skip = n > 0 ? 1 : 0;  // our return address not among the first frames: assume words[0] alone
+    for (int i = 0; i < n && i < 4; ++i) {
+      if (words[i] == ra) {
+        skip = i;
+        break;
+      }
+    }
     if (own_frames_.load(std::memory_order_relaxed) == OwnFrames::Auto) {
       const OwnModule &own = own_module();
       if (own.shared_library) {

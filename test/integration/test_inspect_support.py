@@ -15,7 +15,7 @@ BUILD = Path(os.environ.get("MSPROBE_BUILD_DIR", SRC / "build"))
 INSPECT = BUILD / "bin" / "msprobe-inspect"
 SHIM = BUILD / "lib" / "libmsprobe_shim.so"
 TRAIN = SRC / "examples" / "train.py"
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYTHON = sys.executable or "/usr/bin/python3"  # the test interpreter (ctest: TEST_PYTHON), as shimtest.PYTHON
 
 
 def clean_env(extra=None):

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 SOURCE = os.environ.get("MSPROBE_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
 BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(SOURCE, "build"))
@@ -12,7 +13,9 @@ SHIM = os.path.join(BUILD, "lib", "libmsprobe_shim.so")
 FAKE_CANN = os.environ.get("ASCEND_HOME_PATH", os.path.join(BUILD, "fake_cann"))
 TRAIN = os.path.join(SOURCE, "examples", "train.py")
 ACL_APP = os.path.join(BUILD, "bin", "acl_app")
-PYTHON = "/usr/bin/python3"  # Debian's, with numpy (spec §3)
+# The test interpreter: ctest runs these files with TEST_PYTHON (Debian's /usr/bin/python3, with numpy: spec §3;
+# scripts/test_aarch64.sh: an arm64 python3 that can load the aarch64 libraries).
+PYTHON = sys.executable or "/usr/bin/python3"
 VENDOR_DIR = os.path.join(BUILD, "custom_opp", "vendors", "msprobe_test")
 CUSTOM_LIB = os.path.join(VENDOR_DIR, "op_api", "lib", "libcust_opapi.so")
 CUSTOM_HOST = os.path.join(SOURCE, "test", "integration", "custom_op", "run_custom_op.py")

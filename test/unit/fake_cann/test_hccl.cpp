@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../time_scale.h"
 #include "acl/acl.h"
 #include "hccl/hccl.h"
 
@@ -100,7 +101,7 @@ std::string run_ranks(int n, const std::function<int(int)> &body, std::chrono::s
   }
   std::string problems;
   std::vector<bool> done(n, false);
-  auto deadline = Clock::now() + timeout;
+  auto deadline = Clock::now() + msprobe::test::scaled(timeout);
   for (int left = n; left > 0;) {
     for (int r = 0; r < n; ++r) {
       int status = 0;
@@ -157,7 +158,7 @@ int share_root(int rank, int slot, HcclRootInfo *out) {
     CHECK_EQ(HcclGetRootInfo(&g_shared->roots[slot]), HCCL_SUCCESS);
     g_shared->ready[slot].store(1, std::memory_order_release);
   } else {
-    auto deadline = Clock::now() + 20s;
+    auto deadline = Clock::now() + msprobe::test::scaled(20s);
     while (g_shared->ready[slot].load(std::memory_order_acquire) == 0) {
       CHECK(Clock::now() < deadline);
       std::this_thread::sleep_for(1ms);
@@ -543,8 +544,8 @@ TEST(Hccl, CollectivesThreeRanksChunked) {
   EXPECT_TRUE(shm_entries_with(root_id(g_shared->roots[1])).empty());
 }
 
-// The collective is only enqueued: rank 1 issues it 600 ms late, so rank 0's result cannot exist before
-// then, yet its HcclAllReduce returns at once and its buffer still holds the old data.
+// The collective is only enqueued: rank 1 issues it 600 ms (scaled: time_scale.h) late, so rank 0's result cannot exist
+// before then, yet its HcclAllReduce returns at once and its buffer still holds the old data.
 TEST(Hccl, CollectiveRunsOnTheStream) {
   auto body = [](int rank) {
     aclrtStream s = nullptr;
@@ -553,15 +554,15 @@ TEST(Hccl, CollectiveRunsOnTheStream) {
     CHECK_OK(init_comm(2, rank, 0, &comm));
     std::vector<int32_t> mine(64, rank + 1), sum(64, 3), zeros(64, 0);
     void *send = to_device(mine), *recv = to_device(zeros);
-    if (rank == 1) std::this_thread::sleep_for(600ms);
+    if (rank == 1) std::this_thread::sleep_for(msprobe::test::scaled(600ms));
     auto t0 = Clock::now();
     CHECK_EQ(HcclAllReduce(send, recv, 64, HCCL_DATA_TYPE_INT32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
     if (rank == 0) {
-      CHECK(Clock::now() - t0 < 300ms);
+      CHECK(Clock::now() - t0 < msprobe::test::scaled(300ms));
       CHECK_OK(expect_bits(from_device<int32_t>(recv, 64), zeros, "before synchronize"));
     }
     CHECK_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
-    if (rank == 0) CHECK(Clock::now() - t0 > 300ms);
+    if (rank == 0) CHECK(Clock::now() - t0 > msprobe::test::scaled(300ms));
     CHECK_OK(expect_bits(from_device<int32_t>(recv, 64), sum, "after synchronize"));
     CHECK_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
     return 0;
@@ -666,7 +667,7 @@ TEST(Hccl, MissingPeerTimesOutAtInit) {
     auto t0 = Clock::now();
     CHECK_EQ(HcclCommInitRootInfo(2, &root, 0, &comm), HCCL_E_TIMEOUT);  // rank 1 never comes
     auto took = Clock::now() - t0;
-    CHECK(took > 900ms && took < 5s);
+    CHECK(took > 900ms && took < msprobe::test::scaled(5s));  // HCCL_CONNECT_TIMEOUT=1 ended the wait
     CHECK(std::strstr(aclGetRecentErrMsg(), "HCCL_CONNECT_TIMEOUT") != nullptr);
     return 0;
   };
@@ -687,7 +688,7 @@ TEST(Hccl, KilledRendezvousIsSweptLater) {
     if (setup(0, &s) == 0 && share_root(0, 0, &root) == 0) HcclCommInitRootInfo(2, &root, 0, &comm);  // blocks
     _exit(1);
   }
-  auto deadline = Clock::now() + 10s;
+  auto deadline = Clock::now() + msprobe::test::scaled(10s);
   std::string id;
   while (Clock::now() < deadline) {
     if (g_shared->ready[0].load() != 0) id = root_id(g_shared->roots[0]);
@@ -725,7 +726,7 @@ TEST(Hccl, DeadPeerFailsTheCollective) {
     auto t0 = Clock::now();
     CHECK_EQ(HcclAllReduce(d, d, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
     CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
-    CHECK(Clock::now() - t0 < 10s);
+    CHECK(Clock::now() - t0 < msprobe::test::scaled(10s));
     CHECK(std::strstr(aclGetRecentErrMsg(), "peer rank 1") != nullptr);
     CHECK_EQ(HcclBarrier(comm, s), HCCL_SUCCESS);
     CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
@@ -744,7 +745,7 @@ TEST(Hccl, SilentPeerTimesOut) {
     CHECK_OK(setup(rank, &s));
     CHECK_OK(init_comm(2, rank, 0, &comm));
     if (rank == 1) {
-      std::this_thread::sleep_for(2500ms);
+      std::this_thread::sleep_for(msprobe::test::scaled(2500ms));  // longer than rank 0's bound below
       CHECK_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
       return 0;
     }
@@ -754,7 +755,7 @@ TEST(Hccl, SilentPeerTimesOut) {
     CHECK_EQ(HcclAllReduce(d, d, 16, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, s), HCCL_SUCCESS);
     CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
     auto took = Clock::now() - t0;
-    CHECK(took > 900ms && took < 2400ms);
+    CHECK(took > 900ms && took < msprobe::test::scaled(2400ms));  // the timeout ended it, not rank 1's destroy
     CHECK(std::strstr(aclGetRecentErrMsg(), "HCCL_EXEC_TIMEOUT") != nullptr);
     CHECK_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
     return 0;

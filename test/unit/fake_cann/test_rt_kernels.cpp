@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../time_scale.h"
 #include "acl/acl_base.h"
 #include "runtime/rt.h"
 
@@ -28,6 +29,10 @@
 #endif
 
 namespace {
+
+// Before any stream task runs (the *_async ctests): a slower machine gets a longer task delay, so that the scaled
+// "did not wait" bound of AsyncResultsAreValidOnlyAfterSynchronize stays under it.
+[[maybe_unused]] const bool g_delay_scaled = msprobe::test::scale_fake_cann_task_delay();
 
 std::string kernel_path() {
   const char *home = std::getenv("ASCEND_HOME_PATH");
@@ -465,8 +470,9 @@ TEST_F(RtKernels, AsyncResultsAreValidOnlyAfterSynchronize) {
   rtArgsEx_t info = args_ex(a);
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(rtKernelLaunchWithHandle(h, 1, 1, &info, nullptr, stream_, nullptr), RT_ERROR_NONE);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(15));  // did not wait
-  EXPECT_EQ(download<float>(dz, 128), std::vector<float>(128, 0.0f));               // stale: the kernel has not run
+  // Did not wait (the task starts FAKE_CANN_TASK_DELAY_US = 20 ms, scaled, later).
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, msprobe::test::scaled(std::chrono::milliseconds(15)));
+  EXPECT_EQ(download<float>(dz, 128), std::vector<float>(128, 0.0f));  // stale: the kernel has not run
   ASSERT_EQ(rtStreamSynchronize(stream_), RT_ERROR_NONE);
   EXPECT_EQ(download<float>(dz, 128), std::vector<float>(128, 7.0f));
   rtDevBinaryUnRegister(h);

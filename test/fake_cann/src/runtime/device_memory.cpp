@@ -1,6 +1,7 @@
 // Device memory: a PROT_NONE reservation that hands out device addresses, and a read/write alias of
 // the same size at another address. Device address d maps to alias + (d - base). Only the runtime's
 // copies and kernels translate; anything else dereferencing d faults.
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -47,6 +48,9 @@ Arena &arena() {
     ar->device_base = static_cast<char *>(dev);
     ar->alias_base = static_cast<char *>(alias);
     ar->free[0] = ar->size;
+    // A host may fork while a stream worker translates a device address under mu: the child would inherit the lock
+    // held by a thread it does not have, and hang in its first allocation. Hold mu across fork().
+    pthread_atfork([] { arena().mu.lock(); }, [] { arena().mu.unlock(); }, [] { arena().mu.unlock(); });
     return ar;
   }();
   return *a;

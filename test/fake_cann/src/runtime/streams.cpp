@@ -1,4 +1,7 @@
 // Streams (one worker thread each), events, the per-thread current device and error message.
+#include <pthread.h>
+#include <signal.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -7,7 +10,6 @@
 #include <deque>
 #include <mutex>
 #include <set>
-#include <signal.h>
 #include <thread>
 
 #include "acl/acl_base.h"
@@ -83,6 +85,14 @@ void worker_loop(Stream *s) {
 }
 
 Stream *make_stream() {
+  // A host may fork while another thread (a worker, a preloaded tool's thread) is inside the registry's lock or
+  // inside task_delay_us()'s static initialization: the child would wait forever on a lock or guard held by a thread
+  // it does not have. The registry's lock is held across fork(), and the delay is read here, on the creating thread,
+  // before any worker exists.
+  static const int atfork =
+      pthread_atfork([] { g_registry_mu.lock(); }, [] { g_registry_mu.unlock(); }, [] { g_registry_mu.unlock(); });
+  (void)atfork;
+  (void)task_delay_us();
   auto *s = new Stream;
   s->id = g_next_stream_id.fetch_add(1);
   // The worker must not take the host's signals (a real device has no thread in the process).
