@@ -8,13 +8,18 @@
 #include <map>
 #include <optional>
 
+#include "collector/modules.h"
+#include "collector/symbolize.h"
 #include "shim/log.h"
-#include "shim/stack_modules.h"
 #include "shim/stack_python.h"
-#include "shim/stack_symbols.h"
 #include "shim/stack_unwind.h"
 
 namespace msprobe::shim {
+
+// The module map and the symbolizer know nothing of ACL: they live in the collector (spec §2).
+using collector::ModuleInfo;
+using collector::ModuleMap;
+using collector::Symbolizer;
 
 struct StackTable::Entry {
   uint64_t hash = 0;

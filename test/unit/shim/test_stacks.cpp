@@ -26,13 +26,14 @@
 #include <thread>
 #include <vector>
 
-#include "shim/stack_modules.h"
+#include "collector/modules.h"
+#include "collector/symbolize.h"
 #include "shim/stack_python.h"
-#include "shim/stack_symbols.h"
 #include "shim/stack_unwind.h"
 #include "shim/stacks.h"
 
 using namespace msprobe::shim;
+using namespace msprobe::collector;
 namespace fs = std::filesystem;
 
 namespace {

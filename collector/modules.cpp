@@ -1,4 +1,4 @@
-#include "shim/stack_modules.h"
+#include "collector/modules.h"
 
 #include <link.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <climits>
 #include <cstddef>
 
-namespace msprobe::shim {
+namespace msprobe::collector {
 namespace {
 
 struct Seen {
@@ -167,4 +167,4 @@ std::vector<ModuleInfo> ModuleMap::all() const {
   return modules_;
 }
 
-}  // namespace msprobe::shim
+}  // namespace msprobe::collector

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "shim/stack_modules.h"
+#include "collector/modules.h"
 
-namespace msprobe::shim {
+namespace msprobe::collector {
 
 // The function symbols of one ELF file (plus its debug file, if any), sorted by address.
 class ElfSymbolTable {
@@ -80,4 +80,4 @@ class Symbolizer {
   std::map<const char *, std::string> demangled_;  // by mangled name pointer (names outlive the cache)
 };
 
-}  // namespace msprobe::shim
+}  // namespace msprobe::collector

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace msprobe::shim {
+namespace msprobe::collector {
 
 struct ModuleInfo {
   std::string path;    // as the loader names it; the main program's real path (/proc/self/exe); "linux-vdso.so.1"
@@ -63,4 +63,4 @@ class ModuleMap {
   bool loaded_ = false;
 };
 
-}  // namespace msprobe::shim
+}  // namespace msprobe::collector

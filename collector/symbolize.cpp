@@ -1,4 +1,4 @@
-#include "shim/stack_symbols.h"
+#include "collector/symbolize.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace msprobe::shim {
+namespace msprobe::collector {
 namespace {
 
 std::once_flag g_elf_once;
@@ -266,4 +266,4 @@ void Symbolizer::clear() {
   tables_.clear();
 }
 
-}  // namespace msprobe::shim
+}  // namespace msprobe::collector
