@@ -1,9 +1,11 @@
 #include "shim/aclnn_capture.h"
 
+#include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -49,10 +51,48 @@ struct OpCall {
 
 bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
 
-// Reads 8 bytes at an address that may not be mapped (the header-less path probes argument slots).
+// safe_read() through a pipe: write() reports EFAULT for bytes the process cannot read, instead of faulting.
+// One pipe per process (a fork child makes its own, so that it never reads its parent's bytes), one probe at a time.
+bool read_through_pipe(const void *addr, void *out) {
+  static std::mutex mu;
+  static int fds[2] = {-1, -1};
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (owner != getpid()) {
+    if (fds[0] >= 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+    fds[0] = fds[1] = -1;
+    owner = 0;
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    owner = getpid();
+  }
+  const ssize_t n = ::write(fds[1], addr, 8);
+  if (n <= 0) return false;
+  unsigned char bytes[8];
+  const ssize_t got = ::read(fds[0], bytes, static_cast<size_t>(n));  // drains a short write too
+  if (n != 8 || got != 8) return false;
+  std::memcpy(out, bytes, 8);
+  return true;
+}
+
+// Reads 8 bytes at an address that may not be mapped (the header-less path probes argument slots): the kernel
+// copies them, so an unreadable address is an error, not a fault. process_vm_readv on our own pid first; where
+// that call is refused (container seccomp profiles without CAP_SYS_PTRACE: EPERM; qemu-user: ENOSYS), a pipe.
+// The host's errno is left as it was.
 bool safe_read(const void *addr, void *out) {
-  iovec local{out, 8}, remote{const_cast<void *>(addr), 8};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
+  static std::atomic<bool> no_process_vm_readv{false};
+  const int saved_errno = errno;
+  bool ok = false;
+  if (!no_process_vm_readv.load(std::memory_order_relaxed)) {
+    iovec local{out, 8}, remote{const_cast<void *>(addr), 8};
+    ok = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
+    if (!ok && (errno == ENOSYS || errno == EPERM)) no_process_vm_readv.store(true, std::memory_order_relaxed);
+  }
+  if (!ok && no_process_vm_readv.load(std::memory_order_relaxed)) ok = read_through_pipe(addr, out);
+  errno = saved_errno;
+  return ok;
 }
 
 // ---- Tensor metadata --------------------------------------------------------------------------------------

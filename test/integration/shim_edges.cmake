@@ -47,6 +47,10 @@ set_target_properties(rtld_next_wrapper PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests
   C_VISIBILITY_PRESET hidden)
 
+# Runs a program with process_vm_readv refused by seccomp (EPERM), as in a container without CAP_SYS_PTRACE.
+add_executable(deny_process_vm_readv ${CMAKE_CURRENT_LIST_DIR}/shim_edges/deny_process_vm_readv.c)
+set_target_properties(deny_process_vm_readv PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+
 msprobe_pytest(test_shim_custom_op.py TIMEOUT 600)
 msprobe_pytest(test_shim_config_errors.py TIMEOUT 600)
 msprobe_pytest(test_shim_linkage.py TIMEOUT 600)

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim_edges"))
-from edge_helpers import (CUSTOM_HOST, CUSTOM_LIB, PYTHON, SHIM, VENDOR_DIR, clean_env, describe,  # noqa: E402
-                          dump_dirs, entries_of, load_dump, require_built, run, shim_lines, with_shim)
+from edge_helpers import (CUSTOM_HOST, CUSTOM_LIB, PYTHON, SHIM, TESTS_BIN, VENDOR_DIR, clean_env,  # noqa: E402
+                          describe, dump_dirs, entries_of, load_dump, require_built, run, shim_lines, with_shim)
 
 SCALE = 0.1 + 2.0 ** -40          # needs all 53 bits: any rounding on the way shows
 SHIFT = float(np.float32(-0.3))   # a float with a full 24-bit mantissa
@@ -38,8 +38,8 @@ def bits(x):
     return struct.pack("<d", x)
 
 
-def run_host(args, env, dtype="fp64", lib=CUSTOM_LIB, launches=1):
-    cmd = [PYTHON, CUSTOM_HOST, "--lib", lib, "--dtype", dtype, "--launches", str(launches), *args]
+def run_host(args, env, dtype="fp64", lib=CUSTOM_LIB, launches=1, wrapper=()):
+    cmd = [*wrapper, PYTHON, CUSTOM_HOST, "--lib", lib, "--dtype", dtype, "--launches", str(launches), *args]
     p = run(cmd, env)
     assert p.returncode == 0, describe(p)
     lines = p.stdout.decode().splitlines()
@@ -151,7 +151,12 @@ def test_custom_op_other_values_forwarded(tmp_path):
     assert got[4]["value"] == mode and got[5]["value"] is False, got
 
 
-def test_custom_op_without_header_forwards_exactly_and_classifies_tensors(tmp_path):
+# The header-less rule reads argument slots that may not be pointers through the kernel (process_vm_readv). Where
+# a container's seccomp profile refuses that call (EPERM; qemu-user: ENOSYS), the shim reads them through a pipe.
+@pytest.mark.parametrize("probe", ["process_vm_readv", "seccomp_denies_process_vm_readv"])
+def test_custom_op_without_header_forwards_exactly_and_classifies_tensors(tmp_path, probe):
+    wrapper = (os.path.join(TESTS_BIN, "deny_process_vm_readv"),) if probe.startswith("seccomp") else ()
+    require_built(*wrapper)
     # A copy of the vendor folder without op_api/include: no header declares aclnnScaleShiftGetWorkspaceSize.
     vendor = tmp_path / "vendors" / "msprobe_test"
     (vendor / "op_api" / "lib").mkdir(parents=True)
@@ -159,13 +164,13 @@ def test_custom_op_without_header_forwards_exactly_and_classifies_tensors(tmp_pa
     shutil.copy2(CUSTOM_LIB, lib)
     base = clean_env(ASCEND_CUSTOM_OPP_PATH=str(vendor))
 
-    x, plain, _ = run_host(scale_shift_args(), base, lib=lib)
+    x, plain, _ = run_host(scale_shift_args(), base, lib=lib, wrapper=wrapper)
     want = scale_shift_reference(x["self"], x["other"], SCALE, SHIFT, MODE, FLAG, np.float64)
     assert plain[0].tobytes() == want.tobytes()
 
     dump = tmp_path / "dump"
     env = with_shim(dict(base, MSPROBE_TASK="tensor", MSPROBE_DUMP_PATH=str(dump)))
-    _, shimmed, p = run_host(scale_shift_args(), env, lib=lib)
+    _, shimmed, p = run_host(scale_shift_args(), env, lib=lib, wrapper=wrapper)
     assert shimmed[0].tobytes() == plain[0].tobytes(), "header-less forwarding changed the result"
 
     rank_dir = only_rank_dir(dump)
