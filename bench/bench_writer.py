@@ -14,6 +14,7 @@ side by side in the same run. Prints one markdown section (machine, date, comman
     /usr/bin/python3 bench/bench_writer.py [--quick] [--build build] [--dir /tmp/...]
 """
 import argparse
+import collections
 import datetime
 import glob
 import os
@@ -182,12 +183,22 @@ class Bench:
         # what a file costs, which dominates a real dump's thousands of activations.
         self.tensor_write_case(1 << 20, 16 if self.quick else 256, tools=True)
         self.tensor_write_case(1 << 12, 512 if self.quick else 8192, tools=False)
+        # The same small files in memory (tmpfs): the writers' own per-file cost, without ext4's journal, whose
+        # file creation cost swings several-fold on this shared machine.
+        shm = "/dev/shm"
+        if not self.quick and os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
+            where = tempfile.mkdtemp(prefix="bench_writer_", dir=shm)
+            try:
+                self.tensor_write_case(1 << 12, 8192, tools=False, where=where)
+            finally:
+                shutil.rmtree(where, ignore_errors=True)
 
-    def tensor_write_case(self, elements, kernels, tools):
+    def tensor_write_case(self, elements, kernels, tools, where=None):
+        where = where or self.dir
         rng = np.random.default_rng(2)
         # An activation after ReLU: half zeros, half random floats (what lz4 meets in a real dump).
         arr = np.maximum(rng.standard_normal(elements), 0).astype(np.float32)
-        src = os.path.join(self.dir, "tensor.raw")
+        src = os.path.join(where, "tensor.raw")
         arr.tofile(src)
         total = kernels * arr.nbytes
         # Small files are bound by file creation on this file system, whose cost swings 4x from run to run
@@ -206,22 +217,22 @@ class Bench:
             os.sync()
 
         for r in range(reps):
-            d = os.path.join(self.dir, "w_collector")
+            d = os.path.join(where, "w_collector")
             clean(d)
             f = self.helper_run("write", d, kernels, src)
             res["collector"].append(f["seconds"])
             clean(d)
             if tools:
-                d = os.path.join(self.dir, "w_lz4")
+                d = os.path.join(where, "w_lz4")
                 f = self.helper_run("write", d, kernels, src, "lz4")
                 res["collector lz4"].append(f["seconds"])
                 ratio_lz4 = f["tensor_bytes"] / f["file_bytes"]
                 clean(d)
-                d = os.path.join(self.dir, "w_stats")
+                d = os.path.join(where, "w_stats")
                 res["collector, statistics only"].append(self.helper_run("write", d, kernels, src, "nofiles")["seconds"])
                 clean(d)
                 # The lz4 tool (same library, -1) on the same bytes, file by file, for scale.
-                d = os.path.join(self.dir, "w_lz4tool")
+                d = os.path.join(where, "w_lz4tool")
                 os.makedirs(d, exist_ok=True)
                 t0 = time.perf_counter()
                 for i in range(kernels):
@@ -230,14 +241,14 @@ class Bench:
                 clean(d)
             # dd: the same number of bytes in one sequential file, tensor-sized blocks (page cache, no fsync): the
             # file system's sustained write rate, without per-file costs.
-            d = os.path.join(self.dir, "w_dd")
+            d = os.path.join(where, "w_dd")
             os.makedirs(d, exist_ok=True)
             t0 = time.perf_counter()
             subprocess.run(["dd", "if=/dev/zero", f"of={d}/all.raw", f"bs={block}", f"count={kernels}", "status=none"],
                            check=True)
             res["dd"].append(time.perf_counter() - t0)
             clean(d)
-            d = os.path.join(self.dir, "w_np")
+            d = os.path.join(where, "w_np")
             os.makedirs(d, exist_ok=True)
             t0 = time.perf_counter()
             for i in range(kernels):
@@ -247,10 +258,13 @@ class Bench:
         self.commands.append(f"dd if=/dev/zero of=all.raw bs={block} count={kernels}; numpy.save(t{{i}}.npy, a)  "
                              f"(x{kernels})" + (f"; lz4 -1 tensor.raw t{{i}}.lz4  (x{kernels})" if tools else ""))
         t = {k: median(v) for k, v in res.items()}
-        fs_type = subprocess.run(["stat", "-f", "-c", "%T", self.dir], capture_output=True, text=True).stdout.strip()
+        # findmnt names ext4 as such (stat -f reports its magic number as "ext2/ext3").
+        fs_type = (subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", where], capture_output=True, text=True).stdout
+                   or subprocess.run(["stat", "-f", "-c", "%T", where], capture_output=True, text=True).stdout).strip()
+        fs_type = fs_type.splitlines()[-1] if fs_type else "unknown"  # stacked mounts: the top one is last
         size = f"{arr.nbytes / 2**20:g} MiB" if arr.nbytes >= 2**20 else f"{arr.nbytes // 1024} KiB"
         self.say(f"### Tensor files: {kernels:,} tensors of {size} float32 ({total / 2**20:,.0f} MiB), {fs_type} "
-                 f"({self.dir}), page cache (no fsync), median of {reps}")
+                 f"({where}), page cache (no fsync), median of {reps}")
         self.say()
         self.say("collector: the Collector (tensor task: statistics + one npy file per tensor, writer threads) from "
                  f"first submit to close(); dd: the same bytes as one file (`dd bs={block}`, process start included); "
@@ -335,8 +349,8 @@ class Bench:
               f"`/usr/bin/python3 bench/bench_writer.py{' --quick' if self.quick else ''}` "
               f"(build {self.build})")
         print("- Commands run (from the script):")
-        for c in self.commands:
-            print(f"  - `{c}`")
+        for c, n in collections.Counter(self.commands).items():  # first-seen order; repeats counted, not listed
+            print(f"  - `{c}`" + (f" (x{n})" if n > 1 else ""))
         print()
         for line in self.out:
             print(line)
