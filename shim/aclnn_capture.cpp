@@ -51,7 +51,7 @@ struct OpCall {
 
 bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
 
-// safe_read() through a pipe: write() reports EFAULT for bytes the process cannot read, instead of faulting.
+// safe_read_pair() through a pipe: write() reports EFAULT for bytes the process cannot read, instead of faulting.
 // One pipe per process (a fork child makes its own, so that it never reads its parent's bytes), one probe at a time.
 bool read_through_pipe(const void *addr, void *out) {
   static std::mutex mu;
@@ -77,20 +77,24 @@ bool read_through_pipe(const void *addr, void *out) {
   return true;
 }
 
-// Reads 8 bytes at an address that may not be mapped (the header-less path probes argument slots): the kernel
-// copies them, so an unreadable address is an error, not a fault. process_vm_readv on our own pid first; where
+// Reads the 8 bytes at each of two addresses that may not be mapped (the header-less path probes argument slots in
+// pairs): the kernel copies them, so an unreadable address is an error, not a fault. One process_vm_readv for both
+// (the call stops at the first unreadable one), on our own pid, which the caller looks up once per scan; where
 // that call is refused (container seccomp profiles without CAP_SYS_PTRACE: EPERM; qemu-user: ENOSYS), a pipe.
 // The host's errno is left as it was.
-bool safe_read(const void *addr, void *out) {
+bool safe_read_pair(pid_t self, const void *a, const void *b, uint64_t *out_a, uint64_t *out_b) {
   static std::atomic<bool> no_process_vm_readv{false};
   const int saved_errno = errno;
   bool ok = false;
   if (!no_process_vm_readv.load(std::memory_order_relaxed)) {
-    iovec local{out, 8}, remote{const_cast<void *>(addr), 8};
-    ok = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8;
-    if (!ok && (errno == ENOSYS || errno == EPERM)) no_process_vm_readv.store(true, std::memory_order_relaxed);
+    iovec local[2] = {{out_a, 8}, {out_b, 8}};
+    iovec remote[2] = {{const_cast<void *>(a), 8}, {const_cast<void *>(b), 8}};
+    const ssize_t n = process_vm_readv(self, local, 2, remote, 2, 0);
+    ok = n == 16;
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) no_process_vm_readv.store(true, std::memory_order_relaxed);
   }
-  if (!ok && no_process_vm_readv.load(std::memory_order_relaxed)) ok = read_through_pipe(addr, out);
+  if (!ok && no_process_vm_readv.load(std::memory_order_relaxed))
+    ok = read_through_pipe(a, out_a) && read_through_pipe(b, out_b);
   errno = saved_errno;
   return ok;
 }
@@ -466,10 +470,11 @@ std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b,
     }
   if (last >= 0) call.params[last].dir = Direction::Output;
   if (first >= 0 && first != last && b.op.rfind("Inplace", 0) == 0) call.params[first].dir = Direction::InOut;
+  const pid_t self = getpid();  // once per scan: a fork cannot happen on this thread in between
   for (size_t j = last_known + 1; j + 1 < slots.size(); ++j) {
     uint64_t ws = 0, ex = 0;
     if (slots[j] == 0 || slots[j + 1] == 0 || (slots[j + 1] & 7) != 0) continue;
-    if (!safe_read(reinterpret_cast<void *>(slots[j]), &ws) || !safe_read(reinterpret_cast<void *>(slots[j + 1]), &ex))
+    if (!safe_read_pair(self, reinterpret_cast<void *>(slots[j]), reinterpret_cast<void *>(slots[j + 1]), &ws, &ex))
       continue;
     if (ws >> 48 || ex == 0 || (ex & 7) != 0 || handles().get(reinterpret_cast<void *>(ex))) continue;
     return std::make_pair(reinterpret_cast<const void *>(ex), std::move(call));
