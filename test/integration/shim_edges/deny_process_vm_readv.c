@@ -1,5 +1,7 @@
 // Runs a program the way a container's seccomp profile without CAP_SYS_PTRACE would: process_vm_readv fails with
 // EPERM. usage: deny_process_vm_readv PROGRAM [ARG...]
+// Exits 77 where seccomp filters cannot be installed at all (qemu-user refuses them with EINVAL: a filter would
+// judge qemu's own host syscalls), so that a test can tell "not available here" from a failure.
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -32,8 +34,9 @@ int main(int argc, char **argv) {
   };
   struct sock_fprog prog = {(unsigned short)(sizeof filter / sizeof filter[0]), filter};
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    const int refused = errno == EINVAL;
     perror("deny_process_vm_readv: seccomp");
-    return 2;
+    return refused ? 77 : 2;
   }
   execvp(argv[1], argv + 1);
   perror("deny_process_vm_readv: exec");
