@@ -43,8 +43,7 @@ HookSlot slot_set_device{"aclrtSetDevice"};
 struct Op {
   HookSlot phase1, phase2;
 };
-Op op_amax{{"aclnnAmaxGetWorkspaceSize"}, {"aclnnAmax"}};
-Op op_amin{{"aclnnAminGetWorkspaceSize"}, {"aclnnAmin"}};
+Op op_aminmax{{"aclnnAminmaxAllGetWorkspaceSize"}, {"aclnnAminmaxAll"}};  // both extremes, one kernel
 Op op_mean{{"aclnnMeanGetWorkspaceSize"}, {"aclnnMean"}};
 Op op_norm{{"aclnnLinalgVectorNormGetWorkspaceSize"}, {"aclnnLinalgVectorNorm"}};
 Op op_is_finite{{"aclnnIsFiniteGetWorkspaceSize"}, {"aclnnIsFinite"}};
@@ -305,11 +304,11 @@ bool DeviceStatsBatch::enabled() {
       },
       &adds);
   if (looked_at.exchange(adds) == adds) return false;
-  for (Op *op : {&op_amax, &op_amin, &op_mean, &op_norm, &op_is_finite, &op_is_pos_inf, &op_is_neg_inf, &op_reduce_sum})
+  for (Op *op : {&op_aminmax, &op_mean, &op_norm, &op_is_finite, &op_is_pos_inf, &op_is_neg_inf, &op_reduce_sum})
     if (!op->phase1.resolve() || !op->phase2.resolve()) return false;
   // The argument objects come from the op library's own dependencies (the libnnopbase it links), the way
   // the ops themselves reach them: another interposer's global aclCreateTensor must not see the shim's.
-  if (void *ops_lib = object_containing(op_amax.phase1.resolve()))
+  if (void *ops_lib = object_containing(op_aminmax.phase1.resolve()))
     for (HookSlot *s : {&slot_create_tensor, &slot_destroy_tensor, &slot_create_int_array, &slot_destroy_int_array,
                         &slot_create_scalar, &slot_destroy_scalar}) {
       void *expected = nullptr;
@@ -389,8 +388,7 @@ std::shared_ptr<const collector::PrecomputedStats> DeviceStatsBatch::add(const T
   bool ok = true;
   // A refusal part-way leaves the earlier reductions queued: the block is then in use all the same.
   const auto step = [&](bool launched) { ok = launched, launched_ = launched_ || launched; };
-  step(launch(op_amax, stream_, self, all_dims, false, out[0]));
-  if (ok) step(launch(op_amin, stream_, self, all_dims, false, out[1]));
+  step(launch(op_aminmax, stream_, self, out[1], out[0]));
   if (ok) step(launch(op_mean, stream_, self, all_dims, false, mean_dt, out[2]));
   if (ok) step(launch(op_norm, stream_, self, ord, all_dims, false, mean_dt, out[3]));
   if (ok && counts) {

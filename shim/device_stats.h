@@ -1,7 +1,7 @@
 // Statistics on the device: in the statistics and overflow_check tasks, a captured floating-point tensor's Max, Min,
-// Mean and L2 Norm are computed by the runtime's own reduction ops (aclnnAmax, aclnnAmin, aclnnMean,
-// aclnnLinalgVectorNorm), launched by the shim on the kernel's stream (inputs before the kernel, outputs
-// after it), so that only a few scalars per tensor cross the host link instead of the tensor.
+// Mean and L2 Norm are computed by the runtime's own reduction ops (aclnnAminmaxAll for both extremes in one
+// kernel, aclnnMean, aclnnLinalgVectorNorm), launched by the shim on the kernel's stream (inputs before the
+// kernel, outputs after it), so that only a few scalars per tensor cross the host link instead of the tensor.
 //
 // The results of one kernel's tensors are packed into one small device block (each value in its own dtype,
 // at its natural alignment) and copied to the host with one asynchronous copy through Staging after the

@@ -49,7 +49,7 @@ SIGNATURES = {
     "GeluBackward": "TTT", "SoftmaxBackward": "TTlT", "LayerNormBackward": "TTITTTTATTT",
     "EmbeddingDenseBackward": "TTuubT", "MseLossBackward": "TTTlT", "SiluBackward": "TTT",
     "ThresholdBackward": "TTST",
-    "Amax": "TIbT", "Amin": "TIbT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT", "IsFinite": "TT",
+    "Amax": "TIbT", "Amin": "TIbT", "AminmaxAll": "TTT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT", "IsFinite": "TT",
     "IsPosInf": "TT", "IsNegInf": "TT",
 }
 _ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
@@ -612,6 +612,13 @@ def amin(x, dims, keepdim=False, out=None):
     out = _out(out, _reduced_shape(x.shape, dims, keepdim), x.dtype)
     _run("Amin", x, IntArray(dims), keepdim, out)
     return out
+
+
+def aminmax_all(x):
+    """(min, max) of every element, each a 0-d tensor of x's dtype."""
+    lo, hi = Tensor.empty((), x.dtype), Tensor.empty((), x.dtype)
+    _run("AminmaxAll", x, lo, hi)
+    return lo, hi
 
 
 def norm(x, p, dims, keepdim=False, out=None):

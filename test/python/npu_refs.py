@@ -392,6 +392,12 @@ def _amin(a, d):
     return [np.min(x, axis=_reduce_dims(x, dims), keepdims=keep)]
 
 
+@ref("AminmaxAll")
+def _aminmax_all(a, d):
+    x = a[0]
+    return [np.min(x), np.max(x)]  # NaN propagates, as torch.aminmax
+
+
 def _vector_norm(x, p, dims, keep):
     axes = _reduce_dims(x, dims)
     v = np.abs(x)

@@ -101,6 +101,7 @@ def main():
         ops.mean(x3, (0, 2))
         ops.amax(strided, (0, 1))  # every dim: one element out
         ops.amin(x3, (1,), keepdim=True)
+        ops.aminmax_all(strided)
         ops.norm(x, 2.0, (0, 1))
         ops.norm(x3, 1.0, (2,), keepdim=True)
         ops.linalg_vector_norm(strided, 2.0, (-1,), dtype=F32)

@@ -1,5 +1,5 @@
 // Data movement, reductions and predicates: Permute, Cat, Embedding, EmbeddingDenseBackward, ReduceSum, Mean, Amax,
-// Amin, Norm, LinalgVectorNorm, IsFinite, IsPosInf, IsNegInf.
+// Amin, AminmaxAll, Norm, LinalgVectorNorm, IsFinite, IsPosInf, IsNegInf.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -156,6 +156,19 @@ Outputs mean(const Call &c) {
 }
 Outputs amax(const Call &c) { return {reduce(c.tensor(0), c.int_list(1), c.boolean(2), -kInf, max_nan, as_is)}; }
 Outputs amin(const Call &c) { return {reduce(c.tensor(0), c.int_list(1), c.boolean(2), kInf, min_nan, as_is)}; }
+// (self, minOut, maxOut): each output one element, in the shape the kernel's output slot has (0-d or [1]).
+Outputs aminmax_all(const Call &c) {
+  const Tensor &x = c.tensor(0);
+  if (x.v.empty()) throw RefError("AminmaxAll: an empty tensor has no extremes");
+  double lo = kInf, hi = -kInf;
+  for (double v : x.v) lo = min_nan(lo, v), hi = max_nan(hi, v);
+  const auto shaped = [&](size_t out, double v) {
+    Shape s = out < c.outputs.size() && c.outputs[out].present ? c.outputs[out].shape : Shape{};
+    if (numel(s) != 1) throw RefError("AminmaxAll: output " + std::to_string(out) + " is not one element");
+    return Tensor(std::move(s), {v});
+  };
+  return {shaped(0, lo), shaped(1, hi)};
+}
 
 // The vector p-norm: max |x| for p = inf, min |x| for -inf, the count of non-zeros for 0, else (sum |x|^p)^(1/p).
 Tensor vector_norm(const Tensor &x, double p, const std::vector<int64_t> &dims, bool keep) {
@@ -193,6 +206,7 @@ const RefEntry kRefs[] = {
     {"Mean", mean},
     {"Amax", amax},
     {"Amin", amin},
+    {"AminmaxAll", aminmax_all},
     {"Norm", norm},
     {"LinalgVectorNorm", linalg_vector_norm},
     {"IsFinite", predicate<is_finite>},

@@ -794,6 +794,39 @@ def test_amax_amin_propagate_nan_and_keep_inf(dev):
     np.testing.assert_array_equal(out.read(), [2, -7])
 
 
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_aminmax_all(dev, dtype):
+    x = rand((3, 4, 5))
+    tx = dev.tensor(x, dtype, "strided")
+    for shape in ((), (1,), (1, 1)):  # any one-element output
+        lo, hi = dev.empty(shape, dtype), dev.empty(shape, dtype)
+        ws = dev.run("AminmaxAll", tx, lo, hi)
+        assert 0 < ws <= 1 << 16
+        wide = tx.host.astype(np.float64)
+        np.testing.assert_array_equal(lo.read(), np.full(shape, wide.min()))  # an element of the input: exact
+        np.testing.assert_array_equal(hi.read(), np.full(shape, wide.max()))
+
+
+def test_aminmax_all_nan_inf_ints_and_misuse(dev):
+    tx = dev.tensor(np.array([[1.0, np.inf, -2.0], [0.5, 3.0, -np.inf]]), FLOAT16)
+    lo, hi = dev.empty((), FLOAT16), dev.empty((), FLOAT16)
+    dev.run("AminmaxAll", tx, lo, hi)
+    assert lo.read() == -np.inf and hi.read() == np.inf
+    tx = dev.tensor(np.array([1.0, np.nan, 7.0]), FLOAT)
+    lo, hi = dev.empty((), FLOAT), dev.empty((), FLOAT)
+    dev.run("AminmaxAll", tx, lo, hi)
+    assert np.isnan(lo.read()) and np.isnan(hi.read())  # NaN propagates, as torch.aminmax
+    ints = dev.tensor(np.array([[3, -7], [2, 9]]), INT32)
+    lo, hi = dev.empty((1,), INT32), dev.empty((1,), INT32)
+    dev.run("AminmaxAll", ints, lo, hi)
+    assert lo.read().tolist() == [-7] and hi.read().tolist() == [9]
+    tx = dev.tensor(rand((2, 3)), FLOAT)
+    assert dev.phase1("AminmaxAll", tx, dev.empty((), FLOAT16), dev.empty((), FLOAT)) == INVALID  # dtype != self
+    assert dev.phase1("AminmaxAll", tx, dev.empty((), FLOAT), dev.empty((2,), FLOAT)) == INVALID  # two elements
+    empty = dev.tensor(np.zeros((0, 3)), FLOAT)
+    assert dev.phase1("AminmaxAll", empty, dev.empty((), FLOAT), dev.empty((), FLOAT)) == INVALID
+
+
 @pytest.mark.parametrize("p", [2.0, 1.0, 3.0, 0.0, math.inf, -math.inf])
 @pytest.mark.parametrize("dtype", FP, ids=ident)
 def test_norm_and_linalg_vector_norm(dev, p, dtype):

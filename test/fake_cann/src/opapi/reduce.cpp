@@ -1,4 +1,4 @@
-// Reductions (ReduceSum, Mean, Amax, Amin, Norm, LinalgVectorNorm), the elementwise NaN/Inf predicates
+// Reductions (ReduceSum, Mean, Amax, Amin, AminmaxAll, Norm, LinalgVectorNorm), the elementwise NaN/Inf predicates
 // (IsFinite, IsPosInf, IsNegInf) and the MSE loss with its backward (reduction none / mean / sum).
 #include <algorithm>
 #include <cmath>
@@ -70,6 +70,14 @@ aclnnStatus reduce(const char *op, const aclTensor *self, const aclIntArray *dim
   });
 }
 
+// max/min folding with NaN propagation (torch.amax / amin / aminmax).
+void fold_extreme(double x, double &acc, bool want_max) {
+  if (std::isnan(x) || std::isnan(acc))
+    acc = std::isnan(x) ? x : acc;
+  else
+    acc = want_max ? std::max(acc, x) : std::min(acc, x);
+}
+
 // Amax / Amin: out has self's dtype; a NaN anywhere in a slice makes its result NaN (torch.amax).
 aclnnStatus extreme(const char *op, const aclTensor *self, const aclIntArray *dims, bool keepDim, const aclTensor *out,
                     bool want_max, uint64_t *ws, aclOpExecutor **ex) {
@@ -86,14 +94,31 @@ aclnnStatus extreme(const char *op, const aclTensor *self, const aclIntArray *di
                           const double start = want_max ? -std::numeric_limits<double>::infinity()
                                                         : std::numeric_limits<double>::infinity();
                           Values x = gather(view(s, 0)), acc((size_t)f.outputs, start);
-                          for (size_t i = 0; i < x.size(); ++i) {
-                            double &a = acc[f.at(i)];
-                            if (std::isnan(x[i]) || std::isnan(a))
-                              a = std::isnan(x[i]) ? x[i] : a;
-                            else
-                              a = want_max ? std::max(a, x[i]) : std::min(a, x[i]);
-                          }
+                          for (size_t i = 0; i < x.size(); ++i) fold_extreme(x[i], acc[f.at(i)], want_max);
                           scatter(view(s, 1), acc);
+                        }};
+  });
+}
+
+// AminmaxAll: both extremes of every element, each into a one-element tensor of self's dtype.
+aclnnStatus aminmax_all(const aclTensor *self, const aclTensor *minOut, const aclTensor *maxOut, uint64_t *ws,
+                        aclOpExecutor **ex) {
+  return phase1("AminmaxAll", ws, ex, [&] {
+    const TensorView &x = tensor(self, "self", kArith);
+    const TensorView &lo = tensor(minOut, "minOut", kArith), &hi = tensor(maxOut, "maxOut", kArith);
+    for (const TensorView *o : {&lo, &hi}) {
+      if (o->dtype != x.dtype) fail("an output's dtype " + std::to_string(o->dtype) + " differs from self's");
+      if (o->numel() != 1) fail("minOut and maxOut must hold one element, one has shape " + show(o->shape));
+    }
+    if (x.numel() == 0) fail("cannot reduce an empty tensor (no identity for max/min)");
+    return ExecutorSpec{"",
+                        {nn::slot(self, Io::Input), nn::slot(minOut, Io::Output), nn::slot(maxOut, Io::Output)},
+                        kReduceWorkspace,
+                        [](const Slots &s) {
+                          double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+                          for (double v : gather(view(s, 0))) fold_extreme(v, lo, false), fold_extreme(v, hi, true);
+                          scatter(view(s, 1), {lo});
+                          scatter(view(s, 2), {hi});
                         }};
   });
 }
@@ -182,6 +207,11 @@ aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *
 aclnnStatus aclnnAminGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
                                       uint64_t *workspaceSize, aclOpExecutor **executor) {
   return extreme("Amin", self, dim, keepDim, out, false, workspaceSize, executor);
+}
+
+aclnnStatus aclnnAminmaxAllGetWorkspaceSize(const aclTensor *self, aclTensor *minOut, aclTensor *maxOut,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return aminmax_all(self, minOut, maxOut, workspaceSize, executor);
 }
 
 aclnnStatus aclnnNormGetWorkspaceSize(const aclTensor *self, const aclScalar *pScalar, const aclIntArray *dim,
