@@ -10,3 +10,11 @@ if(MSPROBE_BUILD_TESTS)
                                            --build ${CMAKE_BINARY_DIR})
   set_tests_properties(bench_writer_smoke PROPERTIES TIMEOUT 300)
 endif()
+
+if(MSPROBE_BUILD_TESTS)
+  # compare_shims.py with the same library as A and B, tiny sizes: it keeps running (no timing assertion).
+  add_test(NAME bench_compare_shims_smoke
+           COMMAND ${TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_shims.py --a $<TARGET_FILE:msprobe_shim>
+                   --b $<TARGET_FILE:msprobe_shim> --rounds 1 --kernels 50 --steps 8 --build ${CMAKE_BINARY_DIR})
+  set_tests_properties(bench_compare_shims_smoke PROPERTIES TIMEOUT 300)
+endif()

@@ -99,10 +99,10 @@ export PATH=$toolbin:$PATH
 needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|aclnn_ops|pta_cache)|examples\..*)$'
 needs_target_python+='|^integration\.test_(train|inspect(_compare|_replay)?|shim_(config_errors|crash|custom_op|device_stats'
 needs_target_python+='|dump|dump_modes|dump_ranks|hostile|linkage|process|pta_cache|rt_hccl|stacks|tasks|writer))$'
-needs_target_python+='|^bench_(stacks_py|passthrough|writer)_smoke$'
+needs_target_python+='|^bench_(stacks_py|passthrough|writer|compare_shims)_smoke$'
 if [ $have_binfmt -eq 0 ]; then
   echo "test_aarch64: binfmt_misc is not available: running only the tests ctest starts itself (no pytest files)"
-  exclude='\.|^shim_stacks$|^bench_(stacks_py|passthrough|writer)_smoke$'
+  exclude='\.|^shim_stacks$|^bench_(stacks_py|passthrough|writer|compare_shims)_smoke$'
 elif [ "$test_python" = /usr/bin/python3 ]; then
   exclude=$needs_target_python
 else

@@ -56,6 +56,7 @@ def load_taskqueue():
             lib.tnq_launch.restype = ctypes.c_int
             lib.tnq_drain.argtypes, lib.tnq_drain.restype = [P], ctypes.c_int
             lib.tnq_last_error.argtypes, lib.tnq_last_error.restype = [], ctypes.c_char_p
+            lib.tnq_worker_cpu_ns.argtypes, lib.tnq_worker_cpu_ns.restype = [P], ctypes.c_uint64
             return lib
         tried.append(path)
     raise acl.AclError("libtiny_npu_taskqueue.so not found (build the `examples` target); tried: "
@@ -171,6 +172,10 @@ class Runtime:
         rc = self.tq.tnq_drain(self.queue)
         if rc != 0:
             raise acl.AclError("task queue: " + self.tq.tnq_last_error().decode(errors="replace"))
+
+    def queue_thread_cpu_ns(self):
+        """CPU time the queue thread has used (ns; 0 when items run inline on the caller's thread)."""
+        return self.tq.tnq_worker_cpu_ns(self.queue)
 
     def synchronize(self):
         self.drain()

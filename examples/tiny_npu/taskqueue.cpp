@@ -5,7 +5,10 @@
 // runs phase 2 on the stream and destroys the converted arguments, exactly the split torch_npu
 // uses with TASK_QUEUE_ENABLE=1. Every CANN function arrives as a pointer the Python side found
 // by dlsym, so this library has no link dependency on the CANN libraries.
+#include <pthread.h>
+
 #include <condition_variable>
+#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -78,6 +81,16 @@ class TaskQueue {
       ++submitted_;
     }
     wake_.notify_one();
+  }
+
+  // CPU time the consumer thread has used, in ns (0 without one): lets a benchmark charge the cost of a launch
+  // to the threads that launch, not to the device's threads that share the machine's cores.
+  uint64_t worker_cpu_ns() {
+    clockid_t clock;
+    timespec ts;
+    if (!threaded_ || pthread_getcpuclockid(worker_.native_handle(), &clock) != 0 || clock_gettime(clock, &ts) != 0)
+      return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
   }
 
   // Waits until everything submitted so far has run; returns (and clears) the first error.
@@ -194,6 +207,11 @@ __attribute__((visibility("default"))) int tnq_drain(void *q) {
   if (q == nullptr) return -1;
   int rc = static_cast<TaskQueue *>(q)->drain(&t_last_error);
   return rc;
+}
+
+// CPU time of the consumer thread in ns; 0 for an inline (TASK_QUEUE_ENABLE=0) queue.
+__attribute__((visibility("default"))) uint64_t tnq_worker_cpu_ns(void *q) {
+  return q == nullptr ? 0 : static_cast<TaskQueue *>(q)->worker_cpu_ns();
 }
 
 __attribute__((visibility("default"))) const char *tnq_last_error(void) { return t_last_error.c_str(); }
