@@ -49,8 +49,8 @@ SIGNATURES = {
     "GeluBackward": "TTT", "SoftmaxBackward": "TTlT", "LayerNormBackward": "TTITTTTATTT",
     "EmbeddingDenseBackward": "TTuubT", "MseLossBackward": "TTTlT", "SiluBackward": "TTT",
     "ThresholdBackward": "TTST",
-    "Amax": "TIbT", "Amin": "TIbT", "AminmaxAll": "TTT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT", "IsFinite": "TT",
-    "IsPosInf": "TT", "IsNegInf": "TT",
+    "Amax": "TIbT", "Amin": "TIbT", "AminmaxAll": "TTT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT",
+    "IsFinite": "TT", "IsPosInf": "TT", "IsNegInf": "TT",
 }
 _ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
                "b": "B", "e": "E", "u": "U"}

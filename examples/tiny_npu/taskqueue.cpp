@@ -8,9 +8,9 @@
 #include <pthread.h>
 
 #include <condition_variable>
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <string>
