@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "shim/log.h"
 #include "shim/session.h"
@@ -389,33 +390,84 @@ sighandler_t host_signal(int sig, sighandler_t handler) noexcept {
   return old.sa_handler;
 }
 
+namespace {
+// The rank locks this process holds: released (unlinked, then closed) when its dump is closed.
+struct HeldLock {
+  std::string path;
+  int fd;
+  pid_t pid;  // the process that took it
+};
+std::mutex g_claim_mu;
+auto *g_claims = new std::map<std::string, bool>;  // rank folder -> owned; immortal: used during exit
+auto *g_held = new std::vector<HeldLock>;
+
+// Opens and locks `path`. A lock file is unlinked by its owner before the owner lets go of it, so a lock won
+// on a file that is no longer at `path` (opened just before the unlink) is no lock: open it anew.
+enum class Claim { Mine, Taken, NoLock };
+Claim lock_file(const std::string &path, int *out_fd) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (fd < 0) return Claim::NoLock;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      *out_fd = fd;
+      return Claim::Taken;
+    }
+    struct stat held {
+    }, named{};
+    if (fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      *out_fd = fd;
+      return Claim::Mine;
+    }
+    ::close(fd);
+  }
+  return Claim::NoLock;
+}
+}  // namespace
+
 bool claim_rank_output(const std::string &root, const std::string &rank_dir) {
-  static std::mutex mu;
-  static auto *decided = new std::map<std::string, bool>;  // immortal: used during exit
-  std::lock_guard<std::mutex> lk(mu);
-  if (auto it = decided->find(rank_dir); it != decided->end()) return it->second;
+  std::lock_guard<std::mutex> lk(g_claim_mu);
+  if (auto it = g_claims->find(rank_dir); it != g_claims->end()) return it->second;
   make_dirs(root);
   const std::string path = root + "/.msprobe_shim." + rank_dir + ".lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+  int fd = -1;
   bool mine = true;  // a lock that cannot be made does not stop the capture (the writer reports the folder)
-  if (fd >= 0) {
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      // Held until the process ends (the descriptor is never closed); the pid names the owner to others.
+  switch (lock_file(path, &fd)) {
+    case Claim::Mine: {
+      // Held until the dump is closed; the pid names the owner to others.
       char pid[32];
       int n = std::snprintf(pid, sizeof pid, "%d\n", (int)getpid());
       if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) {
       }
-    } else {
+      g_held->push_back(HeldLock{path, fd, getpid()});
+      break;
+    }
+    case Claim::Taken:
       mine = false;
       log_warn(
           "the %s folders of %s are being written by %s; this process (pid %d) does not record its kernels there "
           "(give each process its own MSPROBE_DUMP_PATH or RANK_ID)",
           rank_dir.c_str(), root.c_str(), owner_of(fd).c_str(), (int)getpid());
       ::close(fd);
-    }
+      break;
+    case Claim::NoLock: break;
   }
-  (*decided)[rank_dir] = mine;
+  (*g_claims)[rank_dir] = mine;
   return mine;
+}
+
+void release_rank_outputs() noexcept {
+  // try_lock: a thread that died inside claim_rank_output (a fatal signal) holds the mutex for good; then the
+  // files stay behind, unheld, as after a SIGKILL.
+  std::unique_lock<std::mutex> lk(g_claim_mu, std::try_to_lock);
+  if (!lk.owns_lock()) return;
+  for (const HeldLock &h : *g_held) {
+    // A forked child shares the parent's lock descriptions: only the process that took a lock removes it.
+    if (h.pid != getpid()) continue;
+    ::unlink(h.path.c_str());  // first, so that nobody can win the lock on a file that is about to vanish
+    ::close(h.fd);
+  }
+  std::erase_if(*g_held, [](const HeldLock &h) { return h.pid == getpid(); });
 }
 
 }  // namespace msprobe::shim::lifecycle

@@ -39,8 +39,13 @@ int host_sigaction(int sig, const struct sigaction *act, struct sigaction *old) 
 sighandler_t host_signal(int sig, sighandler_t handler) noexcept;
 
 // One writer per rank folder of a dump tree: true when this process owns `rank_dir` (e.g. "rank0") under the
-// dump root `root`, or has just claimed it (a lock held until the process ends). False, with one warning, when
+// dump root `root`, or has just claimed it (a lock held until its dump is closed). False, with one warning, when
 // another live process owns it.
 bool claim_rank_output(const std::string &root, const std::string &rank_dir);
+
+// The dump is closed: removes this process's rank lock files from the dump root (which then holds only the
+// step folders) and lets go of the locks. A SIGKILLed run leaves its lock files behind, unheld; `msprobe-inspect
+// repair` removes them, and every reader of ours ignores them.
+void release_rank_outputs() noexcept;
 
 }  // namespace msprobe::shim::lifecycle

@@ -365,6 +365,7 @@ void Session::shutdown() {
   }
   if (!col) return;
   col->close();
+  lifecycle::release_rank_outputs();
   collector::CollectorCounters n = col->counters();
   StagingCounters s = impl_->staging->counters();
   log_info(

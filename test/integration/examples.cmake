@@ -1,6 +1,7 @@
-# The example workloads (examples/): train.py over tiny_npu, and acl_app.
+# The example workloads (examples/): train.py over tiny_npu, acl_app, and the README's main command (demo.sh).
 # libstep_probe.so stands in for the shim's exported msprobe_shim_step() in the --mark-steps test.
 add_library(step_probe SHARED ${CMAKE_CURRENT_LIST_DIR}/step_probe.c)
 set_target_properties(step_probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 msprobe_pytest(test_train.py TIMEOUT 180)
 msprobe_pytest(test_acl_app.py TIMEOUT 60)
+msprobe_pytest(test_demo.py TIMEOUT 300)
