@@ -19,7 +19,7 @@
 #include "fakecann/acl_internal.h"
 #include "fakecann/aclop_internal.h"
 #include "fakecann/dtype.h"
-#include "fakecann/rt_internal.h"
+#include "fakecann/op_task.h"
 #include "fakecann/stream.h"
 #include "fakecann/tensor_io.h"
 
@@ -462,12 +462,16 @@ aclError execute(const char *opType, int numInputs, const aclTensorDesc *const i
                " bytes, the output needs " + std::to_string(need));
       out.push_back(contiguous_view(a.dtype, shape, b->data));
     }
+    // The kernel's args, TBE style: the inputs' device addresses (0: an unused optional one), then the outputs'.
+    std::vector<uint64_t> addresses;
+    for (const TensorView &v : in) addresses.push_back(reinterpret_cast<uint64_t>(v.data));
+    for (const TensorView &v : out) addresses.push_back(reinterpret_cast<uint64_t>(v.data));
     KernelFn kernel = c.op->kernel;
     Attrs attrs = std::move(c.attrs);
-    int e = launch_task(
-        stream,
-        [kernel, in = std::move(in), out = std::move(out), attrs = std::move(attrs)] { kernel(in, out, attrs); },
-        opType);
+    // Through libruntime's exported launch API, as the real ACL launches an op's kernel (fakecann/op_task.h).
+    int e = launch_op_task(
+        stream, addresses,
+        [kernel, in = std::move(in), out = std::move(out), attrs = std::move(attrs)] { kernel(in, out, attrs); });
     if (e != 0) return e;
     // Dynamic shapes: the V2 entry points report the real output shapes through the descs.
     if (updatableOutputDesc != nullptr)

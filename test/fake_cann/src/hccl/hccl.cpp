@@ -158,7 +158,8 @@ HcclResult enqueue(std::shared_ptr<Comm> c, aclrtStream stream, const Collective
     std::lock_guard<std::mutex> lk(c->inflight_mu);
     ++c->inflight;
   }
-  // The task owns a reference: the communicator outlives HcclCommDestroy until its last task ran.
+  // The task owns a reference: the communicator outlives HcclCommDestroy until its last task ran. Real HCCL's
+  // collective tasks are not rtKernelLaunch kernels, so this stays on the runtime's private path (rt_internal.h).
   int e = launch_task(
       stream,
       [c, op] {

@@ -13,8 +13,9 @@
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
 #include "fakecann/nn.h"
+#include "fakecann/op_task.h"
 #include "fakecann/pta_cache.h"
-#include "fakecann/rt_internal.h"
+#include "fakecann/stream.h"
 
 struct aclOpExecutor {
   fakecann::nn::ExecutorSpec spec;
@@ -138,15 +139,20 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     aclnnStatus rc = pta_before_launch(*ex->pta, slots, op);  // a cache hit: the reported addresses
     if (rc != ACLNN_SUCCESS) return rc;
   }
+  // The kernel's args, TBE style: every tensor's device address in parameter order, then the workspace.
+  std::vector<uint64_t> addresses;
+  for (const Slot &s : slots) {
+    if (!s.present) addresses.push_back(0);
+    for (const TensorView &v : s.views) addresses.push_back(reinterpret_cast<uint64_t>(v.data));
+  }
+  if (need > 0) addresses.push_back(reinterpret_cast<uint64_t>(workspace));
   Kernel kernel = ex->spec.kernel;
-  int rc = launch_task(
-      stream,
-      [slots = std::move(slots), kernel, workspace, need] {
-        // Kernels scribble on their workspace, as real ones do, so it must be real device memory.
-        if (need > 0) std::memset(device_bytes(workspace, need), 0x5a, need);
-        kernel(slots);
-      },
-      op);
+  // Through libruntime's exported launch API, as real aclnn ops launch their kernels (fakecann/op_task.h).
+  int rc = launch_op_task(stream, addresses, [slots = std::move(slots), kernel, workspace, need] {
+    // Kernels scribble on their workspace, as real ones do, so it must be real device memory.
+    if (need > 0) std::memset(device_bytes(workspace, need), 0x5a, need);
+    kernel(slots);
+  });
   if (rc != 0) return ACLNN_ERR_RUNTIME_ERROR;
   log_launch(op, caller);
   if (ex->pta) pta_after_launch(*ex->pta);

@@ -86,6 +86,25 @@ void *device_alloc(uint64_t size) {
   return nullptr;
 }
 
+void *device_alloc_high(uint64_t size) {
+  Arena &a = arena();
+  if (size == 0 || a.size == 0) return nullptr;
+  uint64_t need = round_up(size);
+  std::lock_guard<std::mutex> lk(a.mu);
+  for (auto it = a.free.rbegin(); it != a.free.rend(); ++it) {  // last fit, from the block's top
+    if (it->second < need) continue;
+    uint64_t off = it->first + it->second - need;
+    if (it->second == need)
+      a.free.erase(std::next(it).base());
+    else
+      it->second -= need;
+    a.live[off] = size;
+    a.used += need;
+    return a.device_base + off;
+  }
+  return nullptr;
+}
+
 bool device_free(void *ptr) {
   Arena &a = arena();
   if (!in_device_range(ptr)) return false;

@@ -7,6 +7,9 @@
 // the runtime copies the blob into device memory at launch (the host may reuse its buffer at once) and
 // the kernel reads it, and every tensor, through device_bytes(): a bad address is a KernelError, which
 // the next synchronization reports as ACL_ERROR_RT_AICORE_EXCEPTION.
+//
+// impl=op_task is the kernel the op libraries (aclnn phase 2, aclop) launch through this same public API
+// (fakecann/op_task.h): its tiling data names the computation the op library prepared on the host.
 #include <gelf.h>
 #include <libelf.h>
 
@@ -21,6 +24,7 @@
 #include "acl/acl_base.h"
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
+#include "fakecann/op_task.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
 #include "fakecann/tensor_io.h"
@@ -30,7 +34,7 @@ namespace fakecann {
 
 namespace {
 
-enum class Impl { VectorAdd, Scale, Relu };
+enum class Impl { VectorAdd, Scale, Relu, OpTask };
 
 struct KernelDef {
   std::string symbol;
@@ -75,6 +79,8 @@ bool parse_descriptor(const std::string &text, KernelDef *k) {
         k->impl = Impl::Scale;
       else if (value == "relu")
         k->impl = Impl::Relu;
+      else if (value == "op_task")
+        k->impl = Impl::OpTask;
       else
         return false;
       have_impl = true;
@@ -189,6 +195,21 @@ void *tensor_bytes(uint64_t addr, uint64_t n, aclDataType dtype) {
   return device_bytes(reinterpret_cast<const void *>(addr), n * es);
 }
 
+// op_task: address slots, the tiling slot, then the fixed-size tiling data (fakecann/op_task.h). The kernel
+// reads its tiling through the address the runtime patched into the slot, and takes the task it names.
+void run_op_task(const ArgReader &a) {
+  constexpr uint32_t kTiling = sizeof(OpTaskTiling);
+  if (a.size < 8 + kTiling) throw KernelError("op_task kernel: args hold no tiling slot and tiling data");
+  const uint64_t tiling_addr = a.u64(a.size - kTiling - 8);
+  OpTaskTiling t;
+  std::memcpy(&t, device_bytes(reinterpret_cast<const void *>(tiling_addr), kTiling), kTiling);
+  if (t.magic != kOpTaskMagic || t.task == 0 || t.addresses > (a.size - kTiling - 8) / 8 ||
+      t.addresses * 8 + 8 + kTiling != a.size)
+    throw KernelError("op_task kernel: tiling data does not name a task");
+  std::unique_ptr<OpTask> task(reinterpret_cast<OpTask *>(t.task));  // launched once, run once
+  task->run();
+}
+
 void run_kernel(const KernelDef &k, const void *dev_args, uint32_t args_size) {
   ArgReader a{args_size ? static_cast<const char *>(device_bytes(dev_args, args_size)) : nullptr, args_size};
   const aclDataType t = k.dtype;
@@ -218,6 +239,7 @@ void run_kernel(const KernelDef &k, const void *dev_args, uint32_t args_size) {
       }
       break;
     }
+    case Impl::OpTask: run_op_task(a); break;
   }
 }
 
@@ -251,7 +273,7 @@ int launch(const KernelDef &k, uint32_t blockDim, const rtArgsEx_t &info, rtStre
   if (size != 0 && in_device_range(info.args)) return invalid("args point to device memory without isNoNeedH2DCopy");
   void *dev_args = nullptr;
   if (size != 0) {
-    dev_args = device_alloc(size);
+    dev_args = device_alloc_high(size);  // the runtime's args pool, apart from the host's buffers
     if (dev_args == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     char *host = static_cast<char *>(device_bytes(dev_args, size));
     std::memcpy(host, info.args, size);

@@ -24,6 +24,10 @@ struct FAKECANN_API CopyCounters {
 
 // Returns a 512-byte aligned device address, or nullptr when out of device memory or size == 0.
 FAKECANN_API void *device_alloc(uint64_t size);
+// The same from the top of device memory: the runtime's own buffers (kernel args), kept apart from the host's
+// allocations as a real runtime keeps them in its own pool, so that a buffer the host just freed is not handed
+// back as a kernel's args (a kernel reading the freed buffer still faults). Freed with device_free.
+FAKECANN_API void *device_alloc_high(uint64_t size);
 // False when ptr is not the base of a live allocation (double free, interior or host pointer).
 FAKECANN_API bool device_free(void *ptr);
 // True when ptr lies inside the device address range (live or not).

@@ -1,7 +1,8 @@
 // Runtime helpers shared by libruntime's own files and by libascendcl (which wraps rt* like the real
-// ACL does). Kernels from libopapi, libascendcl (aclop) and libhccl are enqueued with launch_task(),
-// the stand-in's private path to the device (the real op libraries also launch through internal
-// runtime entry points, not through the public rtKernelLaunch).
+// ACL does), and libhccl's private path to the device, launch_task(). aclnn and aclop kernels do not use
+// it: they launch through the exported rtRegisterAllKernel + rtKernelLaunchWithHandleV2, as real op
+// libraries do (fakecann/op_task.h). Real HCCL's collective tasks are not rtKernelLaunch kernels, so
+// libhccl keeps enqueueing its tasks here.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,7 +21,7 @@ FAKECANN_API int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint6
                              void *stream, bool async);
 FAKECANN_API int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async);
 
-// Checks the context and stream, then enqueues `kernel` on it. Returns an RT error code.
+// Checks the context and stream, then enqueues `kernel` on it. Returns an RT error code. For libhccl only.
 FAKECANN_API int launch_task(void *stream, std::function<void()> kernel, const char *what);
 
 }  // namespace fakecann
