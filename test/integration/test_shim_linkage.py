@@ -145,9 +145,9 @@ def test_acl_app_plt_calls_are_captured(tmp_path, acl_app_plain):
     assert p.stdout == acl_app_plain.stdout, describe(p)
     assert shim_lines(p.stderr) == [], describe(p)
     check_acl_app_mul(tmp_path / "dump")
-    # Every aclnn kernel the stand-in launched has its entry.
+    # Every aclnn and aclop kernel the stand-in launched has its entry.
     logged = launches(log)
-    assert logged == ["Mul"], logged
+    assert logged == ["Add", "Mul"], logged
     dirs = dump_dirs(tmp_path / "dump")
     assert all(step == "step0" for step, _ in dirs), sorted(dirs)
     for op in set(logged):

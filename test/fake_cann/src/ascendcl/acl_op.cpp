@@ -18,6 +18,7 @@
 
 #include "fakecann/acl_internal.h"
 #include "fakecann/aclop_internal.h"
+#include "fakecann/caller.h"
 #include "fakecann/dtype.h"
 #include "fakecann/op_task.h"
 #include "fakecann/stream.h"
@@ -431,7 +432,7 @@ aclError check(const char *opType, int numInputs, const aclTensorDesc *const inp
 aclError execute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
                  const aclDataBuffer *const inputs[], int numOutputs, const aclTensorDesc *const outputDesc[],
                  aclDataBuffer *const outputs[], const aclopAttr *attr, aclrtStream stream,
-                 aclTensorDesc *const *updatableOutputDesc) {
+                 aclTensorDesc *const *updatableOutputDesc, const void *caller) {
   try {
     Checked c = check_descs(opType, numInputs, inputDesc, numOutputs, outputDesc, attr);
     if ((numInputs > 0 && inputs == nullptr) || (numOutputs > 0 && outputs == nullptr))
@@ -473,6 +474,7 @@ aclError execute(const char *opType, int numInputs, const aclTensorDesc *const i
         stream, addresses,
         [kernel, in = std::move(in), out = std::move(out), attrs = std::move(attrs)] { kernel(in, out, attrs); });
     if (e != 0) return e;
+    log_kernel_launch(opType, caller);
     // Dynamic shapes: the V2 entry points report the real output shapes through the descs.
     if (updatableOutputDesc != nullptr)
       for (int i = 0; i < numOutputs; ++i)
@@ -550,14 +552,14 @@ aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *co
                       const aclDataBuffer *const inputs[], int numOutputs, const aclTensorDesc *const outputDesc[],
                       aclDataBuffer *const outputs[], const aclopAttr *attr, aclrtStream stream) {
   return fakecann::aclop::execute(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream,
-                                  nullptr);
+                                  nullptr, __builtin_return_address(0));
 }
 
 aclError aclopExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[], aclDataBuffer *inputs[],
                         int numOutputs, aclTensorDesc *outputDesc[], aclDataBuffer *outputs[], aclopAttr *attr,
                         aclrtStream stream) {
   return fakecann::aclop::execute(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream,
-                                  outputDesc);
+                                  outputDesc, __builtin_return_address(0));
 }
 
 }  // extern "C"

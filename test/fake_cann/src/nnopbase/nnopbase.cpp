@@ -50,32 +50,6 @@ uint64_t numel(const std::vector<int64_t> &dims) {
   return n;
 }
 
-// Stand-in only: FAKE_CANN_LAUNCH_LOG=<file> appends the op name of every aclnn kernel launched, so that
-// tests can count launches on the runtime's side independently of any tool. A preloaded tool's own kernels
-// (fakecann/caller.h) go to <file>.preloaded instead, so the log keeps counting the host program's kernels.
-int open_log(const char *suffix) {
-  const char *path = std::getenv("FAKE_CANN_LAUNCH_LOG");
-  if (path == nullptr || *path == '\0') return -1;
-  return ::open((std::string(path) + suffix).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-}
-
-void log_launch(const char *op, const void *caller) {
-  static int host_fd = open_log("");
-  // Without a log, no caller check either: it walks the stack, which real CANN never does on a launch.
-  static const bool logging = std::getenv("FAKE_CANN_LAUNCH_LOG") && *std::getenv("FAKE_CANN_LAUNCH_LOG");
-  if (!logging) return;
-  bool tool = caller != nullptr && call_from_preloaded_code(caller);
-  int fd = host_fd;
-  if (tool) {
-    static int tool_fd = open_log(".preloaded");
-    fd = tool_fd;
-  }
-  if (fd < 0) return;
-  std::string line = std::string(op) + "\n";
-  ssize_t n = ::write(fd, line.data(), line.size());  // one write with O_APPEND: lines never interleave
-  (void)n;
-}
-
 }  // namespace
 
 bool live(const void *p, Kind kind) {
@@ -154,7 +128,7 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     kernel(slots);
   });
   if (rc != 0) return ACLNN_ERR_RUNTIME_ERROR;
-  log_launch(op, caller);
+  log_kernel_launch(op, caller);
   if (ex->pta) pta_after_launch(*ex->pta);
   if (!ex->repeatable && untrack(ex, Kind::Executor)) delete ex;
   return ACLNN_SUCCESS;

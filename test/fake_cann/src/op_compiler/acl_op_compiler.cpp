@@ -38,7 +38,7 @@ aclError aclopCompileAndExecute(const char *opType, int numInputs, const aclTens
                                 const char * /*opPath*/, aclrtStream stream) {
   if (aclError e = check_modes(engineType, compileFlag)) return e;
   return fakecann::aclop::execute(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream,
-                                  nullptr);
+                                  nullptr, __builtin_return_address(0));
 }
 
 aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
@@ -47,7 +47,7 @@ aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDe
                                   aclopCompileType compileFlag, const char * /*opPath*/, aclrtStream stream) {
   if (aclError e = check_modes(engineType, compileFlag)) return e;
   return fakecann::aclop::execute(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream,
-                                  outputDesc);
+                                  outputDesc, __builtin_return_address(0));
 }
 
 // Options steer the op compiler (precision mode, JIT, ...); the built-in CPU kernels have nothing to

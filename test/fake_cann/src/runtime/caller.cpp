@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -88,6 +89,33 @@ bool CallerScope::preloaded() {
   if (t_depth == 0 || !counters_requested()) return false;
   if (t_preloaded < 0) t_preloaded = call_from_preloaded_code(t_return_address) ? 1 : 0;
   return t_preloaded == 1;
+}
+
+namespace {
+
+int open_log(const char *suffix) {
+  const char *path = std::getenv("FAKE_CANN_LAUNCH_LOG");
+  if (path == nullptr || *path == '\0') return -1;
+  return ::open((std::string(path) + suffix).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+}  // namespace
+
+void log_kernel_launch(const char *op, const void *caller) {
+  static int host_fd = open_log("");
+  // Without a log, no caller check either: it walks the stack, which real CANN never does on a launch.
+  static const bool logging = std::getenv("FAKE_CANN_LAUNCH_LOG") && *std::getenv("FAKE_CANN_LAUNCH_LOG");
+  if (!logging) return;
+  bool tool = caller != nullptr && call_from_preloaded_code(caller);
+  int fd = host_fd;
+  if (tool) {
+    static int tool_fd = open_log(".preloaded");
+    fd = tool_fd;
+  }
+  if (fd < 0) return;
+  std::string line = std::string(op) + "\n";
+  ssize_t n = ::write(fd, line.data(), line.size());  // one write with O_APPEND: lines never interleave
+  (void)n;
 }
 
 namespace {

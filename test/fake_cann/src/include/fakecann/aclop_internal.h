@@ -20,9 +20,11 @@ FAKECANN_API aclError check(const char *opType, int numInputs, const aclTensorDe
 // Validates the call and enqueues the op's kernel on `stream`; returns an ACL error code.
 // updatableOutputDesc: the same array as outputDesc, writable (V2 entry points), or nullptr. When
 // given, output descs with unknown dims are rewritten to the inferred shape (dynamic-shape ops).
+// caller: the return address of the aclop entry point the program called (FAKE_CANN_LAUNCH_LOG, caller.h).
 FAKECANN_API aclError execute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
                               const aclDataBuffer *const inputs[], int numOutputs,
                               const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
-                              const aclopAttr *attr, aclrtStream stream, aclTensorDesc *const *updatableOutputDesc);
+                              const aclopAttr *attr, aclrtStream stream, aclTensorDesc *const *updatableOutputDesc,
+                              const void *caller);
 
 }  // namespace fakecann::aclop

@@ -25,6 +25,11 @@ class FAKECANN_API CallerScope {
 };
 
 FAKECANN_API bool address_in_preloaded_object(const void *address);
+// Stand-in only: FAKE_CANN_LAUNCH_LOG=<file> appends the op name of every aclnn and aclop kernel launched
+// (libnnopbase's phase 2, libascendcl's aclop execution), so that tests can count launches on the runtime's
+// side independently of any tool. A preloaded tool's own kernels (the rule below, for `caller`, the return
+// address of the op's entry point) go to <file>.preloaded instead, so the log keeps counting the host's.
+FAKECANN_API void log_kernel_launch(const char *op, const void *caller);
 // The rule above, for the return address of a runtime entry point.
 FAKECANN_API bool call_from_preloaded_code(const void *return_address);
 
