@@ -95,6 +95,49 @@ void append_arg_value(std::string &out, const ArgValue &v) {
   std::visit(Visitor{out}, v);
 }
 
+// One scalar leaf: {"type": type, "value": value[, "name": name]}.
+void append_value_leaf(std::string &out, std::string_view type, const auto &append_value,
+                       const std::optional<std::string> &name) {
+  out += '{';
+  append_key(out, json_key::kType);
+  append_csv_safe_string(out, type);
+  out += ", ";
+  append_key(out, json_key::kValue);
+  append_value();
+  if (name) {
+    out += ", ";
+    append_key(out, "name");
+    append_csv_safe_string(out, *name);
+  }
+  out += '}';
+}
+
+// msprobe reads a leaf without statistics as Max = Min = Mean = Norm = value, so a list value makes its compare
+// table ragged and the compare aborts. A sequence is therefore written as msprobe writes one: a JSON list of scalar
+// leaves ({key}.input.{i}.{j} in its rows), typed int / float / bool; a named one (an aclop attribute) names every
+// leaf. The ACL type (aclIntArray...) is left to the op's prototype; only a scalar value (or null: a handle the shim
+// does not know) keeps it.
+void append_value_arg(std::string &out, const ValueArg &v) {
+  auto list = [&](std::string_view elem_type, const auto &values, auto append_one) {
+    out += '[';
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i) out += ", ";
+      append_value_leaf(
+          out, elem_type, [&] { append_one(values[i]); }, v.name);
+    }
+    out += ']';
+  };
+  if (const auto *a = std::get_if<std::vector<int64_t>>(&v.value))
+    list(kIntLeafType, *a, [&](int64_t x) { append_json_integer(out, x); });
+  else if (const auto *d = std::get_if<std::vector<double>>(&v.value))
+    list(kFloatLeafType, *d, [&](double x) { append_json_number(out, x); });
+  else if (const auto *b = std::get_if<std::vector<bool>>(&v.value))
+    list(kBoolLeafType, *b, [&](bool x) { out += x ? "true" : "false"; });
+  else
+    append_value_leaf(
+        out, v.type, [&] { append_arg_value(out, v.value); }, v.name);
+}
+
 }  // namespace
 
 void append_json_string(std::string &out, std::string_view s) {
@@ -265,18 +308,7 @@ void append_arg(std::string &out, const Arg &a, Framework framework) {
   } else if (const auto *t = std::get_if<TensorSummary>(&a.v)) {
     append_tensor_summary(out, *t, framework);
   } else if (const auto *v = std::get_if<ValueArg>(&a.v)) {
-    out += '{';
-    append_key(out, json_key::kType);
-    append_csv_safe_string(out, v->type);
-    out += ", ";
-    append_key(out, json_key::kValue);
-    append_arg_value(out, v->value);
-    if (v->name) {
-      out += ", ";
-      append_key(out, "name");
-      append_csv_safe_string(out, *v->name);
-    }
-    out += '}';
+    append_value_arg(out, *v);
   } else {
     const auto &list = std::get<ArgList>(a.v);
     out += '[';

@@ -57,11 +57,19 @@ struct TensorSummary {
 // The value of a non-tensor argument.
 using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>,
                               std::vector<double>, std::vector<bool>>;
-// A non-tensor argument (scalar, int array, attribute...): {"type": type, "value": value}.
+// A non-tensor argument (scalar, int array, attribute...): {"type": type, "value": value} with a scalar value.
+// A vector value (aclIntArray, aclFloatArray, aclBoolArray, list attributes...) is written as msprobe writes a
+// sequence, a JSON list of scalar leaves: [{"type": "int", "value": 64}, ...] (types below), each leaf with the
+// argument's "name" when it has one; [] when empty. msprobe's compare aborts on a leaf whose value is a list.
+// `extra` members of an entry are not arguments: their vectors stay plain JSON lists.
+inline constexpr std::string_view kIntLeafType = "int";
+inline constexpr std::string_view kFloatLeafType = "float";
+inline constexpr std::string_view kBoolLeafType = "bool";
 struct ValueArg {
   std::string type;  // e.g. "int", "float", "bool", "str", "tuple" (msprobe uses the Python type name)
   ArgValue value;
-  std::optional<std::string> name = std::nullopt;  // named arguments (aclop attributes): written as "name" after "value"
+  std::optional<std::string> name =
+      std::nullopt;  // named arguments (aclop attributes): written as "name" after "value"
 };
 
 struct Arg;

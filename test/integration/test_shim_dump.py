@@ -199,19 +199,20 @@ def train_width():
 W = train_width()
 # The non-tensor phase-1 arguments train.py passes (tiny_npu.ops / optim / distributed), as the shim must
 # record them: doubles and floats as "float" (a by-value C float keeps its float32 value), int64_t/int8_t
-# as "int", bool, handles by their aclnn type. "out" stands for the output's dtype (Cast, ReduceSum).
+# as "int", bool, handles by their aclnn type; a list value stands for a sequence (aclIntArray, aclBoolArray),
+# written as msprobe writes one: a list of scalar leaves of that type. "out" stands for the output's dtype.
 EXPECTED_ARGS = {
     "Add": [T, T, ("float", 1.0)],
     "Adds": [T, ("float", 1.0), ("float", 1.0)],
     "Muls": [T, ("float", 0.5)],
     "Matmul": [T, T, ("int", 0)],
     "Gelu": [T], "GeluBackward": [T, T], "Embedding": [T, T], "InplaceZero": [T],
-    "LayerNorm": [T, ("aclIntArray", [W]), T, T, ("float", 1e-5)],
-    "LayerNormBackward": [T, T, ("aclIntArray", [W]), T, T, T, T, ("aclBoolArray", [True, True, True])],
+    "LayerNorm": [T, ("int", [W]), T, T, ("float", 1e-5)],
+    "LayerNormBackward": [T, T, ("int", [W]), T, T, T, T, ("bool", [True, True, True])],
     "EmbeddingDenseBackward": [T, T, ("int", 16), ("int", (-1, 2 ** 64 - 1)), ("bool", False)],
     "Softmax": [T, ("int", -1)], "SoftmaxBackward": [T, T, ("int", -1)],
     "MseLoss": [T, T, ("int", 1)], "MseLossBackward": [T, T, T, ("int", 1)],
-    "ReduceSum": [T, ("aclIntArray", [0]), ("bool", False), ("aclDataType", "out")],
+    "ReduceSum": [T, ("int", [0]), ("bool", False), ("aclDataType", "out")],
     "Cast": [T, ("aclDataType", "out")],
     "ApplyAdamWV2": [T, T, T, None, T, T, ("float", f32(0.02)), ("float", f32(0.9)), ("float", f32(0.999)),
                      ("float", f32(0.01)), ("float", f32(1e-8)), ("bool", False), ("bool", False)],
@@ -243,8 +244,13 @@ def test_non_tensor_arguments_are_recorded_exactly(runs, dtype, ranks):
                 if value == "out":
                     value = e["output"][0]["dtype"].lower()
                 values = value if isinstance(value, tuple) else (value,)
-                ok = isinstance(g, dict) and g.get("type") == typ and any(
-                    g.get("value") == v and type(g.get("value")) is type(v) for v in values)
+                if isinstance(value, list):
+                    ok = isinstance(g, list) and all(isinstance(x, dict) for x in g) and [
+                        (x.get("type"), x.get("value"), type(x.get("value"))) for x in g] == [
+                        (typ, v, type(v)) for v in value]
+                else:
+                    ok = isinstance(g, dict) and g.get("type") == typ and any(
+                        g.get("value") == v and type(g.get("value")) is type(v) for v in values)
             if not ok:
                 problems.append(f"{name}: input_args[{i}] = {g!r}, expected {w!r}")
     assert not problems, fail_report(problems)

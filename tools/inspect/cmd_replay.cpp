@@ -251,32 +251,50 @@ replay::Arg make_arg(const Folder &f, const Json &v, const std::string &slot,
   };
   if (v.is_null()) return a;
   if (v.is_array()) {
-    a.kind = Kind::TensorList;
-    for (size_t i = 0; i < v.size(); ++i) a.tensors.push_back(tensor_at(slot + "." + std::to_string(i)));
-    return a;
-  }
-  if (!v.is_object()) throw replay::RefError("input." + slot + ": not an object");
-  if (inputs.count(slot)) {
+    // A non-empty list of scalar leaves is a sequence (aclIntArray...); an empty list stays an empty tensor list,
+    // which Call::int_list / bool_list also accept as an empty array.
+    if (auto seq = read_value_arg(v); !seq || seq->values.empty()) {
+      a.kind = Kind::TensorList;
+      for (size_t i = 0; i < v.size(); ++i) a.tensors.push_back(tensor_at(slot + "." + std::to_string(i)));
+      return a;
+    }
+  } else if (!v.is_object()) {
+    throw replay::RefError("input." + slot + ": not an object");
+  } else if (inputs.count(slot)) {
     a.kind = Kind::Tensor;
     a.tensor = tensor_at(slot);
     return a;
   }
-  auto it = v.find(std::string(collector::json_key::kValue));
-  if (it == v.end()) throw replay::RefError("input." + slot + ": a non-tensor argument without a value");
-  const Json &x = *it;
+  const std::optional<ValueArgRead> read = read_value_arg(v);
+  if (!read) throw replay::RefError("input." + slot + ": a non-tensor argument without a value");
+  auto as_int = [](const Json &e) {
+    // 2^64 - 1 wraps to -1, as the C argument
+    return e.is_number_unsigned() ? static_cast<int64_t>(e.get<uint64_t>()) : e.get<int64_t>();
+  };
+  if (read->is_list) {
+    const auto &xs = read->values;
+    const bool bools = std::all_of(xs.begin(), xs.end(), [](const Json &e) { return e.is_boolean(); });
+    const bool ints = std::all_of(xs.begin(), xs.end(), [](const Json &e) { return e.is_number_integer(); });
+    if (bools && !xs.empty()) {
+      a.kind = Kind::BoolList;
+      for (const Json &e : xs) a.bools.push_back(e.get<bool>());
+    } else if (ints) {
+      a.kind = Kind::IntList;
+      for (const Json &e : xs) a.ints.push_back(as_int(e));
+    } else {
+      throw replay::RefError("input." + slot + ": an array value the references do not use");
+    }
+    return a;
+  }
+  const Json &x = read->values.front();
   if (x.is_boolean()) {
     a.kind = Kind::Bool;
     a.b = x.get<bool>();
     a.i = a.b;
     a.f = a.b;
-  } else if (x.is_number_unsigned()) {
-    a.kind = Kind::Int;
-    a.i = static_cast<int64_t>(x.get<uint64_t>());  // 2^64 - 1 wraps to -1, as the C argument
-    a.f = static_cast<double>(a.i);
-    a.b = a.i != 0;
   } else if (x.is_number_integer()) {
     a.kind = Kind::Int;
-    a.i = x.get<int64_t>();
+    a.i = as_int(x);
     a.f = static_cast<double>(a.i);
     a.b = a.i != 0;
   } else if (x.is_number()) {
@@ -285,19 +303,6 @@ replay::Arg make_arg(const Folder &f, const Json &v, const std::string &slot,
   } else if (x.is_string()) {
     a.kind = Kind::Text;
     a.text = x.get<std::string>();
-  } else if (x.is_array()) {
-    const bool bools = std::all_of(x.begin(), x.end(), [](const Json &e) { return e.is_boolean(); });
-    const bool ints = std::all_of(x.begin(), x.end(), [](const Json &e) { return e.is_number_integer(); });
-    if (bools && !x.empty()) {
-      a.kind = Kind::BoolList;
-      for (const Json &e : x) a.bools.push_back(e.get<bool>());
-    } else if (ints) {
-      a.kind = Kind::IntList;
-      for (const Json &e : x)
-        a.ints.push_back(e.is_number_unsigned() ? static_cast<int64_t>(e.get<uint64_t>()) : e.get<int64_t>());
-    } else {
-      throw replay::RefError("input." + slot + ": an array value the references do not use");
-    }
   } else {
     throw replay::RefError("input." + slot + ": a value the references do not use");
   }

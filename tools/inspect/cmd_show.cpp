@@ -72,6 +72,12 @@ struct Printer {
       std::printf("%s%-4s absent\n", pad.c_str(), slot.c_str());
       return;
     }
+    if (auto seq = v.is_array() && !v.empty() ? read_value_arg(v) : std::nullopt) {
+      // A sequence of scalar leaves (an int array...) on one line, as the old single-leaf form printed.
+      std::printf("%s%-4s %s %s\n", pad.c_str(), slot.c_str(), (seq->type + "[]").c_str(),
+                  to_json_text(Json(seq->values)).c_str());
+      return;
+    }
     if (v.is_array()) {
       std::printf("%s%-4s list of %zu\n", pad.c_str(), slot.c_str(), v.size());
       for (size_t i = 0; i < v.size(); ++i) print_arg(v[i], slot + "." + std::to_string(i), depth + 1);

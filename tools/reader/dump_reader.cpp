@@ -328,6 +328,47 @@ std::optional<DType> parse_any_dtype(std::string_view text, collector::Framework
   return collector::parse_dtype_id(text);
 }
 
+namespace {
+bool is_scalar_json(const Json &j) { return j.is_null() || j.is_boolean() || j.is_number() || j.is_string(); }
+
+// {"type": .., "value": scalar} and not a tensor (msprobe's leaf rule reads it as its value).
+const Json *scalar_leaf_value(const Json &v) {
+  if (!v.is_object() || member(v, ck::kDtype) != nullptr || member(v, ck::kShape) != nullptr) return nullptr;
+  const Json *value = member(v, ck::kValue);
+  return value != nullptr && is_scalar_json(*value) ? value : nullptr;
+}
+}  // namespace
+
+std::optional<ValueArgRead> read_value_arg(const Json &v) {
+  ValueArgRead r;
+  if (v.is_array()) {
+    r.is_list = true;
+    for (const Json &e : v) {
+      const Json *value = scalar_leaf_value(e);
+      if (value == nullptr) return std::nullopt;
+      if (r.values.empty()) r.type = string_member(e, ck::kType).value_or("");
+      r.values.push_back(*value);
+    }
+    return r;
+  }
+  if (!v.is_object() || member(v, ck::kDtype) != nullptr || member(v, ck::kShape) != nullptr) return std::nullopt;
+  const Json *value = member(v, ck::kValue);
+  if (value == nullptr) return std::nullopt;
+  r.type = string_member(v, ck::kType).value_or("");
+  if (value->is_array()) {  // the old form
+    r.is_list = true;
+    for (const Json &e : *value) {
+      if (!is_scalar_json(e)) return std::nullopt;
+      r.values.push_back(e);
+    }
+  } else if (is_scalar_json(*value)) {
+    r.values.push_back(*value);
+  } else {
+    return std::nullopt;
+  }
+  return r;
+}
+
 std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &header) {
   std::vector<TensorInfo> out;
   const Json *inputs = member(entry, ck::kInputArgs);

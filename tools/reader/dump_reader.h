@@ -81,6 +81,20 @@ std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &heade
 // The dtype of a tensor, from its spelling in either framework's convention or a neutral id.
 std::optional<collector::DType> parse_any_dtype(std::string_view text, collector::Framework preferred);
 
+// A non-tensor argument as read, in either form a dump may hold it:
+// - a scalar leaf {"type": .., "value": scalar} (a null value: an array handle the shim did not know);
+// - a sequence as msprobe (and this project since issue 17) writes it, a list of scalar leaves
+//   [{"type": "int", "value": 64}, ...];
+// - a sequence as older dumps wrote it, one leaf with a list value {"type": "aclIntArray", "value": [64]}.
+struct ValueArgRead {
+  std::string type;          // the leaf's type; for a list of leaves, the first leaf's ("int")
+  bool is_list = false;      // a sequence (either form)
+  std::vector<Json> values;  // the scalar values: one for a scalar leaf, the elements of a sequence
+};
+// nullopt for null, a tensor, a non-object, or a list that holds anything but scalar leaves. An empty list reads as
+// an empty sequence with an empty type: on its own it cannot tell an empty int array from an empty tensor list.
+std::optional<ValueArgRead> read_value_arg(const Json &v);
+
 // A kernel entry with its position in the file.
 struct KernelEntry {
   std::string name;

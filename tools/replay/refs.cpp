@@ -92,12 +92,17 @@ bool Call::boolean(size_t i) const {
   return args[i].b;
 }
 
+// An empty sequence is written as [] and reads as an empty tensor list (the two cannot be told apart).
+static bool empty_list(const Arg &a) { return a.kind == Arg::Kind::TensorList && a.tensors.empty(); }
+
 std::vector<int64_t> Call::int_list(size_t i) const {
+  if (i < args.size() && empty_list(args[i])) return {};
   if (i >= args.size() || args[i].kind != Arg::Kind::IntList) throw wrong_kind(*this, i, "an int array");
   return args[i].ints;
 }
 
 std::vector<bool> Call::bool_list(size_t i) const {
+  if (i < args.size() && empty_list(args[i])) return {};
   if (i >= args.size() || args[i].kind != Arg::Kind::BoolList) throw wrong_kind(*this, i, "a bool array");
   return args[i].bools;
 }

@@ -160,7 +160,8 @@ TEST(Json, KernelEntryLayout) {
       "{\"type\": \"mindspore.Tensor\", \"dtype\": \"Float32\", \"shape\": [2, 3], \"Max\": 6.0, \"Min\": 1.0, "
       "\"Mean\": 3.5, \"Norm\": 9.539392471313477}";
   EXPECT_EQ(s, "\"Add.Default.0\": {\"input_args\": [" + t + ", null, {\"type\": \"float\", \"value\": 2.0}, " +
-                   "{\"type\": \"tuple\", \"value\": [1, -2]}, [" + t + ", null]], \"output\": [" + t +
+                   "[{\"type\": \"int\", \"value\": 1}, {\"type\": \"int\", \"value\": -2}], [" + t +
+                   ", null]], \"output\": [" + t +
                    "], \"launch_index\": 5, \"task_id\": 3, \"stream_id\": 1, \"timestamp\": 1733905446819790, "
                    "\"host_op\": \"aclnnAdd\"}");
   EXPECT_EQ(s.find('\n'), std::string::npos);
@@ -182,9 +183,30 @@ TEST(Json, KernelEntryLayout) {
   EXPECT_TRUE(std::holds_alternative<bool>(lit_b.value));
   EXPECT_NE(mc::kernel_entry_json(v, Framework::MindSpore)
                 .find("[{\"type\": \"bool\", \"value\": true}, {\"type\": \"str\", \"value\": \" =1\"}, "
-                      "{\"type\": \"list\", \"value\": [0.5, NaN]}, {\"type\": \"list\", \"value\": [true, false]}, "
+                      "[{\"type\": \"float\", \"value\": 0.5}, {\"type\": \"float\", \"value\": NaN}], "
+                      "[{\"type\": \"bool\", \"value\": true}, {\"type\": \"bool\", \"value\": false}], "
                       "{\"type\": \"int\", \"value\": -3}, {\"type\": \"NoneType\", \"value\": null}]"),
             std::string::npos);
+}
+
+// msprobe's compare reads a leaf without statistics as its value: a list value aborts it (issue 17). Sequences
+// are lists of scalar leaves; a named one (an aclop attribute) names each leaf; an empty one is []; a null value
+// (an array handle the shim did not know) keeps the ACL type.
+TEST(Json, SequencesAreListsOfScalarLeaves) {
+  mc::KernelEntry v;
+  v.name = "S.Default.0";
+  v.input_args = mc::ArgList{mc::Arg{mc::ValueArg{"aclIntArray", std::vector<int64_t>{64}}},
+                             mc::Arg{mc::ValueArg{"list[int]", std::vector<int64_t>{1, 2}, "axes"}},
+                             mc::Arg{mc::ValueArg{"aclIntArray", std::vector<int64_t>{}}},
+                             mc::Arg{mc::ValueArg{"aclIntArray", std::monostate{}}},
+                             mc::Arg{mc::ValueArg{"int", int64_t{7}, "k"}}};
+  v.extra.emplace_back("shape_extra", std::vector<int64_t>{1, 2});  // not an argument: a plain list
+  EXPECT_EQ(
+      mc::kernel_entry_json(v, Framework::MindSpore),
+      "\"S.Default.0\": {\"input_args\": [[{\"type\": \"int\", \"value\": 64}], "
+      "[{\"type\": \"int\", \"value\": 1, \"name\": \"axes\"}, {\"type\": \"int\", \"value\": 2, \"name\": \"axes\"}], "
+      "[], {\"type\": \"aclIntArray\", \"value\": null}, {\"type\": \"int\", \"value\": 7, \"name\": \"k\"}], "
+      "\"launch_index\": 0, \"task_id\": 0, \"stream_id\": 0, \"timestamp\": 0, \"shape_extra\": [1, 2]}");
 }
 
 class JournalDir : public ::testing::Test {

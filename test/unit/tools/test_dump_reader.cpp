@@ -333,6 +333,74 @@ TEST(Selector, FullNamePrefixAndOpTypeIndex) {
   EXPECT_FALSE(pick("").name);
 }
 
+// Non-tensor arguments in both forms: sequences as lists of scalar leaves (msprobe's, written since issue 17) and as
+// one leaf with a list value (dumps written before). Both read to the same values, and the tensors of an entry are
+// the same either way.
+TEST(ValueArgs, NewAndOldSequenceForms) {
+  auto read = [](std::string_view text) { return mt::read_value_arg(mt::parse_json(text)); };
+  const auto now = read(R"([{"type": "int", "value": 64}, {"type": "int", "value": -1}])");
+  const auto old = read(R"({"type": "aclIntArray", "value": [64, -1]})");
+  ASSERT_TRUE(now && old);
+  EXPECT_TRUE(now->is_list && old->is_list);
+  EXPECT_EQ(now->type, "int");
+  EXPECT_EQ(old->type, "aclIntArray");
+  EXPECT_EQ(now->values, old->values);
+  EXPECT_EQ(now->values, (std::vector<mt::Json>{64, -1}));
+
+  const auto bools = read(R"([{"type": "bool", "value": true}, {"type": "bool", "value": false}])");
+  const auto old_bools = read(R"({"type": "aclBoolArray", "value": [true, false]})");
+  ASSERT_TRUE(bools && old_bools);
+  EXPECT_EQ(bools->values, old_bools->values);
+  // A named list (an aclop attribute) names every leaf; the reader takes the values.
+  const auto named = read(R"([{"type": "float", "value": 0.5, "name": "lf"}, {"type": "float", "value": NaN}])");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->values.size(), 2u);
+  EXPECT_TRUE(std::isnan(named->values[1].get<double>()));
+
+  const auto scalar = read(R"({"type": "int", "value": 7, "name": "k"})");
+  ASSERT_TRUE(scalar);
+  EXPECT_FALSE(scalar->is_list);
+  EXPECT_EQ(scalar->values, (std::vector<mt::Json>{7}));
+  // An array handle the shim did not know: a scalar null leaf that keeps the ACL type.
+  const auto unknown = read(R"({"type": "aclIntArray", "value": null})");
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(unknown->is_list);
+  EXPECT_EQ(unknown->type, "aclIntArray");
+  EXPECT_TRUE(unknown->values.at(0).is_null());
+  // An empty list is an empty sequence (or an empty tensor list: the reader cannot tell).
+  const auto empty = read("[]");
+  ASSERT_TRUE(empty);
+  EXPECT_TRUE(empty->is_list && empty->values.empty() && empty->type.empty());
+  const auto old_empty = read(R"({"type": "aclIntArray", "value": []})");
+  ASSERT_TRUE(old_empty);
+  EXPECT_TRUE(old_empty->is_list && old_empty->values.empty());
+
+  // Not values: null, tensors, lists holding tensors or nulls, nested lists, leaves without a value.
+  EXPECT_FALSE(read("null"));
+  EXPECT_FALSE(read(R"({"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": 1.0})"));
+  EXPECT_FALSE(
+      read(R"([{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2]}, {"type": "int", "value": 1}])"));
+  EXPECT_FALSE(read(R"([null, {"type": "int", "value": 1}])"));
+  EXPECT_FALSE(read(R"([[{"type": "int", "value": 1}]])"));
+  EXPECT_FALSE(read(R"({"type": "x", "value": [[1]]})"));
+  EXPECT_FALSE(read(R"({"type": "x"})"));
+
+  // The entry's tensors (what compare matches) do not depend on the form: same slots, same rows.
+  const mt::DumpHeader h;
+  const auto with = [&](std::string_view seq) {
+    return mt::entry_tensors(
+        mt::parse_json(std::string(R"({"input_args": [{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2],)"
+                                   R"( "Max": 1.0, "Min": 0.0, "Mean": 0.5, "Norm": 1.0}, )") +
+                       std::string(seq) + R"(, [{"type": "mindspore.Tensor", "dtype": "Int64", "shape": []}]]})"),
+        h);
+  };
+  const auto a = with(R"([{"type": "int", "value": 64}])"), b = with(R"({"type": "aclIntArray", "value": [64]})");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].row_suffix(), b[i].row_suffix());
+  EXPECT_EQ(a[1].row_suffix(), "input.2.0");
+}
+
 TEST(Helpers, Text) {
   EXPECT_EQ(mt::shape_text(std::vector<int64_t>{}), "[]");
   EXPECT_EQ(mt::shape_text(std::vector<int64_t>{2, 3}), "[2, 3]");
