@@ -4,3 +4,6 @@
 msprobe_pytest(test_shim_dump.py TIMEOUT 600)
 msprobe_pytest(test_shim_dump_ranks.py TIMEOUT 600)
 msprobe_pytest(test_shim_dump_modes.py TIMEOUT 600)
+# Every leaf of real dumps (train.py, acl_app, aclop list attributes; every task) has a scalar value, as msprobe's
+# compare needs (issue 17); compare and replay read the sequence form and the old list-value form alike.
+msprobe_pytest(test_dump_leaves.py TIMEOUT 900)
