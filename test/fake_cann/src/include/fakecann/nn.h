@@ -67,7 +67,8 @@ struct ExecutorSpec {
 
 // Phase 1: registers the executor and writes *workspaceSize / *executor.
 FAKECANN_API aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor);
-// Phase 2: checks executor, op name, workspace and stream, enqueues the kernel, and frees the executor
+// Phase 2: checks executor, op name and workspace, launches the kernel through the exported
+// rtKernelLaunchWithHandleV2 (fakecann/op_task.h; the runtime checks context and stream), and frees the executor
 // unless it was made repeatable.
 // `caller`: the return address of the aclnnX call (see fakecann/caller.h; for FAKE_CANN_LAUNCH_LOG).
 FAKECANN_API aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
