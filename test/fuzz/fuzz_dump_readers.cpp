@@ -48,6 +48,10 @@ void dump_json(std::string_view text) {
       (void)t.row_suffix();
       for (const auto &s : t.stats) (void)stat_text(s);
     }
+    // Non-tensor arguments, sequences in the new form (lists of scalar leaves) and the old (a list value).
+    if (auto it = k.entry.find("input_args"); it != k.entry.end() && it->is_array())
+      for (const Json &a : *it)
+        if (auto v = read_value_arg(a)) (void)to_json_text(Json(v->values));
     (void)op_type_of(k.name);
     return true;
   };

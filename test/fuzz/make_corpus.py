@@ -13,6 +13,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
+SEQUENCES_DUMP = {"task": "statistics", "level": "L2", "framework": "mindspore", "data": {"LayerNorm.x.0": {
+    "input_args": [{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2, 64], "Max": 1.0, "Min": 0.0,
+                    "Mean": 0.5, "Norm": 1.0},
+                   [{"type": "int", "value": 64}],
+                   [{"type": "bool", "value": True}, {"type": "bool", "value": False}],
+                   [],
+                   {"type": "aclIntArray", "value": None},
+                   [{"type": "float", "value": 0.5, "name": "lf"}]],
+    "output": [None], "launch_index": 0}}}
+
+
 def put(target, name, data):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -114,6 +125,14 @@ def readers(rank_dir):
              "Mean": float("inf"), "Norm": None, "md5": "0badf00d", "data_name": "Mul.x.1.input.0.npy"},
             [{"type": "torch.Tensor", "dtype": "torch.bool", "shape": [1], "Max": True, "Min": False}],
             {"type": "float", "value": 1.5}], "output": []}}}).encode())
+    # Sequences as lists of scalar leaves (written since issue 17, msprobe's form) and as one leaf with a list
+    # value (the old form, in dumps already on disk): the readers take both.
+    put("fuzz_dump_readers", "dump_json_sequences", b"\x00" + json.dumps(SEQUENCES_DUMP).encode())
+    old = json.loads(json.dumps(SEQUENCES_DUMP))
+    old["data"]["LayerNorm.x.0"]["input_args"][1] = {"type": "aclIntArray", "value": [64]}
+    old["data"]["LayerNorm.x.0"]["input_args"][2] = {"type": "aclBoolArray", "value": [True, False]}
+    old["data"]["LayerNorm.x.0"]["input_args"][3] = {"type": "aclIntArray", "value": []}
+    put("fuzz_dump_readers", "dump_json_old_sequences", b"\x00" + json.dumps(old).encode())
     names = list(dump["data"])[:4] if dump else ["Add.Default.0", "Mul.Default.0"]
     put("fuzz_dump_readers", "construct_json", b"\x01" + json.dumps({n: None for n in names}, indent=0).encode())
     put("fuzz_dump_readers", "mapping_csv", b"\x02" + ("12345678901234567890123456789012.npy," + "A" * 300 +
