@@ -71,7 +71,7 @@ class Run:
         return dict(out)
 
     def launches(self):
-        """Counter of op types launched, from the stand-in's launch log (one line per aclnn kernel)."""
+        """Counter of op types launched, from the stand-in's launch log (one line per aclnn or aclop kernel)."""
         with open(self.launch_log) as f:
             return collections.Counter(line.strip() for line in f if line.strip())
 
