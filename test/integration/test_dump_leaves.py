@@ -11,6 +11,7 @@ import csv
 import functools
 import json
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -259,3 +260,14 @@ def test_replay_reads_both_forms(dumps, tmp_path):
     assert results["new"] == results["old"]
     done = {shimtest.op_type(n) for n, s in results["new"] if s == "pass"}
     assert {"LayerNorm", "LayerNormBackward", "ReduceSum"} <= done, done
+
+
+def test_show_prints_a_sequence_on_one_line(dumps):
+    """LayerNorm's normalizedShape, a list of one int leaf, as `int[] [W]`."""
+    root = dumps("statistics", "a")
+    d = load_dump(folders(root)[0])["data"]
+    name = min((k for k in d if shimtest.op_type(k) == "LayerNorm"), key=lambda k: d[k]["launch_index"])
+    seq = d[name]["input_args"][1]
+    assert is_sequence(seq), seq
+    out = inspect("show", root, "LayerNorm#0", expect=0).stdout
+    assert re.search(rf"^\s+1\s+int\[\] {re.escape(json.dumps([x['value'] for x in seq]))}$", out, re.M), out
