@@ -502,6 +502,8 @@ struct Collector::Impl {
     RankWriter *w = q.w;
     if (w->broken) return;
     try {
+      // dump.json first: it is the truth `msprobe-inspect repair` rebuilds construct.json (and trims stack.json)
+      // from, so a kill between the two appends loses nothing (tools/reader/repair.h).
       w->dump.journal().append(q.member);
       w->construct.append(k.name);
       {
