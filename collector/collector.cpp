@@ -7,8 +7,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -151,6 +153,9 @@ struct Collector::Impl {
   std::mutex write_mu;
   uint64_t next_commit = 0;            // under write_mu
   std::map<uint64_t, Prepared> ready;  // under write_mu
+  // Test seam (test/integration/kill_stress.py): SHIM_TEST_JOURNAL_GAP_US widens the moment between a kernel's
+  // dump.json and construct.json appends, so that random SIGKILLs land in it. Read once, at construction.
+  long journal_gap_us = 0;
 
   // Caller holds mu.
   RankWriter &writer_for(uint64_t step, std::optional<uint32_t> rank) {
@@ -505,6 +510,7 @@ struct Collector::Impl {
       // dump.json first: it is the truth `msprobe-inspect repair` rebuilds construct.json (and trims stack.json)
       // from, so a kill between the two appends loses nothing (tools/reader/repair.h).
       w->dump.journal().append(q.member);
+      if (journal_gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(journal_gap_us));
       w->construct.append(k.name);
       {
         std::lock_guard<std::mutex> lk(mu);
@@ -530,6 +536,7 @@ struct Collector::Impl {
 
 Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  if (const char *gap = std::getenv("SHIM_TEST_JOURNAL_GAP_US")) impl_->journal_gap_us = std::strtol(gap, nullptr, 10);
 }
 
 Collector::~Collector() { close(); }
