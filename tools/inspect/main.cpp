@@ -19,7 +19,7 @@ const Command kCommands[] = {
      run_summary},
     {"show", "one kernel: arguments, statistics, files, stack", kShowHelp, run_show},
     {"verify", "check that every file, shape, dtype, statistic and CRC matches dump.json", kVerifyHelp, run_verify},
-    {"repair", "rebuild dump.json / construct.json cut short by a crash", kRepairHelp, run_repair},
+    {"repair", "rebuild a dump cut short by a crash (dump.json is the truth)", kRepairHelp, run_repair},
     {"compare", "match the kernels of two dumps and find where they first diverge", kCompareHelp, run_compare},
     {"convert", "turn .bin tensor files into .npy", kConvertHelp, run_convert},
     {"replay", "re-run kernels on their dumped inputs with CPU references (msprobe's pre-check)", kReplayHelp,
