@@ -89,7 +89,39 @@ def run_and_kill(work, p):
         finally:
             os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its rank processes at once
             proc.wait()
+            wait_until_exited(proc.pid)
     return os.path.join(work, "dump")
+
+
+def task_state(pid, tid):
+    """(state letter, process group) of thread `tid` of process `pid`, from /proc."""
+    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+        state, _ppid, pgrp = f.read().rsplit(")", 1)[1].split()[:3]
+    return state, int(pgrp)
+
+
+def wait_until_exited(pgid, timeout=60):
+    """Waits until no process of group `pgid` is still exiting. Only the launcher is our child: its rank processes
+    die on their own time, and a dying process lets go of its files (its rank lock among them) only as it exits,
+    so a repair started earlier rightly finds the rank still being written."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        exiting = False
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if task_state(pid, pid)[1] != pgid:
+                    continue
+                # The files go with the last thread: the leader can be a zombie while the others still exit.
+                tasks = [task_state(pid, t)[0] for t in os.listdir(f"/proc/{pid}/task")]
+            except (OSError, ValueError, IndexError):
+                continue
+            if any(state not in ("Z", "X") for state in tasks):
+                exiting = True
+                break
+        if not exiting:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"processes of group {pgid} still exiting {timeout} s after SIGKILL")
 
 
 def inspect(*args):
@@ -121,6 +153,10 @@ def check(root, p, work):
                         ("files_removed", "never reached dump.json removed"), ("folders_removed", "begun as it was killed"),
                         ("construct_behind", "it lacked 1 kernel of dump.json")):
         fig[key] += rep.stdout.count(needle)
+    # The killed run's rank lock is gone: the root holds only step folders (or nothing).
+    others = [n for n in os.listdir(root) if not n.startswith("step")] if os.path.isdir(root) else []
+    if others:
+        problems.append(f"left in the dump root after repair: {others}")
     if not had_dump:
         # Killed before the first kernel was written: nothing, or folders begun with nothing in them.
         fig["no_dump"] += 1

@@ -14,6 +14,7 @@ A SIGKILL mid-run of train.py leaves journals that `msprobe-inspect repair` turn
 prefix of the launch order, every referenced tensor file loading.
 """
 import collections
+import glob
 import json
 import os
 import signal
@@ -207,6 +208,12 @@ def test_sigkill_then_repair(tmp_path):
             assert line, p.stderr.read()
             seen += line.startswith("step ")
         time.sleep(1.5)  # a few more steps, and at least one refresh of stack.json
+        # A repair while the run is still going leaves its folders alone (its rank lock is held) and says so.
+        live = subprocess.run([INSPECT, "repair", str(work / "dump")], capture_output=True, text=True, timeout=120)
+        assert p.poll() is None, "train.py ended before it was killed"
+        assert live.returncode == 1 and "being written by a running process (pid %d)" % p.pid in live.stdout, (
+            live.stdout + live.stderr)
+        assert not glob.glob(str(work / "dump" / "step*" / "rank" / "*.bak*")), "repair touched a live folder"
         p.send_signal(signal.SIGKILL)
     finally:
         p.kill()
@@ -217,8 +224,10 @@ def test_sigkill_then_repair(tmp_path):
     with pytest.raises(ValueError):
         with open(os.path.join(dump.folders()[-1].path, "dump.json")) as f:
             json.load(f)
+    assert os.path.exists(work / "dump" / ".msprobe_shim.rank.lock"), "the killed run's rank lock"
     rows, out = repaired_rows(str(work / "dump"))
-    assert "repaired" in out
+    assert "repaired" in out and ".msprobe_shim.rank.lock: a killed run's rank lock" in out, out
+    assert all(n.startswith("step") for n in os.listdir(work / "dump")), os.listdir(work / "dump")
     r = shimtest.Run([], 0, "", "", str(work), dump=shimtest.Dump(str(work / "dump")), launch_log=log)
     order = launch_order(r)
     # How many survive depends on how far the writer lagged behind (bounded by MSPROBE_BUFFER_MB), not asserted.

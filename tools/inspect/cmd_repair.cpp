@@ -1,5 +1,6 @@
 // repair DIR: closes the journals a killed run left open and makes every file of a folder agree with dump.json.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -26,14 +27,16 @@ dump.json is the truth, and every other file is made to agree with it:
   dump_tensor_data/  in a folder whose dump.json was not closed, the files (and mapping.csv rows) of the kernel
                   being written when the run died, which no data_name names, are removed.
 A folder begun with no kernel in it when the run died is removed, and so are temporaries of cut rewrites.
+The rank lock files a killed run leaves in the dump root (.msprobe_shim.{rank}.lock) are removed. The folders of
+a rank whose run is still going (its lock is held) are left alone: repair them after the run ends.
 Each json file changed is first copied to FILE.bak (FILE.bak.1, ... if that exists), then replaced atomically.
 After a repair, 'msprobe-inspect verify' passes on what survived.
 
   --dry-run   say what would be done, change nothing
 
 Prints one line per file acted on. Exit status 0 when every folder is intact or repaired, 1 when one cannot be
-(dump.json is not a journal, or not even its first line survived while the folder holds kernels), 2 when DIR is
-not a dump.
+(dump.json is not a journal, or not even its first line survived while the folder holds kernels) or is still
+being written, 2 when DIR is not a dump.
 )";
 
 int run_repair(std::span<char *const> argv) {
@@ -60,7 +63,14 @@ int run_repair(std::span<char *const> argv) {
   } catch (const InputError &) {
     if (removed == 0) throw;
   }
+  int busy = 0;
   for (const RankDir &d : dirs) {
+    if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
+      ++busy;
+      std::printf("%s: being written by a running process (%s): left alone; repair it after the run ends\n",
+                  d.label().c_str(), lock->owner.empty() ? "pid unknown" : ("pid " + lock->owner).c_str());
+      continue;
+    }
     const FolderRepair r = repair_rank_folder(d.path, dry);
     for (const std::string &line : r.lines)
       std::printf("%s%s%s\n", d.label().c_str(), r.removed ? ": " : "/", line.c_str());
@@ -69,11 +79,24 @@ int run_repair(std::span<char *const> argv) {
     unrecoverable += r.unrecoverable;
     removed += r.removed;
   }
+  // Lock files of runs that were killed: in the dump root (or above the step folder given).
+  fs::path lock_dir = root;
+  if (parse_step_dir(fs::absolute(root, ec).lexically_normal().filename().string())) lock_dir = root.parent_path();
+  for (const RankLock &lock : rank_locks_in(lock_dir)) {
+    if (lock.live) continue;
+    const bool gone = !dry && remove_stale_lock(lock);
+    std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
+                lock.owner.empty() ? "pid unknown" : ("pid " + lock.owner).c_str(),
+                dry    ? "would be removed"
+                : gone ? "removed"
+                       : "could not be removed");
+  }
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", intact, repaired,
               dry ? "to repair" : "repaired", unrecoverable);
   if (removed) std::printf(", %d empty folder(s) %s", removed, dry ? "to remove" : "removed");
+  if (busy) std::printf(", %d folder(s) still being written", busy);
   std::printf("\n");
-  return unrecoverable ? kExitFindings : kExitOk;
+  return unrecoverable || busy ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

@@ -1,6 +1,12 @@
 #include "tools/reader/repair.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <system_error>
 
@@ -460,6 +466,7 @@ std::vector<fs::path> remove_unstarted_rank_folders(const fs::path &dir, bool dr
       std::optional<uint32_t> rank;
       if (!it->is_directory(ec) || !parse_rank_dir(it->path().filename().string(), &rank)) continue;
       if (fs::exists(it->path() / collector::kDumpJson, ec)) continue;
+      if (std::optional<RankLock> lock = rank_lock_of(it->path()); lock && lock->live) continue;  // just begun
       if (holds_no_kernel(it->path(), std::nullopt)) out.push_back(it->path());
     }
   }
@@ -467,6 +474,68 @@ std::vector<fs::path> remove_unstarted_rank_folders(const fs::path &dir, bool dr
   if (!dry_run)
     for (const fs::path &p : out) remove_folder_and_empty_step(p);
   return out;
+}
+
+namespace {
+
+constexpr std::string_view kLockPrefix = ".msprobe_shim.", kLockSuffix = ".lock";
+
+// Opens `path` and tries the lock the shim takes; an open descriptor holding it, -1 with *live when a running
+// process holds it (or -1 alone when the file cannot be opened).
+int try_lock(const fs::path &path, bool *live, std::string *owner) {
+  *live = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  char buf[32] = {};
+  if (::pread(fd, buf, sizeof buf - 1, 0) > 0) *owner = std::string(buf, strcspn(buf, "\n"));
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  *live = errno == EWOULDBLOCK;
+  ::close(fd);
+  return -1;
+}
+
+std::optional<RankLock> probe(const fs::path &path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return std::nullopt;
+  RankLock l;
+  l.path = path;
+  const int fd = try_lock(path, &l.live, &l.owner);
+  if (fd >= 0) ::close(fd);
+  return l;
+}
+
+}  // namespace
+
+std::optional<RankLock> rank_lock_of(const fs::path &rank_folder) {
+  std::error_code ec;
+  const fs::path folder = fs::absolute(rank_folder, ec).lexically_normal();
+  const fs::path name = folder.filename().empty() ? folder.parent_path().filename() : folder.filename();
+  const fs::path step = (folder.filename().empty() ? folder.parent_path() : folder).parent_path();
+  if (!parse_step_dir(step.filename().string())) return std::nullopt;
+  return probe(step.parent_path() / (std::string(kLockPrefix) + name.string() + std::string(kLockSuffix)));
+}
+
+std::vector<RankLock> rank_locks_in(const fs::path &root) {
+  std::vector<RankLock> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.size() > kLockPrefix.size() + kLockSuffix.size() && n.starts_with(kLockPrefix) && n.ends_with(kLockSuffix))
+      if (std::optional<RankLock> l = probe(it->path())) out.push_back(std::move(*l));
+  }
+  std::sort(out.begin(), out.end(), [](const RankLock &a, const RankLock &b) { return a.path < b.path; });
+  return out;
+}
+
+bool remove_stale_lock(const RankLock &lock) {
+  bool live = false;
+  std::string owner;
+  const int fd = try_lock(lock.path, &live, &owner);
+  if (fd < 0) return false;
+  // Deleted while held, as the shim does: a run that opened the file meanwhile sees it is no longer at the path.
+  const bool removed = ::unlink(lock.path.c_str()) == 0;
+  ::close(fd);
+  return removed;
 }
 
 }  // namespace msprobe::tools

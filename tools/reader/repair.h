@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,5 +81,22 @@ FolderRepair repair_rank_folder(const std::filesystem::path &dir, bool dry_run);
 // The rank folders under `dir` (a dump root or a step folder) that a kill left without a dump.json: begun, no
 // kernel written. They are removed (with a step folder left empty) unless dry_run; returns their paths.
 std::vector<std::filesystem::path> remove_unstarted_rank_folders(const std::filesystem::path &dir, bool dry_run);
+
+// ---- Rank locks
+// ----------------------------------------------------------------------------------------------------
+// A run holds `{dump root}/.msprobe_shim.{rank folder}.lock` while it writes that rank's folders and deletes it when
+// its dump is closed (shim/lifecycle.cpp); a SIGKILLed run leaves it behind, held by nobody.
+struct RankLock {
+  std::filesystem::path path;
+  bool live = false;  // a running process holds it: its folders are being written
+  std::string owner;  // what the file says (the owner's pid), for messages
+};
+// The lock a run writing `rank_folder` (step{N}/rank{R}) holds or left behind; nullopt when there is none.
+std::optional<RankLock> rank_lock_of(const std::filesystem::path &rank_folder);
+// The lock files in a dump root.
+std::vector<RankLock> rank_locks_in(const std::filesystem::path &root);
+// Deletes a lock nobody holds (taking it first, so a run that starts meanwhile is never left without one).
+// False when it turned out to be live, or could not be removed.
+bool remove_stale_lock(const RankLock &lock);
 
 }  // namespace msprobe::tools
