@@ -1,6 +1,8 @@
 // Journal repair: a dump.json / construct.json written by the collector's journal writers and cut at every byte
 // must come back as valid JSON holding exactly the entries that were complete at the cut.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -381,6 +383,36 @@ TEST(RepairFolder, FoldersBegunWithNoKernelAreRemoved) {
   EXPECT_FALSE(kept.removed);
   EXPECT_EQ(kept.unrecoverable, 1);
   EXPECT_TRUE(fs::exists(t.path / "step6" / "rank0" / "dump_tensor_data" / "A.Default.0.input.0.npy"));
+}
+
+// The rank lock of a run (shim/lifecycle.cpp): held, it marks folders being written; left by a killed run, it is
+// stale and goes. flock conflicts between two descriptions of one file even within a process, so the test holds
+// the lock itself.
+TEST(RankLocks, HeldMeansLiveAndStaleOnesAreRemoved) {
+  TempDir t;
+  put(t.path / "step0" / "rank1" / "dump.json", "{}");
+  put(t.path / "step0" / "rank" / "dump.json", "{}");
+  const fs::path lock = t.path / ".msprobe_shim.rank1.lock";
+  put(lock, "4242\n");
+  put(t.path / "notes.txt", "not a lock");
+  EXPECT_FALSE(mt::rank_lock_of(t.path / "step0" / "rank").has_value());  // no lock file: nothing to say
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  std::optional<mt::RankLock> held = mt::rank_lock_of(t.path / "step0" / "rank1");
+  ASSERT_TRUE(held.has_value());
+  EXPECT_TRUE(held->live);
+  EXPECT_EQ(held->owner, "4242");
+  ASSERT_EQ(mt::rank_locks_in(t.path).size(), 1u);
+  EXPECT_FALSE(mt::remove_stale_lock(*held));  // a live run's lock stays
+  EXPECT_TRUE(fs::exists(lock));
+  ::close(fd);  // the run ended without deleting it (SIGKILL)
+  std::vector<mt::RankLock> stale = mt::rank_locks_in(t.path);
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_FALSE(stale[0].live);
+  EXPECT_TRUE(mt::remove_stale_lock(stale[0]));
+  EXPECT_FALSE(fs::exists(lock));
+  EXPECT_TRUE(fs::exists(t.path / "notes.txt"));
 }
 
 }  // namespace
