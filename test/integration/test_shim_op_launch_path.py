@@ -117,18 +117,7 @@ ACLOP_HOST = textwrap.dedent('''
     stream), ROUNDS times each; checks every result with numpy and prints "ok <kernels>"."""
     import ctypes, os, sys, threading
     import numpy as np
-    home = os.environ["ASCEND_HOME_PATH"]
-    acl = ctypes.CDLL(os.path.join(home, "lib64", "libascendcl.so"))
-    compiler = ctypes.CDLL(os.path.join(home, "lib64", "libacl_op_compiler.so"))
-    P, I64 = ctypes.c_void_p, ctypes.c_int64
-    acl.aclrtMalloc.argtypes = [P, ctypes.c_size_t, ctypes.c_int]
-    acl.aclrtMemcpy.argtypes = [P, ctypes.c_size_t, P, ctypes.c_size_t, ctypes.c_int]
-    acl.aclrtSynchronizeStream.argtypes = [P]
-    acl.aclCreateTensorDesc.argtypes = [ctypes.c_int, ctypes.c_int, P, ctypes.c_int]
-    acl.aclCreateTensorDesc.restype = P
-    acl.aclCreateDataBuffer.argtypes = [P, ctypes.c_size_t]
-    acl.aclCreateDataBuffer.restype = P
-    acl.aclopCreateAttr.restype = P
+    from aclop_ctypes import acl, compiler, P, I64
     sig = [ctypes.c_char_p, ctypes.c_int, P, P, ctypes.c_int, P, P, P]
     compiler.aclopCompileAndExecute.argtypes = sig + [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, P]
     compiler.aclopCompileAndExecuteV2.argtypes = sig + [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, P]
