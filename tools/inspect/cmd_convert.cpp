@@ -14,6 +14,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/repair.h"
 #include "tools/reader/tensor_data.h"
 
 namespace msprobe::tools {
@@ -69,17 +70,6 @@ std::string replace_string_tokens(std::string_view text, const std::unordered_ma
     i = end;
   }
   return out;
-}
-
-fs::path free_backup_name(const fs::path &path) {
-  fs::path bak = path;
-  bak += ".bak";
-  std::error_code ec;
-  for (int i = 1; fs::exists(bak, ec); ++i) {
-    bak = path;
-    bak += ".bak." + std::to_string(i);
-  }
-  return bak;
 }
 
 std::string without_lz4(const std::string &name) {

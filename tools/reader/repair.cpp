@@ -64,17 +64,6 @@ std::optional<std::string> read_if_exists(const fs::path &path) {
   return std::string(f.text());
 }
 
-fs::path free_backup_name(const fs::path &path) {
-  fs::path bak = path;
-  bak += ".bak";
-  std::error_code ec;
-  for (int i = 1; fs::exists(bak, ec); ++i) {
-    bak = path;
-    bak += ".bak." + std::to_string(i);
-  }
-  return bak;
-}
-
 // Keeps the original as FILE.bak (when there is one), then replaces the file atomically. Returns the note for
 // the message.
 std::string replace_keeping_backup(const fs::path &path, const std::optional<std::string> &original,
@@ -134,6 +123,17 @@ void remove_folder_and_empty_step(const fs::path &dir) {
 }
 
 }  // namespace
+
+fs::path free_backup_name(const fs::path &path) {
+  fs::path bak = path;
+  bak += ".bak";
+  std::error_code ec;
+  for (int i = 1; fs::exists(bak, ec); ++i) {
+    bak = path;
+    bak += ".bak." + std::to_string(i);
+  }
+  return bak;
+}
 
 JournalRepair repair_journal(std::string_view content, JournalKind kind) {
   JournalRepair r;

@@ -82,6 +82,9 @@ FolderRepair repair_rank_folder(const std::filesystem::path &dir, bool dry_run);
 // kernel written. They are removed (with a step folder left empty) unless dry_run; returns their paths.
 std::vector<std::filesystem::path> remove_unstarted_rank_folders(const std::filesystem::path &dir, bool dry_run);
 
+// Where a file's original is kept before it is replaced: FILE.bak, or FILE.bak.1, ... when that exists.
+std::filesystem::path free_backup_name(const std::filesystem::path &path);
+
 // ---- Rank locks
 // ----------------------------------------------------------------------------------------------------
 // A run holds `{dump root}/.msprobe_shim.{rank folder}.lock` while it writes that rank's folders and deletes it when
