@@ -123,7 +123,7 @@ def test_acl_app_leaves_are_scalar(tmp_path, task):
 ACLOP_LIST_ATTRS = textwrap.dedent('''
     import ctypes, os
     import numpy as np
-    from aclop_ctypes import acl, compiler, P, I64
+    from aclop_ctypes import acl, compiler, P, I64, add_operands
     for fn in ("aclopSetAttrListInt", "aclopSetAttrListFloat", "aclopSetAttrListBool"):
         getattr(acl, fn).argtypes = [P, ctypes.c_char_p, ctypes.c_int, P]
     compiler.aclopCompileAndExecute.argtypes = [ctypes.c_char_p, ctypes.c_int, P, P, ctypes.c_int, P, P, P,
@@ -132,16 +132,7 @@ ACLOP_LIST_ATTRS = textwrap.dedent('''
     stream = P()
     assert acl.aclrtCreateStream(ctypes.byref(stream)) == 0
     n = 4
-    dims = (I64 * 1)(n)
-    def dev(a):
-        p = P()
-        acl.aclrtMalloc(ctypes.byref(p), a.nbytes, 0)
-        acl.aclrtMemcpy(p, a.nbytes, a.ctypes.data, a.nbytes, 1)
-        return p
-    x = dev(np.arange(n, dtype=np.float32)); y = dev(np.ones(n, np.float32)); z = dev(np.zeros(n, np.float32))
-    descs = lambda k: (P * k)(*[acl.aclCreateTensorDesc(0, 1, dims, 2) for _ in range(k)])
-    ins = (P * 2)(acl.aclCreateDataBuffer(x, 4 * n), acl.aclCreateDataBuffer(y, 4 * n))
-    outs = (P * 1)(acl.aclCreateDataBuffer(z, 4 * n))
+    x, y, z, dims, descs, ins, outs = add_operands(n)
     attr = acl.aclopCreateAttr()
     assert acl.aclopSetAttrListInt(attr, b"li", 3, (I64 * 3)(1, -2, 3)) == 0
     assert acl.aclopSetAttrListFloat(attr, b"lf", 2, (ctypes.c_float * 2)(0.5, 2.0)) == 0

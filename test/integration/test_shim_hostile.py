@@ -375,7 +375,7 @@ ACLOP_HOST = textwrap.dedent('''
     """aclopCompileAndExecute / aclopExecuteV2 with hostile op types, and one real Add; prints every return code."""
     import ctypes, os, sys
     import numpy as np
-    from aclop_ctypes import acl, compiler, P, I64
+    from aclop_ctypes import acl, compiler, P, I64, add_operands
     compiler.aclopCompileAndExecute.argtypes = [ctypes.c_char_p, ctypes.c_int, P, P, ctypes.c_int, P, P, P,
                                            ctypes.c_int, ctypes.c_int, ctypes.c_char_p, P]
     acl.aclopExecuteV2.argtypes = [ctypes.c_char_p, ctypes.c_int, P, P, ctypes.c_int, P, P, P, P]
@@ -383,16 +383,7 @@ ACLOP_HOST = textwrap.dedent('''
     stream = P()
     print("stream", acl.aclrtCreateStream(ctypes.byref(stream)))
     n = 4
-    dims = (I64 * 1)(n)
-    def dev(a):
-        p = P()
-        acl.aclrtMalloc(ctypes.byref(p), a.nbytes, 0)
-        acl.aclrtMemcpy(p, a.nbytes, a.ctypes.data, a.nbytes, 1)
-        return p
-    x = dev(np.arange(n, dtype=np.float32)); y = dev(np.ones(n, np.float32)); z = dev(np.zeros(n, np.float32))
-    descs = lambda k: (P * k)(*[acl.aclCreateTensorDesc(0, 1, dims, 2) for _ in range(k)])
-    ins = (P * 2)(acl.aclCreateDataBuffer(x, 4 * n), acl.aclCreateDataBuffer(y, 4 * n))
-    outs = (P * 1)(acl.aclCreateDataBuffer(z, 4 * n))
+    x, y, z, dims, descs, ins, outs = add_operands(n)
     attr = acl.aclopCreateAttr()
     op_types = [b"Add", b"../../x", b"/tmp/x", b"..", b"x" * 10240, bytes(range(1, 256)), b"%n%s%n", b"Add/../../y"]
     for t in op_types:

@@ -117,7 +117,7 @@ ACLOP_HOST = textwrap.dedent('''
     stream), ROUNDS times each; checks every result with numpy and prints "ok <kernels>"."""
     import ctypes, os, sys, threading
     import numpy as np
-    from aclop_ctypes import acl, compiler, P, I64
+    from aclop_ctypes import acl, compiler, P, I64, device_copy
     sig = [ctypes.c_char_p, ctypes.c_int, P, P, ctypes.c_int, P, P, P]
     compiler.aclopCompileAndExecute.argtypes = sig + [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, P]
     compiler.aclopCompileAndExecuteV2.argtypes = sig + [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, P]
@@ -134,18 +134,13 @@ ACLOP_HOST = textwrap.dedent('''
         assert acl.aclrtCreateStream(ctypes.byref(stream)) == 0
         dims = (I64 * 1)(n)
         rng = np.random.default_rng(seed)
-        def dev(a):
-            p = P()
-            assert acl.aclrtMalloc(ctypes.byref(p), a.nbytes, 0) == 0
-            assert acl.aclrtMemcpy(p, a.nbytes, a.ctypes.data, a.nbytes, 1) == 0
-            return p
         attr = acl.aclopCreateAttr()
         for _ in range(ROUNDS):
             for op, fn in FN.items():
                 for entry in range(3):
                     x = rng.standard_normal(n).astype(np.float32)
                     y = rng.standard_normal(n).astype(np.float32)
-                    dx, dy, dz = dev(x), dev(y), dev(np.zeros(n, np.float32))
+                    dx, dy, dz = device_copy(x), device_copy(y), device_copy(np.zeros(n, np.float32))
                     descs = (P * 3)(*[acl.aclCreateTensorDesc(0, 1, dims, 2) for _ in range(3)])
                     bufs = (P * 3)(*[acl.aclCreateDataBuffer(d, 4 * n) for d in (dx, dy, dz)])
                     ins, outs = ctypes.cast(bufs, P), ctypes.c_void_p(ctypes.addressof(bufs) + 16)
