@@ -9,5 +9,6 @@ add_dependencies(rt_launch_counter fake_cann_headers)
 msprobe_gtest(fake_cann_op_launch_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_op_launch_path.cpp
               LINK ascendcl acl_op_compiler nnopbase opapi runtime dl)
 add_dependencies(fake_cann_op_launch_path rt_launch_counter fake_cann_device_kernels)
-set_property(TEST fake_cann_op_launch_path APPEND PROPERTY ENVIRONMENT
-             "LD_PRELOAD=${CMAKE_BINARY_DIR}/tests/librt_launch_counter.so")
+# Under ASan its runtime must come first in the initial library list (cmake/sanitize.cmake).
+string(STRIP "${MSPROBE_SANITIZER_PRELOAD} ${CMAKE_BINARY_DIR}/tests/librt_launch_counter.so" counter_preload)
+set_property(TEST fake_cann_op_launch_path APPEND PROPERTY ENVIRONMENT "LD_PRELOAD=${counter_preload}")
