@@ -277,7 +277,7 @@ __attribute__((noinline)) StackId StackTable::intern(uint64_t h, const uintptr_t
                                                      const void *py_refs) noexcept {
   try {
     auto e = std::make_unique<Entry>();
-    // Python frames first, while the GIL is still held and without any lock of ours (resolving may run the
+    // Python frames first, without any lock of ours (with the GIL held, the C API cross-check may run the
     // garbage collector, whose finalizers may launch kernels and come back here).
     e->py_ids.resize(static_cast<size_t>(np));
     if (np > 0 && !PythonStacks::global().resolve(static_cast<const PyFrameRef *>(py_refs), np, e->py_ids.data())) {

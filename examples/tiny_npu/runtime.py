@@ -1,7 +1,7 @@
 """The device runtime of tiny_npu: ACL init, the current stream, the native launch queue and a
 caching allocator, arranged the way torch_npu arranges them.
 
-* Phase 1 of every op runs on the calling Python thread, with the GIL held; phase 2 and the destruction
+* Phase 1 of every op runs on the calling Python thread, with the GIL released (ctypes.CDLL, as torch); phase 2 and the destruction
   of the converted arguments run on the native thread of libtiny_npu_taskqueue.so (torch_npu's
   TASK_QUEUE_ENABLE=1 consumer thread, no Python frames), which calls aclrtSetDevice for itself first.
   With TASK_QUEUE_ENABLE=0 (or ASCEND_LAUNCH_BLOCKING=1) they run inline on the Python thread, as there.
