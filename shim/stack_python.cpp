@@ -95,9 +95,29 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xBF58476D1CE4E5B9ull;
 }
 
-// What tells a code object from another one later allocated at the same address: its name and file str objects
-// (and their lengths), its line table object and size, its first line. A new code object of the same function
-// with the same strings and table objects would resolve to the same text anyway.
+// Up to 8 bytes at each end of `n` bytes at `p` (never past them: the bytes after an object are not its own).
+uint64_t ends(uintptr_t p, size_t n) {
+  uint64_t head = 0, tail = 0;
+  const size_t k = std::min<size_t>(n, 8);
+  std::memcpy(&head, reinterpret_cast<const void *>(p), k);
+  std::memcpy(&tail, reinterpret_cast<const void *>(p + n - k), k);
+  return mix(head, tail);
+}
+
+// A str's length and the bytes at both ends of its characters.
+uint64_t str_sample(const Layout &L, uintptr_t s) {
+  const auto state = load_at<uint32_t>(s, kStrState);
+  const int64_t length = load_at<int64_t>(s, kStrLength);
+  if (((state >> 5) & 1u) == 0 || length <= 0) return static_cast<uint64_t>(length);  // not compact: length only
+  const bool ascii = ((state >> 6) & 1u) != 0;
+  const unsigned kind = ascii ? 1u : (state >> 2) & 7u;
+  const uintptr_t data = s + (ascii ? L.str_ascii_data : L.str_compact_data);
+  return mix(static_cast<uint64_t>(length), ends(data, static_cast<size_t>(length) * kind));
+}
+
+// What tells a code object from another one later allocated at the same address (nothing pins it without the GIL):
+// its filename, name and line-table objects, their sizes and the bytes at both ends of each, and its first line.
+// Two code objects that agree on all of it show the same file and function, and almost surely the same lines.
 uintptr_t fingerprint(const Layout &L, uintptr_t code) {
   const auto file = load_at<uintptr_t>(code, L.co_filename);
   const auto name = load_at<uintptr_t>(code, L.co_qualname != 0 ? L.co_qualname : L.co_name);
@@ -105,9 +125,11 @@ uintptr_t fingerprint(const Layout &L, uintptr_t code) {
   uint64_t h = mix(file, name);
   h = mix(h, table);
   h = mix(h, static_cast<uint64_t>(load_at<int>(code, L.co_firstlineno)));
-  h = mix(h, static_cast<uint64_t>(load_at<int64_t>(name, kStrLength)));
-  h = mix(h, static_cast<uint64_t>(load_at<int64_t>(file, kStrLength)));
-  h = mix(h, static_cast<uint64_t>(load_at<int64_t>(table, kVarSize)));
+  h = mix(h, str_sample(L, name));
+  h = mix(h, str_sample(L, file));
+  const int64_t size = load_at<int64_t>(table, kVarSize);
+  h = mix(h, static_cast<uint64_t>(size));
+  if (size > 0) h = mix(h, ends(table + kBytesData, static_cast<size_t>(size)));
   return h | 1;  // never 0
 }
 

@@ -274,6 +274,24 @@ def test_code_objects_made_and_dropped_keep_their_frames():
     assert len({sid for _, sid in seen}) == 30
 
 
+def test_code_objects_dropped_without_the_gil_are_told_apart():
+    # GIL released: nothing pins the code objects, so the next function often lands at a freed one's address.
+    # Same first line, names and filenames of the same lengths: each stack must still show its own function.
+    seen = []
+    for i in range(10, 60):
+        ns = {"lib": without_gil}
+        src = f"def made_{i}():\n    return lib.stacks_capture(0, 1)\n"
+        exec(compile(src, f"<made {i}>", "exec"), ns)
+        seen.append((i, id(ns[f"made_{i}"].__code__), ns[f"made_{i}"]()))
+        del ns
+        gc.collect()
+    assert len({addr for _, addr, _ in seen}) < len(seen), "no address was reused: the test proves nothing"
+    for i, _, sid in seen:
+        frames = render(sid, PYTHON)
+        assert frames[0] == f"File <made {i}>, line 2, in made_{i}, \n ", frames[0]
+    assert len({sid for _, _, sid in seen}) == len(seen)
+
+
 def site():
     return with_gil.stacks_capture(1, 1)
 
