@@ -253,6 +253,17 @@ def test_names_carry_the_scope_and_are_the_same_in_every_run(train_runs):
     assert not any(s in n for n in names for s in ("_run", "_phase1", "__call__", "_module_"))
 
 
+def test_names_and_stacks_are_the_same_with_the_gil_held(tmp_path, train_runs):
+    # tiny_npu releases the GIL around op dispatch (ctypes.CDLL, as torch); TINY_NPU_HOLD_GIL=1 keeps it (PyDLL):
+    # the kernels' names and Python frames must not depend on it.
+    held = train(tmp_path, "held", env={"TASK_QUEUE_ENABLE": "1", "TINY_NPU_HOLD_GIL": "1"})
+    released = train_runs["1"]
+    for fa, fb in zip(held.dump.folders(), released.dump.folders(), strict=True):
+        assert [n for n, _ in by_launch(fa)] == [n for n, _ in by_launch(fb)]
+        sa, sb = stack_of(load_stacks(fa)), stack_of(load_stacks(fb))
+        assert {n: python_frames(f) for n, f in sa.items()} == {n: python_frames(f) for n, f in sb.items()}
+
+
 DRIVER = r'''
 import json, os, runpy, sys
 sys.path.insert(0, {examples!r})
