@@ -12,7 +12,6 @@ import glob
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -35,7 +34,6 @@ def interpreters():
 
 
 INTERPRETERS = interpreters()
-print("interpreters:", ", ".join(f"{k}={v or 'absent (skipped)'}" for k, v in INTERPRETERS), file=sys.stderr)
 
 
 def run_host(tmp_path, python, kind, env=None, preload=None):
