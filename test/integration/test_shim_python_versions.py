@@ -12,6 +12,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -23,13 +24,27 @@ HOST = os.path.join(HERE, "python_versions", "ctypes_host.py")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
 
 
+def elf_machine(path):
+    """e_machine of an ELF file (following symlinks), None if unreadable."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    return int.from_bytes(head[18:20], "little") if head[:4] == b"\x7fELF" else None
+
+
 def interpreters():
-    """[(label, path or None)]: pyenv's 3.8 to 3.13 and Debian's python3."""
+    """[(label, path or None)]: pyenv's 3.8 to 3.13 and Debian's python3, those of the shim's architecture only
+    (under qemu the tests' own arm64 python3 stands for Debian's)."""
+    arch = elf_machine(shimtest.SHIM)
+    usable = lambda p: p if p and elf_machine(os.path.realpath(p)) == arch else None
     out = []
     for minor in WANTED:
         found = sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python{minor}"))
-        out.append((f"pyenv-{minor}", found[-1] if found else None))
-    out.append(("debian-python3", "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else None))
+        out.append((f"pyenv-{minor}", usable(found[-1]) if found else None))
+    debian = usable("/usr/bin/python3") or usable(sys.executable)
+    out.append(("debian-python3", debian))
     return out
 
 
@@ -63,7 +78,7 @@ def kernels(r):
 @pytest.mark.parametrize("label,python", INTERPRETERS, ids=[k for k, _ in INTERPRETERS])
 def test_frames_match_the_interpreters_own(tmp_path, label, python):
     if python is None:
-        pytest.skip(f"{label}: no such interpreter on this machine")
+        pytest.skip(f"{label}: no such interpreter on this machine (or not of the shim's architecture)")
     names = {}
     for kind in ("CDLL", "PyDLL"):
         r, rec = run_host(tmp_path, python, kind)
