@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -18,45 +20,66 @@
 
 namespace msprobe::shim {
 
-// The C API functions used, with their C signatures (PyObject * and PyThreadState * as void *).
+// The C API functions used, with their C signatures (PyObject * and PyThreadState * as void *). Only the thread
+// state lookup, the version and the type objects are needed by the walk; the rest serve the check against the C
+// API and pinning code objects, where the GIL happens to be held.
 struct PythonStacks::Api {
   int (*IsInitialized)() = nullptr;
   int (*IsFinalizing)() = nullptr;  // optional: Py_IsFinalizing (3.13) or _Py_IsFinalizing
-  int (*GILState_Check)() = nullptr;
   void *(*GILState_GetThisThreadState)() = nullptr;
+  int (*GILState_Check)() = nullptr;
   void *(*ThreadState_UncheckedGet)() = nullptr;    // optional: PyThreadState_GetUnchecked (3.13) or underscored
-  void *(*ThreadState_GetFrame)(void *) = nullptr;  // 3.9: new reference
-  void *(*Frame_GetBack)(void *) = nullptr;         // 3.9: new reference
-  void *(*Frame_GetCode)(void *) = nullptr;         // 3.9: new reference
-  int (*Frame_GetLasti)(void *) = nullptr;          // 3.11; else Frame_GetLineNumber
+  void *(*ThreadState_GetFrame)(void *) = nullptr;  // 3.9+, new reference; optional
+  void *(*Frame_GetBack)(void *) = nullptr;         // 3.9+, new reference; optional
+  void *(*Frame_GetCode)(void *) = nullptr;         // 3.9+, new reference; optional
   int (*Frame_GetLineNumber)(void *) = nullptr;
-  int (*Code_Addr2Line)(void *, int) = nullptr;
-  void *(*Object_GetAttrString)(void *, const char *) = nullptr;
-  const char *(*Unicode_AsUTF8AndSize)(void *, ssize_t *) = nullptr;
   void (*IncRef)(void *) = nullptr;
   void (*DecRef)(void *) = nullptr;
   void (*Err_Fetch)(void **, void **, void **) = nullptr;
   void (*Err_Restore)(void *, void *, void *) = nullptr;
+  uintptr_t code_type = 0, unicode_type = 0, bytes_type = 0, frame_type = 0;  // &PyCode_Type...
 };
 
-// Where CPython keeps what the raw walk reads (3.11: Include/cpython/pystate.h, Include/internal/pycore_frame.h,
-// Include/cpython/code.h; the same on x86-64 and aarch64). The chain is tstate->cframe->current_frame, then
-// frame->previous; a frame's instruction offset is (prev_instr - co_code_adaptive), in 2-byte code units.
+// Where CPython keeps what the walk reads, per minor version, 64-bit (x86-64 and aarch64 alike): offsets from
+// reference/python_frames.md §3-§8 (Include/cpython/pystate.h, internal/pycore_frame.h, cpython/code.h,
+// cpython/unicodeobject.h of each release).
 struct PythonStacks::RawLayout {
-  size_t tstate_cframe;         // PyThreadState.cframe
-  size_t cframe_current;        // _PyCFrame.current_frame
-  size_t frame_code;            // _PyInterpreterFrame.f_code
-  size_t frame_previous;        // _PyInterpreterFrame.previous
-  size_t frame_prev_instr;      // _PyInterpreterFrame.prev_instr
-  size_t frame_owner;           // _PyInterpreterFrame.owner (char)
-  size_t code_adaptive;         // PyCodeObject.co_code_adaptive (the bytecode)
-  size_t code_first_traceable;  // PyCodeObject._co_firsttraceable (int)
-  char owned_by_generator;      // FRAME_OWNED_BY_GENERATOR
+  int minor;
+  size_t ts_head;         // PyThreadState.frame (3.8-3.10), .cframe (3.11, 3.12), .current_frame (3.13)
+  int cframe_current;     // _PyCFrame.current_frame; -1: no _PyCFrame indirection
+  size_t ts_thread_id;    // PyThreadState.thread_id
+  bool frame_objects;     // 3.8-3.10: a chain of PyFrameObject; else _PyInterpreterFrame
+  size_t f_code, f_back;  // code object / code-or-None, and the caller's frame
+  // PyFrameObject (3.8-3.10)
+  size_t f_lasti, f_trace, f_lineno;
+  int lasti_scale;  // f_lasti in bytes (1) or 2-byte code units (2, 3.10)
+  // _PyInterpreterFrame (3.11+)
+  size_t f_instr, f_owner, f_frame_obj;
+  // PyCodeObject
+  size_t co_firstlineno, co_filename, co_name, co_qualname /* 0: none */, co_table, co_firsttraceable, co_adaptive;
+  // PyASCIIObject / PyCompactUnicodeObject: where the characters start
+  size_t str_ascii_data, str_compact_data;
 };
 
 namespace {
 
-constexpr PythonStacks::RawLayout kCPython311{56, 8, 32, 48, 56, 69, 184, 168, 1};
+using Layout = PythonStacks::RawLayout;
+// clang-format off
+constexpr Layout kLayouts[] = {
+  //  minor head  cf  tid  fobj   code back lasti trace lineno sc  instr own fo   first file name qual table trc adapt  ascii compact
+    {8,   24, -1, 176, true,  32, 24, 104, 80, 108, 1,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
+    {9,   24, -1, 176, true,  32, 24, 104, 80, 108, 1,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
+    {10,  24, -1, 176, true,  32, 24, 96,  72, 100, 2,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
+    {11,  56, 8,  152, false, 32, 48, 0,   0,  0,   0,  56, 69, 40,  72, 112, 120, 128, 136, 168, 184, 48, 72},
+    {12,  56, 0,  136, false, 0,  8,  0,   0,  0,   0,  56, 70, 48,  68, 112, 120, 128, 136, 176, 192, 40, 56},
+    {13,  72, -1, 152, false, 0,  8,  0,   0,  0,   0,  56, 70, 48,  68, 112, 120, 128, 136, 184, 200, 40, 56},
+};
+// clang-format on
+constexpr size_t kObType = 8, kVarSize = 16, kBytesData = 32, kStrLength = 16, kStrState = 32;
+constexpr size_t kFrameObjectLineno = 40;  // PyFrameObject.f_lineno, 3.11+
+constexpr char kOwnedByGenerator = 1, kOwnedByCStack = 3;
+constexpr int kMaxDepth = 4096;
+constexpr int64_t kMaxString = 4096, kMaxTable = int64_t{64} << 20;
 
 template <typename T>
 T load_at(uintptr_t base, size_t off) {
@@ -65,32 +88,221 @@ T load_at(uintptr_t base, size_t off) {
   return v;
 }
 
-// The calling thread's frames read from the interpreter's own structures, with PyThreadState_GetFrame's and
-// PyFrame_GetBack's rules: frames that have not started yet ("incomplete": prev_instr before the first traceable
-// instruction, not a generator's) are skipped; lasti as PyFrame_GetLasti gives it (bytes, -1 before the first
-// instruction). Only valid while this thread holds the GIL: the frames are this thread's and do not move.
-int walk_raw(const PythonStacks::RawLayout &L, void *tstate, PyFrameRef *out, int max) {
-  const auto cframe = load_at<uintptr_t>(reinterpret_cast<uintptr_t>(tstate), L.tstate_cframe);
-  if (cframe == 0) return 0;
-  auto f = load_at<uintptr_t>(cframe, L.cframe_current);
-  int n = 0;
-  while (f != 0 && n < max) {
-    const auto code = load_at<uintptr_t>(f, L.frame_code);
-    const auto prev_instr = load_at<uintptr_t>(f, L.frame_prev_instr);
-    const uintptr_t first = code + L.code_adaptive;
-    const bool generator = load_at<char>(f, L.frame_owner) == L.owned_by_generator;
-    const auto traceable = static_cast<intptr_t>(load_at<int>(code, L.code_first_traceable));
-    const intptr_t units = (static_cast<intptr_t>(prev_instr) - static_cast<intptr_t>(first)) / 2;
-    if (generator || units >= traceable) out[n++] = {code, units < 0 ? -1 : units * 2};
-    f = load_at<uintptr_t>(f, L.frame_previous);
-  }
-  return n;
+uintptr_t type_of(uintptr_t obj) { return load_at<uintptr_t>(obj, kObType); }
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xBF58476D1CE4E5B9ull;
 }
 
-bool same_frames(const PyFrameRef *a, const PyFrameRef *b, int n) {
-  for (int i = 0; i < n; ++i)
-    if (a[i].code != b[i].code || a[i].lasti != b[i].lasti) return false;
+// Up to 8 bytes at each end of `n` bytes at `p` (never past them: the bytes after an object are not its own).
+uint64_t ends(uintptr_t p, size_t n) {
+  uint64_t head = 0, tail = 0;
+  const size_t k = std::min<size_t>(n, 8);
+  std::memcpy(&head, reinterpret_cast<const void *>(p), k);
+  std::memcpy(&tail, reinterpret_cast<const void *>(p + n - k), k);
+  return mix(head, tail);
+}
+
+// A str's length and the bytes at both ends of its characters.
+uint64_t str_sample(const Layout &L, uintptr_t s) {
+  const auto state = load_at<uint32_t>(s, kStrState);
+  const int64_t length = load_at<int64_t>(s, kStrLength);
+  if (((state >> 5) & 1u) == 0 || length <= 0) return static_cast<uint64_t>(length);  // not compact: length only
+  const bool ascii = ((state >> 6) & 1u) != 0;
+  const unsigned kind = ascii ? 1u : (state >> 2) & 7u;
+  const uintptr_t data = s + (ascii ? L.str_ascii_data : L.str_compact_data);
+  return mix(static_cast<uint64_t>(length), ends(data, static_cast<size_t>(length) * kind));
+}
+
+// What tells a code object from another one later allocated at the same address (nothing pins it without the GIL):
+// its filename, name and line-table objects, their sizes and the bytes at both ends of each, and its first line.
+// Two code objects that agree on all of it show the same file and function, and almost surely the same lines.
+uintptr_t fingerprint(const Layout &L, uintptr_t code) {
+  const auto file = load_at<uintptr_t>(code, L.co_filename);
+  const auto name = load_at<uintptr_t>(code, L.co_qualname != 0 ? L.co_qualname : L.co_name);
+  const auto table = load_at<uintptr_t>(code, L.co_table);
+  uint64_t h = mix(file, name);
+  h = mix(h, table);
+  h = mix(h, static_cast<uint64_t>(load_at<int>(code, L.co_firstlineno)));
+  h = mix(h, str_sample(L, name));
+  h = mix(h, str_sample(L, file));
+  const int64_t size = load_at<int64_t>(table, kVarSize);
+  h = mix(h, static_cast<uint64_t>(size));
+  if (size > 0) h = mix(h, ends(table + kBytesData, static_cast<size_t>(size)));
+  return h | 1;  // never 0
+}
+
+enum class WalkResult { Ok, NoState, BadLayout };
+
+// The calling thread's frames, innermost first, by PyFrame_GetBack's rules: C-stack entry frames (3.12+) and
+// incomplete frames (3.11+: still before their first traceable instruction, not a generator's) are skipped; the
+// line of a frame whose trace function set it is kept as is (PyFrame_GetLineNumber's rule).
+WalkResult walk_frames(const Layout &L, const PythonStacks::Api &A, uintptr_t ts, PyFrameRef *out, int max, int *n) {
+  *n = 0;
+  if (load_at<unsigned long>(ts, L.ts_thread_id) != static_cast<unsigned long>(pthread_self()))
+    return WalkResult::NoState;  // a state created on this thread for another one
+  uintptr_t f = load_at<uintptr_t>(ts, L.ts_head);
+  if (L.cframe_current >= 0 && f != 0) f = load_at<uintptr_t>(f, static_cast<size_t>(L.cframe_current));
+  for (int depth = 0; f != 0 && *n < max; ++depth) {
+    if (depth >= kMaxDepth) return WalkResult::BadLayout;
+    const auto next = load_at<uintptr_t>(f, L.f_back);
+    if (next == f) return WalkResult::BadLayout;
+    intptr_t lasti = 0;
+    uintptr_t code = 0;
+    if (L.frame_objects) {
+      if (type_of(f) != A.frame_type) return WalkResult::BadLayout;
+      code = load_at<uintptr_t>(f, L.f_code);
+      if (code == 0 || type_of(code) != A.code_type) return WalkResult::BadLayout;
+      const int raw = load_at<int>(f, L.f_lasti);
+      lasti = raw < 0 ? -1 : intptr_t{raw} * L.lasti_scale;
+      const int line = load_at<int>(f, L.f_lineno);
+      const bool traced = L.minor >= 10 ? line != 0 : load_at<uintptr_t>(f, L.f_trace) != 0;
+      if (traced) lasti = kPyLineFlag | line;
+    } else {
+      const auto owner = static_cast<char>(load_at<uint8_t>(f, L.f_owner));
+      if (L.minor >= 12 && owner == kOwnedByCStack) {
+        f = next;
+        continue;
+      }
+      code = load_at<uintptr_t>(f, L.f_code);
+      if (code == 0) return WalkResult::BadLayout;
+      if (type_of(code) != A.code_type) {  // 3.13: None in entry frames (owner 3, skipped above); else unknown
+        f = next;
+        continue;
+      }
+      const auto instr = static_cast<intptr_t>(load_at<uintptr_t>(f, L.f_instr));
+      const intptr_t units = (instr - static_cast<intptr_t>(code + L.co_adaptive)) / 2;
+      if (owner != kOwnedByGenerator && units < load_at<int>(code, L.co_firsttraceable)) {
+        f = next;
+        continue;
+      }
+      lasti = units < 0 ? -1 : units * 2;
+      if (const auto fo = load_at<uintptr_t>(f, L.f_frame_obj); fo != 0) {
+        if (type_of(fo) != A.frame_type) return WalkResult::BadLayout;
+        if (const int line = load_at<int>(fo, kFrameObjectLineno); line != 0) lasti = kPyLineFlag | line;
+      }
+    }
+    out[(*n)++] = {code, lasti, fingerprint(L, code)};
+    f = next;
+  }
+  return WalkResult::Ok;
+}
+
+// A str object's text as UTF-8 (compact strings only: code objects' names and filenames are).
+bool read_str(const Layout &L, const PythonStacks::Api &A, uintptr_t s, std::string *out) {
+  out->clear();
+  if (s == 0 || type_of(s) != A.unicode_type) return false;
+  const auto state = load_at<uint32_t>(s, kStrState);
+  const unsigned kind = (state >> 2) & 7u;
+  const bool compact = (state >> 5) & 1u, ascii = (state >> 6) & 1u;
+  const auto length = std::min(load_at<int64_t>(s, kStrLength), kMaxString);
+  if (!compact || length < 0) return false;
+  if (ascii) {
+    out->assign(reinterpret_cast<const char *>(s + L.str_ascii_data), static_cast<size_t>(length));
+    return true;
+  }
+  if (kind != 1 && kind != 2 && kind != 4) return false;
+  const uintptr_t data = s + L.str_compact_data;
+  for (int64_t i = 0; i < length; ++i) {
+    const uint32_t c = kind == 1   ? load_at<uint8_t>(data, static_cast<size_t>(i))
+                       : kind == 2 ? load_at<uint16_t>(data, static_cast<size_t>(i) * 2)
+                                   : load_at<uint32_t>(data, static_cast<size_t>(i) * 4);
+    if (c < 0x80) {
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x800) {
+      out->push_back(static_cast<char>(0xC0 | (c >> 6)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else if (c < 0x10000) {
+      out->push_back(static_cast<char>(0xE0 | (c >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    } else {
+      out->push_back(static_cast<char>(0xF0 | (c >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
+    }
+  }
   return true;
+}
+
+// The line of the instruction at byte offset `q`, from the code object's own table (reference §7), as
+// PyCode_Addr2Line computes it; -1 for an instruction without a line.
+int decode_line(const Layout &L, const PythonStacks::Api &A, uintptr_t code, intptr_t q) {
+  const int first = load_at<int>(code, L.co_firstlineno);
+  if (q < 0) return first;
+  const auto table = load_at<uintptr_t>(code, L.co_table);
+  if (table == 0 || type_of(table) != A.bytes_type) return -1;
+  const int64_t size = load_at<int64_t>(table, kVarSize);
+  if (size < 0 || size > kMaxTable) return -1;
+  const auto *p = reinterpret_cast<const uint8_t *>(table + kBytesData);
+  const uint8_t *end = p + size;
+  if (L.minor <= 9) {  // co_lnotab: (address increment, signed line increment) pairs
+    int line = first;
+    intptr_t addr = 0;
+    for (; p + 1 < end; p += 2) {
+      addr += p[0];
+      if (addr > q) break;
+      line += static_cast<int8_t>(p[1]);
+    }
+    return line;
+  }
+  if (L.minor == 10) {  // co_linetable: (range length, signed line delta or -128 = no line) pairs
+    int line = first;
+    intptr_t range_end = 0;
+    for (; p + 1 < end; p += 2) {
+      const intptr_t start = range_end;
+      range_end += p[0];
+      const auto delta = static_cast<int8_t>(p[1]);
+      int here = -1;
+      if (delta != -128) here = line += delta;
+      if (start != range_end && start <= q && q < range_end) return here;
+    }
+    return -1;
+  }
+  // 3.11+ location table (Objects/locations.md)
+  auto varint = [&p, end]() {
+    if (p >= end) return uint32_t{0};
+    uint32_t b = *p++, v = b & 63u, shift = 0;
+    while ((b & 64u) != 0 && p < end && shift < 28) {
+      b = *p++;
+      shift += 6;
+      v |= (b & 63u) << shift;
+    }
+    return v;
+  };
+  auto svarint = [&varint]() {
+    const uint32_t u = varint();
+    return (u & 1u) != 0 ? -static_cast<int>(u >> 1) : static_cast<int>(u >> 1);
+  };
+  int line = first;
+  intptr_t addr = 0;
+  while (p < end) {
+    const uint8_t head = *p++;
+    if ((head & 0x80u) == 0) return -1;  // not at an entry: a table we do not understand
+    const int kind = (head >> 3) & 15, length = (head & 7) + 1;
+    int delta = 0;
+    if (kind == 15) {
+    } else if (kind == 14) {
+      delta = svarint();
+      varint();
+      varint();
+      varint();
+    } else if (kind == 13) {
+      delta = svarint();
+    } else if (kind >= 10) {
+      delta = kind - 10;
+      p += 2;
+    } else {
+      p += 1;
+    }
+    line += delta;
+    const intptr_t next = addr + 2 * intptr_t{length};
+    if (addr <= q && q < next) return kind == 15 ? -1 : line;
+    addr = next;
+  }
+  return -1;
 }
 
 // The interpreter's lib directory component: "python3.11" (also "python3.11d", "python3.13t"), or "python311.zip".
@@ -124,20 +336,6 @@ class ErrorGuard {
   const PythonStacks::Api *a_;
   void *type_ = nullptr, *value_ = nullptr, *tb_ = nullptr;
 };
-
-std::string attr_string(const PythonStacks::Api *a, void *obj, const char *name, bool *ok) {
-  void *v = a->Object_GetAttrString(obj, name);
-  if (v == nullptr) {
-    *ok = false;
-    return {};
-  }
-  ssize_t n = 0;
-  const char *s = a->Unicode_AsUTF8AndSize(v, &n);
-  std::string out = s != nullptr && n >= 0 ? std::string(s, static_cast<size_t>(n)) : std::string();
-  *ok = s != nullptr;
-  a->DecRef(v);
-  return out;
-}
 
 bool file_exists(const std::string &p) {
   struct stat st {};
@@ -232,6 +430,38 @@ void PythonStacks::refresh() noexcept {
   }
 }
 
+namespace {
+
+// The running interpreter's version as 0xMMmm (0x030B), 0 when unknown.
+int python_version(void *handle) {
+  if (const auto *v = static_cast<const unsigned long *>(real_dlsym(handle, "Py_Version")))  // 3.11+
+    return static_cast<int>(*v >> 16);
+  // Before 3.11: "3.8.18 (default, ...)", a static buffer filled by snprintf (no Python, no GIL).
+  auto get = reinterpret_cast<const char *(*)()>(real_dlsym(handle, "Py_GetVersion"));
+  const char *s = get != nullptr ? get() : nullptr;
+  if (s == nullptr) return 0;
+  int major = 0, minor = 0;
+  if (std::sscanf(s, "%d.%d", &major, &minor) != 2) return 0;
+  return (major << 8) | minor;
+}
+
+// 3.13 publishes its own offsets at the start of _PyRuntime (_Py_DebugOffsets, reference §10): the table above
+// must agree with them.
+bool debug_offsets_agree(void *handle, const Layout &L) {
+  const auto rt = reinterpret_cast<uintptr_t>(real_dlsym(handle, "_PyRuntime"));
+  if (rt == 0 || std::memcmp(reinterpret_cast<const void *>(rt), "xdebugpy", 8) != 0) return false;
+  if ((load_at<uint64_t>(rt, 8) >> 16) != 0x030D || load_at<uint64_t>(rt, 16) != 0) return false;  // not free-threaded
+  auto at = [rt](size_t off) { return load_at<uint64_t>(rt, off); };
+  return at(152 + 32) == L.ts_head && at(152 + 40) == L.ts_thread_id && at(224 + 8) == L.f_back &&
+         at(224 + 16) == L.f_code && at(224 + 24) == L.f_instr && at(224 + 40) == L.f_owner &&
+         at(272 + 8) == L.co_filename && at(272 + 16) == L.co_name && at(272 + 24) == L.co_qualname &&
+         at(272 + 32) == L.co_table && at(272 + 40) == L.co_firstlineno && at(272 + 72) == L.co_adaptive &&
+         at(352 + 8) == kObType && at(512 + 16) == kBytesData && at(536 + 8) == kStrState &&
+         at(536 + 16) == kStrLength && at(536 + 24) == L.str_ascii_data;
+}
+
+}  // namespace
+
 const PythonStacks::Api *PythonStacks::bind() noexcept {
   const Api *a = api_.load(std::memory_order_acquire);
   if (a != nullptr) return a;
@@ -267,103 +497,137 @@ const PythonStacks::Api *PythonStacks::bind() noexcept {
   auto *api = new (std::nothrow) Api();
   if (api == nullptr) return nullptr;
   api->IsInitialized = init;
-  bool ok = lookup(handle, "PyGILState_Check", api->GILState_Check) &&
-            lookup(handle, "PyGILState_GetThisThreadState", api->GILState_GetThisThreadState) &&
-            lookup(handle, "PyThreadState_GetFrame", api->ThreadState_GetFrame) &&
-            lookup(handle, "PyFrame_GetBack", api->Frame_GetBack) &&
-            lookup(handle, "PyFrame_GetCode", api->Frame_GetCode) &&
-            lookup(handle, "PyFrame_GetLineNumber", api->Frame_GetLineNumber) &&
-            lookup(handle, "PyCode_Addr2Line", api->Code_Addr2Line) &&
-            lookup(handle, "PyObject_GetAttrString", api->Object_GetAttrString) &&
-            lookup(handle, "PyUnicode_AsUTF8AndSize", api->Unicode_AsUTF8AndSize) &&
-            lookup(handle, "Py_IncRef", api->IncRef) && lookup(handle, "Py_DecRef", api->DecRef) &&
-            lookup(handle, "PyErr_Fetch", api->Err_Fetch) && lookup(handle, "PyErr_Restore", api->Err_Restore);
-  if (!ok) {  // before 3.9 (no PyFrame_GetCode...) or not CPython
-    log_info("the Python runtime lacks the frame API of CPython >= 3.9: kernels get native stacks only");
+  auto type = [handle](const char *name) { return reinterpret_cast<uintptr_t>(real_dlsym(handle, name)); };
+  api->code_type = type("PyCode_Type");
+  api->unicode_type = type("PyUnicode_Type");
+  api->bytes_type = type("PyBytes_Type");
+  api->frame_type = type("PyFrame_Type");
+  const bool ok = lookup(handle, "PyGILState_GetThisThreadState", api->GILState_GetThisThreadState) &&
+                  api->code_type != 0 && api->unicode_type != 0 && api->bytes_type != 0 && api->frame_type != 0;
+  if (!ok) {  // not CPython
+    log_warn("the Python runtime is not a CPython this shim knows: kernels get no Python frames");
     delete api;
     absent_.store(true, std::memory_order_release);
     return nullptr;
   }
-  lookup(handle, "PyFrame_GetLasti", api->Frame_GetLasti);
+  lookup(handle, "PyGILState_Check", api->GILState_Check);
+  lookup(handle, "PyThreadState_GetFrame", api->ThreadState_GetFrame);
+  lookup(handle, "PyFrame_GetBack", api->Frame_GetBack);
+  lookup(handle, "PyFrame_GetCode", api->Frame_GetCode);
+  lookup(handle, "PyFrame_GetLineNumber", api->Frame_GetLineNumber);
+  lookup(handle, "Py_IncRef", api->IncRef);
+  lookup(handle, "Py_DecRef", api->DecRef);
+  lookup(handle, "PyErr_Fetch", api->Err_Fetch);
+  lookup(handle, "PyErr_Restore", api->Err_Restore);
   if (!lookup(handle, "PyThreadState_GetUnchecked", api->ThreadState_UncheckedGet))
     lookup(handle, "_PyThreadState_UncheckedGet", api->ThreadState_UncheckedGet);
   if (!lookup(handle, "Py_IsFinalizing", api->IsFinalizing)) lookup(handle, "_Py_IsFinalizing", api->IsFinalizing);
-  interpreter_addr_.store(reinterpret_cast<uintptr_t>(api->Frame_GetBack), std::memory_order_release);
-  // Py_Version (3.11+): the raw walk knows 3.11's layout only. A 3.11 built with another object layout
-  // (Py_TRACE_REFS adds two pointers to every object) fails the verification and keeps the C API.
-  const auto *version = static_cast<const unsigned long *>(real_dlsym(handle, "Py_Version"));
-  if (version != nullptr && (*version >> 16) == 0x030B && api->Frame_GetLasti != nullptr) raw_candidate_ = &kCPython311;
+  interpreter_addr_.store(reinterpret_cast<uintptr_t>(api->GILState_GetThisThreadState), std::memory_order_release);
+
+  const int version = python_version(handle);
+  for (const Layout &L : kLayouts)
+    if (version == (0x0300 | L.minor)) layout_ = &L;
+  if (layout_ != nullptr && layout_->minor == 13 && !debug_offsets_agree(handle, *layout_)) {
+    log_warn(
+        "Python frames: CPython 3.13's _Py_DebugOffsets differ from the layout known (a free-threaded or "
+        "changed build): kernels get no Python frames");
+    layout_ = nullptr;
+  } else if (layout_ == nullptr) {
+    log_warn("Python frames: CPython %d.%d is not supported (3.8 to 3.13 are): kernels get no Python frames",
+             version >> 8, version & 0xFF);
+  }
+  if (layout_ != nullptr && !raw_refused_.load(std::memory_order_acquire))
+    raw_.store(layout_, std::memory_order_release);
   api_.store(api, std::memory_order_release);
   return api;
 }
 
+int PythonStacks::layout_minor() const noexcept {
+  const RawLayout *L = raw_.load(std::memory_order_acquire);
+  return L != nullptr ? L->minor : 0;
+}
+
+void PythonStacks::refuse(const char *why) noexcept {
+  raw_.store(nullptr, std::memory_order_release);
+  if (!raw_refused_.exchange(true)) log_warn("Python frames: %s; kernels get no Python frames from now on", why);
+}
+
 int PythonStacks::walk(PyFrameRef *out, int max) noexcept {
   const Api *a = bind();
-  if (a == nullptr || max <= 0 || a->IsInitialized() == 0) return 0;
+  if (a == nullptr || max <= 0) return 0;
+  const RawLayout *L = raw_.load(std::memory_order_acquire);
+  if (L == nullptr || a->IsInitialized() == 0) return 0;
   if (a->IsFinalizing != nullptr && a->IsFinalizing() != 0) return 0;
-  if (a->GILState_Check() == 0) return 0;
-  // PyGILState_Check() says yes unconditionally once sub-interpreters were used: also require that the thread
-  // state holding the GIL is this thread's own.
-  void *ts = a->GILState_GetThisThreadState();
-  if (ts == nullptr) return 0;
-  if (a->ThreadState_UncheckedGet != nullptr && a->ThreadState_UncheckedGet() != ts) return 0;
-
-  if (const RawLayout *raw = raw_.load(std::memory_order_acquire)) return walk_raw(*raw, ts, out, max);
-  ErrorGuard keep(a);  // creating frame objects (3.11) can fail with MemoryError: never leave it to the host
-  const int n = walk_api(a, ts, out, max);
-  if (n > 0 && raw_candidate_ != nullptr && !raw_refused_.load(std::memory_order_acquire)) verify_raw(a, ts, out, n);
+  // This thread's own state, GIL held or not (never the "current" one: with the GIL released that can be another
+  // thread's, reference §2).
+  const auto ts = reinterpret_cast<uintptr_t>(a->GILState_GetThisThreadState());
+  if (ts == 0) return 0;
+  int n = 0;
+  if (walk_frames(*L, *a, ts, out, max, &n) == WalkResult::BadLayout) {
+    refuse("the interpreter's frames do not have the layout expected");
+    return 0;
+  }
   return n;
 }
 
-int PythonStacks::walk_api(const Api *a, void *ts, PyFrameRef *out, int max) noexcept {
-  int n = 0;
+bool PythonStacks::holds_gil(const Api *a, void *ts) const noexcept {
+  // PyGILState_Check() says yes unconditionally once sub-interpreters were used: also require that the thread
+  // state holding the GIL is this thread's own.
+  return a->GILState_Check != nullptr && a->ThreadState_UncheckedGet != nullptr && a->GILState_Check() != 0 &&
+         a->ThreadState_UncheckedGet() == ts;
+}
+
+// GIL held: the C API's frames (PyThreadState_GetFrame, PyFrame_GetBack) have the same code objects and lines.
+bool PythonStacks::agrees_with_c_api(const Api *a, void *ts, const PyFrameRef *frames, int n) noexcept {
+  if (a->ThreadState_GetFrame == nullptr || a->Frame_GetBack == nullptr || a->Frame_GetCode == nullptr ||
+      a->Frame_GetLineNumber == nullptr || a->DecRef == nullptr || a->Err_Fetch == nullptr || a->Err_Restore == nullptr)
+    return true;  // 3.8: no such API; the type checks stand alone
+  const RawLayout &L = *raw_.load(std::memory_order_acquire);
+  ErrorGuard keep(a);  // creating frame objects (3.11+) can fail with MemoryError: never leave it to the host
+  const int m = std::min(n, kMaxVerifyFrames);
+  int i = 0;
+  bool same = true;
   void *f = a->ThreadState_GetFrame(ts);
-  while (f != nullptr && n < max) {
+  while (f != nullptr && i < m && same) {
     void *code = a->Frame_GetCode(f);
-    const intptr_t lasti =
-        a->Frame_GetLasti != nullptr ? a->Frame_GetLasti(f) : (kPyLineFlag | a->Frame_GetLineNumber(f));
-    // The frame keeps its code alive while it executes, which it does until we return: drop our reference now.
-    out[n++] = {reinterpret_cast<uintptr_t>(code), lasti};
+    const int line = a->Frame_GetLineNumber(f);
+    const PyFrameRef &r = frames[i++];
+    const int ours =
+        (r.lasti & kPyLineFlag) != 0 ? static_cast<int>(r.lasti & ~kPyLineFlag) : decode_line(L, *a, r.code, r.lasti);
+    same = reinterpret_cast<uintptr_t>(code) == r.code && line == ours;
     a->DecRef(code);
     void *back = a->Frame_GetBack(f);
     a->DecRef(f);
     f = back;
   }
   if (f != nullptr) a->DecRef(f);
-  return n;
-}
-
-// Switches the raw walk on when it reproduces the C API's frames of this live stack exactly.
-void PythonStacks::verify_raw(const Api *, void *ts, const PyFrameRef *api_frames, int n) noexcept {
-  PyFrameRef raw[kMaxVerifyFrames];
-  const int m = std::min(n, kMaxVerifyFrames);
-  const int got = walk_raw(*raw_candidate_, ts, raw, m);
-  if (got == m && same_frames(raw, api_frames, m)) {
-    raw_.store(raw_candidate_, std::memory_order_release);
-  } else if (!raw_refused_.exchange(true)) {
-    log_info("Python frames: the interpreter's frame layout is not the one expected; using the C API only");
-  }
+  return same && i == m;
 }
 
 void PythonStacks::allow_raw_walk(bool allow) noexcept {
   raw_refused_.store(!allow, std::memory_order_release);
-  if (!allow) raw_.store(nullptr, std::memory_order_release);
+  raw_.store(allow ? layout_ : nullptr, std::memory_order_release);
 }
 
-uint32_t PythonStacks::code_index(uintptr_t code) {
+uint32_t PythonStacks::code_index(const PyFrameRef &f, bool pin) {
+  const Key key{f.code, f.check, 0};
+  const Api *a = api_.load(std::memory_order_acquire);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = code_ids_.find(code); it != code_ids_.end()) return it->second;
+    if (auto it = code_ids_.find(key); it != code_ids_.end()) {
+      CodeInfo &c = codes_[it->second];
+      if (pin && !c.pinned) {
+        a->IncRef(reinterpret_cast<void *>(f.code));  // GIL held: its address stays its own from now on
+        c.pinned = true;
+      }
+      return it->second;
+    }
   }
-  const Api *a = api_.load(std::memory_order_acquire);
-  void *obj = reinterpret_cast<void *>(code);
+  const RawLayout &L = *layout_;
   CodeInfo ci;
-  bool ok = true;
-  ci.filename = attr_string(a, obj, "co_filename", &ok);
-  if (!ok) ci.filename = "?";
-  ci.qualname = attr_string(a, obj, "co_qualname", &ok);
-  if (!ok) ci.qualname = attr_string(a, obj, "co_name", &ok);  // before 3.11
-  if (!ok) ci.qualname = "?";
+  if (!read_str(L, *a, load_at<uintptr_t>(f.code, L.co_filename), &ci.filename)) ci.filename = "?";
+  if (!read_str(L, *a, load_at<uintptr_t>(f.code, L.co_qualname != 0 ? L.co_qualname : L.co_name), &ci.qualname))
+    ci.qualname = "?";
   ci.hidden = is_hidden_python_file(ci.filename) || is_hidden_python_function(ci.qualname);
   if (!ci.filename.empty() && ci.filename[0] == '/') {
     ci.source_path = ci.filename;
@@ -375,47 +639,49 @@ uint32_t PythonStacks::code_index(uintptr_t code) {
       if (file_exists(p)) ci.source_path = std::move(p);
     }
   }
-  a->IncRef(obj);  // pinned for the life of the process: its address is its identity
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = code_ids_.emplace(code, static_cast<uint32_t>(codes_.size()));
-  if (inserted) {
-    codes_.push_back(std::move(ci));
-  } else {
-    a->DecRef(obj);  // another thread pinned it first; it still holds a reference, so this never frees it
+  auto [it, inserted] = code_ids_.emplace(key, static_cast<uint32_t>(codes_.size()));
+  if (inserted) codes_.push_back(std::move(ci));
+  CodeInfo &c = codes_[it->second];
+  if (pin && !c.pinned) {
+    a->IncRef(reinterpret_cast<void *>(f.code));
+    c.pinned = true;
   }
   return it->second;
 }
 
 bool PythonStacks::resolve(const PyFrameRef *frames, int n, uint32_t *ids) noexcept {
   const Api *a = api_.load(std::memory_order_acquire);
-  if (a == nullptr || a->IsInitialized() == 0) return false;
+  const RawLayout *L = raw_.load(std::memory_order_acquire);
+  if (a == nullptr || L == nullptr || a->IsInitialized() == 0) return false;
   try {
-    ErrorGuard keep(a);
-    if (raw_.load(std::memory_order_acquire) != nullptr && n > 0) {
-      // First sight of this stack: check the raw walk against the C API once more (its cost is small next to
-      // resolving). A difference turns the raw walk off for good and this stack keeps no Python frames.
-      void *ts = a->GILState_GetThisThreadState();
-      PyFrameRef check[kMaxVerifyFrames];
-      const int m = std::min(n, kMaxVerifyFrames);
-      if (ts == nullptr || walk_api(a, ts, check, m) != m || !same_frames(check, frames, m)) {
-        allow_raw_walk(false);
-        log_warn("Python frames: the direct frame walk disagreed with the C API; using the C API only");
-        return false;
-      }
+    void *ts = a->GILState_GetThisThreadState();
+    const bool gil = ts != nullptr && holds_gil(a, ts);
+    // GIL held, first sight of this stack: check the walk against the C API once more (its cost is small next to
+    // resolving). A difference turns the walk off for good and this stack keeps no Python frames.
+    if (gil && n > 0 && !agrees_with_c_api(a, ts, frames, n)) {
+      refuse("the direct frame walk disagreed with the C API");
+      return false;
     }
+    const bool pin = gil && a->IncRef != nullptr;
     for (int i = 0; i < n; ++i) {
-      const std::pair<uintptr_t, intptr_t> key{frames[i].code, frames[i].lasti};
+      const Key key{frames[i].code, frames[i].check, frames[i].lasti};
+      bool known = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto it = frame_ids_.find(key); it != frame_ids_.end()) {
           ids[i] = it->second;
-          continue;
+          known = true;
         }
       }
-      const uint32_t ci = code_index(key.first);
-      const int line = (key.second & kPyLineFlag) != 0
-                           ? static_cast<int>(key.second & ~kPyLineFlag)
-                           : a->Code_Addr2Line(reinterpret_cast<void *>(key.first), static_cast<int>(key.second));
+      if (known) {
+        if (pin) code_index(frames[i], true);  // first seen without the GIL: pin it now
+        continue;
+      }
+      const uint32_t ci = code_index(frames[i], pin);
+      // The code object is alive (its frame executes): decode its line table now.
+      const int line = (key.lasti & kPyLineFlag) != 0 ? static_cast<int>(key.lasti & ~kPyLineFlag)
+                                                      : decode_line(*L, *a, key.code, key.lasti);
       std::lock_guard<std::mutex> lock(mu_);
       auto [it, inserted] = frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
       if (inserted) {

@@ -1,24 +1,25 @@
-// Python frames of the calling thread, read through the CPython C API of whatever interpreter the host runs.
+// Python frames of the calling thread, read from the interpreter's own structures, GIL held or not.
 //
-// Rules (spec §3, reference/interception_anchors.md §5):
-// - libpython is never linked; the API is found with dlsym(RTLD_DEFAULT) (Debian's python3.11 exports it from the
-//   executable), else in a libpython opened RTLD_LOCAL, and only used once Py_IsInitialized() returns true.
-// - Frames are read only on a thread that holds the GIL (PyGILState_Check(), cross-checked against the thread
-//   state the runtime says is current); the GIL is never taken. A thread without it (ctypes.CDLL calls, C++
-//   worker threads, torch ops that released it) gets no Python frames.
-// - Capture records (code object, instruction offset) per frame. Through the C API (PyThreadState_GetFrame,
-//   PyFrame_GetBack/GetCode/GetLasti) that costs ~25 ns a frame, and 3.11 allocates a frame object for every
-//   frame that has none yet. On CPython 3.11 the same pairs are read straight from the interpreter's frame
-//   chain (tstate->cframe->current_frame, _PyInterpreterFrame.previous/f_code/prev_instr: a few ns a frame, no
-//   allocation), still only under the GIL and only on the calling thread's own frames. That layout is private
-//   to CPython, so the raw walk is switched on only after it gave exactly the C API's frames on a live stack,
-//   is compared with the C API again for every stack seen for the first time, and is switched off for good at
-//   the first difference. Other versions use the C API only.
-// - File, line, function and
-//   source are resolved once per distinct (code, offset), on first sight, while the GIL is still held; code
-//   objects seen are kept alive forever (one strong reference each), so their addresses are never reused and
-//   (code, offset) identifies a frame for the life of the process.
-// - Pending Python exceptions are saved and restored around every use of the API.
+// Rules (spec §3, reference/interception_anchors.md §5, reference/python_frames.md):
+// - libpython is never linked; its symbols are found with dlsym(RTLD_DEFAULT) (Debian's python3.11 exports them
+//   from the executable), else in a libpython opened RTLD_LOCAL, and only used once Py_IsInitialized() is true.
+// - The walk reads the CALLING thread's own frame chain (PyGILState_GetThisThreadState(): this thread's state
+//   whether or not it holds the GIL; its thread_id must be pthread_self()). That thread is blocked in our hook, so
+//   its frames and their code objects cannot change or go away; other threads may run Python meanwhile. Real
+//   hosts release the GIL around native calls (torch's bindings, ctypes.CDLL). The GIL is never taken, no Python
+//   runs and CPython's allocator is never used on this path.
+// - The layout is chosen at run time from the version (Py_Version, else Py_GetVersion()): CPython 3.8 to 3.13,
+//   64-bit. Every pointer followed is type-checked (frame, code, str, bytes objects); on 3.13 the table is
+//   cross-checked against _Py_DebugOffsets. Any other version or a failed check: no Python frames, one warning.
+// - A frame is captured as (code object, instruction byte offset, fingerprint of the code object). Code objects
+//   are not pinned when the GIL is released (a reference count cannot be touched without it), so a freed code
+//   object's address can come back as another one: the fingerprint (its filename, name, qualname and line table
+//   objects, first line) makes such a frame a different key. Where the GIL happens to be held, code objects seen
+//   are also kept alive for good (one strong reference), as before.
+// - File, qualified name (co_qualname, co_name before 3.11) and line (the version's line table decoded here) are
+//   resolved natively once per distinct (code, offset, fingerprint), so the OpName is the same GIL or not. Where
+//   the GIL is held, each stack seen for the first time is also compared with the C API's frames (3.9+); the
+//   first difference turns the direct walk off for good (then: no Python frames).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -32,12 +33,15 @@
 
 namespace msprobe::shim {
 
-// A frame as captured. `lasti` is PyFrame_GetLasti() (a byte offset into the bytecode), or, on Pythons before
-// 3.11, the line number with kPyLineFlag set.
+// A frame as captured. `lasti` is the byte offset of the instruction into the bytecode (-1 before the first), or,
+// while a trace function set the frame's own line (PyFrame_GetLineNumber's rule), that line with kPyLineFlag set.
+// `check` fingerprints the code object (see above).
 struct PyFrameRef {  // trivial on purpose: capture() keeps an uninitialized array of them on the stack
   uintptr_t code;
   intptr_t lasti;
+  uintptr_t check;
 };
+inline constexpr size_t kPyFrameWords = sizeof(PyFrameRef) / sizeof(uintptr_t);
 inline constexpr intptr_t kPyLineFlag = intptr_t{1} << 62;
 inline constexpr int kMaxVerifyFrames = 256;  // frames compared when checking the raw walk
 
@@ -83,11 +87,12 @@ class PythonStacks {
   static PythonStacks &global();  // created on first use, never destroyed
 
   // The calling thread's Python frames, innermost first (at most `max`); 0 when there is no initialized Python
-  // runtime or this thread does not hold the GIL. Never throws, never takes the GIL.
+  // runtime, the thread has no Python state or the layout is unknown. Never throws, never takes the GIL.
   int walk(PyFrameRef *out, int max) noexcept;
   // Frame ids for frames that walk() just returned on this thread: call it in the same native call, before
-  // control goes back to Python (the GIL is still held and the frames still execute). Resolves frames seen for
-  // the first time. Returns false (ids untouched) if the Python runtime went away.
+  // control goes back to Python (the frames still execute, so their code objects are alive). Resolves frames seen
+  // for the first time. Returns false (ids untouched) if the Python runtime went away or, GIL held, the C API
+  // disagreed with the walk.
   bool resolve(const PyFrameRef *frames, int n, uint32_t *ids) noexcept;
   // The frame behind an id from resolve(). The reference stays valid forever.
   const PyFrameInfo &info(uint32_t id) const;
@@ -98,10 +103,13 @@ class PythonStacks {
   uintptr_t interpreter_address() const { return interpreter_addr_.load(std::memory_order_acquire); }
   // A libpython was loaded: look for a Python runtime again if none was found so far.
   void refresh() noexcept;
-  // Whether walk() reads the interpreter's frames directly (CPython 3.11, verified) and, for tests, a way to
-  // turn that off (then walk() uses the C API only) or on again (pending verification).
+  // Whether walk() can read frames (a known layout, not refused) and, for tests, a way to turn it off (then no
+  // Python frames) or on again.
   bool raw_walk_active() const noexcept { return raw_.load(std::memory_order_acquire) != nullptr; }
   void allow_raw_walk(bool allow) noexcept;
+
+  // The CPython minor version whose layout walk() uses (8..13), 0 when none.
+  int layout_minor() const noexcept;
 
   struct Api;
   struct RawLayout;
@@ -109,33 +117,41 @@ class PythonStacks {
  private:
   PythonStacks() = default;
   const Api *bind() noexcept;
-  int walk_api(const Api *a, void *ts, PyFrameRef *out, int max) noexcept;
-  void verify_raw(const Api *a, void *ts, const PyFrameRef *api_frames, int n) noexcept;
-  uint32_t code_index(uintptr_t code);  // GIL held; strings of a code object, resolved once
+  void refuse(const char *why) noexcept;
+  bool holds_gil(const Api *a, void *ts) const noexcept;
+  bool agrees_with_c_api(const Api *a, void *ts, const PyFrameRef *frames, int n) noexcept;
+  uint32_t code_index(const PyFrameRef &f, bool pin);  // strings of a code object, resolved once
 
   struct CodeInfo {
     std::string filename, source_path, qualname;
     bool hidden = false;
+    bool pinned = false;
   };
-  struct PairHash {
-    size_t operator()(const std::pair<uintptr_t, intptr_t> &k) const noexcept {
-      return std::hash<uintptr_t>{}(k.first * 0x9E3779B97F4A7C15ull ^ static_cast<uintptr_t>(k.second));
+  struct Key {
+    uintptr_t code, check;
+    intptr_t lasti;
+    bool operator==(const Key &) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key &k) const noexcept {
+      return std::hash<uintptr_t>{}(
+          (k.code * 0x9E3779B97F4A7C15ull ^ static_cast<uintptr_t>(k.lasti)) * 0xBF58476D1CE4E5B9ull ^ k.check);
     }
   };
 
   std::atomic<const Api *> api_{nullptr};
-  const RawLayout *raw_candidate_ = nullptr;     // the layout of this interpreter's version, if known
-  std::atomic<const RawLayout *> raw_{nullptr};  // set once the candidate matched the C API
-  std::atomic<bool> raw_refused_{false};         // a mismatch was seen, or a test said no
+  std::atomic<const RawLayout *> raw_{nullptr};  // the layout walk() uses; null: no Python frames
+  const RawLayout *layout_ = nullptr;            // this interpreter's layout, if known
+  std::atomic<bool> raw_refused_{false};         // a check failed, or a test said no
   std::atomic<bool> absent_{false};              // no Python runtime in the process (until refresh())
   std::atomic<int (*)()> is_initialized_{nullptr};
   std::mutex bind_mu_;
   std::atomic<uintptr_t> interpreter_addr_{0};
 
   mutable std::mutex mu_;
-  std::unordered_map<uintptr_t, uint32_t> code_ids_;
+  std::unordered_map<Key, uint32_t, KeyHash> code_ids_;  // lasti 0
   std::deque<CodeInfo> codes_;
-  std::unordered_map<std::pair<uintptr_t, intptr_t>, uint32_t, PairHash> frame_ids_;
+  std::unordered_map<Key, uint32_t, KeyHash> frame_ids_;
   std::deque<PyFrameInfo> frames_;
   std::unordered_map<std::string, uint32_t> display_ids_;  // file, source, line, function -> first frame id
 };

@@ -69,7 +69,7 @@ uint64_t hash_words(const uintptr_t *w, size_t n, uint64_t seed) {
 
 uint64_t stack_hash(const uintptr_t *words, int n_native, int n_python) {
   const uint64_t seed = (static_cast<uint64_t>(n_native) << 32) | static_cast<uint32_t>(n_python);
-  return hash_words(words, static_cast<size_t>(n_native) + 2 * static_cast<size_t>(n_python), seed);
+  return hash_words(words, static_cast<size_t>(n_native) + kPyFrameWords * static_cast<size_t>(n_python), seed);
 }
 
 // The object (executable or shared library) that holds this code.
@@ -221,7 +221,7 @@ StackCaptureOptions StackTable::options_for(StackMode mode) {
 
 __attribute__((noinline)) StackId StackTable::capture(const StackCaptureOptions &what) noexcept {
   constexpr int kOwnSlack = 24;  // room for the shim's own frames, dropped below
-  uintptr_t words[kMaxNativeFrames + kOwnSlack + 2 * kMaxPythonFrames];
+  uintptr_t words[kMaxNativeFrames + kOwnSlack + kPyFrameWords * kMaxPythonFrames];
   int nn = 0;
   if (what.native && what.max_native > 0) {
     const int want = std::min(what.max_native, kMaxNativeFrames);
@@ -262,7 +262,7 @@ __attribute__((noinline)) StackId StackTable::capture(const StackCaptureOptions 
 
 const StackTable::Entry *StackTable::find(const Slots *s, uint64_t hash, const uintptr_t *words, int n_native,
                                           int n_python) const {
-  const size_t n_words = static_cast<size_t>(n_native) + 2 * static_cast<size_t>(n_python);
+  const size_t n_words = static_cast<size_t>(n_native) + kPyFrameWords * static_cast<size_t>(n_python);
   for (size_t i = hash & s->mask;; i = (i + 1) & s->mask) {
     const Entry *e = s->slot[i].load(std::memory_order_acquire);
     if (e == nullptr) return nullptr;
@@ -277,7 +277,7 @@ __attribute__((noinline)) StackId StackTable::intern(uint64_t h, const uintptr_t
                                                      const void *py_refs) noexcept {
   try {
     auto e = std::make_unique<Entry>();
-    // Python frames first, while the GIL is still held and without any lock of ours (resolving may run the
+    // Python frames first, without any lock of ours (with the GIL held, the C API cross-check may run the
     // garbage collector, whose finalizers may launch kernels and come back here).
     e->py_ids.resize(static_cast<size_t>(np));
     if (np > 0 && !PythonStacks::global().resolve(static_cast<const PyFrameRef *>(py_refs), np, e->py_ids.data())) {
@@ -293,7 +293,7 @@ __attribute__((noinline)) StackId StackTable::intern(uint64_t h, const uintptr_t
     e->hash = h;
     e->n_native = static_cast<uint32_t>(nn);
     e->n_python = static_cast<uint32_t>(np);
-    e->words.assign(words, words + nn + 2 * np);
+    e->words.assign(words, words + nn + kPyFrameWords * static_cast<size_t>(np));
     e->op_name = make_op_name(e->py_ids);
 
     std::lock_guard<std::mutex> lock(mu_);

@@ -4,7 +4,7 @@
 //   capture (hook thread, hot path)   raw native return addresses (libunwind, shim frames skipped) + Python
 //                                     (code object, instruction offset) pairs; hashed and looked up in the
 //                                     StackTable: a stack seen before costs no allocation and no lock.
-//   intern (first sight only)         Python frames resolved (file, line, qualname) while the GIL is still held,
+//   intern (first sight only)         Python frames resolved natively (file, line, qualname), GIL held or not,
 //                                     module map refreshed if the loader's counters moved, OpName computed; the
 //                                     stack gets the next small integer id.
 //   render (writer side, late)        native frames symbolized from the modules' ELF files, Python source lines
@@ -36,7 +36,7 @@ inline constexpr StackId kEmptyStack = 0;
 
 struct StackCaptureOptions {
   bool native = true;    // native return addresses
-  bool python = true;    // Python frames (only read on a thread holding the GIL)
+  bool python = true;    // Python frames (the calling thread's own, GIL held or not)
   int max_native = 64;   // innermost frames kept (at most kMaxNativeFrames)
   int max_python = 128;  // innermost frames kept (at most kMaxPythonFrames)
 };

@@ -4,14 +4,18 @@ Libraries are opened from $ASCEND_HOME_PATH/lib64 with dlopen and every function
 on that handle (attribute access on the ctypes library), never through the global namespace: exactly the
 path that a preloaded interposer must catch by hooking dlsym.
 
-The GIL, as torch_npu has it: op dispatch (libnnopbase's argument handles, libopapi's
-aclnnXGetWorkspaceSize, the executor-cache helpers) runs on the Python thread with the GIL held, so these
-two libraries are opened with ctypes.PyDLL (a CDLL call releases the GIL around the call). The runtime
-(libascendcl: copies and synchronizations block) and HCCL (collectives wait for the other ranks) keep
-ctypes.CDLL and release it.
+The GIL, as torch has it: its generated bindings release the GIL around every ATen call, so op dispatch
+(libnnopbase's argument handles, libopapi's aclnnXGetWorkspaceSize, the executor-cache helpers) runs on the
+Python thread WITHOUT the GIL: every library is opened with ctypes.CDLL, which releases it around the call.
+TINY_NPU_HOLD_GIL=1 opens the dispatch libraries with ctypes.PyDLL instead (GIL held), for comparison.
 """
 import ctypes
 import os
+
+
+def dispatch_dll():
+    """ctypes.CDLL (the GIL released around each call, as torch does), or PyDLL with TINY_NPU_HOLD_GIL=1."""
+    return ctypes.PyDLL if os.environ.get("TINY_NPU_HOLD_GIL") == "1" else ctypes.CDLL
 
 import numpy as np
 
@@ -82,8 +86,8 @@ class Libraries:
         lib64 = os.path.join(home or ascend_home(), "lib64")
         self.lib64 = lib64
         self.ascendcl = ctypes.CDLL(os.path.join(lib64, "libascendcl.so"))
-        self.nnopbase = ctypes.PyDLL(os.path.join(lib64, "libnnopbase.so"))  # GIL held: op dispatch
-        self.opapi = ctypes.PyDLL(os.path.join(lib64, "libopapi.so"))
+        self.nnopbase = dispatch_dll()(os.path.join(lib64, "libnnopbase.so"))  # op dispatch: GIL released
+        self.opapi = dispatch_dll()(os.path.join(lib64, "libopapi.so"))
         self._hccl = None
         self._declare()
 

@@ -191,7 +191,7 @@ def _release_now(rt, releases):
 def _phase1(rt, op, args):
     conv = _convert(rt, op, args)
     ws, ex = ctypes.c_uint64(0), ctypes.c_void_p(0)
-    rc = op.op.phase1(*conv.values, ctypes.byref(ws), ctypes.byref(ex))  # the GIL held (PyDLL), as in torch_npu
+    rc = op.op.phase1(*conv.values, ctypes.byref(ws), ctypes.byref(ex))  # the GIL released (CDLL), as in torch
     if rc != 0:
         _release_now(rt, conv.releases)
         msg = rt.libs.ascendcl.aclGetRecentErrMsg()

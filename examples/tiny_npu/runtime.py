@@ -1,7 +1,7 @@
 """The device runtime of tiny_npu: ACL init, the current stream, the native launch queue and a
 caching allocator, arranged the way torch_npu arranges them.
 
-* Phase 1 of every op runs on the calling Python thread, with the GIL held; phase 2 and the destruction
+* Phase 1 of every op runs on the calling Python thread, with the GIL released (ctypes.CDLL, as torch); phase 2 and the destruction
   of the converted arguments run on the native thread of libtiny_npu_taskqueue.so (torch_npu's
   TASK_QUEUE_ENABLE=1 consumer thread, no Python frames), which calls aclrtSetDevice for itself first.
   With TASK_QUEUE_ENABLE=0 (or ASCEND_LAUNCH_BLOCKING=1) they run inline on the Python thread, as there.
@@ -44,9 +44,9 @@ def load_taskqueue():
     tried = []
     for path in _taskqueue_candidates():
         if os.path.exists(path):
-            # Queueing is part of op dispatch and keeps the GIL (PyDLL; with TASK_QUEUE_ENABLE=0 phase 2 then
-            # runs inline under it, as in torch_npu); waiting for the queue blocks and releases it (CDLL).
-            lib, blocking = ctypes.PyDLL(path), ctypes.CDLL(path)
+            # Queueing is part of op dispatch: GIL released like the rest of it (acl.dispatch_dll()); waiting for
+            # the queue blocks and always releases it (CDLL).
+            lib, blocking = acl.dispatch_dll()(path), ctypes.CDLL(path)
             lib.tnq_destroy, lib.tnq_drain = blocking.tnq_destroy, blocking.tnq_drain
             P, S = ctypes.c_void_p, ctypes.c_size_t
             lib.tnq_create.argtypes, lib.tnq_create.restype = [ctypes.c_int32, P, ctypes.c_int32], P
