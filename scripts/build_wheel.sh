@@ -62,6 +62,8 @@ chmod 0755 "$pkg/lib/libmsprobe_shim.so" "$pkg/bin/msprobe-inspect"
 
 # ---- checks: relocatable, and what manylinux_2_28 promises ------------------------------------------------------
 problems=()
+# The source directory the build was configured from (not necessarily this checkout).
+srcdir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 for f in "$pkg/lib/libmsprobe_shim.so" "$pkg/bin/msprobe-inspect"; do
   name=${f#"$pkg/"}
   dyn=$(readelf -dW "$f")
@@ -84,7 +86,7 @@ for f in "$pkg/lib/libmsprobe_shim.so" "$pkg/bin/msprobe-inspect"; do
       *) problems+=("$name: requires $v from the host's libstdc++") ;;
     esac
   done
-  for path in "$here" "$build"; do
+  for path in "$here" "$build" $srcdir; do
     if strings -a "$f" | grep -qF "$path"; then
       problems+=("$name: holds the build path $path: $(strings -a "$f" | grep -F "$path" | head -1)")
     fi

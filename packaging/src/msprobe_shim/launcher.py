@@ -68,7 +68,7 @@ class Parser(argparse.ArgumentParser):
 def keyword(flag, accepted):
     def check(value):
         if value.strip().lower() not in accepted:
-            raise argparse.ArgumentTypeError(f"{flag}: unknown value {value!r}; accepted: {', '.join(accepted)}")
+            raise argparse.ArgumentTypeError(f"unknown value {value!r}; accepted: {', '.join(accepted)}")
         return value
     return check
 
@@ -76,7 +76,7 @@ def keyword(flag, accepted):
 def not_empty(flag):
     def check(value):
         if value == "":
-            raise argparse.ArgumentTypeError(f"{flag}: empty value (leave the option out to get the default)")
+            raise argparse.ArgumentTypeError("empty value (leave the option out to get the default)")
         return value
     return check
 
