@@ -17,6 +17,7 @@ import zipfile
 
 import pytest
 
+import sanitizer_preload
 import shimtest
 from shimtest import BUILD, SOURCE, TRAIN, check_files, check_statistics, clean_env, fail_report
 
@@ -24,6 +25,18 @@ SCRIPT = os.path.join(SOURCE, "scripts", "build_wheel.sh")
 VERSION = open(os.path.join(SOURCE, "VERSION")).read().strip()
 ARCH = os.uname().machine
 PYTHON = "/usr/bin/python3"  # Debian's: python3-venv, numpy
+
+
+def elf_arch(path):
+    with open(path, "rb") as f:
+        head = f.read(20)
+    return {62: "x86_64", 183: "aarch64"}.get(int.from_bytes(head[18:20], "little"), "?")
+
+
+# The aarch64 stage's default run uses the host's python3: an aarch64 shim cannot be preloaded into it.
+if elf_arch(os.path.join(BUILD, "lib", "libmsprobe_shim.so")) != ARCH:
+    pytest.skip(f"the build's libmsprobe_shim.so is not {ARCH}: the launcher runs need a Python of the build's "
+                f"architecture (MSPROBE_AARCH64_PYTHON=1)", allow_module_level=True)
 
 
 class Built:
@@ -70,6 +83,7 @@ def launcher(venv, args, workdir, env=None, **kw):
 
 
 # ---- the wheel itself ------------------------------------------------------------------------------------------
+@pytest.mark.skipif(bool(sanitizer_preload.PREFIX), reason="a sanitizer build needs its runtime: never manylinux")
 def test_wheel_is_manylinux_2_28(wheel):
     assert wheel.manylinux_error is None, (
         "scripts/build_wheel.sh refused the manylinux_2_28 wheel (tested below as linux_<arch>):\n"
@@ -151,7 +165,8 @@ def test_launcher_sets_only_its_variables(venv, tmp_path):
     got = __import__("json").loads(r.stdout)
     want = clean_env(base)
     lib = installed(venv, "lib/libmsprobe_shim.so")
-    assert got.pop("LD_PRELOAD") == "libfirst.so:" + lib
+    # (a sanitizer stage puts its runtime first in the launcher's LD_PRELOAD: sanitizer_preload.py)
+    assert got.pop("LD_PRELOAD") == sanitizer_preload.with_prefix(base)["LD_PRELOAD"] + ":" + lib
     assert got.pop("MSPROBE_TASK") == "Statistics"    # passed on as written (the shim's keywords ignore case)
     assert got.pop("MSPROBE_LIST") == "Add,Mul"       # the option wins over the variable
     assert got.pop("MSPROBE_LOG_LEVEL") == "error"
@@ -165,7 +180,15 @@ def test_launcher_does_not_preload_twice(venv, tmp_path):
     r = launcher(venv, ["--", PYTHON, "-c", "import os; print(os.environ['LD_PRELOAD'])"], tmp_path,
                  env={"LD_PRELOAD": lib, "MSPROBE_ENABLE": "0"})
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == lib
+    assert r.stdout.strip() == sanitizer_preload.with_prefix({"LD_PRELOAD": lib})["LD_PRELOAD"]
+
+
+def test_launcher_appends_to_ld_preload_as_written(venv, tmp_path):
+    lib = installed(venv, "lib/libmsprobe_shim.so")
+    r = launcher(venv, ["--enable", "0", "--", PYTHON, "-c", "import os; print(os.environ['LD_PRELOAD'])"],
+                 tmp_path, env={"LD_PRELOAD": "liba.so libb.so"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == sanitizer_preload.with_prefix({"LD_PRELOAD": "liba.so libb.so"})["LD_PRELOAD"] + ":" + lib
 
 
 @pytest.mark.parametrize("status", [0, 3, 255])

@@ -118,11 +118,13 @@ def check_library():
 
 
 def preload_value(current):
-    """LD_PRELOAD with the shim appended (entries already there come first), not added twice."""
-    entries = [e for e in current.replace(" ", ":").split(":") if e] if current else []
+    """LD_PRELOAD with the shim appended: what is there stays first and as written; not added twice."""
+    entries = current.replace(" ", ":").split(":")
     if any(os.path.abspath(e) == LIBRARY for e in entries if "/" in e):
         return current
-    return ":".join(entries + [LIBRARY])
+    if not current.strip(" :"):
+        return LIBRARY
+    return current + ("" if current[-1] in " :" else ":") + LIBRARY
 
 
 def restore_signals():
