@@ -2,8 +2,6 @@
 
 #include <cxxabi.h>
 #include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,16 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/libelf_api.h"
+
 namespace msprobe::collector {
 namespace {
-
-std::once_flag g_elf_once;
-bool g_elf_ok = false;
-
-bool elf_ready() {
-  std::call_once(g_elf_once, [] { g_elf_ok = elf_version(EV_CURRENT) != EV_NONE; });
-  return g_elf_ok;
-}
 
 bool is_regular_file(const std::string &path) {
   struct stat st {};
@@ -65,7 +57,8 @@ ElfSymbolTable::~ElfSymbolTable() {
 // Reads the function symbols of one file: -1 when it is not a readable ELF file, 0 when it has no .symtab, 1 when
 // it has one. With `symtab_only` (a debug file) .dynsym is skipped: the main file's is already in.
 int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::string *build_id, std::string *debuglink) {
-  if (!elf_ready() || !is_regular_file(path)) return -1;
+  const LibElf *E = libelf();
+  if (E == nullptr || !is_regular_file(path)) return -1;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   struct stat st {};
@@ -79,9 +72,9 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
   void *addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (addr == MAP_FAILED) return -1;
-  Elf *elf = elf_memory(static_cast<char *>(addr), size);
-  if (elf == nullptr || elf_kind(elf) != ELF_K_ELF) {
-    if (elf != nullptr) elf_end(elf);
+  Elf *elf = E->memory(static_cast<char *>(addr), size);
+  if (elf == nullptr || E->kind(elf) != ELF_K_ELF) {
+    if (elf != nullptr) E->end(elf);
     ::munmap(addr, size);
     return -1;
   }
@@ -89,23 +82,23 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
   const char *image_begin = static_cast<const char *>(addr), *image_end = image_begin + size;
 
   size_t shstrndx = 0;
-  const bool have_names = elf_getshdrstrndx(elf, &shstrndx) == 0;
+  const bool have_names = E->getshdrstrndx(elf, &shstrndx) == 0;
   std::vector<Candidate> found;
   Elf_Scn *scn = nullptr;
-  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
+  while ((scn = E->nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    if (E->getshdr(scn, &sh) == nullptr) continue;
     const bool symtab = sh.sh_type == SHT_SYMTAB;
     if (symtab || (sh.sh_type == SHT_DYNSYM && !symtab_only)) {
-      Elf_Data *data = elf_getdata(scn, nullptr);
+      Elf_Data *data = E->getdata(scn, nullptr);
       if (data == nullptr || sh.sh_entsize == 0) continue;
       const size_t count = sh.sh_size / sh.sh_entsize;
       for (size_t i = 0; i < count; ++i) {
         GElf_Sym s;
-        if (gelf_getsym(data, static_cast<int>(i), &s) == nullptr) continue;
+        if (E->getsym(data, static_cast<int>(i), &s) == nullptr) continue;
         const unsigned type = GELF_ST_TYPE(s.st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
-        const char *name = elf_strptr(elf, sh.sh_link, s.st_name);
+        const char *name = E->strptr(elf, sh.sh_link, s.st_name);
         if (name == nullptr || name[0] == '\0') continue;
         if (name < image_begin || name >= image_end) {  // libelf made a copy: keep our own
           const size_t len = std::strlen(name);
@@ -116,11 +109,11 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
         found.push_back({{s.st_value, s.st_size, name}, (symtab ? 0 : 3) + binding_rank(GELF_ST_BIND(s.st_info))});
       }
     } else if (sh.sh_type == SHT_NOTE && build_id != nullptr) {
-      Elf_Data *data = elf_getdata(scn, nullptr);
+      Elf_Data *data = E->getdata(scn, nullptr);
       if (data == nullptr) continue;
       GElf_Nhdr nh;
       size_t off = 0, name_off = 0, desc_off = 0;
-      while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+      while ((off = E->getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
         if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
             std::memcmp(static_cast<const char *>(data->d_buf) + name_off, "GNU", 4) == 0) {
           const auto *d = static_cast<const unsigned char *>(data->d_buf) + desc_off;
@@ -133,16 +126,16 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
         }
       }
     } else if (have_names && debuglink != nullptr && sh.sh_type == SHT_PROGBITS) {
-      const char *sname = elf_strptr(elf, shstrndx, sh.sh_name);
+      const char *sname = E->strptr(elf, shstrndx, sh.sh_name);
       if (sname != nullptr && std::strcmp(sname, ".gnu_debuglink") == 0) {
-        Elf_Data *data = elf_getdata(scn, nullptr);
+        Elf_Data *data = E->getdata(scn, nullptr);
         if (data != nullptr && data->d_size > 0)
           *debuglink = std::string(static_cast<const char *>(data->d_buf),
                                    strnlen(static_cast<const char *>(data->d_buf), data->d_size));
       }
     }
   }
-  elf_end(elf);
+  E->end(elf);
   bool has_symtab = false;
   for (const Candidate &c : found) has_symtab |= c.rank < 3;
 

@@ -1,13 +1,12 @@
 #include "shim/kernel_binaries.h"
 
-#include <gelf.h>
-#include <libelf.h>
-
 #include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
+
+#include "collector/libelf_api.h"
 
 namespace msprobe::shim {
 
@@ -51,35 +50,35 @@ std::optional<uint64_t> tiling_key_of(const std::string &name) {
 std::vector<std::string> elf_kernel_symbols(const void *image, uint64_t length) {
   std::vector<std::string> out;
   if (image == nullptr || length < EI_NIDENT || std::memcmp(image, ELFMAG, SELFMAG) != 0) return out;
-  static std::once_flag once;
-  std::call_once(once, [] { elf_version(EV_CURRENT); });
+  const collector::LibElf *E = collector::libelf();
+  if (E == nullptr) return out;  // no libelf.so.1: the kernels keep no names (the shim said so once)
   // libelf may convert the image in place; the caller's bytes are the host's.
   std::vector<char> copy(static_cast<const char *>(image), static_cast<const char *>(image) + length);
-  Elf *elf = elf_memory(copy.data(), copy.size());
+  Elf *elf = E->memory(copy.data(), copy.size());
   if (elf == nullptr) return out;
-  std::unique_ptr<Elf, int (*)(Elf *)> guard(elf, elf_end);
-  if (elf_kind(elf) != ELF_K_ELF) return out;
+  std::unique_ptr<Elf, int (*)(Elf *)> guard(elf, E->end);
+  if (E->kind(elf) != ELF_K_ELF) return out;
   // The full symbol table when there is one (relocatable objects, unstripped images), else the dynamic one.
   Elf_Scn *table = nullptr;
   GElf_Shdr table_hdr{};
-  for (Elf_Scn *scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+  for (Elf_Scn *scn = E->nextscn(elf, nullptr); scn != nullptr; scn = E->nextscn(elf, scn)) {
     GElf_Shdr sh;
-    if (gelf_getshdr(scn, &sh) == nullptr) continue;
+    if (E->getshdr(scn, &sh) == nullptr) continue;
     if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && table == nullptr)) {
       table = scn;
       table_hdr = sh;
     }
   }
   if (table == nullptr || table_hdr.sh_entsize == 0) return out;
-  Elf_Data *data = elf_getdata(table, nullptr);
+  Elf_Data *data = E->getdata(table, nullptr);
   if (data == nullptr) return out;
   const size_t count = table_hdr.sh_size / table_hdr.sh_entsize;
   std::unordered_set<std::string> seen;
   for (size_t i = 0; i < count && i <= (size_t)INT32_MAX; ++i) {
     GElf_Sym sym;
-    if (gelf_getsym(data, (int)i, &sym) == nullptr) break;
+    if (E->getsym(data, (int)i, &sym) == nullptr) break;
     if (!is_kernel_symbol(sym)) continue;
-    const char *name = elf_strptr(elf, table_hdr.sh_link, sym.st_name);
+    const char *name = E->strptr(elf, table_hdr.sh_link, sym.st_name);
     if (name == nullptr || *name == '\0') continue;
     if (seen.insert(name).second) out.emplace_back(name);
   }
@@ -120,7 +119,8 @@ void KernelBinaries::register_function(const void *handle, const void *stub, con
   // The name the binary really has wins; otherwise the first usable string the host gave.
   if (auto it = binaries_.find(handle); it != binaries_.end())
     for (const std::string &c : candidates)
-      if (!c.empty() && std::find(it->second.symbols.begin(), it->second.symbols.end(), c) != it->second.symbols.end()) {
+      if (!c.empty() &&
+          std::find(it->second.symbols.begin(), it->second.symbols.end(), c) != it->second.symbols.end()) {
         name = c;
         break;
       }

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/libelf_api.h"
 #include "shim/log.h"
 #include "shim/session.h"
 #include "shim/symbols.h"
@@ -281,6 +282,12 @@ void install() {
   if (g_installed.load()) return;
   g_owner.store(getpid());
   resolve_libc_functions();
+  // libelf.so.1 is optional (docs/portability.md): say once, at the start, what its absence turns off.
+  collector::set_libelf_loader(&real_dlopen, &real_dlsym);
+  if (collector::libelf() == nullptr)
+    log_warn(
+        "libelf.so.1 not found: degraded: native stack frames are not symbolized and raw kernels "
+        "(rtFunctionRegister) are named by address (install elfutils' libelf1)");
   sem_init(&g_request, 0, 0);
   {
     WatchLock lock;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Makes (once) and prints the path of a Debian 11 (bullseye, glibc 2.31, CPython 3.9) chroot for the compat
+# stage, debootstrapped from Debian's own archive into /var/cache/msprobe-shim/ (MSPROBE_COMPAT_CACHE), with
+# python3 and python3-numpy. Idempotent and safe against a half-made cache: the tree is built under a temporary
+# name and renamed into place only when complete (a ".complete" stamp); a leftover temporary tree is removed.
+# The chroot holds no libffi and no libelf of its own beyond what python3 pulls in; the compat stage hides
+# those per run (scripts/test_compat.sh).
+set -euo pipefail
+cache=${MSPROBE_COMPAT_CACHE:-/var/cache/msprobe-shim}
+mirror=${MSPROBE_COMPAT_MIRROR:-http://deb.debian.org/debian}
+root=$cache/bullseye
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+if [ -f "$root/.complete" ]; then echo "$root"; exit 0; fi
+if ! command -v debootstrap >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends debootstrap >&2 ||
+    { DEBIAN_FRONTEND=noninteractive $SUDO apt-get update -qq >&2 &&
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends debootstrap >&2; }
+fi
+$SUDO mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9  # two CI runs on one machine: the second waits, then finds the finished tree
+if [ -f "$root/.complete" ]; then echo "$root"; exit 0; fi
+tmp=$cache/bullseye.partial
+$SUDO rm -rf --one-file-system "$tmp" "$root"
+echo "compat: debootstrap bullseye into $root (once; cached)" >&2
+$SUDO debootstrap --variant=minbase --include=python3,python3-numpy bullseye "$tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+  { tail -20 "$cache/debootstrap.log" >&2; exit 1; }
+$SUDO rm -rf "$tmp/var/cache/apt/archives"/*.deb
+$SUDO touch "$tmp/.complete"
+$SUDO mv "$tmp" "$root"
+echo "$root"
