@@ -3,12 +3,13 @@
 # stage, debootstrapped from Debian's own archive into /var/cache/msprobe-shim/ (MSPROBE_COMPAT_CACHE), with
 # python3 and python3-numpy. Idempotent and safe against a half-made cache: the tree is built under a temporary
 # name and renamed into place only when complete (a ".complete" stamp); a leftover temporary tree is removed.
-# The chroot holds no libffi and no libelf of its own beyond what python3 pulls in; the compat stage hides
-# those per run (scripts/test_compat.sh).
+# The compat stage never writes to it: each run sees it through an overlay (scripts/test_compat.sh), where
+# libffi and libelf are removed for the runs "without".
 set -euo pipefail
 cache=${MSPROBE_COMPAT_CACHE:-/var/cache/msprobe-shim}
 mirror=${MSPROBE_COMPAT_MIRROR:-http://deb.debian.org/debian}
-root=$cache/bullseye
+packages=python3,python3-numpy,libelf1  # libelf1: the runs "with libelf"; the others hide it (and libffi7)
+root=$cache/bullseye-$(echo "$packages" | md5sum | cut -c1-8)  # another package list: another tree
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 if [ -f "$root/.complete" ]; then echo "$root"; exit 0; fi
@@ -21,10 +22,10 @@ $SUDO mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9  # two CI runs on one machine: the second waits, then finds the finished tree
 if [ -f "$root/.complete" ]; then echo "$root"; exit 0; fi
-tmp=$cache/bullseye.partial
+tmp=$root.partial
 $SUDO rm -rf --one-file-system "$tmp" "$root"
 echo "compat: debootstrap bullseye into $root (once; cached)" >&2
-$SUDO debootstrap --variant=minbase --include=python3,python3-numpy bullseye "$tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+$SUDO debootstrap --variant=minbase --include="$packages" bullseye "$tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
   { tail -20 "$cache/debootstrap.log" >&2; exit 1; }
 $SUDO rm -rf "$tmp/var/cache/apt/archives"/*.deb
 $SUDO touch "$tmp/.complete"

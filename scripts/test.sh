@@ -2,12 +2,14 @@
 # The whole test suite from nothing, as CI runs it: installs dependencies, builds, runs every test with ctest, then
 # the collector's concurrency tests under TSan (scripts/sanitize.sh thread), a short run of every fuzz target
 # (scripts/fuzz.sh), the whole suite again under ASan+UBSan (scripts/sanitize.sh address) and the aarch64 cross
-# build with its tests under qemu-user (scripts/test_aarch64.sh). Extra arguments go to the first ctest
-# (e.g. scripts/test.sh -R aclnn). MSPROBE_TEST_STAGES picks stages (default "normal tsan fuzz asan aarch64").
+# build with its tests under qemu-user (scripts/test_aarch64.sh), then the compat stage: the shim's ABI check and
+# its runs in a cached Debian 11 chroot (scripts/test_compat.sh, docs/portability.md). Extra arguments go to the
+# first ctest (e.g. scripts/test.sh -R aclnn). MSPROBE_TEST_STAGES picks stages (default
+# "normal tsan fuzz asan aarch64 compat").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${MSPROBE_BUILD_DIR:-$here/build}
-read -r -a stages <<<"${MSPROBE_TEST_STAGES:-normal tsan fuzz asan aarch64}"
+read -r -a stages <<<"${MSPROBE_TEST_STAGES:-normal tsan fuzz asan aarch64 compat}"
 "$here/scripts/setup.sh"
 
 status=0
@@ -18,7 +20,11 @@ for stage in "${stages[@]}"; do
     normal)
       "$here/scripts/build.sh"
       (cd "$build" && ctest --output-on-failure --timeout 900 -j2 "$@") 2>&1 | tee "$log" || status=1
-      summary+=("[normal]   $(grep -E 'tests passed|tests failed' "$log" | tail -1)") ;;
+      summary+=("[normal]   $(grep -E 'tests passed|tests failed' "$log" | tail -1)")
+      # The shim loads on glibc 2.28+ with nothing but libc & co. in DT_NEEDED (docs/portability.md).
+      "$here/scripts/check_abi.sh" "$build/lib/libmsprobe_shim.so" >"$log" 2>&1 || status=1
+      cat "$log"
+      summary+=("[abi]      x86_64: $(sed 's/^check_abi: [^:]*: //' "$log" | tr '\n' ' ')") ;;
     asan | tsan)
       which=$([ "$stage" = asan ] && echo address || echo thread)
       MSPROBE_BUILD_DIR=$build "$here/scripts/sanitize.sh" "$which" 2>&1 | tee "$log" || status=1
@@ -28,8 +34,14 @@ for stage in "${stages[@]}"; do
       summary+=("[fuzz]     $(grep -E '^fuzz: (findings|[0-9]+ targets)' "$log" | tail -1)") ;;
     aarch64)
       MSPROBE_AARCH64_BUILD_DIR=$build-aarch64 "$here/scripts/test_aarch64.sh" 2>&1 | tee "$log" || status=1
-      summary+=("[aarch64]  $(grep -E 'tests passed|tests failed' "$log" | tail -1)") ;;
-    *) echo "test.sh: unknown stage $stage (normal, tsan, fuzz, asan, aarch64)" >&2; exit 2 ;;
+      summary+=("[aarch64]  $(grep -E 'tests passed|tests failed' "$log" | tail -1)")
+      "$here/scripts/check_abi.sh" "$build-aarch64/lib/libmsprobe_shim.so" >"$log" 2>&1 || status=1
+      cat "$log"
+      summary+=("[abi]      aarch64: $(sed 's/^check_abi: [^:]*: //' "$log" | tr '\n' ' ')") ;;
+    compat)
+      MSPROBE_COMPAT_BUILD_DIR=$build-compat "$here/scripts/test_compat.sh" 2>&1 | tee "$log" || status=1
+      summary+=("[compat]   $(grep -E '^compat: ([0-9]+ checks passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)") ;;
+    *) echo "test.sh: unknown stage $stage (normal, tsan, fuzz, asan, aarch64, compat)" >&2; exit 2 ;;
   esac
   rm -f "$log"
 done

@@ -1,17 +1,26 @@
 // The compat build's CANN stand-in (MSPROBE_GLIBC_COMPAT_CANN, top-level CMakeLists.txt) opens libelf.so.1 at run
 // time instead of linking it, through these hidden forwarders: the compat stage's run with no libelf on the system
 // (scripts/test_compat.sh) then proves that the *shim* copes without it, rather than failing in the stand-in's
-// own load. Without libelf.so.1, only registering a device binary fails (elf_memory returns null).
+// own load. Without any libelf, the stand-in's kernels fail (elf_memory returns null).
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 static void *g_handle;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static void open_libelf(void) { g_handle = dlopen("libelf.so.1", RTLD_LAZY | RTLD_LOCAL); }
+// MSPROBE_COMPAT_CANN_LIBELF: the stand-in's private copy, loaded into a link-map namespace of its own (dlmopen):
+// like a toolkit that ships its own libraries, and invisible to the shim's dlopen("libelf.so.1"), which must then
+// find the system without libelf.
+static void open_libelf(void) {
+  const char *private_copy = getenv("MSPROBE_COMPAT_CANN_LIBELF");
+  if (private_copy != NULL && *private_copy != '\0')
+    g_handle = dlmopen(LM_ID_NEWLM, private_copy, RTLD_LAZY | RTLD_LOCAL);
+  if (g_handle == NULL) g_handle = dlopen("libelf.so.1", RTLD_LAZY | RTLD_LOCAL);
+}
 
 static void *sym(const char *name) {
   pthread_once(&g_once, open_libelf);
