@@ -23,6 +23,8 @@ exec 9>"$cache/.lock"
 flock 9  # two CI runs on one machine: the second waits, then finds the finished tree
 if [ -f "$root/.complete" ]; then echo "$root"; exit 0; fi
 tmp=$root.partial
+# A debootstrap killed half way may leave its /proc, /sys ... mounted inside the tree.
+for mnt in $(awk -v t="$tmp/" 'index($2, t) == 1 {print $2}' /proc/mounts | sort -r); do $SUDO umount -l "$mnt" || true; done
 $SUDO rm -rf --one-file-system "$tmp" "$root"
 echo "compat: debootstrap bullseye into $root (once; cached)" >&2
 $SUDO debootstrap --variant=minbase --include="$packages" bullseye "$tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||

@@ -17,6 +17,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${MSPROBE_COMPAT_BUILD_DIR:-$here/build-compat}
 steps=3
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi  # mounts and chroot
 t0=$SECONDS
 
 # ---- 1. build (only the shim, the stand-in and examples/) and ABI check ---------------------------------------
@@ -46,7 +48,7 @@ check "check_abi libmsprobe_shim.so" "$here/scripts/check_abi.sh" "$build/lib/li
 
 # ---- 2. runs in the chroot -------------------------------------------------------------------------------------
 work=$(mktemp -d /tmp/msprobe-compat.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+trap '$SUDO rm -rf "$work"' EXIT
 shim=$build/lib/libmsprobe_shim.so
 
 # in_chroot VARIANT SCRIPT: runs SCRIPT (bash) inside the chroot seen through an overlay, with libffi and/or
@@ -54,7 +56,7 @@ shim=$build/lib/libmsprobe_shim.so
 in_chroot() {
   local variant=$1 script=$2 d=$work/$1
   mkdir -p "$d/upper" "$d/work" "$d/merged"
-  unshare --mount --propagation private bash -euc '
+  $SUDO unshare --mount --propagation private bash -euc '
     root=$1 d=$2 variant=$3 here=$4 build=$5 script=$6
     mount -t overlay overlay -o "lowerdir=$root,upperdir=$d/upper,workdir=$d/work" "$d/merged"
     m=$d/merged
