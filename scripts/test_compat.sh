@@ -120,12 +120,12 @@ check "no-libelf: losses as the full run" cmp -s "$full/plain.out" "$nolibelf/te
 in_chroot bare "
   set -e
   ! ls /usr/lib/*-linux-gnu/libelf[.-]*so* /usr/lib/*-linux-gnu/libffi.so* 2>/dev/null
-  $pre python3 -c 'print(\"started\")' > /tmp/python.out 2>&1
+  $pre python3 -c 'print(\"started\", \"libmsprobe_shim.so\" in open(\"/proc/self/maps\").read())' > /tmp/python.out 2>&1
   $pre MSPROBE_DUMP_PATH=/tmp/acl MSPROBE_TASK=tensor $build/bin/acl_app > /tmp/acl.out 2> /tmp/acl.err || echo \$? > /tmp/acl.rc
   $checker dump /tmp/acl tensor > /tmp/check_acl
 " > "$work/bare.log" 2>&1
 bare=$work/bare/upper/tmp
-check "bare: python3 starts under the shim" grep -qx started "$bare/python.out"
+check "bare: python3 starts with the shim loaded" grep -qx "started True" "$bare/python.out"
 check "bare: acl_app exits 0 (its own results verified)" test ! -e "$bare/acl.rc" -a -e "$bare/acl.out"
 check "bare: acl_app: $(cat "$bare/check_acl" 2>/dev/null)" grep -q "^check_dump: ok" "$bare/check_acl"
 check "bare: warning: $(grep -h 'libelf' "$bare/acl.err" 2>/dev/null | head -1)" \
