@@ -61,12 +61,18 @@ file(WRITE ${MSPROBE_GLIBC_STUB_DIR}/libc.so
 # The shim's own definitions of what the old glibc lacks (arc4random, __libc_single_threaded, ...).
 add_library(msprobe_glibc_compat OBJECT ${CMAKE_SOURCE_DIR}/cmake/glibc_compat.c)
 set_target_properties(msprobe_glibc_compat PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
+add_library(msprobe_glibc_compat_exe OBJECT ${CMAKE_SOURCE_DIR}/cmake/glibc_compat_exe.c)
+set_target_properties(msprobe_glibc_compat_exe PROPERTIES POSITION_INDEPENDENT_CODE ON C_VISIBILITY_PRESET hidden)
 
 # Links `target` against the stubs: libstdc++/libgcc static, libpthread.so.0 and libdl.so.2 in DT_NEEDED
 # (on glibc < 2.34 the pthread_*/dl* symbols live there).
 function(msprobe_glibc_compat target)
   target_link_options(${target} PRIVATE -L${MSPROBE_GLIBC_STUB_DIR})  # not a link directory: no RUNPATH
   target_sources(${target} PRIVATE $<TARGET_OBJECTS:msprobe_glibc_compat>)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")  # constructors on glibc < 2.34 (cmake/glibc_compat_exe.c)
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:msprobe_glibc_compat_exe>)
+  endif()
   target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc)
   target_link_libraries(${target} PRIVATE -Wl,--push-state,--no-as-needed pthread dl -Wl,--pop-state)
 endfunction()

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The compat stage (scripts/test.sh compat; docs/portability.md): the shim as users get it loads and works on an
-# older system. Builds the shim and the CANN stand-in against the glibc 2.28 stubs into build-compat/ (only those
+# older system. Builds the shim, msprobe-inspect and the CANN stand-in against the glibc 2.28 stubs into build-compat/ (only those
 # targets), checks their ABI (scripts/check_abi.sh), then in a Debian 11 chroot (glibc 2.31, CPython 3.9, its own
 # numpy; made once by scripts/compat_chroot.sh and cached) runs:
 #   full:      train.py without the shim, under the shim (statistics) and (tensor): dumps verified with the
 #              chroot's python3/numpy (test/compat/check_dump.py), Python frames present, losses and final
-#              parameters bit-identical to the run without the shim, no "not found" warning
+#              parameters bit-identical to the run without the shim, no "not found" warning; msprobe-inspect
+#              (built like the shim) verifies the tensor dump there
 #   no-libelf: libelf removed from the system (the stand-in keeps a private copy in a link-map namespace of its
 #              own, test/compat/libelf_forward.c): train.py under the shim still dumps, same losses, and the
 #              warning names what is degraded
@@ -25,7 +26,7 @@ t0=$SECONDS
 set -e
 cmake -S "$here" -B "$build" -G Ninja -DMSPROBE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMSPROBE_GLIBC_COMPAT_CANN=ON -DMSPROBE_BUILD_TESTS=OFF >/dev/null
-ninja -C "$build" msprobe_shim test/fake_cann/all examples
+ninja -C "$build" msprobe_shim msprobe_inspect test/fake_cann/all examples
 t_build=$((SECONDS - t0))
 root=$("$here/scripts/compat_chroot.sh")
 t_chroot=$((SECONDS - t0 - t_build))
@@ -44,7 +45,8 @@ check() {  # check NAME COMMAND...: one PASS/FAIL line
     failed=$((failed + 1))
   fi
 }
-check "check_abi libmsprobe_shim.so" "$here/scripts/check_abi.sh" "$build/lib/libmsprobe_shim.so"
+check "check_abi libmsprobe_shim.so msprobe-inspect" "$here/scripts/check_abi.sh" "$build/lib/libmsprobe_shim.so" \
+  "$build/bin/msprobe-inspect"
 
 # ---- 2. runs in the chroot -------------------------------------------------------------------------------------
 work=$(mktemp -d /tmp/msprobe-compat.XXXXXX)
@@ -93,12 +95,13 @@ in_chroot full "
   $checker dump /tmp/tensor tensor --python-frames > /tmp/check_tensor
   $checker same /tmp/plain.npz /tmp/stats.npz > /tmp/same_stats
   $checker same /tmp/plain.npz /tmp/tensor.npz > /tmp/same_tensor
+  $build/bin/msprobe-inspect verify /tmp/tensor > /tmp/inspect_verify
 " > "$work/full.log" 2>&1
 full=$work/full/upper/tmp
 echo "compat: chroot: Debian $(cat "$full/debian_version" 2>/dev/null), $(cat "$full/glibc" 2>/dev/null), $(cat "$full/python" 2>/dev/null)"
 check "full: runs in the chroot" grep -q . "$full/same_tensor"
-for f in check_stats check_tensor same_stats same_tensor; do
-  check "full: $f: $(cat "$full/$f" 2>/dev/null)" grep -q "^check_dump: ok" "$full/$f"
+for f in check_stats check_tensor same_stats same_tensor inspect_verify; do
+  check "full: $f: $(cat "$full/$f" 2>/dev/null)" grep -qE "^check_dump: ok|^verify: .*: OK$" "$full/$f"
 done
 check "full: printed losses identical" cmp -s "$full/plain.out" "$full/tensor.out"
 check "full: no 'not found' warning" bash -c "! grep -h 'not found' '$full/stats.err' '$full/tensor.err'"
