@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-pytest
   file binutils
+  python3-build python3-venv python3-setuptools python3-wheel  # the wheel (scripts/build_wheel.sh, test_wheel.py)
+  debootstrap  # the Debian 11 chroot of the compat stage (scripts/compat_chroot.sh)
   lz4  # the lz4 tool: tests decompress MSPROBE_COMPRESS=lz4 files with it, independently of our reader
   clang libclang-rt-14-dev  # libFuzzer and the clang sanitizer runtimes (scripts/fuzz.sh)
 )

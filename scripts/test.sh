@@ -37,7 +37,14 @@ for stage in "${stages[@]}"; do
       summary+=("[aarch64]  $(grep -E 'tests passed|tests failed' "$log" | tail -1)")
       "$here/scripts/check_abi.sh" "$build-aarch64/lib/libmsprobe_shim.so" >"$log" 2>&1 || status=1
       cat "$log"
-      summary+=("[abi]      aarch64: $(sed 's/^check_abi: [^:]*: //' "$log" | tr '\n' ' ')") ;;
+      summary+=("[abi]      aarch64: $(sed 's/^check_abi: [^:]*: //' "$log" | tr '\n' ' ')")
+      # The aarch64 wheel from the cross build: build_wheel.sh names it manylinux_2_28 only when readelf proves it.
+      rm -rf "$build-aarch64/wheel"
+      MSPROBE_BUILD_DIR=$build-aarch64 "$here/scripts/build_wheel.sh" "$build-aarch64/wheel" >"$log" 2>&1 || status=1
+      tail -3 "$log"
+      wheel=$(ls "$build-aarch64"/wheel/*manylinux_2_28_aarch64.whl 2>/dev/null || true)
+      [ -n "$wheel" ] || status=1
+      summary+=("[wheel]    aarch64: ${wheel:+$(basename "$wheel")}${wheel:-not built: $(tail -1 "$log")}") ;;
     compat)
       MSPROBE_COMPAT_BUILD_DIR=$build-compat "$here/scripts/test_compat.sh" 2>&1 | tee "$log" || status=1
       summary+=("[compat]   $(grep -E '^compat: ([0-9]+ checks passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)") ;;
