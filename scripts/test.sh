@@ -43,8 +43,12 @@ for stage in "${stages[@]}"; do
       MSPROBE_BUILD_DIR=$build-aarch64 "$here/scripts/build_wheel.sh" "$build-aarch64/wheel" >"$log" 2>&1 || status=1
       tail -3 "$log"
       wheel=$(ls "$build-aarch64"/wheel/*manylinux_2_28_aarch64.whl 2>/dev/null || true)
-      [ -n "$wheel" ] || status=1
-      summary+=("[wheel]    aarch64: ${wheel:+$(basename "$wheel")}${wheel:-not built: $(tail -1 "$log")}") ;;
+      if [ -n "$wheel" ]; then
+        summary+=("[wheel]    aarch64: $(basename "$wheel")")
+      else
+        status=1
+        summary+=("[wheel]    aarch64: not built: $(tail -1 "$log")")
+      fi ;;
     compat)
       MSPROBE_COMPAT_BUILD_DIR=$build-compat "$here/scripts/test_compat.sh" 2>&1 | tee "$log" || status=1
       summary+=("[compat]   $(grep -E '^compat: ([0-9]+ checks passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)") ;;
