@@ -92,6 +92,19 @@ std::string rank_dir_name(std::optional<uint32_t> rank) {
   return rank ? "rank" + std::to_string(*rank) : std::string("rank");
 }
 
+namespace {
+constexpr std::string_view kRankLockPrefix = ".msprobe_shim.", kRankLockSuffix = ".lock";
+}
+
+std::string rank_lock_name(std::string_view rank_dir) {
+  return std::string(kRankLockPrefix).append(rank_dir).append(kRankLockSuffix);
+}
+
+bool is_rank_lock_name(std::string_view name) {
+  return name.size() > kRankLockPrefix.size() + kRankLockSuffix.size() && name.starts_with(kRankLockPrefix) &&
+         name.ends_with(kRankLockSuffix);
+}
+
 std::string_view io_name(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
 
 std::string_view file_suffix(FileFormat f) { return f == FileFormat::Npy ? "npy" : "bin"; }

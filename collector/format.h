@@ -86,6 +86,10 @@ inline constexpr unsigned kDirMode = 0750;
 
 std::string step_dir_name(uint64_t step);                 // "step3"
 std::string rank_dir_name(std::optional<uint32_t> rank);  // "rank0", or "rank" when no rank is known
+// The file in the dump root whose lock a process holds while it writes a rank's folders (shim/lifecycle.cpp):
+// not part of the dump; `msprobe-inspect repair` removes one a killed run left behind.
+std::string rank_lock_name(std::string_view rank_dir);  // ".msprobe_shim.rank0.lock"
+bool is_rank_lock_name(std::string_view name);
 
 // ---- Tensor files: {kernel}.{input|output}.{slot}.{npy|bin} --------------------------------------------------
 enum class IoKind : uint8_t { Input, Output };

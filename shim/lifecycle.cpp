@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/format.h"
 #include "collector/libelf_api.h"
 #include "shim/log.h"
 #include "shim/session.h"
@@ -436,7 +437,7 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir) {
   std::lock_guard<std::mutex> lk(g_claim_mu);
   if (auto it = g_claims->find(rank_dir); it != g_claims->end()) return it->second;
   make_dirs(root);
-  const std::string path = root + "/.msprobe_shim." + rank_dir + ".lock";
+  const std::string path = root + "/" + collector::rank_lock_name(rank_dir);
   int fd = -1;
   bool mine = true;  // a lock that cannot be made does not stop the capture (the writer reports the folder)
   switch (lock_file(path, &fd)) {

@@ -478,8 +478,6 @@ std::vector<fs::path> remove_unstarted_rank_folders(const fs::path &dir, bool dr
 
 namespace {
 
-constexpr std::string_view kLockPrefix = ".msprobe_shim.", kLockSuffix = ".lock";
-
 // Opens `path` and tries the lock the shim takes; an open descriptor holding it, -1 with *live when a running
 // process holds it (or -1 alone when the file cannot be opened).
 int try_lock(const fs::path &path, bool *live, std::string *owner) {
@@ -512,15 +510,14 @@ std::optional<RankLock> rank_lock_of(const fs::path &rank_folder) {
   const fs::path name = folder.filename().empty() ? folder.parent_path().filename() : folder.filename();
   const fs::path step = (folder.filename().empty() ? folder.parent_path() : folder).parent_path();
   if (!parse_step_dir(step.filename().string())) return std::nullopt;
-  return probe(step.parent_path() / (std::string(kLockPrefix) + name.string() + std::string(kLockSuffix)));
+  return probe(step.parent_path() / collector::rank_lock_name(name.string()));
 }
 
 std::vector<RankLock> rank_locks_in(const fs::path &root) {
   std::vector<RankLock> out;
   std::error_code ec;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string n = it->path().filename().string();
-    if (n.size() > kLockPrefix.size() + kLockSuffix.size() && n.starts_with(kLockPrefix) && n.ends_with(kLockSuffix))
+    if (collector::is_rank_lock_name(it->path().filename().string()))
       if (std::optional<RankLock> l = probe(it->path())) out.push_back(std::move(*l));
   }
   std::sort(out.begin(), out.end(), [](const RankLock &a, const RankLock &b) { return a.path < b.path; });
