@@ -3,27 +3,14 @@
  * next launch, and forwards everything else with dlsym(RTLD_NEXT). test_op_launch_path.cpp reads it through
  * rtCounterSnapshot (found with dlsym: absent unless preloaded). */
 #define _GNU_SOURCE
+#include "rt_launch_counter.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "runtime/kernel.h"
-
-#define MAX_WORDS 64
-
-struct RtCounter {
-  uint64_t register_all_kernel;
-  uint64_t launch_with_handle_v2;
-  uint64_t launch_other; /* rtKernelLaunch, WithFlag(V2), WithHandle */
-  uint64_t tiling_key;
-  void *handle;
-  uint32_t args_size;
-  uint32_t tiling_addr_offset;
-  uint32_t tiling_data_offset;
-  uint8_t has_tiling;
-  uint64_t words[MAX_WORDS]; /* the first args_size bytes of the last blob, as 64-bit words */
-};
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct RtCounter g_counter;

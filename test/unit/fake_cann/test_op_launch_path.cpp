@@ -12,21 +12,9 @@
 #include "acl/acl_op.h"
 #include "acl/acl_op_compiler.h"
 #include "aclnnop/aclnn_add.h"
+#include "rt_launch_counter.h"
 
 namespace {
-
-struct RtCounter {  // rt_launch_counter.c's layout
-  uint64_t register_all_kernel;
-  uint64_t launch_with_handle_v2;
-  uint64_t launch_other;
-  uint64_t tiling_key;
-  void *handle;
-  uint32_t args_size;
-  uint32_t tiling_addr_offset;
-  uint32_t tiling_data_offset;
-  uint8_t has_tiling;
-  uint64_t words[64];
-};
 
 RtCounter snapshot() {
   static auto fn = reinterpret_cast<void (*)(RtCounter *)>(dlsym(RTLD_DEFAULT, "rtCounterSnapshot"));
