@@ -68,8 +68,8 @@ inline constexpr std::string_view kBoolLeafType = "bool";
 struct ValueArg {
   std::string type;  // e.g. "int", "float", "bool", "str", "tuple" (msprobe uses the Python type name)
   ArgValue value;
-  std::optional<std::string> name =
-      std::nullopt;  // named arguments (aclop attributes): written as "name" after "value"
+  // Named arguments (aclop attributes): written as "name" after "value".
+  std::optional<std::string> name = std::nullopt;
 };
 
 struct Arg;

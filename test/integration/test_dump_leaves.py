@@ -27,32 +27,26 @@ SCALAR = (type(None), bool, int, float, str)
 STATS = ("Max", "Min", "Mean", "Norm")
 
 
-def bad_leaves(node, path="$"):
+def dicts(node, path="$"):
+    """Every dict in a parsed JSON document, with its path, outer before inner."""
+    if isinstance(node, list):
+        for i, x in enumerate(node):
+            yield from dicts(x, f"{path}[{i}]")
+    elif isinstance(node, dict):
+        yield path, node
+        for k, v in node.items():
+            yield from dicts(v, f"{path}.{k}")
+
+
+def bad_leaves(node):
     """msprobe's rule: a dict with "type" and no statistics is read as its value, which must be scalar."""
-    out = []
-    if isinstance(node, list):
-        for i, x in enumerate(node):
-            out += bad_leaves(x, f"{path}[{i}]")
-    elif isinstance(node, dict):
-        if "type" in node and not any(k in node for k in STATS) and not isinstance(node.get("value"), SCALAR):
-            out.append(f"{path} = {json.dumps(node)[:200]}")
-        for k, v in node.items():
-            out += bad_leaves(v, f"{path}.{k}")
-    return out
+    return [f"{path} = {json.dumps(d)[:200]}" for path, d in dicts(node)
+            if "type" in d and not any(k in d for k in STATS) and not isinstance(d.get("value"), SCALAR)]
 
 
-def list_values(node, path="$"):
+def list_values(node):
     """Any dict whose "value" is a list, statistics or not."""
-    out = []
-    if isinstance(node, list):
-        for i, x in enumerate(node):
-            out += list_values(x, f"{path}[{i}]")
-    elif isinstance(node, dict):
-        if isinstance(node.get("value"), list):
-            out.append(path)
-        for k, v in node.items():
-            out += list_values(v, f"{path}.{k}")
-    return out
+    return [path for path, d in dicts(node) if isinstance(d.get("value"), list)]
 
 
 def is_sequence(v):
