@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "shim/stack_unwind.h"
-#include "shim/stacks.h"
+#include "shim/stacks/stack_unwind.h"
+#include "shim/stacks/stacks.h"
 
 namespace bench {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bench_common.h"
-#include "shim/stack_unwind.h"
+#include "shim/stacks/stack_unwind.h"
 
 using namespace msprobe::shim;
 

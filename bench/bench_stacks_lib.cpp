@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "bench_common.h"
-#include "shim/stack_unwind.h"
+#include "shim/stacks/stack_unwind.h"
 
 using namespace msprobe::shim;
 

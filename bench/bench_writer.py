@@ -3,7 +3,7 @@
 side by side in the same run. Prints one markdown section (machine, date, commands, tables with ratios).
 
   statistics  launching-thread cost per kernel for small tensors (shim, statistics task, vs no shim), and the
-              statistics pass (collector/stats.cpp, one fused pass) vs numpy computing max, min, mean and norm of
+              statistics pass (format/stats.cpp, one fused pass) vs numpy computing max, min, mean and norm of
               the same arrays                                          targets: <= 5 us/kernel, >= 3x numpy
   tensor      the Collector writing tensor files vs `dd` writing the same bytes to the same file system, and vs a
               loop of numpy.save of the same arrays; lz4 throughput and ratio on train.py's tensors

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "collector/collector.h"
-#include "collector/lz4.h"
-#include "collector/stats.h"
+#include "format/lz4.h"
+#include "format/stats.h"
 
 namespace mc = msprobe::collector;
 
@@ -79,7 +79,7 @@ int write(const char *dir, int kernels, const char *file, bool lz4, bool files) 
     mc::TensorCapture t;
     t.dtype = mc::DType::F32;
     t.shape = {n};
-    t.strides = {1};
+    t.block_strides = {1};
     t.block = std::make_shared<SharedBlock>(data);
     k.outputs = mc::CapturedList{mc::CapturedArg{std::move(t)}};
     c.submit(std::move(k));

@@ -19,9 +19,9 @@
 #include <random>
 #include <thread>
 
-#include "collector/lz4.h"
-#include "collector/naming.h"
-#include "collector/npy.h"
+#include "format/lz4.h"
+#include "format/naming.h"
+#include "format/npy.h"
 
 namespace msprobe::collector {
 namespace {
@@ -82,29 +82,29 @@ const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned ch
   if (!t.block) return nullptr;
   const auto *base = static_cast<const unsigned char *>(t.block->data());
   if (n == 0) return base;
-  int64_t lo = t.offset, hi = t.offset;
+  int64_t lo = t.block_offset, hi = t.block_offset;
   bool contiguous = true;
   int64_t expect = 1;
   for (size_t i = t.shape.size(); i-- > 0;) {
-    int64_t span = (t.shape[i] - 1) * t.strides[i];
+    int64_t span = (t.shape[i] - 1) * t.block_strides[i];
     (span > 0 ? hi : lo) += span;
-    if (t.shape[i] != 1 && t.strides[i] != expect) contiguous = false;
+    if (t.shape[i] != 1 && t.block_strides[i] != expect) contiguous = false;
     expect *= t.shape[i];
   }
   if (lo < 0 || (uint64_t)(hi + 1) * es > t.block->size()) return nullptr;
-  if (contiguous) return base + t.offset * es;
+  if (contiguous) return base + t.block_offset * es;
   scratch.resize(*bytes);
   const size_t nd = t.shape.size();
   std::vector<int64_t> idx(nd, 0);
-  int64_t off = t.offset;
+  int64_t off = t.block_offset;
   for (uint64_t i = 0; i < n; ++i) {
     std::memcpy(scratch.data() + i * es, base + off * es, es);
     for (size_t d = nd; d-- > 0;) {
       if (++idx[d] < t.shape[d]) {
-        off += t.strides[d];
+        off += t.block_strides[d];
         break;
       }
-      off -= t.strides[d] * (t.shape[d] - 1);
+      off -= t.block_strides[d] * (t.shape[d] - 1);
       idx[d] = 0;
     }
   }
@@ -139,6 +139,7 @@ struct Prepared {
 }  // namespace
 
 struct Collector::Impl {
+  std::atomic<bool> overflow_limit_reached{false};  // read on launching threads, without the lock
   CollectorOptions options;
   mutable std::mutex mu;
   std::condition_variable work_cv, done_cv;
@@ -243,12 +244,7 @@ struct Collector::Impl {
   TensorSummary summarize(const TensorCapture &t, const std::string &kernel, IoKind io, const std::string &path,
                           RankWriter &w, bool have_data, std::mt19937_64 &rng) {
     TensorSummary s;
-    s.dtype = t.dtype;
-    s.dtype_name = t.dtype_name;
-    s.shape = t.shape;
-    s.format = t.format;
-    s.stride = t.device_stride;
-    s.offset = t.device_offset;
+    static_cast<TensorDescription &>(s) = t;
     // Statistics the shim computed on the device stand in for ours; the bytes, if any, still make files/md5.
     std::optional<TensorStats> pre;
     if (have_data && t.device_stats) pre = t.device_stats->stats();
@@ -415,13 +411,9 @@ struct Collector::Impl {
       ++counters.without_data;
     }
     KernelEntry e;
-    e.name = k.name;
+    static_cast<KernelHeader &>(e) = k;
     e.input_args = convert_all(k.inputs, k.name, IoKind::Input, w, have_data, rng);
     e.output = convert_all(k.outputs, k.name, IoKind::Output, w, have_data, rng);
-    e.launch_index = k.launch_index;
-    e.task_id = k.task_id;
-    e.stream_id = k.stream_id;
-    e.timestamp_us = k.timestamp_us;
     e.extra = std::move(k.extra);
     if (!overflow.empty()) e.extra.emplace_back("overflow", overflow);
     // Release the staged bytes now, not when the capture object dies later.
@@ -491,6 +483,8 @@ struct Collector::Impl {
         std::lock_guard<std::mutex> lk(mu);
         if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit) return;
         ++counters.overflows;
+        if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit)
+          overflow_limit_reached.store(true, std::memory_order_relaxed);
       }
       std::string where = k.name + " (step " + std::to_string(k.step) + ", " + rank_dir_name(k.rank) + ", launch " +
                           std::to_string(k.launch_index) + "): " + q.overflow;
@@ -536,6 +530,7 @@ struct Collector::Impl {
 
 Collector::Collector(CollectorOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  impl_->overflow_limit_reached.store(impl_->options.overflow_limit == 0);
   if (const char *gap = std::getenv("SHIM_TEST_JOURNAL_GAP_US")) impl_->journal_gap_us = std::strtol(gap, nullptr, 10);
 }
 
@@ -605,22 +600,8 @@ CollectorCounters Collector::counters() const {
 
 const CollectorOptions &Collector::options() const { return impl_->options; }
 
-struct KernelNamer::Impl {
-  std::mutex mu;
-  KernelOrdinals ordinals;
-};
-
-std::shared_ptr<KernelNamer::Impl> KernelNamer::make_impl() { return std::make_shared<Impl>(); }
-
-std::string KernelNamer::name(uint64_t step, std::optional<uint32_t> rank, std::string_view op_type,
-                              std::string_view op_name) {
-  std::string base = kernel_base_name(op_type, op_name);
-  uint64_t n;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    n = impl_->ordinals.next(step, rank, base);
-  }
-  return kernel_name(base, n);
+bool Collector::overflow_limit_reached() const noexcept {
+  return impl_->overflow_limit_reached.load(std::memory_order_relaxed);
 }
 
 }  // namespace msprobe::collector

@@ -13,82 +13,12 @@
 #include <variant>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/json_writer.h"
-#include "collector/stats.h"
+#include "record/kernel_record.h"
 
 namespace msprobe::collector {
 
-// Host bytes staged for one tensor (or several). The producer's destructor gives the memory back.
-class HostBlock {
- public:
-  virtual ~HostBlock() = default;
-  virtual const void *data() const = 0;
-  virtual uint64_t size() const = 0;
-};
-
-// Says when staged bytes are valid (for a device, an event after the copies). wait() returns false when
-// they never will be (the copy failed); the kernel is then recorded without data.
-class Completion {
- public:
-  virtual ~Completion() = default;
-  virtual bool wait() = 0;
-};
-
-// Statistics computed elsewhere (on the device, by the shim) instead of from the tensor's bytes. Read only
-// after the kernel's `ready` completed; nullopt when they could not be had (the tensor then has none).
-class PrecomputedStats {
- public:
-  virtual ~PrecomputedStats() = default;
-  virtual std::optional<TensorStats> stats() const = 0;
-};
-
-// One tensor argument: the view (shape, strides and offset in elements) over its staged bytes.
-struct TensorCapture {
-  DType dtype = DType::F32;
-  std::optional<std::string> dtype_name;  // overrides the framework spelling (e.g. for Raw types)
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;       // elements; the view reads block[offset + sum(i_k * strides_k)]
-  int64_t offset = 0;                 // elements from block->data()
-  std::optional<std::string> format;  // L2 extras, as the device described the tensor
-  std::optional<std::vector<int64_t>> device_stride;
-  std::optional<int64_t> device_offset;
-  std::shared_ptr<const HostBlock> block;  // null: metadata only (structure task, data not taken)
-  // Set: the statistics written for this tensor (Max, Min, Mean, Norm, with the NaN/Inf counts for
-  // overflow_check), exactly as if computed from `block`; `block` is then only read for files and md5.
-  std::shared_ptr<const PrecomputedStats> device_stats;
-};
-
-struct CapturedArg;
-using CapturedList = std::vector<CapturedArg>;
-// One slot of input_args / output: null (absent optional tensor), a tensor, a value, or a list.
-struct CapturedArg {
-  std::variant<std::monostate, TensorCapture, ValueArg, CapturedList> v;
-};
-
-// Turns stack ids into frames for stack.json. The collector does not capture stacks; whoever does gives it
-// one of these, called on the writer side only (symbolization is slow the first time and must stay off the
-// launch path).
-class StackRenderer {
- public:
-  virtual ~StackRenderer() = default;
-  // The id of the group `id` belongs to (stacks that render the same share one), or 0 for "no stack".
-  virtual uint64_t group(uint64_t id) = 0;
-  // The frames of a group's representative, innermost first, as msprobe writes them.
-  virtual std::vector<std::string> frames(uint64_t group_id) = 0;
-};
-
-struct KernelCapture {
-  std::string name;       // {OpType}.{OpName}.{n}, from KernelNamer
-  uint64_t stack_id = 0;  // 0: no stack
-  uint64_t step = 0;
-  std::optional<uint32_t> rank;
-  uint64_t launch_index = 0, task_id = 0, stream_id = 0, timestamp_us = 0;
-  std::optional<CapturedList> inputs;   // nullopt: left out (data_mode "output")
-  std::optional<CapturedList> outputs;  // nullopt: left out (data_mode "input")
-  std::shared_ptr<Completion> ready;    // null: the bytes are valid already
-  std::vector<std::pair<std::string, ArgValue>> extra;
-};
+using namespace msprobe::format;  // the collector speaks the format's vocabulary throughout
+using namespace msprobe::record;
 
 struct CollectorOptions {
   std::filesystem::path dump_path;
@@ -135,21 +65,13 @@ class Collector {
   void close();
   CollectorCounters counters() const;
   const CollectorOptions &options() const;
+  // overflow_check: overflow_limit kernels have been found; later ones will not be written. One atomic load, for
+  // the launching threads (which then stop copying).
+  bool overflow_limit_reached() const noexcept;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-};
-
-// Names kernels in launch order: {OpType}.{OpName}.{n}, n counting per step and rank. Thread-safe.
-class KernelNamer {
- public:
-  std::string name(uint64_t step, std::optional<uint32_t> rank, std::string_view op_type, std::string_view op_name);
-
- private:
-  struct Impl;
-  std::shared_ptr<Impl> impl_ = make_impl();
-  static std::shared_ptr<Impl> make_impl();
 };
 
 }  // namespace msprobe::collector

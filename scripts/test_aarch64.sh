@@ -94,7 +94,7 @@ export PATH=$toolbin:$PATH
 
 # pytest files that drive an aarch64 Python workload (train.py, tiny_npu, or ctypes into the aarch64 libraries)
 # need the arm64 python3 as the test interpreter (MSPROBE_AARCH64_PYTHON=1); the others start C++ programs
-# (acl_app, msprobe-inspect, collector_probe, ...) and check their output with the host's python3 and numpy.
+# (acl_app, msprobe-inspect, format_probe, ...) and check their output with the host's python3 and numpy.
 # MSPROBE_AARCH64_EXCLUDE overrides the list (empty: run everything).
 needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|aclnn_ops|pta_cache)|examples\..*)$'
 needs_target_python+='|^integration\.test_(train|demo|inspect(_compare|_replay)?|shim_(config_errors|crash|custom_op|device_stats'

@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "aclnn/acl_meta.h"
-#include "shim/acl_types.h"
-#include "shim/aclnn_capture.h"
-#include "shim/handles.h"
+#include "shim/device/acl_types.h"
+#include "shim/aclnn/aclnn_capture.h"
+#include "shim/device/handles.h"
 #include "shim/hooks/hook.h"
-#include "shim/session.h"
+#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 

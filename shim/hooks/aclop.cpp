@@ -9,13 +9,13 @@
 
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
-#include "collector/naming.h"
-#include "shim/acl_types.h"
+#include "format/naming.h"
+#include "shim/device/acl_types.h"
 #include "shim/hooks/hook.h"
-#include "shim/kernel_launch.h"
+#include "shim/capture/kernel_launch.h"
 
 using namespace msprobe::shim;
-using msprobe::collector::ValueArg;
+using msprobe::format::ValueArg;
 
 namespace {
 
@@ -122,7 +122,7 @@ aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const
   std::optional<KernelLaunch> k;
   {
     ReentryGuard guard;
-    k.emplace(op_type, stream);
+    k.emplace(session(), op_type, stream);
     add_inputs(*k, nin, in_desc, in_buf, attr);
   }
   aclError rc = real();
@@ -176,7 +176,7 @@ MSPROBE_SET_ATTR_HOOK(aclopSetAttrFloat, float, (ValueArg{"float", (double)attrV
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrString, const char *,
                       (ValueArg{"str", std::string(attrValue ? attrValue : "")}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
-                      (ValueArg{"aclDataType", std::string(msprobe::collector::dtype_id(acl_to_dtype(attrValue)))}))
+                      (ValueArg{"aclDataType", std::string(msprobe::format::dtype_id(acl_to_dtype(attrValue)))}))
 #undef MSPROBE_SET_ATTR_HOOK
 
 #define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                                \

@@ -16,7 +16,7 @@
 // there (a stack frame with redzones, a checked load) writes shadow memory that is not mapped yet and the host
 // dies before main. So the entry points themselves are never instrumented (MSPROBE_NO_SANITIZE), and until the
 // shim's constructor below has run (after the shim's own sanitizer module constructor, which initialises the
-// runtime) they only forward, through the uninstrumented shim/symbols.cpp (compiled without sanitizers,
+// runtime) they only forward, through the uninstrumented shim/base/symbols.cpp (compiled without sanitizers,
 // shim/CMakeLists.txt). In other builds the entry points intercept from the very first call, as before.
 #include <dlfcn.h>
 #include <link.h>
@@ -31,11 +31,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "shim/aclnn_capture.h"
+#include "shim/aclnn/aclnn_capture.h"
 #include "shim/hooks/hook.h"
-#include "shim/plt_redirect.h"
-#include "shim/session.h"
-#include "shim/stacks.h"
+#include "shim/aclnn/plt_redirect.h"
+#include "shim/capture/session.h"
+#include "shim/stacks/stacks.h"
 
 // Never instrumented (see above): the sanitizers named here are the ones the tree is built with.
 #define MSPROBE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))

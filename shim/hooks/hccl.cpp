@@ -7,15 +7,15 @@
 #include <string>
 
 #include "acl/acl_base.h"
-#include "collector/naming.h"
+#include "format/naming.h"
 #include "hccl/hccl.h"
-#include "shim/handles.h"
+#include "shim/device/handles.h"
 #include "shim/hooks/hook.h"
-#include "shim/kernel_launch.h"
-#include "shim/session.h"
+#include "shim/capture/kernel_launch.h"
+#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
-using msprobe::collector::ValueArg;
+using msprobe::format::ValueArg;
 
 MSPROBE_HOOK_SLOT(HcclCommInitRootInfo);
 MSPROBE_HOOK_SLOT(HcclCommInitClusterInfo);
@@ -86,7 +86,7 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
                               Forward forward) {
   std::optional<KernelLaunch> launch;
   try {
-    launch.emplace(op_type, stream);
+    launch.emplace(session(), op_type, stream);
     if (in) launch->input_tensor(*in);
     else launch->input_null();
     for (const ValueArg &v : values) launch->input_value(v);

@@ -7,8 +7,9 @@
 #pragma once
 #include <cstddef>
 
-#include "shim/reentry.h"
-#include "shim/symbols.h"
+#include "shim/base/reentry.h"
+#include "shim/base/symbols.h"
+#include "shim/hooks/activation.h"
 
 #define MSPROBE_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -8,9 +8,9 @@
 // by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
 #include "runtime/mem.h"
-#include "shim/device_allocations.h"
+#include "shim/device/device_allocations.h"
 #include "shim/hooks/hook.h"
-#include "shim/session.h"
+#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 

@@ -1,12 +1,12 @@
 // The ways a process ends that skip exit handlers, and the calls that change signal dispositions
-// (shim/lifecycle.h): _exit/_Exit (Python's os._exit) finish the dump first; sigaction/signal keep the shim's
+// (shim/capture/lifecycle.h): _exit/_Exit (Python's os._exit) finish the dump first; sigaction/signal keep the shim's
 // handler of the fatal signals in front of the host's, which the host still sees as its own.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "shim/hooks/hook.h"
-#include "shim/lifecycle.h"
+#include "shim/capture/lifecycle.h"
 
 using namespace msprobe::shim;
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "aclnn/acl_meta.h"
-#include "shim/aclnn_capture.h"
+#include "shim/aclnn/aclnn_capture.h"
 #include "shim/hooks/hook.h"
-#include "shim/session.h"
+#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 

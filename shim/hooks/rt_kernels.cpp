@@ -1,5 +1,5 @@
 // Raw runtime kernels (runtime/kernel.h): AKG, custom and hand-written Ascend C kernels that bypass
-// aclnn and aclop. Registration calls name them (shim/kernel_binaries.h); each launch is one kernel whose
+// aclnn and aclop. Registration calls name them (shim/device/kernel_binaries.h); each launch is one kernel whose
 // OpType is that name and whose arguments come from the opaque blob: an 8-byte slot pointing into a live
 // device allocation is a raw byte buffer from that pointer to the allocation's end (an input, copied
 // before the launch, and again an output, after it), any other slot a raw value. No dtype or shape is
@@ -14,14 +14,14 @@
 #include <vector>
 
 #include "acl/acl_base.h"
-#include "collector/naming.h"
+#include "format/naming.h"
 #include "runtime/kernel.h"
-#include "shim/device_allocations.h"
-#include "shim/handles.h"
+#include "shim/device/device_allocations.h"
+#include "shim/device/handles.h"
 #include "shim/hooks/hook.h"
-#include "shim/kernel_binaries.h"
-#include "shim/kernel_launch.h"
-#include "shim/session.h"
+#include "shim/device/kernel_binaries.h"
+#include "shim/capture/kernel_launch.h"
+#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 
@@ -44,8 +44,8 @@ TensorMeta raw_bytes(uint64_t addr, uint64_t bytes) {
   return m;
 }
 
-msprobe::collector::ValueArg raw_value(const RtArgSlot &s) {
-  msprobe::collector::ValueArg v;
+msprobe::format::ValueArg raw_value(const RtArgSlot &s) {
+  msprobe::format::ValueArg v;
   v.type = "uint" + std::to_string(8 * s.bytes);
   // JSON integers of the writer are signed 64-bit: the rare larger value is written as its decimal string.
   if (s.value <= (uint64_t)INT64_MAX) v.value = (int64_t)s.value;
@@ -84,7 +84,7 @@ rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_
   std::optional<KernelLaunch> launch;
   std::vector<RtArgSlot> slots;
   try {
-    launch.emplace(op_type, stream);
+    launch.emplace(session(), op_type, stream);
     if (launch->capturing()) {
       if (blob.on_device) {
         // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.

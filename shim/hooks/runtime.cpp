@@ -2,7 +2,7 @@
 // runtime goes away (our copies and events live in it). Also the shim's own C API.
 #include "acl/acl.h"
 #include "shim/hooks/hook.h"
-#include "shim/session.h"
+#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 

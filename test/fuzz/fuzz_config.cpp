@@ -1,4 +1,4 @@
-// libFuzzer target: the shim's configuration (shim/config.h). The input picks which MSPROBE_* variables are set
+// libFuzzer target: the shim's configuration (shim/config/config.h). The input picks which MSPROBE_* variables are set
 // and to what, and optionally the bytes of the config.json that MSPROBE_CONFIG names (a memfd, so no file is
 // written). load_config must never throw, crash or loop, and must say why whenever it disables capture.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "shim/config.h"
+#include "shim/config/config.h"
 
 namespace {
 

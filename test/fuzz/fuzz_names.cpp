@@ -1,5 +1,5 @@
 // libFuzzer target: the NameRegex engine behind MSPROBE_LIST / MSPROBE_SCOPE / MSPROBE_STEP_MARKER
-// (shim/kernel_filter.h), and the collector's naming guarantees (collector/naming.h): whatever bytes an op type or
+// (shim/config/kernel_filter.h), and the collector's naming guarantees (format/naming.h): whatever bytes an op type or
 // scope holds, the kernel and file names built from them stay inside the dump directory.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "collector/naming.h"
-#include "shim/kernel_filter.h"
+#include "format/naming.h"
+#include "shim/config/kernel_filter.h"
 
 namespace {
 
@@ -40,12 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string why, note;
   if (filter.add_item(pattern, &why, &note)) (void)filter.matches(text, text + ".x.0");
 
-  const std::string op = collector::sanitize_name_part(text, collector::kUnknownOpType);
-  const std::string name = collector::sanitize_name_part(scope, collector::kDefaultOpName);
+  const std::string op = format::sanitize_name_part(text, format::kUnknownOpType);
+  const std::string name = format::sanitize_name_part(scope, format::kDefaultOpName);
   if (!name_part_ok(op) || !name_part_ok(name)) std::abort();
-  const std::string kernel = collector::kernel_name(collector::kernel_base_name(text, scope), 7);
-  const std::string file = collector::tensor_file_name(kernel, collector::IoKind::Output, 3, "npy");
-  if (kernel != op + "." + name + ".7" || !collector::is_safe_file_name(file)) std::abort();
-  if (!collector::is_csv_safe(collector::csv_safe_text(text))) std::abort();
+  const std::string kernel = format::kernel_name(format::kernel_base_name(text, scope), 7);
+  const std::string file = format::tensor_file_name(kernel, format::IoKind::Output, 3, "npy");
+  if (kernel != op + "." + name + ".7" || !format::is_safe_file_name(file)) std::abort();
+  if (!format::is_csv_safe(format::csv_safe_text(text))) std::abort();
   return 0;
 }

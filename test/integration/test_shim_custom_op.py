@@ -181,7 +181,7 @@ def test_custom_op_without_header_forwards_exactly_and_classifies_tensors(tmp_pa
     entries = entries_of(load_dump(rank_dir), "ScaleShift")
     assert len(entries) == 1, sorted(load_dump(rank_dir)["data"])
     (kernel, entry), = entries.items()
-    # Header-less rule (shim/aclnn_capture.cpp, call_from_slots): the argument slots are scanned for handles the
+    # Header-less rule (shim/aclnn/aclnn_capture.cpp, call_from_slots): the argument slots are scanned for handles the
     # shim saw created; tensors in order, the last one is the output, every other one an input. By-value
     # arguments cannot be told apart from garbage without a prototype and are not recorded.
     args = entry["input_args"]

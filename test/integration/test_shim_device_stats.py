@@ -59,7 +59,7 @@ def numel(t):
 
 
 def device_path(t):
-    """The shim's rule (shim/device_stats.h): fp32/fp16/bf16, at least 1-d, more bytes than four results."""
+    """The shim's rule (shim/device/device_stats.h): fp32/fp16/bf16, at least 1-d, more bytes than four results."""
     return t["dtype"] in ES and len(t["shape"]) > 0 and numel(t) * ES[t["dtype"]] > 16
 
 

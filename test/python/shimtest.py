@@ -299,7 +299,7 @@ ITEMSIZE = {"Float32": 4, "Float16": 2, "BFloat16": 2, "Float64": 8, "Int8": 1, 
             "Int64": 8, "UInt8": 1, "UInt16": 2, "UInt32": 4, "UInt64": 8, "Bool": 1}
 
 
-# ---- statistics as msprobe computes them (reference/msprobe_formats.md §1.6, collector/stats.h) -----------
+# ---- statistics as msprobe computes them (reference/msprobe_formats.md §1.6, format/stats.h) -----------
 def expected_stats(data, dtype):
     """(Max, Min, Mean, Norm) of a tensor's file data, float64 sums; Mean/Norm rounded to the statistics
     dtype (the tensor's own for Float32/Float16/BFloat16, float32 for integers and float64)."""
@@ -324,7 +324,7 @@ def expected_stats(data, dtype):
 
 def stat_close(got, want, dtype):
     """Mean/Norm: float64 sums (in another order than numpy's) rounded once to the statistics dtype (the
-    tensor's own for floats, float32 for integers, collector/stats.h): a value of that dtype, at most one
+    tensor's own for floats, float32 for integers, format/stats.h): a value of that dtype, at most one
     unit in its last place from numpy's."""
     import npu_refs
     if want is None or got is None or isinstance(want, bool):

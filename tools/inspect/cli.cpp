@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "collector/json_writer.h"
+#include "format/dump_json.h"
 
 namespace msprobe::tools {
 
@@ -27,8 +27,8 @@ double Args::number(std::string_view name, double fallback, double lo, double hi
   if (r.ec != std::errc() || r.ptr != e || !std::isfinite(d))
     throw UsageError(std::string(name) + " '" + *v + "' is not a number");
   if (d < lo || d > hi)
-    throw UsageError(std::string(name) + " '" + *v + "' is out of range [" + collector::json_number(lo) + ", " +
-                     collector::json_number(hi) + "]");
+    throw UsageError(std::string(name) + " '" + *v + "' is out of range [" + format::json_number(lo) + ", " +
+                     format::json_number(hi) + "]");
   return d;
 }
 
@@ -144,7 +144,7 @@ std::string metric_text(std::optional<double> v) {
   if (!v) return "N/A";
   if (std::isnan(*v)) return "nan";
   if (std::isinf(*v)) return *v > 0 ? "inf" : "-inf";
-  return collector::json_number(*v);
+  return format::json_number(*v);
 }
 
 std::string ranges_text(std::span<const uint64_t> v) {

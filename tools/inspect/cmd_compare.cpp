@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collector/format.h"
+#include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -84,7 +84,7 @@ struct Side {
 
 uint64_t dump_json_size(const RankDir &d) {
   std::error_code ec;
-  const uint64_t n = fs::file_size(d.path / collector::kDumpJson, ec);
+  const uint64_t n = fs::file_size(d.path / format::kDumpJson, ec);
   return ec ? 0 : n;
 }
 
@@ -126,8 +126,8 @@ void add_message(std::string &m, const std::string &s) {
 }
 
 std::vector<double> load_values(const Side &side, const TensorInfo &t) {
-  const TensorFile f = open_tensor_file(side.dir->path / collector::kTensorDir / *t.data_name, t);
-  if (f.file_dtype == collector::DType::Raw) throw TensorFileError("raw bytes of an unknown dtype");
+  const TensorFile f = open_tensor_file(side.dir->path / format::kTensorDir / *t.data_name, t);
+  if (f.file_dtype == format::DType::Raw) throw TensorFileError("raw bytes of an unknown dtype");
   if (f.shape != t.shape)
     throw TensorFileError("the file's shape " + shape_text(f.shape) + " is not the entry's " + shape_text(t.shape));
   return read_tensor_values(f);
@@ -308,8 +308,8 @@ int run_compare(std::span<char *const> argv) {
   for (size_t pi = 0; pi < pairs.size(); ++pi) {
     const Side A = load_side(*pairs[pi].first, progress, done_bytes);
     const Side B = load_side(*pairs[pi].second, progress, done_bytes);
-    const bool tensor_mode = A.header.task == collector::task_name(collector::Task::Tensor) &&
-                             B.header.task == collector::task_name(collector::Task::Tensor);
+    const bool tensor_mode = A.header.task == format::task_name(format::Task::Tensor) &&
+                             B.header.task == format::task_name(format::Task::Tensor);
     const std::string this_mode = tensor_mode ? "tensor" : "statistics";
     if (mode.empty())
       mode = this_mode;

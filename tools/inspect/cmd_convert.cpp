@@ -6,11 +6,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/json_writer.h"
-#include "collector/lz4.h"
-#include "collector/naming.h"
-#include "collector/npy.h"
+#include "format/format.h"
+#include "format/dump_json.h"
+#include "format/lz4.h"
+#include "format/naming.h"
+#include "format/npy.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -38,7 +38,7 @@ namespace {
 
 std::string json_quoted(std::string_view s) {
   std::string out;
-  collector::append_json_string(out, s);
+  format::append_json_string(out, s);
   return out;
 }
 
@@ -74,7 +74,7 @@ std::string replace_string_tokens(std::string_view text, const std::unordered_ma
 
 std::string without_lz4(const std::string &name) {
   if (tensor_file_kind(name) != TensorFileKind::Lz4) return name;
-  return name.substr(0, name.size() - collector::kLz4Suffix.size() - 1);
+  return name.substr(0, name.size() - format::kLz4Suffix.size() - 1);
 }
 
 // x.bin, x.npy.lz4, x.bin.lz4 -> x.npy; a renamed long name "{digits}.lz4" -> "{digits}.npy".
@@ -84,7 +84,7 @@ std::string with_npy_suffix(const std::string &name) {
   const bool has_format = dot != std::string::npos && (tensor_file_kind(base) == TensorFileKind::Npy ||
                                                        tensor_file_kind(base) == TensorFileKind::Bin);
   return (has_format ? base.substr(0, dot) : base) + "." +
-         std::string(collector::file_suffix(collector::FileFormat::Npy));
+         std::string(format::file_suffix(format::FileFormat::Npy));
 }
 
 }  // namespace
@@ -97,7 +97,7 @@ int run_convert(std::span<char *const> argv) {
   const std::vector<RankDir> dirs = find_rank_dirs(args.positional[0]);
   uint64_t converted = 0, failed = 0, already_npy = 0;
   for (const RankDir &d : dirs) {
-    const fs::path tensor_dir = d.path / collector::kTensorDir;
+    const fs::path tensor_dir = d.path / format::kTensorDir;
     struct Job {
       std::string kernel;
       TensorInfo tensor;
@@ -115,7 +115,7 @@ int run_convert(std::span<char *const> argv) {
           case TensorFileKind::Npy: ++already_npy; break;
           case TensorFileKind::Unknown:
             std::printf("%s: %s/%s: not a .bin or .npy file; left as is\n", d.label().c_str(),
-                        std::string(collector::kTensorDir).c_str(), t.data_name->c_str());
+                        std::string(format::kTensorDir).c_str(), t.data_name->c_str());
             ++failed;
             break;
         }
@@ -130,20 +130,20 @@ int run_convert(std::span<char *const> argv) {
     std::vector<fs::path> to_remove;
     for (const Job &j : jobs) {
       const std::string &old_name = *j.tensor.data_name;
-      const std::string where = d.label() + ": " + std::string(collector::kTensorDir) + "/" + old_name;
+      const std::string where = d.label() + ": " + std::string(format::kTensorDir) + "/" + old_name;
       try {
-        if (!collector::is_safe_file_name(old_name)) throw TensorFileError("data_name is not a plain file name");
+        if (!format::is_safe_file_name(old_name)) throw TensorFileError("data_name is not a plain file name");
         const TensorFile f = open_tensor_file(tensor_dir / old_name, j.tensor);
-        const bool no_npy_form = f.file_dtype == collector::DType::Raw || !collector::npy_can_store(f.file_dtype);
+        const bool no_npy_form = f.file_dtype == format::DType::Raw || !format::npy_can_store(f.file_dtype);
         if (no_npy_form && !f.compressed)
           throw TensorFileError("dtype " + j.tensor.dtype_text + " has no npy form; left as .bin");
         if (f.compressed && (no_npy_form || f.kind == TensorFileKind::Npy)) {
           // The content is the file an uncompressed run writes (npy, or raw bytes): decompressed as is.
           std::string content;
-          collector::lz4_decompress_file(
+          format::lz4_decompress_file(
               tensor_dir / old_name, [&](const void *p, size_t n) { content.append(static_cast<const char *>(p), n); });
           const std::string new_name = no_npy_form ? without_lz4(old_name) : with_npy_suffix(old_name);
-          collector::write_file_atomic(tensor_dir / new_name, content);
+          format::write_file_atomic(tensor_dir / new_name, content);
           renames.emplace(json_quoted(old_name), json_quoted(new_name));
           done.emplace(old_name, new_name);
           to_remove.push_back(tensor_dir / old_name);
@@ -153,11 +153,11 @@ int run_convert(std::span<char *const> argv) {
         std::string data;
         data.reserve(static_cast<size_t>(f.data_bytes));
         read_tensor_chunks(f, [&](const void *p, uint64_t n) {
-          data.append(static_cast<const char *>(p), n * collector::element_size(f.file_dtype));
+          data.append(static_cast<const char *>(p), n * format::element_size(f.file_dtype));
         });
         const std::string new_name = with_npy_suffix(old_name);
         const fs::path tmp = tensor_dir / (new_name + ".tmp");
-        collector::write_npy_file(tmp, f.file_dtype, f.shape, data.data());
+        format::write_npy_file(tmp, f.file_dtype, f.shape, data.data());
         fs::rename(tmp, tensor_dir / new_name);
         renames.emplace(json_quoted(old_name), json_quoted(new_name));
         done.emplace(old_name, new_name);
@@ -171,7 +171,7 @@ int run_convert(std::span<char *const> argv) {
     if (renames.empty()) continue;
 
     // dump.json: only the data_name tokens change; everything else stays byte for byte.
-    const fs::path dump_path = d.path / collector::kDumpJson;
+    const fs::path dump_path = d.path / format::kDumpJson;
     std::string original;
     {
       MappedFile m(dump_path);
@@ -180,8 +180,8 @@ int run_convert(std::span<char *const> argv) {
     uint64_t replaced = 0;
     const std::string updated = replace_string_tokens(original, renames, &replaced);
     const fs::path bak = free_backup_name(dump_path);
-    collector::write_file_atomic(bak, original);
-    collector::write_file_atomic(dump_path, updated);
+    format::write_file_atomic(bak, original);
+    format::write_file_atomic(dump_path, updated);
 
     // mapping.csv: a renamed long name keeps its row, with both names' suffixes changed.
     std::vector<MappingRow> rows = read_mapping_csv(tensor_dir);
@@ -196,7 +196,7 @@ int run_convert(std::span<char *const> argv) {
                                                                       : without_lz4(r.original_name)) +
                  "\n";
       }
-      collector::write_file_atomic(tensor_dir / collector::kMappingCsv, csv);
+      format::write_file_atomic(tensor_dir / format::kMappingCsv, csv);
     }
     if (!keep_bin)
       for (const fs::path &p : to_remove) {

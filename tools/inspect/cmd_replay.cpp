@@ -27,7 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collector/format.h"
+#include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -225,8 +225,8 @@ replay::Tensor load_tensor(const Folder &f, const TensorInfo &t) {
   if (!t.data_name) throw replay::RefError(t.row_suffix() + ": tensor data not saved (no data_name)");
   if (!t.dtype) throw replay::RefError(t.row_suffix() + ": unknown dtype '" + t.dtype_text + "'");
   try {
-    const TensorFile file = open_tensor_file(f.dir->path / collector::kTensorDir / *t.data_name, t);
-    if (file.file_dtype == collector::DType::Raw) throw TensorFileError("raw bytes of an unknown dtype");
+    const TensorFile file = open_tensor_file(f.dir->path / format::kTensorDir / *t.data_name, t);
+    if (file.file_dtype == format::DType::Raw) throw TensorFileError("raw bytes of an unknown dtype");
     replay::Tensor out;
     out.v = read_tensor_values(file);
     out.shape = t.shape_ok && static_cast<uint64_t>(replay::numel(t.shape)) == out.v.size() ? t.shape : file.shape;
@@ -323,15 +323,15 @@ KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context 
   std::unordered_map<std::string, const TensorInfo *> inputs;
   std::vector<const TensorInfo *> outputs;  // by output slot; nested lists are not outputs of aclnn kernels
   for (const TensorInfo &t : tensors) {
-    if (t.io == collector::IoKind::Input) inputs.emplace(t.slot, &t);
+    if (t.io == format::IoKind::Input) inputs.emplace(t.slot, &t);
   }
   const Json *out_json = nullptr;
-  if (auto it = k.entry.find(std::string(collector::json_key::kOutput)); it != k.entry.end() && it->is_array())
+  if (auto it = k.entry.find(std::string(format::json_key::kOutput)); it != k.entry.end() && it->is_array())
     out_json = &*it;
   const size_t n_out = out_json ? out_json->size() : 0;
   outputs.assign(n_out, nullptr);
   for (const TensorInfo &t : tensors)
-    if (t.io == collector::IoKind::Output)
+    if (t.io == format::IoKind::Output)
       for (size_t i = 0; i < n_out; ++i)
         if (t.slot == std::to_string(i)) outputs[i] = &t;
 
@@ -361,7 +361,7 @@ KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context 
   call.op = ref->op_type;
   try {
     const Json *in_json = nullptr;
-    if (auto it = k.entry.find(std::string(collector::json_key::kInputArgs)); it != k.entry.end() && it->is_array())
+    if (auto it = k.entry.find(std::string(format::json_key::kInputArgs)); it != k.entry.end() && it->is_array())
       in_json = &*it;
     if (in_json)
       for (size_t i = 0; i < in_json->size(); ++i)
@@ -400,11 +400,11 @@ KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context 
     replay::Tensor bench = std::move(*want[i]);
     try {
       const replay::Tensor device = load_tensor(f, *t);
-      const collector::DType dt = *t->dtype;
+      const format::DType dt = *t->dtype;
       // The benchmark: float64, or the value a correct kernel stores where the output dtype is coarser than the
       // reference's error (half types, integers, bool) or the op is a conversion (Cast).
-      const bool round = ref->round_to_output || !(dt == collector::DType::F32 || dt == collector::DType::F64);
-      double eps = relative_zero_eps(collector::DType::F64);
+      const bool round = ref->round_to_output || !(dt == format::DType::F32 || dt == format::DType::F64);
+      double eps = relative_zero_eps(format::DType::F64);
       row.bench_dtype = "Float64";
       if (round) {
         for (double &x : bench.v) x = replay::round_to_dtype(x, dt);
@@ -625,9 +625,9 @@ int run_replay(std::span<char *const> argv) {
     cb.on_header = [&](const DumpHeader &h) { f.header = h; };
     cb.on_kernel = [](KernelEntry &&) { return false; };
     read_dump_json(dirs[i], cb);
-    const std::string tensor(collector::task_name(collector::Task::Tensor));
+    const std::string tensor(format::task_name(format::Task::Tensor));
     if (f.header.task != tensor)
-      throw InputError((dirs[i].path / collector::kDumpJson).string() + ": task '" + f.header.task +
+      throw InputError((dirs[i].path / format::kDumpJson).string() + ": task '" + f.header.task +
                        "': replay needs tensor data (a dump made with MSPROBE_TASK=tensor)");
   }
   (void)replay::reference_op_types();  // builds the table before the workers start
@@ -690,7 +690,7 @@ int run_replay(std::span<char *const> argv) {
         }
         if (!found) continue;
         for (const TensorInfo &t : entry_tensors(found->entry, src->header))
-          if (t.io == collector::IoKind::Input && t.slot == "0") {
+          if (t.io == format::IoKind::Input && t.slot == "0") {
             slot.push_back(std::make_unique<replay::Tensor>(load_tensor(*src, t)));
             break;
           }
@@ -737,7 +737,7 @@ int run_replay(std::span<char *const> argv) {
   // One progress line over the whole run, measured in dump.json bytes (each folder's share split by its kernels).
   auto json_size = [](const Folder &f) {
     std::error_code ec;
-    const uint64_t n = fs::file_size(f.dir->path / collector::kDumpJson, ec);
+    const uint64_t n = fs::file_size(f.dir->path / format::kDumpJson, ec);
     return ec ? uint64_t{1} : std::max<uint64_t>(n, 1);
   };
   uint64_t total_bytes = 0, done_bytes = 0;

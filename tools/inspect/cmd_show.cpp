@@ -5,8 +5,8 @@
 #include <system_error>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/json_writer.h"
+#include "format/format.h"
+#include "format/dump_json.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -25,7 +25,7 @@ values), its launch fields, its tensor files (with size, or "missing"), and its 
   --json     print {"folder", "kernel", "entry", "stack"} as JSON (NaN written as msprobe does)
 )";
 
-namespace ck = collector::json_key;
+namespace ck = format::json_key;
 
 namespace {
 
@@ -56,9 +56,9 @@ struct Printer {
   std::vector<MappingRow> mapping;
 
   std::string file_line(const std::string &data_name) const {
-    const fs::path p = dir.path / collector::kTensorDir / data_name;
+    const fs::path p = dir.path / format::kTensorDir / data_name;
     std::error_code ec;
-    std::string s = "file " + std::string(collector::kTensorDir) + "/" + data_name;
+    std::string s = "file " + std::string(format::kTensorDir) + "/" + data_name;
     const uint64_t size = fs::file_size(p, ec);
     s += ec ? " (missing)" : " (" + human_bytes(size) + ")";
     for (const MappingRow &r : mapping)
@@ -171,9 +171,9 @@ int run_show(std::span<char *const> argv) {
 
   if (args.flag("--json")) {
     std::string o = "{\"folder\": ";
-    collector::append_json_string(o, dir.label());
+    format::append_json_string(o, dir.label());
     o += ", \"kernel\": ";
-    collector::append_json_string(o, found->name);
+    format::append_json_string(o, found->name);
     o += ", \"entry\": " + to_json_text(found->entry) + ", \"stack\": ";
     if (stack) {
       Json frames = Json::array();
@@ -187,7 +187,7 @@ int run_show(std::span<char *const> argv) {
     return kExitOk;
   }
 
-  Printer p{dir, header, read_mapping_csv(dir.path / collector::kTensorDir)};
+  Printer p{dir, header, read_mapping_csv(dir.path / format::kTensorDir)};
   std::printf("%s  (%s, %s)\n", found->name.c_str(), dir.label().c_str(), header.task.c_str());
   std::string fields;
   for (const auto &[k, v] : found->entry.items()) {

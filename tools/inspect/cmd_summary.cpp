@@ -8,8 +8,8 @@
 #include <system_error>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/json_writer.h"
+#include "format/format.h"
+#include "format/dump_json.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -50,10 +50,10 @@ const char *const kStatNames[] = {"Max", "Min", "Mean", "Norm"};
 
 void count_files(const RankDir &r, FolderSummary &s) {
   std::error_code ec;
-  const fs::path dir = r.path / collector::kTensorDir;
+  const fs::path dir = r.path / format::kTensorDir;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code e2;
-    if (!it->is_regular_file(e2) || it->path().filename() == collector::kMappingCsv) continue;
+    if (!it->is_regular_file(e2) || it->path().filename() == format::kMappingCsv) continue;
     ++s.files;
     s.bytes += it->file_size(e2);
   }
@@ -61,7 +61,7 @@ void count_files(const RankDir &r, FolderSummary &s) {
 
 std::string json_str(std::string_view s) {
   std::string out;
-  collector::append_json_string(out, s);
+  format::append_json_string(out, s);
   return out;
 }
 
@@ -77,7 +77,7 @@ int run_summary(std::span<char *const> argv) {
   uint64_t total_bytes = 0;
   for (const RankDir &d : dirs) {
     std::error_code ec;
-    total_bytes += fs::file_size(d.path / collector::kDumpJson, ec);
+    total_bytes += fs::file_size(d.path / format::kDumpJson, ec);
   }
   Progress progress("summary", total_bytes);
   uint64_t done_bytes = 0;
@@ -101,7 +101,7 @@ int run_summary(std::span<char *const> argv) {
       for (const TensorInfo &t : tensors) {
         for (int i = 0; i < 4; ++i) {
           const auto &v = t.stats[i];
-          if (v.kind != collector::StatValue::Kind::Real || std::isfinite(v.real)) continue;
+          if (v.kind != format::StatValue::Kind::Real || std::isfinite(v.real)) continue;
           s.first_nan = NanHit{k.name, t.row_suffix(), kStatNames[i], v.real, d.step.value_or(0), li, &d, {}};
           return true;
         }
@@ -110,7 +110,7 @@ int run_summary(std::span<char *const> argv) {
     };
     read_dump_json(d, cb);
     std::error_code ec;
-    done_bytes += fs::file_size(d.path / collector::kDumpJson, ec);
+    done_bytes += fs::file_size(d.path / format::kDumpJson, ec);
     s.task = header.task;
     s.framework = header.framework;
     s.host_framework = header.host_framework;

@@ -11,8 +11,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/naming.h"
+#include "format/format.h"
+#include "format/naming.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -59,8 +59,8 @@ class Reporter {
   Counts &counts_;
 };
 
-bool same_stat(const collector::StatValue &recorded, const collector::StatValue &computed) {
-  using K = collector::StatValue::Kind;
+bool same_stat(const format::StatValue &recorded, const format::StatValue &computed) {
+  using K = format::StatValue::Kind;
   if (recorded.is_null() || computed.is_null()) return recorded.is_null() && computed.is_null();
   if ((recorded.kind == K::Bool) != (computed.kind == K::Bool)) return false;
   if (recorded.kind == K::Bool) return recorded.boolean == computed.boolean;
@@ -72,9 +72,9 @@ bool same_stat(const collector::StatValue &recorded, const collector::StatValue 
 
 const char *const kStatNames[] = {"Max", "Min", "Mean", "Norm"};
 
-std::vector<std::string> stat_mismatches(const std::array<collector::StatValue, 4> &recorded,
-                                         const collector::TensorStats &s) {
-  const collector::StatValue computed[4] = {s.max, s.min, s.mean, s.norm};
+std::vector<std::string> stat_mismatches(const std::array<format::StatValue, 4> &recorded,
+                                         const format::TensorStats &s) {
+  const format::StatValue computed[4] = {s.max, s.min, s.mean, s.norm};
   std::vector<std::string> out;
   for (int i = 0; i < 4; ++i)
     if (!same_stat(recorded[i], computed[i]))
@@ -93,7 +93,7 @@ class FolderVerifier {
         report_(report),
         progress_(progress),
         base_(progress_base),
-        tensor_dir_(dir.path / collector::kTensorDir) {}
+        tensor_dir_(dir.path / format::kTensorDir) {}
 
   void run() {
     ++counts_.folders;
@@ -109,7 +109,7 @@ class FolderVerifier {
       read_dump_json(dir_, cb);
     } catch (const JsonError &e) {
       dump_valid = false;
-      problem(std::string(collector::kDumpJson) + ": " + strip_path(e.what()) +
+      problem(std::string(format::kDumpJson) + ": " + strip_path(e.what()) +
               " (cut short by a crash? 'msprobe-inspect repair' rebuilds it)");
     }
     check_header();
@@ -123,7 +123,7 @@ class FolderVerifier {
   void problem(const std::string &what) { report_.add(dir_.label() + ": " + what); }
 
   std::string strip_path(std::string what) const {
-    const std::string prefix = (dir_.path / collector::kDumpJson).string() + ": ";
+    const std::string prefix = (dir_.path / format::kDumpJson).string() + ": ";
     if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
     return what;
   }
@@ -131,11 +131,11 @@ class FolderVerifier {
   void check_header() {
     if (header_.task.empty())
       problem("dump.json: no \"task\"");
-    else if (!collector::parse_task(header_.task))
+    else if (!format::parse_task(header_.task))
       problem("dump.json: unknown task \"" + header_.task + "\"");
-    if (header_.level != collector::kLevel)
-      problem("dump.json: level is \"" + header_.level + "\", expected \"" + std::string(collector::kLevel) + "\"");
-    if (!collector::parse_framework(header_.framework))
+    if (header_.level != format::kLevel)
+      problem("dump.json: level is \"" + header_.level + "\", expected \"" + std::string(format::kLevel) + "\"");
+    if (!format::parse_framework(header_.framework))
       problem("dump.json: framework \"" + header_.framework + "\" is not one msprobe accepts (pytorch, mindspore)");
   }
 
@@ -151,13 +151,13 @@ class FolderVerifier {
   void tensor_file(const std::string &kernel, const TensorInfo &t) {
     const std::string &name = *t.data_name;
     const std::string where = kernel + " " + t.row_suffix() + ": ";
-    if (!collector::is_safe_file_name(name)) {
+    if (!format::is_safe_file_name(name)) {
       problem(where + "data_name \"" + name + "\" is not a plain file name");
       return;
     }
-    const std::string shown = std::string(collector::kTensorDir) + "/" + name;
-    if (name.size() > collector::kMaxBasename)
-      problem(where + shown + ": name longer than " + std::to_string(collector::kMaxBasename) +
+    const std::string shown = std::string(format::kTensorDir) + "/" + name;
+    if (name.size() > format::kMaxBasename)
+      problem(where + shown + ": name longer than " + std::to_string(format::kMaxBasename) +
               " characters (the collector renames those and records them in mapping.csv)");
     if (auto [it, fresh] = referenced_.emplace(name, kernel + " " + t.row_suffix()); !fresh)
       problem(where + shown + ": also the data_name of " + it->second);
@@ -169,17 +169,17 @@ class FolderVerifier {
       problem(where + shown + ": " + e.what());
       return;
     }
-    if (f.file_dtype == collector::DType::Raw) return;  // raw bytes: a type without statistics (complex, fp8...)
+    if (f.file_dtype == format::DType::Raw) return;  // raw bytes: a type without statistics (complex, fp8...)
     if (!t.dtype) {
       problem(where + shown + ": dtype \"" + t.dtype_text + "\" in dump.json is not one the dump format knows");
       return;
     }
     bool layout_ok = true;
     if (f.kind == TensorFileKind::Npy) {
-      const collector::DType want = collector::npy_storage_dtype(*t.dtype);
+      const format::DType want = format::npy_storage_dtype(*t.dtype);
       if (f.file_dtype != want) {
-        problem(where + shown + ": the file holds " + std::string(collector::dtype_id(f.file_dtype)) +
-                ", dump.json says " + t.dtype_text + " (stored as " + std::string(collector::dtype_id(want)) + ")");
+        problem(where + shown + ": the file holds " + std::string(format::dtype_id(f.file_dtype)) +
+                ", dump.json says " + t.dtype_text + " (stored as " + std::string(format::dtype_id(want)) + ")");
         layout_ok = false;
       }
       if (!t.shape_ok || f.shape != t.shape) {
@@ -214,10 +214,10 @@ class FolderVerifier {
   }
 
   void check_construct() {
-    const fs::path path = dir_.path / collector::kConstructJson;
+    const fs::path path = dir_.path / format::kConstructJson;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
-      problem(std::string(collector::kConstructJson) + ": missing");
+      problem(std::string(format::kConstructJson) + ": missing");
       return;
     }
     std::vector<std::string> names;
@@ -227,7 +227,7 @@ class FolderVerifier {
       std::string what = e.what();
       const std::string prefix = path.string() + ": ";
       if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
-      problem(std::string(collector::kConstructJson) + ": " + what);
+      problem(std::string(format::kConstructJson) + ": " + what);
       return;
     }
     std::unordered_set<std::string> in_construct(names.begin(), names.end());
@@ -244,32 +244,32 @@ class FolderVerifier {
       return s;
     };
     if (!missing.empty())
-      problem(std::string(collector::kConstructJson) + ": " + std::to_string(missing.size()) +
+      problem(std::string(format::kConstructJson) + ": " + std::to_string(missing.size()) +
               " kernel(s) of dump.json missing: " + list(missing));
     if (!extra.empty())
-      problem(std::string(collector::kConstructJson) + ": " + std::to_string(extra.size()) +
+      problem(std::string(format::kConstructJson) + ": " + std::to_string(extra.size()) +
               " kernel(s) not in dump.json: " + list(extra));
   }
 
   void check_stack() {
-    const fs::path path = dir_.path / collector::kStackJson;
+    const fs::path path = dir_.path / format::kStackJson;
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) return;  // optional
     MappedFile f(path);
     std::string why;
-    if (!is_valid_json(f.text(), &why)) problem(std::string(collector::kStackJson) + ": invalid JSON: " + why);
+    if (!is_valid_json(f.text(), &why)) problem(std::string(format::kStackJson) + ": invalid JSON: " + why);
   }
 
   void check_mapping() {
     for (const MappingRow &r : read_mapping_csv(tensor_dir_)) {
-      const std::string where = std::string(collector::kTensorDir) + "/" + std::string(collector::kMappingCsv) +
+      const std::string where = std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) +
                                 " line " + std::to_string(r.line) + ": ";
       if (r.original_name.empty()) {
         problem(where + "expected new_name,original_name");
         continue;
       }
       std::error_code ec;
-      if (!collector::is_safe_file_name(r.new_name) || !fs::is_regular_file(tensor_dir_ / r.new_name, ec)) {
+      if (!format::is_safe_file_name(r.new_name) || !fs::is_regular_file(tensor_dir_ / r.new_name, ec)) {
         problem(where + "stale row: " + r.new_name + " does not exist (for " + r.original_name + ")");
         continue;
       }
@@ -284,12 +284,12 @@ class FolderVerifier {
     for (fs::directory_iterator it(tensor_dir_, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       // Files a mapping.csv row names were reported by check_mapping() already.
-      if (name == collector::kMappingCsv || referenced_.count(name) || mapped_.count(name)) continue;
+      if (name == format::kMappingCsv || referenced_.count(name) || mapped_.count(name)) continue;
       orphans.push_back(name);
     }
     std::sort(orphans.begin(), orphans.end());
     for (const std::string &n : orphans)
-      problem(std::string(collector::kTensorDir) + "/" + n + ": orphan file (no data_name in dump.json names it)");
+      problem(std::string(format::kTensorDir) + "/" + n + ": orphan file (no data_name in dump.json names it)");
   }
 
   const RankDir &dir_;
@@ -326,7 +326,7 @@ int run_verify(std::span<char *const> argv) {
   uint64_t total = 0;
   for (const RankDir &d : dirs) {
     std::error_code ec;
-    total += fs::file_size(d.path / collector::kDumpJson, ec);
+    total += fs::file_size(d.path / format::kDumpJson, ec);
   }
   Counts counts;
   Reporter report(counts);
@@ -335,7 +335,7 @@ int run_verify(std::span<char *const> argv) {
   for (const RankDir &d : dirs) {
     FolderVerifier(d, precision, counts, report, progress, base).run();
     std::error_code ec;
-    base += fs::file_size(d.path / collector::kDumpJson, ec);
+    base += fs::file_size(d.path / format::kDumpJson, ec);
   }
   progress.finish();
   std::printf("verify: %llu folder(s), %llu kernels, %llu tensors, %llu tensor files checked: %s\n",

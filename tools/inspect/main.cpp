@@ -5,7 +5,7 @@
 #include <string>
 #include <system_error>
 
-#include "collector/format.h"
+#include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
@@ -78,8 +78,8 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
     } catch (const JsonError &e) {
       const std::string what = e.what();
-      const bool journal = what.find(msprobe::collector::kDumpJson) != std::string::npos ||
-                           what.find(msprobe::collector::kConstructJson) != std::string::npos;
+      const bool journal = what.find(msprobe::format::kDumpJson) != std::string::npos ||
+                           what.find(msprobe::format::kConstructJson) != std::string::npos;
       std::fprintf(stderr, "%serror: invalid JSON: %s%s\n", prefix.c_str(), what.c_str(),
                    journal ? "\n(if a crash cut it short, 'msprobe-inspect repair' rebuilds it)" : "");
     } catch (const std::system_error &e) {

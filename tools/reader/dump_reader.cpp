@@ -7,13 +7,13 @@
 #include <system_error>
 #include <utility>
 
-#include "collector/json_writer.h"
+#include "format/dump_json.h"
 
 namespace msprobe::tools {
-namespace ck = collector::json_key;
-using collector::DType;
-using collector::IoKind;
-using collector::StatValue;
+namespace ck = format::json_key;
+using format::DType;
+using format::IoKind;
+using format::StatValue;
 
 namespace {
 
@@ -23,11 +23,11 @@ std::string without_zero(std::string s) {
   return s;
 }
 const std::string &step_prefix() {
-  static const std::string p = without_zero(collector::step_dir_name(0));
+  static const std::string p = without_zero(format::step_dir_name(0));
   return p;
 }
 const std::string &rank_prefix() {
-  static const std::string p = without_zero(collector::rank_dir_name(0));
+  static const std::string p = without_zero(format::rank_dir_name(0));
   return p;
 }
 
@@ -44,7 +44,7 @@ std::optional<T> parse_number_suffix(std::string_view name, std::string_view pre
 
 bool has_dump_json(const fs::path &dir) {
   std::error_code ec;
-  return fs::is_regular_file(dir / collector::kDumpJson, ec);
+  return fs::is_regular_file(dir / format::kDumpJson, ec);
 }
 
 std::vector<fs::path> sorted_children(const fs::path &dir) {
@@ -236,12 +236,12 @@ KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeader &
 std::string RankDir::label() const {
   if (!rank_named) return path.filename().string();
   std::string r = rank_label();
-  return step ? collector::step_dir_name(*step) + "/" + r : r;
+  return step ? format::step_dir_name(*step) + "/" + r : r;
 }
 
 std::string RankDir::rank_label() const {
   if (!rank_named) return path.filename().string();
-  return collector::rank_dir_name(rank);
+  return format::rank_dir_name(rank);
 }
 
 std::optional<uint64_t> parse_step_dir(std::string_view name) {
@@ -249,7 +249,7 @@ std::optional<uint64_t> parse_step_dir(std::string_view name) {
 }
 
 bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank) {
-  if (name == collector::rank_dir_name(std::nullopt)) {
+  if (name == format::rank_dir_name(std::nullopt)) {
     rank->reset();
     return true;
   }
@@ -288,8 +288,8 @@ std::vector<RankDir> find_rank_dirs(const fs::path &dir) {
     }
   }
   if (out.empty())
-    throw InputError(dir.string() + ": no dump found (expected " + std::string(collector::kDumpJson) + ", rank*/" +
-                     std::string(collector::kDumpJson) + " or step*/rank*/" + std::string(collector::kDumpJson) + ")");
+    throw InputError(dir.string() + ": no dump found (expected " + std::string(format::kDumpJson) + ", rank*/" +
+                     std::string(format::kDumpJson) + " or step*/rank*/" + std::string(format::kDumpJson) + ")");
   std::stable_sort(out.begin(), out.end(), [](const RankDir &a, const RankDir &b) {
     const uint64_t sa = a.step.value_or(0), sb = b.step.value_or(0);
     if (sa != sb) return sa < sb;
@@ -318,14 +318,14 @@ uint64_t TensorInfo::element_count() const {
   return n;
 }
 
-std::string TensorInfo::row_suffix() const { return std::string(collector::io_name(io)) + "." + slot; }
+std::string TensorInfo::row_suffix() const { return std::string(format::io_name(io)) + "." + slot; }
 
-std::optional<DType> parse_any_dtype(std::string_view text, collector::Framework preferred) {
-  using collector::Framework;
-  if (auto d = collector::parse_dtype_name(text, preferred)) return d;
+std::optional<DType> parse_any_dtype(std::string_view text, format::Framework preferred) {
+  using format::Framework;
+  if (auto d = format::parse_dtype_name(text, preferred)) return d;
   const Framework other = preferred == Framework::MindSpore ? Framework::PyTorch : Framework::MindSpore;
-  if (auto d = collector::parse_dtype_name(text, other)) return d;
-  return collector::parse_dtype_id(text);
+  if (auto d = format::parse_dtype_name(text, other)) return d;
+  return format::parse_dtype_id(text);
 }
 
 namespace {
@@ -384,7 +384,7 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
   DumpHeader h;
   bool header_sent = false;
   auto send_header = [&] {
-    if (auto f = collector::parse_framework(h.framework)) h.framework_kind = *f;
+    if (auto f = format::parse_framework(h.framework)) h.framework_kind = *f;
     if (cb.on_header) cb.on_header(h);
     header_sent = true;
   };
@@ -432,14 +432,14 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
   } catch (const StopStreaming &) {
     return h;
   }
-  if (auto f = collector::parse_framework(h.framework)) h.framework_kind = *f;
+  if (auto f = format::parse_framework(h.framework)) h.framework_kind = *f;
   if (!header_sent && cb.on_header) cb.on_header(h);
   if (cb.on_progress) cb.on_progress(text.size());
   return h;
 }
 
 DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks) {
-  const fs::path path = rank.path / collector::kDumpJson;
+  const fs::path path = rank.path / format::kDumpJson;
   MappedFile file(path);
   try {
     return stream_dump_json(file.text(), callbacks);
@@ -461,7 +461,7 @@ std::vector<std::string> frames_of(const Json &list) {
 }  // namespace
 
 std::optional<std::vector<std::string>> find_stack(const RankDir &rank, std::string_view kernel) {
-  const fs::path path = rank.path / collector::kStackJson;
+  const fs::path path = rank.path / format::kStackJson;
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return std::nullopt;
   MappedFile file(path);
@@ -510,7 +510,7 @@ std::vector<std::string> read_construct_names(const fs::path &path) {
 // ---- mapping.csv ----------------------------------------------------------------------------------------------------
 std::vector<MappingRow> read_mapping_csv(const fs::path &tensor_dir) {
   std::vector<MappingRow> rows;
-  std::ifstream in(tensor_dir / collector::kMappingCsv);
+  std::ifstream in(tensor_dir / format::kMappingCsv);
   if (!in) return rows;
   std::string line;
   size_t n = 0;
@@ -600,7 +600,7 @@ std::string shape_text(std::span<const int64_t> shape) {
 
 std::string stat_text(const StatValue &v) {
   std::string s;
-  collector::append_stat_value(s, v);
+  format::append_stat_value(s, v);
   return s;
 }
 

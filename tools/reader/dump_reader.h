@@ -1,6 +1,6 @@
 // Reading a dump (spec §5) for the post-run tools and their tests: finding step{N}/rank{R} folders, streaming
 // dump.json kernel by kernel, the tensors of an entry, stack.json, mapping.csv, and picking a kernel by name,
-// prefix or `OpType#k`. Every spelling (file names, JSON keys, dtypes) comes from collector/format.h.
+// prefix or `OpType#k`. Every spelling (file names, JSON keys, dtypes) comes from format/format.h.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/stats.h"
+#include "format/format.h"
+#include "format/stats.h"
 #include "tools/reader/json_reader.h"
 
 namespace msprobe::tools {
@@ -52,22 +52,22 @@ std::vector<RankDir> find_rank_dirs(const fs::path &dir);
 struct DumpHeader {
   std::string task, level, framework, host_framework;
   std::optional<std::string> dump_data_dir;
-  collector::Framework framework_kind = collector::Framework::MindSpore;  // for dtype spellings
+  format::Framework framework_kind = format::Framework::MindSpore;  // for dtype spellings
 };
 
 // One statistic as read: null, number, bool.
-collector::StatValue stat_from_json(const Json *j);
+format::StatValue stat_from_json(const Json *j);
 
 // One tensor of an entry, as read.
 struct TensorInfo {
-  collector::IoKind io = collector::IoKind::Input;
+  format::IoKind io = format::IoKind::Input;
   std::string slot;                       // "0", or "1.2" inside a list
   std::string type;                       // "mindspore.Tensor"...
   std::string dtype_text;                 // as written ("Float32", "torch.bfloat16")
-  std::optional<collector::DType> dtype;  // nullopt when the spelling is unknown
+  std::optional<format::DType> dtype;  // nullopt when the spelling is unknown
   std::vector<int64_t> shape;
   bool shape_ok = true;                       // false when "shape" is missing or not a list of integers
-  std::array<collector::StatValue, 4> stats;  // Max, Min, Mean, Norm
+  std::array<format::StatValue, 4> stats;  // Max, Min, Mean, Norm
   std::optional<std::string> md5, data_name;
 
   uint64_t element_count() const;  // 1 for a 0-d tensor
@@ -79,7 +79,7 @@ struct TensorInfo {
 // A tensor is a dict with "dtype" and "shape" (msprobe's leaf rule: a dict whose "type" is a string).
 std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &header);
 // The dtype of a tensor, from its spelling in either framework's convention or a neutral id.
-std::optional<collector::DType> parse_any_dtype(std::string_view text, collector::Framework preferred);
+std::optional<format::DType> parse_any_dtype(std::string_view text, format::Framework preferred);
 
 // A non-tensor argument as read, in either form a dump may hold it:
 // - a scalar leaf {"type": .., "value": scalar} (a null value: an array handle the shim did not know);
@@ -161,7 +161,7 @@ KernelSelection select_kernel(std::span<const KernelRef> kernels, std::string_vi
 
 // ---- Small helpers --------------------------------------------------------------------------------------------------
 std::string shape_text(std::span<const int64_t> shape);  // "[2, 3]"
-std::string stat_text(const collector::StatValue &v);    // "1.5", "NaN", "true", "null"
+std::string stat_text(const format::StatValue &v);    // "1.5", "NaN", "true", "null"
 std::string human_bytes(uint64_t bytes);                 // "12.3 MiB"
 
 }  // namespace msprobe::tools

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "collector/json_writer.h"
+#include "format/dump_json.h"
 
 namespace msprobe::tools {
 namespace {
@@ -379,7 +379,7 @@ void write_text(std::string &out, const Json &j, int indent, int level) {
         if (!first) out += indent < 0 ? ", " : ",";
         first = false;
         newline(level + 1);
-        collector::append_json_string(out, k);
+        format::append_json_string(out, k);
         out += ": ";
         write_text(out, v, indent, level + 1);
       }
@@ -398,11 +398,11 @@ void write_text(std::string &out, const Json &j, int indent, int level) {
       out += ']';
       return;
     }
-    case Json::value_t::string: collector::append_json_string(out, j.get_ref<const std::string &>()); return;
+    case Json::value_t::string: format::append_json_string(out, j.get_ref<const std::string &>()); return;
     case Json::value_t::boolean: out += j.get<bool>() ? "true" : "false"; return;
-    case Json::value_t::number_integer: collector::append_json_integer(out, j.get<int64_t>()); return;
-    case Json::value_t::number_unsigned: collector::append_json_integer(out, j.get<uint64_t>()); return;
-    case Json::value_t::number_float: collector::append_json_number(out, j.get<double>()); return;
+    case Json::value_t::number_integer: format::append_json_integer(out, j.get<int64_t>()); return;
+    case Json::value_t::number_unsigned: format::append_json_integer(out, j.get<uint64_t>()); return;
+    case Json::value_t::number_float: format::append_json_number(out, j.get<double>()); return;
     default: out += "null"; return;
   }
 }

@@ -6,8 +6,8 @@
 
 namespace msprobe::tools {
 
-double relative_zero_eps(std::optional<collector::DType> t) {
-  using collector::DType;
+double relative_zero_eps(std::optional<format::DType> t) {
+  using format::DType;
   if (t == DType::F16) return 0x1p-10;  // np.finfo(np.float16).eps
   if (t == DType::BF16) return 0x1p-7;  // torch.finfo(torch.bfloat16).eps
   if (t == DType::F64) return std::numeric_limits<double>::epsilon();
@@ -82,7 +82,7 @@ bool tensor_passes(const TensorMetrics &m, const Thresholds &t) {
   return true;
 }
 
-StatDiff stat_diff(const collector::StatValue &npu, const collector::StatValue &bench) {
+StatDiff stat_diff(const format::StatValue &npu, const format::StatValue &bench) {
   StatDiff d;
   if (npu.is_null() || bench.is_null()) return d;
   const double a = npu.as_double(), b = bench.as_double();

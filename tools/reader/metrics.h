@@ -7,8 +7,8 @@
 #include <span>
 #include <string>
 
-#include "collector/format.h"
-#include "collector/stats.h"
+#include "format/format.h"
+#include "format/stats.h"
 
 namespace msprobe::tools {
 
@@ -27,7 +27,7 @@ struct TensorMetrics {
 // same NaN or the same infinity on both sides are left out of every metric; different ones are counted.
 TensorMetrics tensor_metrics(std::span<const double> npu, std::span<const double> bench, double zero_eps);
 // The eps msprobe uses for a bench tensor of this dtype (float32's for integers and unknown types).
-double relative_zero_eps(std::optional<collector::DType> bench_dtype);
+double relative_zero_eps(std::optional<format::DType> bench_dtype);
 
 struct Thresholds {
   double atol = 1e-4;       // MaxAbsErr must be below
@@ -43,6 +43,6 @@ struct StatDiff {
   std::optional<double> diff;  // npu - bench; nullopt when either is null or not a number
   std::optional<double> rel;   // |diff| / (max(|npu|, |bench|) + 1e-10); inf when only one side is NaN/Inf
 };
-StatDiff stat_diff(const collector::StatValue &npu, const collector::StatValue &bench);
+StatDiff stat_diff(const format::StatValue &npu, const format::StatValue &bench);
 
 }  // namespace msprobe::tools

@@ -10,8 +10,8 @@
 #include <optional>
 #include <system_error>
 
-#include "collector/format.h"
-#include "collector/json_writer.h"
+#include "format/format.h"
+#include "format/dump_json.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/json_reader.h"
 
@@ -71,15 +71,15 @@ std::string replace_keeping_backup(const fs::path &path, const std::optional<std
   std::string note;
   if (original) {
     const fs::path bak = free_backup_name(path);
-    collector::write_file_atomic(bak, *original);
+    format::write_file_atomic(bak, *original);
     note = ", original kept as " + bak.filename().string();
   }
-  collector::write_file_atomic(path, text);
+  format::write_file_atomic(path, text);
   return note;
 }
 
 bool is_temporary_of_ours(std::string_view name) {
-  for (std::string_view f : {collector::kDumpJson, collector::kConstructJson, collector::kStackJson}) {
+  for (std::string_view f : {format::kDumpJson, format::kConstructJson, format::kStackJson}) {
     if (name.size() > f.size() + 5 && name.substr(0, f.size()) == f && name.substr(f.size(), 5) == ".tmp.") return true;
   }
   return false;
@@ -97,12 +97,12 @@ bool holds_no_kernel(const fs::path &dir, const std::optional<std::string> &dump
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name == collector::kDumpJson || is_temporary_of_ours(name)) continue;
-    if (name == collector::kTensorDir && dir_is_empty(it->path())) continue;
-    if (name == collector::kConstructJson || name == collector::kStackJson) {
+    if (name == format::kDumpJson || is_temporary_of_ours(name)) continue;
+    if (name == format::kTensorDir && dir_is_empty(it->path())) continue;
+    if (name == format::kConstructJson || name == format::kStackJson) {
       const std::optional<std::string> text = read_if_exists(it->path());
       if (!text) return false;
-      if (name == collector::kStackJson) {
+      if (name == format::kStackJson) {
         if (*text != "{\n}\n" && *text != "{}\n") return false;
         continue;
       }
@@ -138,14 +138,14 @@ fs::path free_backup_name(const fs::path &path) {
 JournalRepair repair_journal(std::string_view content, JournalKind kind) {
   JournalRepair r;
   const std::string_view suffix =
-      kind == JournalKind::DumpJson ? collector::kDumpJsonSuffix : collector::kConstructJsonSuffix;
+      kind == JournalKind::DumpJson ? format::kDumpJsonSuffix : format::kConstructJsonSuffix;
   try {
     r.entries = count_entries(content, kind);
     r.state = JournalRepair::State::Intact;
     return r;
   } catch (const JsonError &) {
   }
-  std::optional<std::string> fixed = collector::repair_journal_text(content, suffix);
+  std::optional<std::string> fixed = format::repair_journal_text(content, suffix);
   if (!fixed) {
     r.state = JournalRepair::State::Unrecoverable;
     r.error = content.empty() ? "the file is empty: nothing to recover"
@@ -190,13 +190,13 @@ std::unordered_set<std::string> dump_data_names(std::string_view dump_json) {
 }
 
 std::string construct_json_for(std::span<const std::string> names) {
-  std::string s(collector::kConstructJsonPrefix);
+  std::string s(format::kConstructJsonPrefix);
   for (size_t i = 0; i < names.size(); ++i) {
     s += i ? ",\n" : "\n";
-    collector::append_json_string(s, names[i]);
+    format::append_json_string(s, names[i]);
     s += ": null";
   }
-  s += collector::kConstructJsonSuffix;
+  s += format::kConstructJsonSuffix;
   return s;
 }
 
@@ -270,18 +270,18 @@ StackReconcile reconcile_stack(std::string_view content, const std::unordered_se
   for (const auto &[names, frames] : groups) {
     if (names.empty()) continue;
     s += g ? ",\n" : "\n";
-    collector::append_json_string(s, std::to_string(g++));
+    format::append_json_string(s, std::to_string(g++));
     s += ": [[";
     for (size_t i = 0; i < names.size(); ++i) {
       if (i) s += ", ";
-      collector::append_json_string(s, names[i]);
+      format::append_json_string(s, names[i]);
     }
     s += "], [";
     for (size_t i = 0; i < frames->size(); ++i) {
       if (i) s += ", ";
       const Json &f = (*frames)[i];
       if (f.is_string())
-        collector::append_json_string(s, f.get<std::string>());
+        format::append_json_string(s, f.get<std::string>());
       else
         s += to_json_text(f);
     }
@@ -321,7 +321,7 @@ MappingReconcile reconcile_mapping(std::string_view content, const std::unordere
 FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
   FolderRepair out;
   auto say = [&](std::string s) { out.lines.push_back(std::move(s)); };
-  const std::optional<std::string> dump = read_if_exists(dir / collector::kDumpJson);
+  const std::optional<std::string> dump = read_if_exists(dir / format::kDumpJson);
 
   // A folder begun with no kernel in it: nothing to keep.
   if (holds_no_kernel(dir, dump)) {
@@ -348,7 +348,7 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
   // dump.json: the truth everything else is made to agree with.
   if (!dump) {
     ++out.unrecoverable;
-    say(std::string(collector::kDumpJson) + ": cannot repair: missing");
+    say(std::string(format::kDumpJson) + ": cannot repair: missing");
     return out;
   }
   const JournalRepair d = repair_journal(*dump, JournalKind::DumpJson);
@@ -356,14 +356,14 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
     case JournalRepair::State::Intact: ++out.intact; break;
     case JournalRepair::State::Unrecoverable:
       ++out.unrecoverable;
-      say(std::string(collector::kDumpJson) + ": cannot repair: " + d.error);
+      say(std::string(format::kDumpJson) + ": cannot repair: " + d.error);
       return out;  // nothing to make the other files agree with
     case JournalRepair::State::Repaired: {
       ++out.repaired;
-      const std::string note = dry_run ? "" : replace_keeping_backup(dir / collector::kDumpJson, dump, d.text);
+      const std::string note = dry_run ? "" : replace_keeping_backup(dir / format::kDumpJson, dump, d.text);
       const std::string dropped = d.dropped_bytes ? std::to_string(d.dropped_bytes) + " bytes of a cut entry dropped"
                                                   : std::string("nothing was cut, the file was not closed");
-      say(std::string(collector::kDumpJson) + ": " + (dry_run ? "would be repaired" : "repaired") + ", " +
+      say(std::string(format::kDumpJson) + ": " + (dry_run ? "would be repaired" : "repaired") + ", " +
           std::to_string(d.entries) + " entries survived (" + dropped + note + ")");
       break;
     }
@@ -375,7 +375,7 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
   // construct.json: exactly dump.json's kernels, in its order. The collector appends to it after dump.json, so
   // a kill between the two leaves it one kernel behind; rebuilding it from dump.json loses nothing.
   {
-    const fs::path path = dir / collector::kConstructJson;
+    const fs::path path = dir / format::kConstructJson;
     const std::optional<std::string> text = read_if_exists(path);
     const std::string_view view = text ? std::string_view(*text) : std::string_view();
     const ConstructReconcile c = reconcile_construct(text ? &view : nullptr, names);
@@ -384,19 +384,19 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
     } else {
       ++out.repaired;
       const std::string note = dry_run ? "" : replace_keeping_backup(path, text, c.text);
-      say(std::string(collector::kConstructJson) + ": " + (dry_run ? "would be rebuilt" : "rebuilt") +
+      say(std::string(format::kConstructJson) + ": " + (dry_run ? "would be rebuilt" : "rebuilt") +
           " from dump.json, " + std::to_string(names.size()) + " entries (" + c.why + note + ")");
     }
   }
 
   // stack.json: rewritten whole by the collector, so it only lags; it must not name a kernel dump.json lacks.
   {
-    const fs::path path = dir / collector::kStackJson;
+    const fs::path path = dir / format::kStackJson;
     const std::optional<std::string> text = read_if_exists(path);
     if (!text) {
       ++out.repaired;
-      if (!dry_run) collector::write_file_atomic(path, "{}\n");
-      say(std::string(collector::kStackJson) + ": missing, " + (dry_run ? "would be written" : "written") +
+      if (!dry_run) format::write_file_atomic(path, "{}\n");
+      say(std::string(format::kStackJson) + ": missing, " + (dry_run ? "would be written" : "written") +
           " empty (the stacks of its last kernels are lost)");
     } else {
       const StackReconcile s = reconcile_stack(*text, name_set);
@@ -405,7 +405,7 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
       } else {
         ++out.repaired;
         const std::string note = dry_run ? "" : replace_keeping_backup(path, text, s.text);
-        say(std::string(collector::kStackJson) + ": " +
+        say(std::string(format::kStackJson) + ": " +
             (s.was_invalid
                  ? std::string("not valid JSON, ") + (dry_run ? "would be replaced" : "replaced") +
                        " by an empty one (its stacks are lost" + note + ")"
@@ -419,15 +419,15 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
   // rows) of the kernel that was being written. Only a folder whose dump.json was not closed has such leftovers;
   // in a closed one, verify reports any orphan and nothing is deleted.
   if (d.state == JournalRepair::State::Repaired) {
-    const fs::path tensor_dir = dir / collector::kTensorDir;
+    const fs::path tensor_dir = dir / format::kTensorDir;
     const std::unordered_set<std::string> data_names = dump_data_names(dump_text);
-    if (const std::optional<std::string> mapping = read_if_exists(tensor_dir / collector::kMappingCsv)) {
+    if (const std::optional<std::string> mapping = read_if_exists(tensor_dir / format::kMappingCsv)) {
       const MappingReconcile m = reconcile_mapping(*mapping, data_names);
       if (m.changed) {
         ++out.repaired;
         // No .bak here: dump_tensor_data/ holds only tensor files and mapping.csv.
-        if (!dry_run) collector::write_file_atomic(tensor_dir / collector::kMappingCsv, m.text);
-        say(std::string(collector::kTensorDir) + "/" + std::string(collector::kMappingCsv) + ": " +
+        if (!dry_run) format::write_file_atomic(tensor_dir / format::kMappingCsv, m.text);
+        say(std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) + ": " +
             (dry_run ? "would drop " : "dropped ") + plural(m.dropped_rows, "row", "rows") +
             " of files no data_name names");
       }
@@ -436,13 +436,13 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
     std::error_code ec;
     for (fs::directory_iterator it(tensor_dir, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      if (name != collector::kMappingCsv && !data_names.count(name)) orphans.push_back(it->path());
+      if (name != format::kMappingCsv && !data_names.count(name)) orphans.push_back(it->path());
     }
     if (!orphans.empty()) {
       std::sort(orphans.begin(), orphans.end());
       if (!dry_run)
         for (const fs::path &o : orphans) fs::remove(o, ec);
-      say(std::string(collector::kTensorDir) + ": " + plural(orphans.size(), "file", "files") +
+      say(std::string(format::kTensorDir) + ": " + plural(orphans.size(), "file", "files") +
           " of kernels that never reached dump.json " + (dry_run ? "would be removed" : "removed") + " (" +
           orphans.front().filename().string() + (orphans.size() > 1 ? ", ..." : "") + ")");
     }
@@ -465,7 +465,7 @@ std::vector<fs::path> remove_unstarted_rank_folders(const fs::path &dir, bool dr
     for (fs::directory_iterator it(step, ec), end; !ec && it != end; it.increment(ec)) {
       std::optional<uint32_t> rank;
       if (!it->is_directory(ec) || !parse_rank_dir(it->path().filename().string(), &rank)) continue;
-      if (fs::exists(it->path() / collector::kDumpJson, ec)) continue;
+      if (fs::exists(it->path() / format::kDumpJson, ec)) continue;
       if (std::optional<RankLock> lock = rank_lock_of(it->path()); lock && lock->live) continue;  // just begun
       if (holds_no_kernel(it->path(), std::nullopt)) out.push_back(it->path());
     }
@@ -510,14 +510,14 @@ std::optional<RankLock> rank_lock_of(const fs::path &rank_folder) {
   const fs::path name = folder.filename().empty() ? folder.parent_path().filename() : folder.filename();
   const fs::path step = (folder.filename().empty() ? folder.parent_path() : folder).parent_path();
   if (!parse_step_dir(step.filename().string())) return std::nullopt;
-  return probe(step.parent_path() / collector::rank_lock_name(name.string()));
+  return probe(step.parent_path() / format::rank_lock_name(name.string()));
 }
 
 std::vector<RankLock> rank_locks_in(const fs::path &root) {
   std::vector<RankLock> out;
   std::error_code ec;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (collector::is_rank_lock_name(it->path().filename().string()))
+    if (format::is_rank_lock_name(it->path().filename().string()))
       if (std::optional<RankLock> l = probe(it->path())) out.push_back(std::move(*l));
   }
   std::sort(out.begin(), out.end(), [](const RankLock &a, const RankLock &b) { return a.path < b.path; });

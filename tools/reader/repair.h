@@ -1,5 +1,5 @@
 // Rebuilding a dump folder after a killed run. The collector writes dump.json and construct.json as append-only
-// journals (collector/json_writer.h): the header line, then one complete member per line; a kernel's tensor files
+// journals (format/dump_json.h): the header line, then one complete member per line; a kernel's tensor files
 // are written before its dump.json entry, and its construct.json member after it. stack.json is rewritten whole
 // (atomically) now and then. A SIGKILL can therefore leave: a member cut mid-line at the end of either journal,
 // dump.json one kernel ahead of construct.json, tensor files (and mapping.csv rows) of a kernel whose entry never
@@ -88,7 +88,7 @@ std::filesystem::path free_backup_name(const std::filesystem::path &path);
 // ---- Rank locks
 // ----------------------------------------------------------------------------------------------------
 // A run holds `{dump root}/.msprobe_shim.{rank folder}.lock` while it writes that rank's folders and deletes it when
-// its dump is closed (shim/lifecycle.cpp); a SIGKILLed run leaves it behind, held by nobody.
+// its dump is closed (shim/capture/lifecycle.cpp); a SIGKILLed run leaves it behind, held by nobody.
 struct RankLock {
   std::filesystem::path path;
   bool live = false;  // a running process holds it: its folders are being written

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <system_error>
 
-#include "collector/half.h"
-#include "collector/lz4.h"
-#include "collector/npy.h"
+#include "format/half.h"
+#include "format/lz4.h"
+#include "format/npy.h"
 
 namespace msprobe::tools {
-using collector::DType;
+using format::DType;
 
 namespace {
 
@@ -50,8 +50,8 @@ double element_as_double(DType t, const unsigned char *p) {
   switch (t) {
     case DType::F32: return load<float>(p);
     case DType::F64: return load<double>(p);
-    case DType::F16: return collector::half_to_float(load<uint16_t>(p));
-    case DType::BF16: return collector::bf16_to_float(load<uint16_t>(p));
+    case DType::F16: return format::half_to_float(load<uint16_t>(p));
+    case DType::BF16: return format::bf16_to_float(load<uint16_t>(p));
     case DType::I8: return load<int8_t>(p);
     case DType::I16: return load<int16_t>(p);
     case DType::I32: return load<int32_t>(p);
@@ -70,15 +70,15 @@ double element_as_double(DType t, const unsigned char *p) {
 
 TensorFileKind tensor_file_kind(std::string_view name) {
   const std::string_view s = last_suffix(name);
-  if (s == collector::file_suffix(collector::FileFormat::Npy)) return TensorFileKind::Npy;
-  if (s == collector::file_suffix(collector::FileFormat::Bin)) return TensorFileKind::Bin;
-  if (s == collector::kLz4Suffix) return TensorFileKind::Lz4;
+  if (s == format::file_suffix(format::FileFormat::Npy)) return TensorFileKind::Npy;
+  if (s == format::file_suffix(format::FileFormat::Bin)) return TensorFileKind::Bin;
+  if (s == format::kLz4Suffix) return TensorFileKind::Lz4;
   return TensorFileKind::Unknown;
 }
 
 namespace {
 
-void fill_from_npy(TensorFile &f, const collector::NpyInfo &info) {
+void fill_from_npy(TensorFile &f, const format::NpyInfo &info) {
   if (info.dtype == DType::Raw) throw TensorFileError("npy dtype '" + info.descr + "' is not a dump dtype");
   f.file_dtype = info.dtype;
   f.shape = info.shape;
@@ -101,7 +101,7 @@ void fill_from_bin(TensorFile &f, const TensorInfo &t, uint64_t size) {
   f.file_dtype = *t.dtype;
   f.shape = t.shape;
   f.element_count = t.element_count();
-  f.data_bytes = f.element_count * collector::element_size(f.file_dtype);
+  f.data_bytes = f.element_count * format::element_size(f.file_dtype);
   if (size != f.data_bytes)
     throw TensorFileError("size " + std::to_string(size) + " bytes, but " + t.dtype_text + " " + shape_text(t.shape) +
                           " needs " + std::to_string(f.data_bytes));
@@ -113,25 +113,25 @@ void open_compressed(TensorFile &f, const TensorInfo &t) {
   std::string start;
   uint64_t size = 0;
   try {
-    collector::lz4_decompress_file(f.path, [&](const void *p, size_t n) {
+    format::lz4_decompress_file(f.path, [&](const void *p, size_t n) {
       if (start.size() < kKeep) start.append(static_cast<const char *>(p), std::min(n, kKeep - start.size()));
       size += n;
     });
-  } catch (const collector::Lz4Error &e) {
+  } catch (const format::Lz4Error &e) {
     throw TensorFileError(e.what());
   }
   f.compressed = true;
   // name.npy.lz4 / name.bin.lz4; a long name replaced by digits keeps only ".lz4": the content decides.
   std::string inner_name = f.path.filename().string();
-  inner_name.erase(inner_name.size() - collector::kLz4Suffix.size() - 1);
+  inner_name.erase(inner_name.size() - format::kLz4Suffix.size() - 1);
   f.kind = tensor_file_kind(inner_name);
   if (f.kind != TensorFileKind::Npy && f.kind != TensorFileKind::Bin)
     f.kind = start.compare(0, 6, "\x93NUMPY") == 0 ? TensorFileKind::Npy : TensorFileKind::Bin;
   if (f.kind == TensorFileKind::Bin) return fill_from_bin(f, t, size);
-  collector::NpyInfo info;
+  format::NpyInfo info;
   try {
-    info = collector::parse_npy_header(start);
-  } catch (const collector::NpyError &e) {
+    info = format::parse_npy_header(start);
+  } catch (const format::NpyError &e) {
     throw TensorFileError(std::string(e.what()) + " (in the decompressed content)");
   }
   if (size != info.data_offset + info.data_bytes)
@@ -156,10 +156,10 @@ TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo 
     case TensorFileKind::Lz4: open_compressed(f, t); return f;
     case TensorFileKind::Unknown: throw TensorFileError("unknown tensor file suffix (expected .npy, .bin or .lz4)");
     case TensorFileKind::Npy: {
-      collector::NpyInfo info;
+      format::NpyInfo info;
       try {
-        info = collector::read_npy_info(path);
-      } catch (const collector::NpyError &e) {
+        info = format::read_npy_info(path);
+      } catch (const format::NpyError &e) {
         std::string what = e.what();
         // read_npy_info prefixes the path; the caller names the file already.
         const std::string prefix = path.string() + ": ";
@@ -183,13 +183,13 @@ namespace {
 
 // The data part of a compressed file, streamed: the content before data_offset skipped, whole elements handed on.
 void read_compressed_chunks(const TensorFile &f, const std::function<void(const void *, uint64_t)> &fn) {
-  const uint64_t esize = collector::element_size(f.file_dtype);
+  const uint64_t esize = format::element_size(f.file_dtype);
   const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
   std::vector<unsigned char> buf;
   buf.reserve(static_cast<size_t>(chunk));
   uint64_t pos = 0, delivered = 0;
   try {
-    collector::lz4_decompress_file(f.path, [&](const void *data, size_t n) {
+    format::lz4_decompress_file(f.path, [&](const void *data, size_t n) {
       const auto *p = static_cast<const unsigned char *>(data);
       const uint64_t end = pos + n;
       if (end > f.data_offset) {
@@ -210,7 +210,7 @@ void read_compressed_chunks(const TensorFile &f, const std::function<void(const 
       }
       pos = end;
     });
-  } catch (const collector::Lz4Error &e) {
+  } catch (const format::Lz4Error &e) {
     throw TensorFileError(e.what());
   }
   if (!buf.empty()) {
@@ -226,7 +226,7 @@ void read_tensor_chunks(const TensorFile &f, const std::function<void(const void
   if (f.compressed) return read_compressed_chunks(f, fn);
   Fd fd(f.path);
   if (fd.get() < 0) throw TensorFileError(std::string("cannot open: ") + std::strerror(errno));
-  const uint64_t esize = collector::element_size(f.file_dtype);
+  const uint64_t esize = format::element_size(f.file_dtype);
   const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
   std::vector<unsigned char> buf(static_cast<size_t>(std::min(chunk, std::max<uint64_t>(f.data_bytes, esize))));
   uint64_t done = 0;
@@ -250,7 +250,7 @@ std::vector<double> read_tensor_values(const TensorFile &f) {
     throw TensorFileError("Fortran-order npy files are not supported (the collector writes C order)");
   std::vector<double> out;
   out.reserve(static_cast<size_t>(f.element_count));
-  const uint64_t esize = collector::element_size(f.file_dtype);
+  const uint64_t esize = format::element_size(f.file_dtype);
   read_tensor_chunks(f, [&](const void *data, uint64_t count) {
     const auto *p = static_cast<const unsigned char *>(data);
     for (uint64_t i = 0; i < count; ++i) out.push_back(element_as_double(f.file_dtype, p + i * esize));
@@ -258,13 +258,13 @@ std::vector<double> read_tensor_values(const TensorFile &f) {
   return out;
 }
 
-Recomputed recompute(const TensorFile &f, DType entry_dtype, bool zero_dim, collector::Framework framework) {
+Recomputed recompute(const TensorFile &f, DType entry_dtype, bool zero_dim, format::Framework framework) {
   // The npy of a bf16 tensor holds float32 widened from bf16: narrowing back is exact (the low half is zero).
   const bool narrow = f.file_dtype == DType::F32 && entry_dtype == DType::BF16;
   const DType stat_dtype = narrow ? DType::BF16 : f.file_dtype;
-  collector::StatsAccumulator low(stat_dtype, collector::StatPrecision::Low);
-  collector::StatsAccumulator high(stat_dtype, collector::StatPrecision::High);
-  const bool bf16_as_f32 = entry_dtype == DType::BF16 && framework == collector::Framework::MindSpore;
+  format::StatsAccumulator low(stat_dtype, format::StatPrecision::Low);
+  format::StatsAccumulator high(stat_dtype, format::StatPrecision::High);
+  const bool bf16_as_f32 = entry_dtype == DType::BF16 && framework == format::Framework::MindSpore;
   uint32_t crc = 0;
   std::vector<uint16_t> narrowed;
   read_tensor_chunks(f, [&](const void *data, uint64_t count) {
@@ -274,21 +274,21 @@ Recomputed recompute(const TensorFile &f, DType entry_dtype, bool zero_dim, coll
       for (uint64_t i = 0; i < count; ++i) narrowed[i] = static_cast<uint16_t>(load<uint32_t>(p + 4 * i) >> 16);
       low.update(narrowed.data(), count);
       high.update(narrowed.data(), count);
-      crc = bf16_as_f32 ? collector::crc32_update(crc, data, count * 4)
-                        : collector::crc32_update(crc, narrowed.data(), count * 2);
+      crc = bf16_as_f32 ? format::crc32_update(crc, data, count * 4)
+                        : format::crc32_update(crc, narrowed.data(), count * 2);
       return;
     }
     low.update(data, count);
     high.update(data, count);
     if (bf16_as_f32 && f.file_dtype == DType::BF16)
-      crc = collector::crc32_update_bf16_as_f32(crc, static_cast<const uint16_t *>(data), count);
+      crc = format::crc32_update_bf16_as_f32(crc, static_cast<const uint16_t *>(data), count);
     else
-      crc = collector::crc32_update(crc, data, count * collector::element_size(f.file_dtype));
+      crc = format::crc32_update(crc, data, count * format::element_size(f.file_dtype));
   });
   Recomputed r;
   r.low = low.finish(zero_dim);
   r.high = high.finish(zero_dim);
-  r.crc = collector::crc32_hex(crc);
+  r.crc = format::crc32_hex(crc);
   return r;
 }
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/format.h"
-#include "collector/stats.h"
+#include "format/format.h"
+#include "format/stats.h"
 #include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools {
@@ -23,21 +23,21 @@ class TensorFileError : public std::runtime_error {
 };
 
 enum class TensorFileKind { Npy, Bin, Lz4, Unknown };
-// From the name's last suffix, spelled by collector::file_suffix() and collector::kLz4Suffix.
+// From the name's last suffix, spelled by format::file_suffix() and format::kLz4Suffix.
 TensorFileKind tensor_file_kind(std::string_view name);
 
 struct TensorFile {
   std::filesystem::path path;
   TensorFileKind kind = TensorFileKind::Npy;  // of the content: Npy or Bin, also for a compressed file
   bool compressed = false;                    // an LZ4 frame of that content (offsets below are in the content)
-  collector::DType file_dtype = collector::DType::F32;  // what the bytes are: the npy descr, or the entry's dtype
+  format::DType file_dtype = format::DType::F32;  // what the bytes are: the npy descr, or the entry's dtype
   std::vector<int64_t> shape;                           // npy: its header; bin: the entry's
   uint64_t data_offset = 0, element_count = 0, data_bytes = 0;
   bool fortran_order = false;  // npy only; the collector writes C order
 };
 
 // Opens `path` for tensor `t` and checks what can be checked without reading the data: npy header valid and the
-// file exactly as long as it says (collector::read_npy_info), bin size = elements x element size; an .lz4 file is
+// file exactly as long as it says (format::read_npy_info), bin size = elements x element size; an .lz4 file is
 // decompressed once to check its frame and checksum and to read the npy header inside (the name before ".lz4" says
 // npy or bin; a renamed long name has only ".lz4", and then the content says). Throws TensorFileError with a
 // precise reason (no such file, truncated, bad header, corrupt lz4 frame...).
@@ -54,9 +54,9 @@ std::vector<double> read_tensor_values(const TensorFile &f);
 // (an npy of a bf16 tensor holds float32 widened from bf16: it is narrowed back, exactly). The CRC covers what the
 // collector hashed: the tensor's own bytes, except bf16 under the mindspore convention, hashed as float32.
 struct Recomputed {
-  collector::TensorStats low, high;  // StatPrecision Low and High (dump.json does not record which one was used)
+  format::TensorStats low, high;  // StatPrecision Low and High (dump.json does not record which one was used)
   std::string crc;                   // crc32_hex
 };
-Recomputed recompute(const TensorFile &f, collector::DType entry_dtype, bool zero_dim, collector::Framework framework);
+Recomputed recompute(const TensorFile &f, format::DType entry_dtype, bool zero_dim, format::Framework framework);
 
 }  // namespace msprobe::tools

@@ -27,21 +27,21 @@ namespace {
 void note(std::string &m, const std::string &s) { m += (m.empty() ? "" : " ") + s; }
 }  // namespace
 
-Status precheck(std::span<const double> device, std::span<const double> bench, collector::DType dtype, double bench_eps,
+Status precheck(std::span<const double> device, std::span<const double> bench, format::DType dtype, double bench_eps,
                 const PrecheckThresholds &th, PrecheckMetrics &m) {
-  using collector::DType;
+  using format::DType;
   const size_t n = device.size();
   if (bench.size() != n) {
     note(m.message,
          "The reference has " + std::to_string(bench.size()) + " elements, the output " + std::to_string(n) + ".");
     return Status::Error;
   }
-  if (!collector::is_floating(dtype)) {  // msprobe: "Only judged by Error Rate."
+  if (!format::is_floating(dtype)) {  // msprobe: "Only judged by Error Rate."
     size_t differ = 0;
     for (size_t k = 0; k < n; ++k) differ += !(device[k] == bench[k]);
     m.error_rate = n ? static_cast<double>(differ) / static_cast<double>(n) : 0.0;
     note(m.message, "Compare algorithm is not supported for " +
-                        std::string(collector::dtype_name(dtype, collector::Framework::MindSpore)) +
+                        std::string(format::dtype_name(dtype, format::Framework::MindSpore)) +
                         " data. Only judged by Error Rate.");
     return differ ? Status::Error : Status::Pass;
   }

@@ -16,7 +16,7 @@
 #include <span>
 #include <string>
 
-#include "collector/format.h"
+#include "format/format.h"
 
 namespace msprobe::tools::replay {
 
@@ -41,7 +41,7 @@ struct PrecheckMetrics {
 
 // `device` and `bench` are the same length. `device_dtype` is the dumped output's dtype; `bench_eps` the eps of
 // the bench's precision (float64's, or the output dtype's when the reference was rounded to it).
-Status precheck(std::span<const double> device, std::span<const double> bench, collector::DType device_dtype,
+Status precheck(std::span<const double> device, std::span<const double> bench, format::DType device_dtype,
                 double bench_eps, const PrecheckThresholds &th, PrecheckMetrics &m);
 
 }  // namespace msprobe::tools::replay

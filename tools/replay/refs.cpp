@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collector/half.h"
+#include "format/half.h"
 
 namespace msprobe::tools::replay {
 
@@ -163,13 +163,13 @@ int64_t wrap_dim(int64_t dim, int64_t rank) {
   return dim < 0 ? dim + r : dim;
 }
 
-double round_to_dtype(double x, collector::DType t) {
-  using collector::DType;
+double round_to_dtype(double x, format::DType t) {
+  using format::DType;
   switch (t) {
     case DType::F64: return x;
     case DType::F32: return static_cast<double>(static_cast<float>(x));
-    case DType::F16: return collector::half_to_float(collector::float_to_half(static_cast<float>(x)));
-    case DType::BF16: return collector::bf16_to_float(collector::float_to_bf16(static_cast<float>(x)));
+    case DType::F16: return format::half_to_float(format::float_to_half(static_cast<float>(x)));
+    case DType::BF16: return format::bf16_to_float(format::float_to_bf16(static_cast<float>(x)));
     case DType::Bool: return x != 0 ? 1.0 : 0.0;
     case DType::Raw: return x;
     default: return std::isfinite(x) ? std::trunc(x) : x;  // integers: C's float -> int conversion

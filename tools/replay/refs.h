@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collector/format.h"
+#include "format/format.h"
 
 namespace msprobe::tools::replay {
 
@@ -34,7 +34,7 @@ std::string shape_str(const Shape &s);
 struct Tensor {
   Shape shape;
   std::vector<double> v;
-  std::optional<collector::DType> dtype;  // of the dumped tensor; nullopt for a computed result
+  std::optional<format::DType> dtype;  // of the dumped tensor; nullopt for a computed result
 
   Tensor() = default;
   Tensor(Shape s, std::vector<double> values) : shape(std::move(s)), v(std::move(values)) {}
@@ -64,7 +64,7 @@ struct Arg {
 struct OutSpec {
   bool present = false;
   Shape shape;
-  std::optional<collector::DType> dtype;
+  std::optional<format::DType> dtype;
 };
 
 struct Call {
@@ -131,7 +131,7 @@ Tensor unary(const Tensor &a, F f) {
 // `dim` in [-rank, rank) (a 0-d tensor accepts 0 and -1) -> [0, rank).
 int64_t wrap_dim(int64_t dim, int64_t rank);
 // The value as the output dtype stores it (round to nearest even; integers truncate; bool is != 0).
-double round_to_dtype(double x, collector::DType t);
+double round_to_dtype(double x, format::DType t);
 
 // The tables of the op families (refs_*.cpp), collected by refs.cpp.
 std::span<const RefEntry> elementwise_refs();

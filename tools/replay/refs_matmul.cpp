@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-#include "collector/half.h"
+#include "format/half.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -18,10 +18,10 @@ double hf32(double x) {
 }
 
 Tensor cube_operand(const Tensor &t, int64_t cube) {
-  if (t.dtype != collector::DType::F32 || cube == 0 || cube == 4) return t;
+  if (t.dtype != format::DType::F32 || cube == 0 || cube == 4) return t;
   Tensor out = t;
   for (double &x : out.v)
-    x = cube == 2 ? collector::half_to_float(collector::float_to_half(static_cast<float>(x))) : hf32(x);
+    x = cube == 2 ? format::half_to_float(format::float_to_half(static_cast<float>(x))) : hf32(x);
   return out;
 }
 

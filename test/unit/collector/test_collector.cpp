@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "collector/collector.h"
-#include "collector/half.h"
-#include "collector/lz4.h"
-#include "collector/npy.h"
+#include "format/half.h"
+#include "format/lz4.h"
+#include "format/npy.h"
 
 namespace mc = msprobe::collector;
 namespace fs = std::filesystem;
@@ -61,8 +61,8 @@ mc::TensorCapture tensor(DType dt, std::vector<int64_t> shape, std::shared_ptr<c
   mc::TensorCapture t;
   t.dtype = dt;
   t.shape = shape;
-  t.strides.assign(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) t.strides[i - 1] = t.strides[i] * shape[i];
+  t.block_strides.assign(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) t.block_strides[i - 1] = t.block_strides[i] * shape[i];
   t.block = std::move(block);
   return t;
 }

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "collector/collector.h"
-#include "collector/naming.h"
-#include "collector/npy.h"
+#include "format/naming.h"
+#include "format/npy.h"
 
 namespace fs = std::filesystem;
 using namespace msprobe::collector;
@@ -107,7 +107,7 @@ TEST(CollectorConcurrency, ManyProducersFlushersAndLateCompletions) {
       TensorCapture tc;
       tc.dtype = DType::F32;
       tc.shape = {4};
-      tc.strides = {1};
+      tc.block_strides = {1};
       tc.block = std::make_shared<FloatBlock>(std::vector<float>(4, value_of(t, i)));
       k.inputs = CapturedList{CapturedArg{tc}};
       k.outputs = CapturedList{CapturedArg{tc}};
@@ -222,24 +222,4 @@ TEST(CollectorConcurrency, SubmitsRacingCloseAreCountedNotLost) {
     EXPECT_EQ(n.written, 0u);
   }
   fs::remove_all(root);
-}
-
-TEST(CollectorConcurrency, NamerCountsEachBaseOncePerKernel) {
-  KernelNamer namer;
-  constexpr int kThreads = 8, kPer = 200;
-  std::vector<std::vector<std::string>> names(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kPer; ++i) names[t].push_back(namer.name(0, std::nullopt, i % 2 ? "Add" : "Mul", ""));
-    });
-  }
-  for (auto &t : threads) t.join();
-  std::set<std::string> all;
-  for (const auto &v : names) all.insert(v.begin(), v.end());
-  ASSERT_EQ(all.size(), size_t{kThreads * kPer});  // no ordinal handed out twice
-  for (int n = 0; n < kThreads * kPer / 2; ++n) {
-    EXPECT_TRUE(all.count("Add.Default." + std::to_string(n))) << n;
-    EXPECT_TRUE(all.count("Mul.Default." + std::to_string(n))) << n;
-  }
 }

@@ -1,4 +1,4 @@
-# shim/prototypes.{h,cpp}: aclnn phase-1 prototypes read from CANN headers (fixtures + the stand-in's headers).
+# shim/aclnn/prototypes.{h,cpp}: aclnn phase-1 prototypes read from CANN headers (fixtures + the stand-in's headers).
 msprobe_gtest(shim_prototypes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prototypes.cpp LINK msprobe_shim_core
               TIMEOUT 120)
 target_compile_definitions(shim_prototypes PRIVATE

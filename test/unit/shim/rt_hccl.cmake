@@ -1,4 +1,4 @@
-# Raw runtime kernels and device memory (shim/device_allocations.h, shim/kernel_binaries.h): the live
+# Raw runtime kernels and device memory (shim/device/device_allocations.h, shim/device/kernel_binaries.h): the live
 # allocation table, kernel symbols of registered device binaries, argument blob slots.
 msprobe_gtest(shim_alloc_rt_kernels
               SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_device_allocations.cpp ${CMAKE_CURRENT_LIST_DIR}/test_kernel_binaries.cpp

@@ -1,4 +1,4 @@
-# Call stacks (shim/stacks.h, shim/stack_*.{h,cpp}): native capture with libunwind opened RTLD_LOCAL, dedupe into
+# Call stacks (shim/stacks/stacks.h, shim/stacks/stack_*.{h,cpp}): native capture with libunwind opened RTLD_LOCAL, dedupe into
 # stack ids, the module map, late ELF symbolization, Python frames through the CPython API.
 set(STACK_FIXTURES ${CMAKE_CURRENT_LIST_DIR}/stack_fixtures)
 set(STACK_LIB_DIR ${CMAKE_BINARY_DIR}/tests/lib)

@@ -13,8 +13,8 @@
 #include <map>
 #include <thread>
 
-#include "shim/config.h"
-#include "shim/log.h"
+#include "shim/config/config.h"
+#include "shim/base/log.h"
 
 namespace fs = std::filesystem;
 using namespace msprobe::shim;

@@ -1,6 +1,6 @@
-// The live device allocation table (shim/device_allocations.h): interior pointers, frees, reuse of an
+// The live device allocation table (shim/device/device_allocations.h): interior pointers, frees, reuse of an
 // address, the double report of one allocation by aclrtMalloc and its inner rtMalloc, concurrency.
-#include "shim/device_allocations.h"
+#include "shim/device/device_allocations.h"
 
 #include <gtest/gtest.h>
 

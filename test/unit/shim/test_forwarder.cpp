@@ -3,7 +3,7 @@
 // back unchanged, and all of it holds across threads and reentrant calls.
 //
 // Built twice (forwarder.cmake): shim_forwarder calls libffi closures directly; shim_forwarder_gated puts every
-// forwarder behind a gate trampoline (shim/trampoline.h) whose gate lets the hooks run, so each test also covers
+// forwarder behind a gate trampoline (shim/call/trampoline.h) whose gate lets the hooks run, so each test also covers
 // trampoline -> closure. Both builds check closed gates (the real function called straight from the trampoline)
 // and the trampolines themselves: prepend entries, struct returns, exceptions and stack walks through them.
 #include <gtest/gtest.h>
@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "shim/forwarder.h"
-#include "shim/trampoline.h"
+#include "shim/call/forwarder.h"
+#include "shim/call/trampoline.h"
 
 using namespace msprobe::shim;
 

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "got_target.h"
-#include "shim/forwarder.h"
-#include "shim/got_patch.h"
+#include "shim/call/forwarder.h"
+#include "shim/base/got_patch.h"
 
 using namespace msprobe::shim;
 

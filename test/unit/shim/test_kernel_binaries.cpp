@@ -1,7 +1,7 @@
-// Raw runtime kernels (shim/kernel_binaries.h): kernel symbols of registered device binaries (the stand-in's
+// Raw runtime kernels (shim/device/kernel_binaries.h): kernel symbols of registered device binaries (the stand-in's
 // real fake_kernels.o, and ELF images written here byte by byte with <elf.h>), stub and tiling-key names,
 // and the classification of an argument blob's slots against the allocation table.
-#include "shim/kernel_binaries.h"
+#include "shim/device/kernel_binaries.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>

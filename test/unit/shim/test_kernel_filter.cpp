@@ -9,7 +9,7 @@
 #include <random>
 #include <regex>
 
-#include "shim/kernel_filter.h"
+#include "shim/config/kernel_filter.h"
 
 using msprobe::shim::KernelFilter;
 using msprobe::shim::NameRegex;

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "shim/prototypes.h"
+#include "shim/aclnn/prototypes.h"
 
 namespace fs = std::filesystem;
 using namespace msprobe::shim;

@@ -1,4 +1,4 @@
-// Call stacks (shim/stacks.h): capture and dedupe, the shim-frame skip, the module map across dlopen/dlclose,
+// Call stacks (shim/stacks/stacks.h): capture and dedupe, the shim-frame skip, the module map across dlopen/dlclose,
 // ELF symbolization (checked against nm), debug files, the unwinder fallback, and C++ exceptions in a host while
 // libunwind is loaded RTLD_LOCAL (in this process and in a separate host program with a preloaded prober).
 // The Python side is tested by test_stacks_python.py.
@@ -26,14 +26,14 @@
 #include <thread>
 #include <vector>
 
-#include "collector/modules.h"
-#include "collector/symbolize.h"
-#include "shim/stack_python.h"
-#include "shim/stack_unwind.h"
-#include "shim/stacks.h"
+#include "shim/stacks/modules.h"
+#include "shim/stacks/symbolize.h"
+#include "shim/stacks/stack_python.h"
+#include "shim/stacks/stack_unwind.h"
+#include "shim/stacks/stacks.h"
 
 using namespace msprobe::shim;
-using namespace msprobe::collector;
+
 namespace fs = std::filesystem;
 
 namespace {

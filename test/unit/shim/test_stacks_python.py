@@ -1,4 +1,4 @@
-"""Python frames of shim/stacks.h, in a real CPython (Debian's /usr/bin/python3: the C API is exported by the
+"""Python frames of shim/stacks/stacks.h, in a real CPython (Debian's /usr/bin/python3: the C API is exported by the
 executable, no libpython).
 
 libstacks_pytest.so links the capture code and is called through ctypes. ctypes.PyDLL keeps the GIL held during the

@@ -8,11 +8,11 @@
 #include <fstream>
 #include <limits>
 
-#include "collector/json_writer.h"
+#include "format/dump_json.h"
 #include "tools/reader/dump_reader.h"
 
 namespace mt = msprobe::tools;
-namespace mc = msprobe::collector;
+namespace mc = msprobe::format;
 namespace fs = std::filesystem;
 
 namespace {

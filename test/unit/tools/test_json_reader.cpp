@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "collector/json_writer.h"
+#include "format/dump_json.h"
 #include "tools/reader/json_reader.h"
 
 namespace mt = msprobe::tools;
-namespace mc = msprobe::collector;
+namespace mc = msprobe::format;
 using mt::Json;
 
 namespace {

@@ -8,7 +8,7 @@
 #include "tools/reader/metrics.h"
 
 namespace mt = msprobe::tools;
-namespace mc = msprobe::collector;
+namespace mc = msprobe::format;
 
 namespace {
 

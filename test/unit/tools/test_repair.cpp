@@ -11,13 +11,13 @@
 #include <set>
 #include <unordered_set>
 
-#include "collector/json_writer.h"
+#include "format/dump_json.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/json_reader.h"
 #include "tools/reader/repair.h"
 
 namespace mt = msprobe::tools;
-namespace mc = msprobe::collector;
+namespace mc = msprobe::format;
 namespace fs = std::filesystem;
 using State = mt::JournalRepair::State;
 
@@ -385,7 +385,7 @@ TEST(RepairFolder, FoldersBegunWithNoKernelAreRemoved) {
   EXPECT_TRUE(fs::exists(t.path / "step6" / "rank0" / "dump_tensor_data" / "A.Default.0.input.0.npy"));
 }
 
-// The rank lock of a run (shim/lifecycle.cpp): held, it marks folders being written; left by a killed run, it is
+// The rank lock of a run (shim/capture/lifecycle.cpp): held, it marks folders being written; left by a killed run, it is
 // stale and goes. flock conflicts between two descriptions of one file even within a process, so the test holds
 // the lock itself.
 TEST(RankLocks, HeldMeansLiveAndStaleOnesAreRemoved) {

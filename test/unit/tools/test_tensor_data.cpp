@@ -9,13 +9,13 @@
 #include <limits>
 #include <random>
 
-#include "collector/half.h"
-#include "collector/npy.h"
-#include "collector/stats.h"
+#include "format/half.h"
+#include "format/npy.h"
+#include "format/stats.h"
 #include "tools/reader/tensor_data.h"
 
 namespace mt = msprobe::tools;
-namespace mc = msprobe::collector;
+namespace mc = msprobe::format;
 namespace fs = std::filesystem;
 using mc::DType;
 

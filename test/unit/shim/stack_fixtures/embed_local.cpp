@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "shim/stacks.h"
+#include "shim/stacks/stacks.h"
 
 using namespace msprobe::shim;
 

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "shim/stacks.h"
+#include "shim/stacks/stacks.h"
 
 using msprobe::shim::StackId;
 using msprobe::shim::StackMode;

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <cstdio>
 
-#include "shim/stack_unwind.h"
-#include "shim/stacks.h"
+#include "shim/stacks/stack_unwind.h"
+#include "shim/stacks/stacks.h"
 
 namespace {
 std::atomic<int> g_captures{0};

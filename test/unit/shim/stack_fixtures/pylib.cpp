@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "shim/stack_python.h"
-#include "shim/stack_unwind.h"
-#include "shim/stacks.h"
+#include "shim/stacks/stack_python.h"
+#include "shim/stacks/stack_unwind.h"
+#include "shim/stacks/stacks.h"
 
 using namespace msprobe::shim;
 

@@ -1,0 +1,156 @@
+// The msprobe dump format, in one place: dtypes and their spellings, folder and file names, JSON keys, limits.
+// The writer, the tools and the tests all take these facts from here (spec §5, reference/msprobe_formats.md),
+// so that a spelling changes in one line.
+#pragma once
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace msprobe::format {
+
+// npy files and the statistics read host memory in its native byte order; msprobe's readers assume little endian.
+static_assert(std::endian::native == std::endian::little, "the collector writes little-endian data only");
+
+// The element types the collector understands. Raw is anything else (complex, int4, fp8...): its bytes can be
+// saved as .bin, but it has no statistics and no npy form.
+enum class DType : uint8_t { F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, Raw };
+inline constexpr int kDTypeCount = 14;
+
+// Bytes per element (Raw counts bytes).
+constexpr size_t element_size(DType t) {
+  switch (t) {
+    case DType::F64:
+    case DType::I64:
+    case DType::U64: return 8;
+    case DType::F32:
+    case DType::I32:
+    case DType::U32: return 4;
+    case DType::F16:
+    case DType::BF16:
+    case DType::I16:
+    case DType::U16: return 2;
+    case DType::I8:
+    case DType::U8:
+    case DType::Bool:
+    case DType::Raw: return 1;
+  }
+  return 1;
+}
+
+constexpr bool is_floating(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+}
+constexpr bool is_integer(DType t) {
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::U16 ||
+         t == DType::U32 || t == DType::U64;
+}
+
+// A neutral, numpy-like spelling ("float32", "bfloat16", "bool", "raw") for logs, tools and test drivers.
+std::string_view dtype_id(DType t);
+std::optional<DType> parse_dtype_id(std::string_view s);
+
+// ---- Framework conventions -------------------------------------------------------------------------------------
+// dump.json's "framework" picks one of msprobe's two reader conventions; msprobe refuses any other value.
+enum class Framework : uint8_t { PyTorch, MindSpore };
+// What the shim really detected in the host process ("host_framework" field).
+enum class HostFramework : uint8_t { PyTorch, MindSpore, Acl };
+
+std::string_view framework_name(Framework f);  // "pytorch" | "mindspore"
+std::optional<Framework> parse_framework(std::string_view s);
+std::string_view host_framework_name(HostFramework f);  // "pytorch" | "mindspore" | "acl"
+std::string_view tensor_type_name(Framework f);         // "torch.Tensor" | "mindspore.Tensor"
+
+// str(dtype) in each framework: "torch.float32", "torch.bfloat16", "torch.bool" / "Float32", "BFloat16", "Bool".
+// Raw has no spelling of its own: "unknown" (callers that know the real type pass their own string).
+std::string_view dtype_name(DType t, Framework f);
+std::optional<DType> parse_dtype_name(std::string_view s, Framework f);
+
+// ---- Tasks --------------------------------------------------------------------------------------------------------
+enum class Task : uint8_t { Statistics, Tensor, OverflowCheck, Structure };
+std::string_view task_name(Task t);  // "statistics" | "tensor" | "overflow_check" | "structure"
+std::optional<Task> parse_task(std::string_view s);
+
+// ---- Layout: {dump_path}/step{N}/rank{R}/{dump.json, stack.json, construct.json, dump_tensor_data/} ----------
+inline constexpr std::string_view kDumpJson = "dump.json";
+inline constexpr std::string_view kStackJson = "stack.json";
+inline constexpr std::string_view kConstructJson = "construct.json";
+inline constexpr std::string_view kTensorDir = "dump_tensor_data";
+inline constexpr std::string_view kMappingCsv = "mapping.csv";
+inline constexpr std::string_view kLevel = "L2";
+// msprobe's own permissions (compare refuses files writable by others).
+inline constexpr unsigned kFileMode = 0640;
+inline constexpr unsigned kDirMode = 0750;
+
+std::string step_dir_name(uint64_t step);                 // "step3"
+std::string rank_dir_name(std::optional<uint32_t> rank);  // "rank0", or "rank" when no rank is known
+// The file in the dump root whose lock a process holds while it writes a rank's folders (shim/capture/lifecycle.cpp):
+// not part of the dump; `msprobe-inspect repair` removes one a killed run left behind.
+std::string rank_lock_name(std::string_view rank_dir);  // ".msprobe_shim.rank0.lock"
+bool is_rank_lock_name(std::string_view name);
+
+// ---- Tensor files: {kernel}.{input|output}.{slot}.{npy|bin} --------------------------------------------------
+enum class IoKind : uint8_t { Input, Output };
+std::string_view io_name(IoKind io);  // "input" | "output"
+
+enum class FileFormat : uint8_t { Npy, Bin };
+std::string_view file_suffix(FileFormat f);  // "npy" | "bin"
+
+// MSPROBE_COMPRESS=lz4: each tensor file is one LZ4 frame of what would have been written, named with this extra
+// suffix ({kernel}.{input|output}.{slot}.npy.lz4); `lz4 -d` or msprobe-inspect convert gives back the file.
+enum class Compression : uint8_t { Off, Lz4 };
+inline constexpr std::string_view kLz4Suffix = "lz4";
+
+// Basenames longer than this are replaced by 32 random digits + "." + the original last suffix, and the pair is
+// recorded in mapping.csv (msprobe's FILE_NAME_MAX; also what compare accepts).
+inline constexpr size_t kMaxBasename = 255;
+inline constexpr size_t kLongNameDigits = 32;
+
+// msprobe's compare aborts on any name, string value or stack line that starts with one of these (or their
+// full-width forms), or that contains ';' followed by one (Const.STRING_BLACKLIST).
+inline constexpr std::string_view kForbiddenLeading = "+-=%@";
+
+// ---- npy ----------------------------------------------------------------------------------------------------------
+// What the npy file holds for a tensor of type t: bf16 is widened to float32 (as msprobe); Raw has no npy form.
+constexpr bool npy_can_store(DType t) { return t != DType::Raw; }
+constexpr DType npy_storage_dtype(DType t) { return t == DType::BF16 ? DType::F32 : t; }
+// numpy's descr for the stored type ("<f4", "|b1", "|i1", "<i8"...); empty for Raw.
+std::string_view npy_descr(DType t);
+inline constexpr size_t kNpyAlign = 64;  // numpy's ARRAY_ALIGN: the data starts at a multiple of this
+
+// ---- JSON keys --------------------------------------------------------------------------------------------------
+namespace json_key {
+// dump.json top level, in the order written.
+inline constexpr std::string_view kTask = "task";
+inline constexpr std::string_view kLevel = "level";
+inline constexpr std::string_view kFramework = "framework";
+inline constexpr std::string_view kHostFramework = "host_framework";
+inline constexpr std::string_view kDumpDataDir = "dump_data_dir";
+inline constexpr std::string_view kData = "data";
+// A kernel entry.
+inline constexpr std::string_view kInputArgs = "input_args";
+inline constexpr std::string_view kOutput = "output";
+inline constexpr std::string_view kLaunchIndex = "launch_index";
+inline constexpr std::string_view kTaskId = "task_id";
+inline constexpr std::string_view kStreamId = "stream_id";
+inline constexpr std::string_view kTimestamp = "timestamp";
+// A tensor, in msprobe's key order: type, dtype, shape, Max, Min, Mean, Norm, then the rest.
+inline constexpr std::string_view kType = "type";
+inline constexpr std::string_view kDtype = "dtype";
+inline constexpr std::string_view kShape = "shape";
+inline constexpr std::string_view kMax = "Max";
+inline constexpr std::string_view kMin = "Min";
+inline constexpr std::string_view kMean = "Mean";
+inline constexpr std::string_view kNorm = "Norm";
+inline constexpr std::string_view kMd5 = "md5";
+inline constexpr std::string_view kDataName = "data_name";
+inline constexpr std::string_view kFormat = "format";
+inline constexpr std::string_view kStride = "stride";
+inline constexpr std::string_view kOffset = "offset";
+// A non-tensor argument: {"type": ..., "value": ...}.
+inline constexpr std::string_view kValue = "value";
+}  // namespace json_key
+
+}  // namespace msprobe::format

@@ -1,0 +1,94 @@
+// Kernel and file names (spec §5): `{OpType}.{OpName}.{n}`, `{kernel}.{input|output}.{slot}.{npy|bin}`, the
+// long-name rule with mapping.csv, and the text rules that keep msprobe's CSV export from refusing a dump.
+//
+// Guarantees:
+// - A sanitized name part holds only [A-Za-z0-9_-], is never empty and never starts with '-' (a leading '-' is
+//   REPLACED by '_'; '+', '=', '%', '@' cannot survive sanitization anyway). So kernel and file names never start
+//   with one of msprobe's forbidden characters, never contain '/', and are never "." or "..": nothing they name can
+//   escape the dump directory.
+// - Names are deterministic: the same launches in the same order give the same names in every run (msprobe's
+//   compare matches by exact name).
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "format/format.h"
+
+namespace msprobe::format {
+
+// Every byte outside [A-Za-z0-9_-] (so '/', '\', '.', space, ';', any UTF-8 or binary byte) becomes '_'; a leading
+// '-' becomes '_'; an empty input gives `fallback` (which must itself be sanitized).
+std::string sanitize_name_part(std::string_view raw, std::string_view fallback);
+
+inline constexpr std::string_view kDefaultOpName = "Default";  // spec: OpName when there is no Python scope
+inline constexpr std::string_view kUnknownOpType = "Unknown";
+
+// "{OpType}.{OpName}", both sanitized (empty OpName -> "Default", empty OpType -> "Unknown").
+std::string kernel_base_name(std::string_view op_type, std::string_view op_name);
+// "{base}.{ordinal}".
+std::string kernel_name(std::string_view base, uint64_t ordinal);
+
+// The n of `{OpType}.{OpName}.{n}`: how many kernels with the same base name came before in this step and rank.
+// Not thread-safe: call it in launch order from one thread (or under the caller's lock).
+class KernelOrdinals {
+ public:
+  uint64_t next(uint64_t step, std::optional<uint32_t> rank, std::string_view base);
+  // Frees the counters of steps < `step` (a finished step never gets new kernels).
+  void drop_steps_before(uint64_t step);
+  void clear() { counters_.clear(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Counters = std::unordered_map<std::string, uint64_t, Hash, std::equal_to<>>;
+  std::map<std::pair<uint64_t, int64_t>, Counters> counters_;  // (step, rank or -1) -> base -> next ordinal
+};
+
+// "{kernel}.{input|output}.{slot}.{suffix}".
+std::string tensor_file_name(std::string_view kernel, IoKind io, uint32_t slot, std::string_view suffix);
+// "npy" for npy mode, but "bin" for Raw tensors (npy cannot hold them) and in bin mode.
+std::string_view tensor_file_suffix(FileFormat format, DType dtype);
+
+// A plain file name that stays inside its directory: not empty, not "." or "..", no '/' and no NUL.
+bool is_safe_file_name(std::string_view name);
+
+// ---- Free text (stack frames, string argument values) -------------------------------------------------------
+// msprobe's compare refuses a string that starts with + - = % @ (or the full-width ＋ － ＝ ％ ＠), or contains ';'
+// followed by one. csv_safe_text puts a space in front of such a start and after such a ';' (the fix Huawei's own
+// CSV sanitizers apply); any other text is returned unchanged.
+bool is_csv_safe(std::string_view text);
+std::string csv_safe_text(std::string_view text);
+
+// ---- Long names (> kMaxBasename) ------------------------------------------------------------------------------
+// 32 random digits + "." + the text after the last '.' of `basename` (no suffix if it has no '.', or if the suffix
+// is not a short [A-Za-z0-9_-] word).
+std::string long_name_replacement(std::string_view basename, std::mt19937_64 &rng);
+
+// A file created for writing in `dir`. For a basename of at most 255 characters the file is `basename` (created
+// or truncated; a symlink in its place is refused, never followed: every file the collector creates is opened
+// with O_NOFOLLOW). A longer one gets a fresh random name, created with O_EXCL so it never replaces an existing file
+// (retried until free), and mapping_row = "{new_name},{basename}" for the caller to append to mapping.csv.
+struct CreatedFile {
+  int fd = -1;              // owned by the caller (close it)
+  std::string file_name;    // the name on disk, for data_name
+  std::string mapping_row;  // empty unless the name was replaced
+  bool renamed() const { return !mapping_row.empty(); }
+};
+// Throws std::invalid_argument for an unsafe basename and std::system_error when the file cannot be created.
+CreatedFile create_dump_file(const std::filesystem::path &dir, std::string_view basename);
+CreatedFile create_dump_file(const std::filesystem::path &dir, std::string_view basename, std::mt19937_64 &rng);
+
+// Appends "{row}\n" to dir/mapping.csv (no header, one write() with O_APPEND, so concurrent appenders never
+// interleave). Throws std::system_error.
+void append_mapping_row(const std::filesystem::path &dir, std::string_view row);
+
+}  // namespace msprobe::format

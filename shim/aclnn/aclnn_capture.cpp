@@ -1,0 +1,735 @@
+#include "shim/aclnn/aclnn_capture.h"
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "format/naming.h"
+#include "shim/device/acl_types.h"
+#include "shim/call/forwarder.h"
+#include "shim/device/handles.h"
+#include "shim/capture/kernel_launch.h"
+#include "shim/base/log.h"
+#include "shim/aclnn/prototypes.h"
+#include "shim/base/reentry.h"
+#include "shim/capture/session.h"
+#include "shim/device/staging.h"
+#include "shim/base/symbols.h"
+#include "shim/call/trampoline.h"
+
+namespace msprobe::shim {
+namespace {
+
+using format::ValueArg;
+
+constexpr std::string_view kPhase1Suffix = "GetWorkspaceSize";
+
+// One parameter of a recorded phase-1 call.
+struct CallParam {
+  ParamKind kind = ParamKind::OtherPointer;
+  Direction dir = Direction::None;
+  bool present = false;             // false: NULL (an absent optional tensor)
+  std::vector<TensorMeta> tensors;  // Tensor: one; TensorList: its members
+  std::optional<ValueArg> value;    // everything that is not a tensor
+};
+
+struct OpCall {
+  std::vector<CallParam> params;
+  bool repeatable = false;
+  uint64_t serial = 0;          // set by CallTable::put: tells this call from a later one at the same executor address
+  StackId stack = kEmptyStack;  // taken at phase 1, the call the user's code made; travels to the launch
+};
+
+bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
+
+// safe_read_pair() through a pipe: write() reports EFAULT for bytes the process cannot read, instead of faulting.
+// One pipe per process (a fork child makes its own, so that it never reads its parent's bytes), one probe at a time.
+bool read_through_pipe(const void *addr, void *out) {
+  static std::mutex mu;
+  static int fds[2] = {-1, -1};
+  static pid_t owner = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  if (owner != getpid()) {
+    if (fds[0] >= 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+    fds[0] = fds[1] = -1;
+    owner = 0;
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    owner = getpid();
+  }
+  const ssize_t n = ::write(fds[1], addr, 8);
+  if (n <= 0) return false;
+  unsigned char bytes[8];
+  const ssize_t got = ::read(fds[0], bytes, static_cast<size_t>(n));  // drains a short write too
+  if (n != 8 || got != 8) return false;
+  std::memcpy(out, bytes, 8);
+  return true;
+}
+
+// Reads the 8 bytes at each of two addresses that may not be mapped (the header-less path probes argument slots in
+// pairs): the kernel copies them, so an unreadable address is an error, not a fault. One process_vm_readv for both
+// (the call stops at the first unreadable one), on our own pid, which the caller looks up once per scan; where
+// that call is refused (container seccomp profiles without CAP_SYS_PTRACE: EPERM; qemu-user: ENOSYS), a pipe.
+// The host's errno is left as it was.
+bool safe_read_pair(pid_t self, const void *a, const void *b, uint64_t *out_a, uint64_t *out_b) {
+  static std::atomic<bool> no_process_vm_readv{false};
+  const int saved_errno = errno;
+  bool ok = false;
+  if (!no_process_vm_readv.load(std::memory_order_relaxed)) {
+    iovec local[2] = {{out_a, 8}, {out_b, 8}};
+    iovec remote[2] = {{const_cast<void *>(a), 8}, {const_cast<void *>(b), 8}};
+    const ssize_t n = process_vm_readv(self, local, 2, remote, 2, 0);
+    ok = n == 16;
+    if (n < 0 && (errno == ENOSYS || errno == EPERM)) no_process_vm_readv.store(true, std::memory_order_relaxed);
+  }
+  if (!ok && no_process_vm_readv.load(std::memory_order_relaxed))
+    ok = read_through_pipe(a, out_a) && read_through_pipe(b, out_b);
+  errno = saved_errno;
+  return ok;
+}
+
+// ---- Tensor metadata --------------------------------------------------------------------------------------
+
+HookSlot slot_get_view_shape{"aclGetViewShape"};
+HookSlot slot_get_view_strides{"aclGetViewStrides"};
+HookSlot slot_get_view_offset{"aclGetViewOffset"};
+HookSlot slot_get_data_type{"aclGetDataType"};
+HookSlot slot_get_format{"aclGetFormat"};
+HookSlot slot_get_raw_addr{"aclGetRawTensorAddr"};
+
+// A tensor the shim did not see created (created before capture was enabled): asked from the runtime.
+std::optional<TensorMeta> query_tensor(const void *t) {
+  using DimsFn = int32_t (*)(const void *, int64_t **, uint64_t *);
+  auto shape_fn = reinterpret_cast<DimsFn>(slot_get_view_shape.resolve());
+  auto strides_fn = reinterpret_cast<DimsFn>(slot_get_view_strides.resolve());
+  auto offset_fn = reinterpret_cast<int32_t (*)(const void *, int64_t *)>(slot_get_view_offset.resolve());
+  auto dtype_fn = reinterpret_cast<int32_t (*)(const void *, int32_t *)>(slot_get_data_type.resolve());
+  auto format_fn = reinterpret_cast<int32_t (*)(const void *, int32_t *)>(slot_get_format.resolve());
+  auto addr_fn = reinterpret_cast<int32_t (*)(const void *, void **)>(slot_get_raw_addr.resolve());
+  if (!shape_fn || !strides_fn || !offset_fn || !dtype_fn || !format_fn || !addr_fn) return std::nullopt;
+  TensorMeta m;
+  int64_t *dims = nullptr, *strides = nullptr;
+  uint64_t nd = 0, ns = 0;
+  if (shape_fn(t, &dims, &nd) != 0) return std::nullopt;
+  bool ok = strides_fn(t, &strides, &ns) == 0 && nd == ns && nd <= (uint64_t)kMaxDims;
+  if (ok) {
+    m.ndim = (uint8_t)nd;
+    for (uint64_t i = 0; i < nd; ++i) {
+      m.shape[i] = dims[i];
+      m.strides[i] = strides[i];
+    }
+    ok = offset_fn(t, &m.offset) == 0 && dtype_fn(t, &m.dtype) == 0 && format_fn(t, &m.format) == 0 &&
+         addr_fn(t, &m.data) == 0;
+  }
+  delete[] dims;  // the getters allocate with new[] (cann_abi.md §4.5)
+  delete[] strides;
+  return ok ? std::optional<TensorMeta>(m) : std::nullopt;
+}
+
+std::optional<TensorMeta> tensor_meta(const void *t) {
+  if (auto h = handles().get(t))
+    if (auto *m = std::get_if<TensorMeta>(&*h)) return *m;
+  return query_tensor(t);
+}
+
+std::string dtype_value_name(int32_t acl_dtype) {
+  format::DType d = acl_to_dtype(acl_dtype);
+  return d == format::DType::Raw ? acl_dtype_label(acl_dtype) : std::string(format::dtype_id(d));
+}
+
+ValueArg scalar_value(const void *handle) {
+  auto h = handles().get(handle);
+  const ScalarMeta *s = h ? std::get_if<ScalarMeta>(&*h) : nullptr;
+  if (!s) return {"aclScalar", std::monostate{}};
+  format::DType d = acl_to_dtype(s->dtype);
+  const void *p = s->raw.data();
+  auto load = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (d) {
+    case format::DType::F32: return {"float", (double)load(float{})};
+    case format::DType::F64: return {"float", load(double{})};
+    case format::DType::Bool: return {"bool", load(uint8_t{}) != 0};
+    case format::DType::I8: return {"int", (int64_t)load(int8_t{})};
+    case format::DType::I16: return {"int", (int64_t)load(int16_t{})};
+    case format::DType::I32: return {"int", (int64_t)load(int32_t{})};
+    case format::DType::I64: return {"int", load(int64_t{})};
+    case format::DType::U8: return {"int", (int64_t)load(uint8_t{})};
+    case format::DType::U16: return {"int", (int64_t)load(uint16_t{})};
+    case format::DType::U32: return {"int", (int64_t)load(uint32_t{})};
+    case format::DType::U64: return {"int", (int64_t)load(uint64_t{})};
+    default: return {"aclScalar", dtype_value_name(s->dtype)};  // fp16/bf16/complex scalars: type only
+  }
+}
+
+// A by-value or handle argument that is not a tensor.
+std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation loc) {
+  switch (kind) {
+    case ParamKind::Double: return ValueArg{"float", read_f64(a, loc)};
+    case ParamKind::Float: return ValueArg{"float", (double)read_f32(a, loc)};
+    case ParamKind::Int64: return ValueArg{"int", read_int(a, loc, 64, true)};
+    case ParamKind::UInt64: return ValueArg{"int", read_int(a, loc, 64, false)};
+    case ParamKind::Int32:
+    case ParamKind::OtherEnum: return ValueArg{"int", read_int(a, loc, 32, true)};
+    case ParamKind::UInt32: return ValueArg{"int", read_int(a, loc, 32, false)};
+    case ParamKind::Int16: return ValueArg{"int", read_int(a, loc, 16, true)};
+    case ParamKind::UInt16: return ValueArg{"int", read_int(a, loc, 16, false)};
+    case ParamKind::Int8: return ValueArg{"int", read_int(a, loc, 8, true)};
+    case ParamKind::UInt8: return ValueArg{"int", read_int(a, loc, 8, false)};
+    case ParamKind::Bool: return ValueArg{"bool", read_int(a, loc, 8, false) != 0};
+    case ParamKind::DataType: return ValueArg{"aclDataType", dtype_value_name((int32_t)read_int(a, loc, 32, true))};
+    default: break;
+  }
+  const void *p = read_ptr(a, loc);
+  if (p == nullptr) return std::nullopt;  // NULL optional argument
+  auto h = handles().get(p);
+  switch (kind) {
+    case ParamKind::Scalar: return scalar_value(p);
+    case ParamKind::IntArray:
+      if (auto *v = h ? std::get_if<std::vector<int64_t>>(&*h) : nullptr) return ValueArg{"aclIntArray", *v};
+      return ValueArg{"aclIntArray", std::monostate{}};
+    case ParamKind::FloatArray:
+      if (auto *v = h ? std::get_if<std::vector<float>>(&*h) : nullptr)
+        return ValueArg{"aclFloatArray", std::vector<double>(v->begin(), v->end())};
+      return ValueArg{"aclFloatArray", std::monostate{}};
+    case ParamKind::BoolArray:
+      if (auto *v = h ? std::get_if<std::vector<bool>>(&*h) : nullptr) return ValueArg{"aclBoolArray", *v};
+      return ValueArg{"aclBoolArray", std::monostate{}};
+    case ParamKind::ScalarList: {
+      std::vector<double> values;
+      if (auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
+        for (const void *s : *m) {
+          ValueArg v = scalar_value(s);
+          if (auto *d = std::get_if<double>(&v.value))
+            values.push_back(*d);
+          else if (auto *i = std::get_if<int64_t>(&v.value))
+            values.push_back((double)*i);
+          else if (auto *b = std::get_if<bool>(&v.value))
+            values.push_back(*b ? 1.0 : 0.0);
+        }
+      return ValueArg{"aclScalarList", values};
+    }
+    case ParamKind::CString: {
+      char buf[256];
+      size_t n = 0;
+      const char *s = static_cast<const char *>(p);
+      while (n < sizeof buf && s[n] != '\0') {  // the runtime accepted it, so it is a C string
+        buf[n] = s[n];
+        ++n;
+      }
+      return ValueArg{"str", std::string(buf, n)};
+    }
+    default: return ValueArg{"pointer", std::monostate{}};
+  }
+}
+
+void fill_tensors(CallParam &p, const void *handle) {
+  if (p.kind == ParamKind::Tensor) {
+    if (auto m = tensor_meta(handle)) p.tensors.push_back(*m);
+    return;
+  }
+  auto h = handles().get(handle);
+  if (auto *members = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
+    for (const void *t : *members)
+      if (auto m = tensor_meta(t)) p.tensors.push_back(*m);
+}
+
+// ---- Bindings: one per real function handed out -----------------------------------------------------------
+
+struct Binding {
+  std::string op;
+  void *real = nullptr;
+  bool phase1 = true;
+  // session().may_capture(op), decided when wrapped (the configuration does not change): false means no kernel
+  // of this op type is ever captured, so neither phase needs more than counting the launch.
+  bool type_may_capture = true;
+  bool step_marker = false;            // session().is_step_marker(op), also fixed
+  const OpPrototype *proto = nullptr;  // phase 1 with a header
+  std::vector<ArgLocation> locations;  // where each prototype parameter travels
+  int stack_slots = kMaxStackSlots;    // exact when the prototype is known
+};
+
+ArgClass arg_class(ParamKind k) {
+  return k == ParamKind::Double ? ArgClass::Float64 : k == ParamKind::Float ? ArgClass::Float32 : ArgClass::Integer;
+}
+
+// Recorded phase-1 calls by executor.
+class CallTable {
+ public:
+  void put(const void *ex, OpCall call) {
+    std::lock_guard<std::mutex> lk(mu_);
+    call.serial = ++serial_;
+    calls_.insert_or_assign(ex, std::move(call));
+    size_.store(calls_.size(), std::memory_order_relaxed);
+  }
+  // Phase 2's fast path asks this for every launch: with nothing recorded (the usual state when kernels are
+  // filtered out) it is one atomic load. A record put by another thread is ordered by the host's own
+  // hand-over of the executor from phase 1 to phase 2.
+  bool contains(const void *ex) {
+    if (size_.load(std::memory_order_relaxed) == 0) return false;
+    std::lock_guard<std::mutex> lk(mu_);
+    return calls_.count(ex) != 0;
+  }
+  std::optional<OpCall> get(const void *ex) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it == calls_.end()) return std::nullopt;
+    return it->second;
+  }
+  void erase(const void *ex) {
+    std::lock_guard<std::mutex> lk(mu_);
+    calls_.erase(ex);
+    size_.store(calls_.size(), std::memory_order_relaxed);
+  }
+  // Forgets the call recorded as `serial` only. Phase 2 frees a one-shot executor inside the real call, so
+  // by the time its post-hook runs another thread's phase 1 may have got the same address for a new op.
+  void erase_if(const void *ex, uint64_t serial) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it != calls_.end() && it->second.serial == serial) calls_.erase(it);
+    size_.store(calls_.size(), std::memory_order_relaxed);
+  }
+  template <typename F>
+  void update(const void *ex, F &&f) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it != calls_.end()) f(it->second);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const void *, OpCall> calls_;
+  std::atomic<size_t> size_{0};
+  uint64_t serial_ = 0;
+};
+
+// Tensor `index` of a call in the executor cache's order (present tensors in declaration order, list
+// members one by one) now lives at `addr`.
+void bind_cached_tensor(OpCall &c, size_t index, void *addr) {
+  for (CallParam &p : c.params) {
+    if (!is_tensor_kind(p.kind) || !p.present) continue;
+    if (index < p.tensors.size()) {
+      p.tensors[index].data = addr;
+      return;
+    }
+    index -= p.tensors.size();
+  }
+}
+
+struct ExecCacheKeyHash {
+  size_t operator()(const ExecCacheKey &k) const { return k.a ^ (k.b * 0x9e3779b97f4a7c15ull) ^ k.kind; }
+};
+
+// Calls recorded for phase-1 executors the runtime cached, by cache key. Bounded: past the limit the
+// table starts over, and hits on forgotten keys are launches without arguments.
+class KeptCalls {
+ public:
+  void put(const ExecCacheKey &key, const OpCall &call) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (calls_.size() >= kLimit && calls_.find(key) == calls_.end()) calls_.clear();
+    calls_.insert_or_assign(key, call);
+  }
+  std::optional<OpCall> get(const ExecCacheKey &key) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(key);
+    if (it == calls_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  static constexpr size_t kLimit = 1 << 16;
+  std::mutex mu_;
+  std::unordered_map<ExecCacheKey, OpCall, ExecCacheKeyHash> calls_;
+};
+
+// The cache keys set on this thread (by kind), for the next phase 1 here.
+thread_local ExecCacheKey t_cache_keys[2] __attribute__((tls_model("initial-exec")));
+
+}  // namespace
+
+struct AclnnCapture::Impl {
+  std::mutex mu;
+  std::unordered_map<void *, void *> wrappers;  // real function -> wrapper entry
+  std::unique_ptr<PrototypeIndex> index;
+  CallTable calls;
+  KeptCalls kept;
+
+  PrototypeIndex &prototypes() {
+    if (!index) index = std::make_unique<PrototypeIndex>(PrototypeIndex::from_environment(&std::getenv));
+    return *index;
+  }
+};
+
+namespace {
+
+AclnnCapture::Impl &state() {
+  static auto *impl = new AclnnCapture::Impl;  // immortal: wrappers are called until the process ends
+  return *impl;
+}
+
+// Phase 1 with a prototype: every parameter read from where the ABI put it.
+std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding &b, const RawArgs &a) {
+  OpCall call;
+  const void *executor = nullptr;
+  for (size_t i = 0; i < b.proto->params.size(); ++i) {
+    const Param &p = b.proto->params[i];
+    ArgLocation loc = b.locations[i];
+    if (p.kind == ParamKind::ExecutorOut) {
+      auto **out = static_cast<void **>(read_ptr(a, loc));
+      if (out) executor = *out;  // the real call succeeded, so the host's out-pointer is valid
+      continue;
+    }
+    if (p.kind == ParamKind::WorkspaceSizeOut) continue;
+    CallParam cp;
+    cp.kind = p.kind;
+    cp.dir = p.dir;
+    if (is_tensor_kind(p.kind)) {
+      const void *h = read_ptr(a, loc);
+      cp.present = h != nullptr;
+      if (h) fill_tensors(cp, h);
+    } else {
+      cp.value = value_of(p.kind, a, loc);
+      cp.present = cp.value.has_value();
+    }
+    call.params.push_back(std::move(cp));
+  }
+  if (!executor) return std::nullopt;
+  // Every op writes something: when neither type nor name marks an output (GeluBackward declares
+  // `const aclTensor *gradInput`), the last tensor parameter is the output, as CANN orders them.
+  bool any_output = false;
+  for (const CallParam &p : call.params)
+    any_output = any_output || p.dir == Direction::Output || p.dir == Direction::InOut;
+  if (!any_output)
+    for (size_t i = call.params.size(); i-- > 0;)
+      if (is_tensor_kind(call.params[i].kind)) {
+        call.params[i].dir = Direction::Output;
+        break;
+      }
+  return std::make_pair(executor, std::move(call));
+}
+
+// Phase 1 without a header (docs/prototypes.md, "no header"): the argument slots are scanned for objects
+// the shim saw created; the last tensor is the output (the first is also an input for Inplace ops), every
+// other tensor an input; the executor is what the first (uint64_t *, aclOpExecutor **) pair of pointers
+// after the last known object points to.
+std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b, const RawArgs &a) {
+  std::vector<uint64_t> slots(std::begin(a.gpr), std::end(a.gpr));
+  slots.insert(slots.end(), a.stack, a.stack + a.stack_slots);
+  OpCall call;
+  size_t last_known = 0;
+  bool any = false;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const void *p = reinterpret_cast<const void *>(slots[i]);
+    auto h = p ? handles().get(p) : std::nullopt;
+    if (!h) continue;
+    CallParam cp;
+    cp.present = true;
+    if (std::holds_alternative<TensorMeta>(*h)) {
+      cp.kind = ParamKind::Tensor;
+      cp.dir = Direction::Input;
+      fill_tensors(cp, p);
+    } else if (auto *members = std::get_if<std::vector<const void *>>(&*h)) {
+      bool tensors = !members->empty() && handles().get(members->front()).has_value() &&
+                     std::holds_alternative<TensorMeta>(*handles().get(members->front()));
+      cp.kind = tensors ? ParamKind::TensorList : ParamKind::ScalarList;
+      cp.dir = Direction::Input;
+      if (tensors) fill_tensors(cp, p);
+    } else {
+      cp.kind = std::holds_alternative<ScalarMeta>(*h)             ? ParamKind::Scalar
+                : std::holds_alternative<std::vector<int64_t>>(*h) ? ParamKind::IntArray
+                : std::holds_alternative<std::vector<float>>(*h)   ? ParamKind::FloatArray
+                                                                   : ParamKind::BoolArray;
+    }
+    if (!is_tensor_kind(cp.kind)) {
+      RawArgs one{};
+      one.gpr[0] = slots[i];
+      cp.value = value_of(cp.kind, one, ArgLocation{ArgLocation::Gpr, 0});
+    }
+    call.params.push_back(std::move(cp));
+    last_known = i;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  int first = -1, last = -1;
+  for (size_t i = 0; i < call.params.size(); ++i)
+    if (is_tensor_kind(call.params[i].kind)) {
+      if (first < 0) first = (int)i;
+      last = (int)i;
+    }
+  if (last >= 0) call.params[last].dir = Direction::Output;
+  if (first >= 0 && first != last && b.op.rfind("Inplace", 0) == 0) call.params[first].dir = Direction::InOut;
+  const pid_t self = getpid();  // once per scan: a fork cannot happen on this thread in between
+  for (size_t j = last_known + 1; j + 1 < slots.size(); ++j) {
+    uint64_t ws = 0, ex = 0;
+    if (slots[j] == 0 || slots[j + 1] == 0 || (slots[j + 1] & 7) != 0) continue;
+    if (!safe_read_pair(self, reinterpret_cast<void *>(slots[j]), reinterpret_cast<void *>(slots[j + 1]), &ws, &ex))
+      continue;
+    if (ws >> 48 || ex == 0 || (ex & 7) != 0 || handles().get(reinterpret_cast<void *>(ex))) continue;
+    return std::make_pair(reinterpret_cast<const void *>(ex), std::move(call));
+  }
+  return std::nullopt;
+}
+
+// Whether phase 1 records anything: not for an op type that is never captured, nor once nothing launched from
+// now on can be captured (steps past the last selected one, a rank not selected). Kept calls of the executor
+// cache are not needed then either: a later hit could not be captured.
+bool phase1_records(const Binding &b) {
+  const Session *s = active_session();
+  return s != nullptr && b.type_may_capture && s->captures_ahead();
+}
+
+// The gate in front of phase 1's closure (shim/call/forwarder.h): false sends the call straight to the real function.
+bool phase1_gate(void *user, const uint64_t *) {
+  if (ReentryGuard::active() || !active_session()) return false;
+  if (phase1_records(*static_cast<const Binding *>(user))) return true;
+  // Cache keys set for this call would otherwise be taken by the next recorded phase 1 on this thread.
+  if (t_cache_keys[0].kind != ExecCacheKey::None || t_cache_keys[1].kind != ExecCacheKey::None)
+    t_cache_keys[0] = t_cache_keys[1] = {};
+  return false;
+}
+
+void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
+  if ((int32_t)ret != 0) return;
+  // The runtime stored this executor under the thread's cache keys, if any: they name it from now on.
+  ExecCacheKey keys[2] = {std::exchange(t_cache_keys[0], {}), std::exchange(t_cache_keys[1], {})};
+  Session *session = active_session();
+  if (session == nullptr) return;
+  const auto &b = *static_cast<const Binding *>(user);
+  if (!phase1_records(b)) return;
+  auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
+  if (!rec) return;
+  rec->second.stack = launch_stack(*session);
+  for (const ExecCacheKey &k : keys)
+    if (k.kind != ExecCacheKey::None) state().kept.put(k, rec->second);
+  state().calls.put(rec->first, std::move(rec->second));
+}
+
+// ---- Phase 2 ------------------------------------------------------------------------------------------------
+
+// The launch being made on this thread (phase 2 does not nest, but keep a few in case a runtime does).
+struct InFlight {
+  const void *executor;
+  std::optional<OpCall> call;
+  KernelLaunch launch;
+};
+constexpr int kMaxNesting = 8;
+thread_local InFlight *t_inflight[kMaxNesting] __attribute__((tls_model("initial-exec")));
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+void phase2_pre(void *user, const RawArgs &a) {
+  Session *session = active_session();
+  if (session == nullptr || t_depth >= kMaxNesting) return;
+  const auto &b = *static_cast<const Binding *>(user);
+  const void *executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
+  void *stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
+  std::optional<OpCall> call = state().calls.get(executor);
+  // Phase 2 may run on a task-queue thread without Python frames: the stack is phase 1's.
+  StackId stack = call ? call->stack : kEmptyStack;
+  auto *f = new InFlight{executor, std::move(call), KernelLaunch(*session, b.op, stack, stream)};
+  // Inputs are copied now, before the kernel can overwrite them (in-place ops).
+  if (f->call)
+    for (const CallParam &p : f->call->params) {
+      if (p.dir == Direction::Output) continue;
+      if (!p.present)
+        f->launch.input_null();
+      else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+        f->launch.input_tensor(p.tensors[0]);
+      else if (p.kind == ParamKind::TensorList)
+        f->launch.input_tensor_list(p.tensors);
+      else if (p.value)
+        f->launch.input_value(*p.value);
+      else
+        f->launch.input_null();
+    }
+  t_inflight[t_depth++] = f;
+}
+
+void phase2_post(void *, const RawArgs &, uint64_t ret) {
+  if (t_depth == 0) return;
+  InFlight *f = t_inflight[--t_depth];
+  const bool launched = (int32_t)ret == 0;
+  if (f->call && launched)
+    for (const CallParam &p : f->call->params) {
+      if (!is_tensor_kind(p.kind) || p.dir == Direction::Input || p.dir == Direction::None) continue;
+      if (!p.present)
+        f->launch.output_null();
+      else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+        f->launch.output_tensor(p.tensors[0]);
+      else
+        f->launch.output_tensor_list(p.tensors);
+    }
+  // A kernel the shim has no record of (its phase 1 ran before capture, or it was filtered out) is still
+  // named and counted, so that names stay the same whatever the filters; it has no arguments.
+  f->launch.finish(launched && f->call.has_value());
+  if (f->call && launched && !f->call->repeatable) state().calls.erase_if(f->executor, f->call->serial);
+  delete f;
+}
+
+// Phase 2 through a prepend trampoline (shim/call/trampoline.h): its prototype is known, so a plain function takes
+// the call. A launch with no recorded call whose name nobody needs is only counted (the fast path); anything
+// else goes through phase2_pre / phase2_post as with a libffi forwarder.
+using Phase2Fn = int32_t (*)(void *, uint64_t, void *, void *);
+
+int32_t phase2_entry(Binding *b, void *workspace, uint64_t size, void *executor, void *stream) {
+  auto real = reinterpret_cast<Phase2Fn>(b->real);
+  Session *session = active_session();
+  if (ReentryGuard::active() || session == nullptr) return real(workspace, size, executor, stream);
+  if (!state().calls.contains(executor) && !phase1_records(*b)) {
+    session->skip_launch(b->op, stream, b->step_marker);
+    KernelLaunch::Uncaptured inside;  // the kernels the op launches are its own, not the host's
+    return real(workspace, size, executor, stream);
+  }
+  RawArgs a{};
+  a.gpr[0] = reinterpret_cast<uintptr_t>(workspace);
+  a.gpr[1] = size;
+  a.gpr[2] = reinterpret_cast<uintptr_t>(executor);
+  a.gpr[3] = reinterpret_cast<uintptr_t>(stream);
+  phase2_pre(b, a);
+  // A real function that throws (it should not: C API) still closes the launch, as a failed one.
+  struct Close {
+    Binding *b;
+    const RawArgs &a;
+    bool done = false;
+    ~Close() {
+      if (!done) phase2_post(b, a, (uint64_t)-1);
+    }
+  } close{b, a};
+  int32_t rc = real(workspace, size, executor, stream);
+  close.done = true;
+  phase2_post(b, a, (uint64_t)(int64_t)rc);
+  return rc;
+}
+
+}  // namespace
+
+AclnnCapture::Impl *AclnnCapture::impl() { return &state(); }
+
+void *AclnnCapture::wrap_symbol(const char *name, void *real) {
+  std::string_view n(name);
+  if (real == nullptr || n.rfind("aclnn", 0) != 0 || n.size() <= 5) return real;
+  Impl &m = *impl();
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (auto it = m.wrappers.find(real); it != m.wrappers.end()) return it->second;
+  auto *b = new Binding;  // lives as long as its wrapper: forever
+  b->real = real;
+  if (n.size() > 5 + kPhase1Suffix.size() && n.substr(n.size() - kPhase1Suffix.size()) == kPhase1Suffix) {
+    b->op = std::string(n.substr(5, n.size() - 5 - kPhase1Suffix.size()));
+    b->proto = m.prototypes().find(b->op);
+    if (b->proto) {
+      std::vector<ArgClass> classes;
+      for (const Param &p : b->proto->params) classes.push_back(arg_class(p.kind));
+      b->locations = locate_args(classes);
+      b->stack_slots = stack_slots_needed(classes);
+      if (b->stack_slots > kMaxStackSlots) {  // cannot be forwarded exactly: leave it alone
+        delete b;
+        return real;
+      }
+    } else {
+      log_info("no header declares aclnn%sGetWorkspaceSize; its arguments are found by the header-less rule",
+               b->op.c_str());
+    }
+  } else {
+    // Phase 2 exists only next to its phase 1 in the same library (this leaves aclnnInit and friends alone).
+    std::string phase1 = std::string(n) + std::string(kPhase1Suffix);
+    void *lib = object_containing(real);
+    if (lib == nullptr || real_dlsym(lib, phase1.c_str()) == nullptr) {
+      delete b;
+      return real;
+    }
+    b->op = std::string(n.substr(5));
+    b->phase1 = false;
+  }
+  const Session *session = active_session();
+  b->type_may_capture = session == nullptr || session->may_capture(b->op);
+  b->step_marker = session != nullptr && session->is_step_marker(b->op);
+  if (!b->phase1) {
+    // Phase 2 is (void *workspace, uint64_t size, aclOpExecutor *executor, aclrtStream stream).
+    if (void *t = make_prepend_trampoline(reinterpret_cast<void *>(&phase2_entry), b)) {
+      m.wrappers.emplace(real, t);
+      return t;
+    }
+  }
+  Forwarder *fw =
+      b->phase1 ? Forwarder::create(real, ReturnKind::Int32, nullptr, &phase1_post, b, b->stack_slots, &phase1_gate)
+                : Forwarder::create(real, ReturnKind::Int32, &phase2_pre, &phase2_post, b, 0);
+  if (fw == nullptr) {
+    delete b;
+    return real;
+  }
+  m.wrappers.emplace(real, fw->entry());
+  return fw->entry();
+}
+
+void AclnnCapture::on_repeatable(const void *executor) {
+  impl()->calls.update(executor, [](OpCall &c) { c.repeatable = true; });
+}
+
+void AclnnCapture::on_destroyed(const void *executor) { impl()->calls.erase(executor); }
+
+void AclnnCapture::on_rebind(const void *executor, IndexSpace space, size_t index, size_t relative, void *addr) {
+  impl()->calls.update(executor, [&](OpCall &c) {
+    size_t k = 0;
+    for (CallParam &p : c.params) {
+      if (!is_tensor_kind(p.kind)) continue;
+      bool counts = space == IndexSpace::All || (space == IndexSpace::Inputs && p.dir != Direction::Output) ||
+                    (space == IndexSpace::Outputs && p.dir != Direction::Input);
+      if (!counts || k++ != index) continue;
+      if (relative < p.tensors.size()) p.tensors[relative].data = addr;
+      return;
+    }
+  });
+}
+
+ExecCacheKey ExecCacheKey::of_hash(uint64_t hash) { return hash == 0 ? ExecCacheKey{} : ExecCacheKey{Hash, hash, 0}; }
+
+ExecCacheKey ExecCacheKey::of_bytes(const void *buf, size_t len) {
+  if (buf == nullptr || len == 0) return {};
+  // Two independent 64-bit FNV-1a variants: a collision of both is as likely as of a 128-bit hash.
+  const auto *p = static_cast<const unsigned char *>(buf);
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull ^ len;
+  for (size_t i = 0; i < len; ++i) {
+    a = (a ^ p[i]) * 0x100000001b3ull;
+    b = (b ^ p[i] ^ (i & 0xff) << 8) * 0x9e3779b97f4a7c15ull;
+    b ^= b >> 29;
+  }
+  return {Bytes, a, b};
+}
+
+void AclnnCapture::set_cache_key(ExecCacheKey::Kind kind, const ExecCacheKey &key) {
+  if (kind == ExecCacheKey::Hash || kind == ExecCacheKey::Bytes) t_cache_keys[kind - 1] = key;
+}
+
+void AclnnCapture::clear_cache_keys() { t_cache_keys[0] = t_cache_keys[1] = {}; }
+
+void AclnnCapture::on_cache_hit(const void *executor, const ExecCacheKey &key, void *const *addrs, size_t n) {
+  std::optional<OpCall> call = impl()->kept.get(key);
+  if (!call) return;         // its phase 1 ran before capture, or was filtered out
+  call->repeatable = false;  // the hit's executor is freed by its phase 2
+  // The hit's own call site (it skips phase 1, where stacks are taken): one key serves several lines of a model.
+  if (const Session *session = active_session()) call->stack = launch_stack(*session);
+  for (size_t i = 0; i < n; ++i) bind_cached_tensor(*call, i, addrs[i]);
+  impl()->calls.put(executor, std::move(*call));
+}
+
+void AclnnCapture::on_cached_address(const void *executor, size_t index, void *addr) {
+  impl()->calls.update(executor, [&](OpCall &c) { bind_cached_tensor(c, index, addr); });
+}
+
+AclnnCapture &aclnn_capture() {
+  static AclnnCapture c;
+  return c;
+}
+
+}  // namespace msprobe::shim

@@ -1,0 +1,1013 @@
+// aclnn phase-1 prototypes from the CANN headers: a small, bounded C declaration reader plus a lazy
+// op -> header index. Rules and their reasons: docs/prototypes.md.
+#include "shim/aclnn/prototypes.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace msprobe::shim {
+namespace {
+
+// Bounds that keep the work per candidate declaration fixed whatever the input (the parser is fuzzed).
+constexpr size_t kMaxDeclChars = 64 * 1024;    // from '(' to ')': real ones are under 4 KB
+constexpr size_t kMaxPrefixChars = 64 * 1024;  // backwards search for the start of the declaration
+constexpr size_t kMaxCandidates = 64;          // occurrences of the name tried per parse
+constexpr size_t kMaxParams = 256;
+constexpr size_t kMaxHeaderBytes = 16u << 20;  // larger files are not headers we want
+constexpr size_t kMaxHeaderFiles = 200000;
+constexpr std::string_view kPhase1Suffix = "GetWorkspaceSize";
+
+bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+bool valid_op_name(std::string_view op) {
+  if (op.empty() || op.size() > 256 || !is_ident_start(op[0])) return false;
+  return std::all_of(op.begin(), op.end(), is_ident_char);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Cleaning: comments, string/char literal contents and preprocessor directives become spaces (newlines are kept),
+// so that offsets in the clean text are offsets in the original. Comment spans are kept for doxygen.
+
+struct Span {
+  size_t begin, end;
+};
+
+struct CleanText {
+  std::string text;
+  std::vector<Span> comments;  // in increasing order
+};
+
+CleanText clean(std::string_view in) {
+  CleanText out;
+  out.text.assign(in.data(), in.size());
+  std::string &t = out.text;
+  const size_t n = t.size();
+  auto blank = [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k)
+      if (t[k] != '\n') t[k] = ' ';
+  };
+  // Returns the end of the comment starting at i ("//" or "/*"); records it.
+  auto comment_end = [&](size_t i) {
+    size_t e;
+    if (in[i + 1] == '/') {
+      e = in.find('\n', i);
+      if (e == std::string_view::npos) e = n;
+    } else {
+      e = in.find("*/", i + 2);
+      e = (e == std::string_view::npos) ? n : e + 2;
+    }
+    out.comments.push_back({i, e});
+    blank(i, e);
+    return e;
+  };
+  bool line_start = true;  // only whitespace (or comments) so far on this line
+  size_t i = 0;
+  while (i < n) {
+    const char c = in[i];
+    if (c == '/' && i + 1 < n && (in[i + 1] == '/' || in[i + 1] == '*')) {
+      i = comment_end(i);
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      size_t k = i + 1;
+      while (k < n && in[k] != c && in[k] != '\n') k += (in[k] == '\\' && k + 1 < n) ? 2 : 1;
+      const size_t e = std::min(k, n);
+      blank(i + 1, e);  // keep the quotes; a literal can contain '(' or ','
+      i = (e < n && in[e] == c) ? e + 1 : e;
+      line_start = false;
+      continue;
+    }
+    if (c == '#' && line_start) {
+      // A directive runs to the end of the line, continued by backslash-newline; comments inside count as
+      // comments (a block comment may carry it over several lines).
+      size_t k = i;
+      while (k < n && in[k] != '\n') {
+        if (in[k] == '/' && k + 1 < n && (in[k + 1] == '/' || in[k + 1] == '*')) {
+          k = comment_end(k);
+          continue;
+        }
+        if (in[k] == '\\' && k + 1 < n && in[k + 1] == '\n') {
+          t[k] = ' ';
+          k += 2;
+          continue;
+        }
+        if (in[k] == '\\' && k + 2 < n && in[k + 1] == '\r' && in[k + 2] == '\n') {
+          t[k] = t[k + 1] = ' ';
+          k += 3;
+          continue;
+        }
+        t[k] = ' ';
+        ++k;
+      }
+      i = k;
+      continue;
+    }
+    if (c == '\n') {
+      line_start = true;
+    } else if (!is_space(c)) {
+      line_start = false;
+    }
+    ++i;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// One parameter: a tiny tokenizer over its (clean) text, then classification by type and name.
+
+struct RawParam {
+  Param param;
+  std::string base;  // base type words joined by one space ("const" etc. removed): "aclTensor", "unsigned long"
+  int depth = 0;     // pointer depth, arrays included
+  bool pointee_const = false;
+  bool is_enum = false;  // declared with the `enum` keyword
+};
+
+bool is_builtin_word(std::string_view w) {
+  static constexpr std::string_view kWords[] = {"signed", "unsigned", "short", "long", "int",  "char",
+                                                "float",  "double",   "void",  "bool", "_Bool"};
+  return std::find(std::begin(kWords), std::end(kWords), w) != std::end(kWords);
+}
+
+bool is_skipped_word(std::string_view w) {
+  static constexpr std::string_view kWords[] = {"restrict", "__restrict", "__restrict__", "register", "__extension__"};
+  return std::find(std::begin(kWords), std::end(kWords), w) != std::end(kWords);
+}
+
+bool is_attribute_word(std::string_view w) {
+  return w == "__attribute__" || w == "__attribute" || w == "__declspec" || w == "alignas" || w == "_Alignas";
+}
+
+// Index just past the group opened at s[i] (one of "([{"), or npos when it is not closed.
+size_t skip_group(std::string_view s, size_t i) {
+  int depth = 0;
+  for (size_t k = i; k < s.size(); ++k) {
+    const char c = s[k];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') {
+      if (--depth == 0) return k + 1;
+      if (depth < 0) return std::string_view::npos;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Text of a type as written, name removed: identifiers separated by one space, '*' attached to what follows
+// ("const aclTensor *", "aclTensor *const", "aclOpExecutor **").
+void append_type_token(std::string &out, std::string_view tok) {
+  if (out.empty()) {
+    out = tok;
+    return;
+  }
+  const char last = out.back();
+  if (tok == "*") {
+    if (last != '*') out += ' ';
+  } else if (last != '*') {
+    out += ' ';
+  }
+  out += tok;
+}
+
+// Builtin words (any order, as C allows) -> kind; false for combinations we do not forward (long double, void).
+bool builtin_kind(const std::vector<std::string_view> &words, ParamKind *kind) {
+  int n_long = 0, n_short = 0, n_int = 0, n_char = 0, n_signed = 0, n_unsigned = 0, n_other = 0;
+  std::string_view other;
+  for (auto w : words) {
+    if (w == "long")
+      ++n_long;
+    else if (w == "short")
+      ++n_short;
+    else if (w == "int")
+      ++n_int;
+    else if (w == "char")
+      ++n_char;
+    else if (w == "signed")
+      ++n_signed;
+    else if (w == "unsigned")
+      ++n_unsigned;
+    else {
+      ++n_other;
+      other = w;
+    }
+  }
+  const bool is_unsigned = n_unsigned > 0;
+  if (n_signed + n_unsigned > 1 || n_int > 1 || n_char > 1 || n_short > 1 || n_long > 2) return false;
+  if (n_other > 0) {
+    // float, double, bool, void: alone.
+    if (n_other > 1 || n_long + n_short + n_int + n_char + n_signed + n_unsigned > 0) return false;
+    if (other == "float")
+      *kind = ParamKind::Float;
+    else if (other == "double")
+      *kind = ParamKind::Double;
+    else if (other == "bool" || other == "_Bool")
+      *kind = ParamKind::Bool;
+    else
+      return false;
+    return true;
+  }
+  if (n_char) {
+    if (n_long || n_short || n_int) return false;
+    *kind = is_unsigned ? ParamKind::UInt8 : ParamKind::Int8;  // plain char recorded as signed (x86-64)
+  } else if (n_short) {
+    if (n_long) return false;
+    *kind = is_unsigned ? ParamKind::UInt16 : ParamKind::Int16;
+  } else if (n_long) {
+    *kind = is_unsigned ? ParamKind::UInt64 : ParamKind::Int64;  // LP64: long is 64-bit
+  } else {
+    *kind = is_unsigned ? ParamKind::UInt32 : ParamKind::Int32;  // int, signed, unsigned
+  }
+  return true;
+}
+
+struct TypedefKind {
+  std::string_view name;
+  ParamKind kind;
+};
+
+// By-value typedef names the shim can forward and record. Anything else by value fails the parse: an unknown
+// type could be a struct passed in several registers, and guessing wrong would corrupt the host's call.
+constexpr TypedefKind kValueTypedefs[] = {
+    {"int8_t", ParamKind::Int8},
+    {"int16_t", ParamKind::Int16},
+    {"int32_t", ParamKind::Int32},
+    {"int64_t", ParamKind::Int64},
+    {"uint8_t", ParamKind::UInt8},
+    {"uint16_t", ParamKind::UInt16},
+    {"uint32_t", ParamKind::UInt32},
+    {"uint64_t", ParamKind::UInt64},
+    {"size_t", ParamKind::UInt64},
+    {"ssize_t", ParamKind::Int64},
+    {"ptrdiff_t", ParamKind::Int64},
+    {"intptr_t", ParamKind::Int64},
+    {"uintptr_t", ParamKind::UInt64},
+    {"aclFloat16", ParamKind::UInt16},
+    {"aclnnStatus", ParamKind::Int32},
+    {"aclError", ParamKind::Int32},
+    {"aclDataType", ParamKind::DataType},
+    // int-sized enums of the CANN headers
+    {"aclFormat", ParamKind::OtherEnum},
+    {"aclrtMemcpyKind", ParamKind::OtherEnum},
+    {"aclrtMemMallocPolicy", ParamKind::OtherEnum},
+    {"aclMemType", ParamKind::OtherEnum},
+    {"aclrtRunMode", ParamKind::OtherEnum},
+    {"HcclDataType", ParamKind::OtherEnum},
+    {"HcclReduceOp", ParamKind::OtherEnum},
+    {"aclCompileType", ParamKind::OtherEnum},
+    {"aclopEngineType", ParamKind::OtherEnum},
+    // pointer typedefs
+    {"aclrtStream", ParamKind::OtherPointer},
+    {"aclrtEvent", ParamKind::OtherPointer},
+    {"aclrtContext", ParamKind::OtherPointer},
+    {"aclrtNotify", ParamKind::OtherPointer},
+    {"HcclComm", ParamKind::OtherPointer},
+    {"rtStream_t", ParamKind::OtherPointer},
+    {"rtEvent_t", ParamKind::OtherPointer},
+    {"rtContext_t", ParamKind::OtherPointer},
+};
+
+constexpr TypedefKind kPointeeKinds[] = {
+    {"aclTensor", ParamKind::Tensor},       {"aclTensorList", ParamKind::TensorList},
+    {"aclScalar", ParamKind::Scalar},       {"aclScalarList", ParamKind::ScalarList},
+    {"aclIntArray", ParamKind::IntArray},   {"aclFloatArray", ParamKind::FloatArray},
+    {"aclBoolArray", ParamKind::BoolArray},
+};
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Tokenizes one parameter. False when it is not a plain C parameter we can forward.
+bool parse_param(std::string_view text, RawParam *out) {
+  struct Word {
+    std::string_view text;
+    int stars_before;
+    size_t token;  // index in `tokens`
+  };
+  std::vector<Word> words;
+  std::vector<std::string_view> tokens;  // what the type text is rebuilt from: qualifiers, words, '*'
+  int stars = 0, arrays = 0;
+  bool const_before_star = false;
+  bool function_pointer = false;
+  std::string_view fp_name;
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    const char c = text[i];
+    if (is_space(c)) {
+      ++i;
+      continue;
+    }
+    if (is_ident_start(c)) {
+      size_t e = i;
+      while (e < n && is_ident_char(text[e])) ++e;
+      const std::string_view w = text.substr(i, e - i);
+      i = e;
+      if (is_attribute_word(w)) {
+        while (i < n && is_space(text[i])) ++i;
+        if (i >= n || text[i] != '(') return false;
+        i = skip_group(text, i);
+        if (i == std::string_view::npos) return false;
+        continue;
+      }
+      if (function_pointer || arrays > 0) return false;  // nothing may follow `(*f)(...)` or `x[]`
+      if (w == "const" || w == "volatile") {
+        if (stars == 0 && w == "const") const_before_star = true;
+        tokens.push_back(w);
+        continue;
+      }
+      if (w == "enum") out->is_enum = true;
+      if (w == "enum" || w == "struct" || w == "union") {
+        tokens.push_back(w);
+        continue;
+      }
+      if (is_skipped_word(w)) continue;
+      words.push_back({w, stars, tokens.size()});
+      tokens.push_back(w);
+      continue;
+    }
+    if (c == '*') {
+      if (arrays > 0 || function_pointer) return false;
+      ++stars;
+      tokens.push_back("*");
+      ++i;
+      continue;
+    }
+    if (c == '[') {
+      if (i + 1 < n && text[i + 1] == '[') {  // [[attribute]]
+        const size_t e = text.find("]]", i + 2);
+        if (e == std::string_view::npos) return false;
+        i = e + 2;
+        continue;
+      }
+      const size_t e = skip_group(text, i);
+      if (e == std::string_view::npos || function_pointer) return false;
+      ++arrays;  // decays to a pointer
+      i = e;
+      continue;
+    }
+    if (c == '(') {
+      // Only `ret (*name)(args)`: a function pointer, forwarded as a pointer.
+      if (function_pointer || arrays > 0) return false;
+      const size_t e = skip_group(text, i);
+      if (e == std::string_view::npos) return false;
+      std::string_view inner = trim(text.substr(i + 1, e - i - 2));
+      if (inner.empty() || inner[0] != '*') return false;
+      while (!inner.empty() && (inner[0] == '*' || is_space(inner[0]))) inner.remove_prefix(1);
+      if (!std::all_of(inner.begin(), inner.end(), is_ident_char)) return false;
+      fp_name = inner;
+      size_t k = e;
+      while (k < n && is_space(text[k])) ++k;
+      if (k >= n || text[k] != '(') return false;
+      const size_t args_end = skip_group(text, k);
+      if (args_end == std::string_view::npos) return false;
+      function_pointer = true;
+      i = args_end;
+      continue;
+    }
+    if (c == '=') break;  // a C++ default argument does not change the ABI
+    return false;         // '&', '::', '<', digits, '...': not a C parameter we understand
+  }
+
+  RawParam &r = *out;
+  if (function_pointer) {
+    if (words.empty()) return false;
+    r.param.kind = ParamKind::OtherPointer;
+    r.param.name = std::string(fp_name);
+    r.param.type_text = "function pointer";
+    r.depth = 1;
+    return true;
+  }
+  if (words.empty()) return false;
+
+  // The last word names the parameter unless it is a builtin word or the only word (`int64_t`, `aclTensor *`).
+  size_t name_token = SIZE_MAX;
+  if (words.size() >= 2 && !is_builtin_word(words.back().text)) {
+    if (words.back().stars_before != stars) return false;  // `a *name *`: not C
+    r.param.name = std::string(words.back().text);
+    name_token = words.back().token;
+    words.pop_back();
+  }
+  // The base type: one typedef name or builtin words, all before any '*'.
+  std::vector<std::string_view> base_words;
+  for (const auto &w : words) {
+    if (w.stars_before != 0) return false;
+    base_words.push_back(w.text);
+  }
+  const bool all_builtin = std::all_of(base_words.begin(), base_words.end(), is_builtin_word);
+  if (!all_builtin && base_words.size() != 1) return false;  // `MACRO aclTensor *x` and the like
+
+  for (size_t k = 0; k < tokens.size(); ++k)
+    if (k != name_token) append_type_token(r.param.type_text, tokens[k]);
+  for (int a = 0; a < arrays; ++a) append_type_token(r.param.type_text, "*");
+  r.depth = stars + arrays;
+  r.pointee_const = const_before_star;
+  for (auto w : base_words) {
+    if (!r.base.empty()) r.base += ' ';
+    r.base += w;
+  }
+
+  ParamKind kind = ParamKind::OtherPointer;
+  if (r.depth == 0) {
+    if (all_builtin) {
+      if (!builtin_kind(base_words, &kind)) return false;
+    } else if (r.is_enum) {
+      kind = ParamKind::OtherEnum;
+    } else {
+      auto it = std::find_if(std::begin(kValueTypedefs), std::end(kValueTypedefs),
+                             [&](const TypedefKind &t) { return t.name == r.base; });
+      if (it == std::end(kValueTypedefs)) return false;
+      kind = it->kind;
+    }
+  } else if (r.depth == 1) {
+    auto it = std::find_if(std::begin(kPointeeKinds), std::end(kPointeeKinds),
+                           [&](const TypedefKind &t) { return t.name == r.base; });
+    if (it != std::end(kPointeeKinds)) {
+      kind = it->kind;
+    } else if (all_builtin && std::find(base_words.begin(), base_words.end(), "char") != base_words.end()) {
+      kind = ParamKind::CString;
+    }
+  }
+  r.param.kind = kind;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Directions.
+
+enum class DocDir { None, In, Out, InOut };
+
+// `@param [out] name` / `\param[in,out] name` annotations in the doxygen comments before a declaration.
+std::vector<std::pair<std::string, DocDir>> doc_directions(std::string_view original, const std::vector<Span> &comments,
+                                                           size_t from, size_t to) {
+  std::vector<std::pair<std::string, DocDir>> result;
+  auto first =
+      std::lower_bound(comments.begin(), comments.end(), from, [](const Span &s, size_t pos) { return s.begin < pos; });
+  for (auto it = first; it != comments.end() && it->begin < to; ++it) {
+    const std::string_view c = original.substr(it->begin, it->end - it->begin);
+    size_t p = 0;
+    while ((p = c.find("param", p)) != std::string_view::npos) {
+      const bool tagged = p > 0 && (c[p - 1] == '@' || c[p - 1] == '\\');
+      p += 5;
+      if (!tagged) continue;
+      size_t k = p;
+      while (k < c.size() && (c[k] == ' ' || c[k] == '\t')) ++k;
+      if (k >= c.size() || c[k] != '[') continue;
+      const size_t close = c.find(']', k);
+      if (close == std::string_view::npos || close - k > 16) continue;
+      std::string dir;
+      for (size_t q = k + 1; q < close; ++q)
+        if (!is_space(c[q])) dir += lower(c[q]);
+      DocDir d = DocDir::None;
+      if (dir == "in")
+        d = DocDir::In;
+      else if (dir == "out")
+        d = DocDir::Out;
+      else if (dir == "in,out" || dir == "in/out" || dir == "inout" || dir == "in_out")
+        d = DocDir::InOut;
+      k = close + 1;
+      while (k < c.size() && (c[k] == ' ' || c[k] == '\t')) ++k;
+      size_t e = k;
+      while (e < c.size() && is_ident_char(c[e])) ++e;
+      if (e > k && d != DocDir::None) result.emplace_back(std::string(c.substr(k, e - k)), d);
+      p = e;
+    }
+  }
+  return result;
+}
+
+void assign_direction(RawParam &r, const std::vector<std::pair<std::string, DocDir>> &docs) {
+  Param &p = r.param;
+  const std::string_view name = p.name;
+  p.optional = name.find("Optional") != std::string_view::npos;
+  switch (p.kind) {
+    case ParamKind::Tensor:
+    case ParamKind::TensorList: break;
+    case ParamKind::OtherPointer:
+    case ParamKind::WorkspaceSizeOut:
+    case ParamKind::ExecutorOut: p.dir = Direction::None; return;
+    default: p.dir = Direction::Input; return;  // scalars, arrays, values, strings are read by the op
+  }
+  if (ends_with(name, "Ref") || ends_with(name, "RefOptional")) {
+    p.dir = Direction::InOut;
+    return;
+  }
+  // The incoming gradient of backward ops is called gradOut in CANN (LayerNormBackward, SmoothL1LossBackward):
+  // the Out-suffix rule below must not make it an output.
+  const bool incoming_grad = name == "gradOut" || name == "gradOutOptional";
+  if (!incoming_grad && (name == "out" || name == "outOptional" || ends_with(name, "Out") ||
+                         ends_with(name, "OutOptional") || name == "gradInput")) {
+    p.dir = Direction::Output;  // CANN declares some outputs const (Relu out, RmsNorm yOut, GeluBackward gradInput)
+    return;
+  }
+  if (!r.pointee_const) {
+    p.dir = Direction::Output;
+    return;
+  }
+  p.dir = Direction::Input;
+  if (incoming_grad || name.empty()) return;
+  for (const auto &[doc_name, d] : docs) {
+    if (doc_name != name) continue;
+    if (d == DocDir::Out) p.dir = Direction::Output;
+    if (d == DocDir::InOut) p.dir = Direction::InOut;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Declarations.
+
+// Parses the declaration whose name starts at `name_pos` in the clean text. nullopt if it is not one.
+std::optional<OpPrototype> parse_at(std::string_view original, const CleanText &ct, size_t name_pos, size_t name_len,
+                                    std::string_view op) {
+  const std::string_view t = ct.text;
+  // What precedes the name in its statement: must mention aclnnStatus (the return type) and be a
+  // declaration, not a call (`= aclnnX(`, `return aclnnX(`, `f(aclnnX(`).
+  const size_t limit = name_pos > kMaxPrefixChars ? name_pos - kMaxPrefixChars : 0;
+  size_t stmt = name_pos;
+  while (stmt > limit && t[stmt - 1] != ';' && t[stmt - 1] != '{' && t[stmt - 1] != '}') --stmt;
+  const std::string_view prefix = t.substr(stmt, name_pos - stmt);
+  const std::string_view before = trim(prefix);
+  if (before.empty() || !(is_ident_char(before.back()) || before.back() == ')')) return std::nullopt;
+  if (prefix.find('=') != std::string_view::npos) return std::nullopt;
+  bool has_status = false;
+  for (size_t k = 0; k < prefix.size();) {
+    if (!is_ident_start(prefix[k])) {
+      ++k;
+      continue;
+    }
+    size_t e = k;
+    while (e < prefix.size() && is_ident_char(prefix[e])) ++e;
+    const std::string_view w = prefix.substr(k, e - k);
+    if (w == "aclnnStatus") has_status = true;
+    if (w == "return") return std::nullopt;
+    k = e;
+  }
+  if (!has_status) return std::nullopt;
+
+  size_t open = name_pos + name_len;
+  while (open < t.size() && is_space(t[open])) ++open;
+  if (open >= t.size() || t[open] != '(') return std::nullopt;
+  // The matching ')', without crossing a statement end.
+  size_t close = std::string_view::npos;
+  int depth = 0;
+  const size_t scan_end = std::min(t.size(), open + kMaxDeclChars);
+  for (size_t k = open; k < scan_end; ++k) {
+    const char c = t[k];
+    if (c == ';' || c == '{' || c == '}') return std::nullopt;
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') {
+      if (--depth == 0) {
+        if (c != ')') return std::nullopt;
+        close = k;
+        break;
+      }
+      if (depth < 0) return std::nullopt;
+    }
+  }
+  if (close == std::string_view::npos) return std::nullopt;
+
+  // Parameters at top-level commas.
+  std::vector<std::string_view> pieces;
+  {
+    const std::string_view list = t.substr(open + 1, close - open - 1);
+    int d = 0;
+    size_t start = 0;
+    for (size_t k = 0; k <= list.size(); ++k) {
+      if (k == list.size() || (list[k] == ',' && d == 0)) {
+        pieces.push_back(list.substr(start, k - start));
+        if (pieces.size() > kMaxParams) return std::nullopt;
+        start = k + 1;
+        continue;
+      }
+      if (list[k] == '(' || list[k] == '[') ++d;
+      if (list[k] == ')' || list[k] == ']') --d;
+    }
+  }
+  if (pieces.size() == 1 && (trim(pieces[0]).empty() || trim(pieces[0]) == "void")) pieces.clear();
+  if (pieces.size() < 2) return std::nullopt;  // at least workspaceSize and executor
+
+  std::vector<RawParam> raw(pieces.size());
+  for (size_t k = 0; k < pieces.size(); ++k)
+    if (!parse_param(pieces[k], &raw[k])) return std::nullopt;
+
+  // The phase-1 trailer: (uint64_t *workspaceSize, aclOpExecutor **executor).
+  RawParam &ws = raw[raw.size() - 2];
+  RawParam &ex = raw.back();
+  const bool ws_ok =
+      ws.depth == 1 && !ws.pointee_const && !ws.is_enum &&
+      (ws.base == "uint64_t" || ws.base == "unsigned long" || ws.base == "unsigned long int" || ws.base == "size_t");
+  const bool ex_ok = ex.depth == 2 && ex.base == "aclOpExecutor";
+  if (!ws_ok || !ex_ok) return std::nullopt;
+  ws.param.kind = ParamKind::WorkspaceSizeOut;
+  ex.param.kind = ParamKind::ExecutorOut;
+
+  const auto docs = doc_directions(original, ct.comments, stmt, name_pos);
+  OpPrototype proto;
+  proto.op = std::string(op);
+  proto.params.reserve(raw.size());
+  for (auto &r : raw) {
+    assign_direction(r, docs);
+    proto.params.push_back(std::move(r.param));
+  }
+  return proto;
+}
+
+std::optional<OpPrototype> parse_clean(std::string_view original, const CleanText &ct, std::string_view op) {
+  if (!valid_op_name(op)) return std::nullopt;
+  std::string name = "aclnn";
+  name += op;
+  name += kPhase1Suffix;
+  const std::string_view t = ct.text;
+  size_t pos = 0;
+  for (size_t tries = 0; tries < kMaxCandidates; ++tries) {
+    pos = t.find(name, pos);
+    if (pos == std::string_view::npos) return std::nullopt;
+    const size_t end = pos + name.size();
+    const bool bounded = (pos == 0 || !is_ident_char(t[pos - 1])) && (end == t.size() || !is_ident_char(t[end]));
+    if (bounded) {
+      if (auto proto = parse_at(original, ct, pos, name.size(), op)) return proto;
+    }
+    pos = end;
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Files.
+
+bool read_file(const std::string &path, std::string *out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) <= kMaxHeaderBytes;
+  if (ok) {
+    out->resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out->size()) {
+      const ssize_t r = ::read(fd, out->data() + got, out->size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    out->resize(got);
+  }
+  ::close(fd);
+  return ok;
+}
+
+bool is_dir(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string real_path(const std::string &path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return {};
+  return buf;
+}
+
+// Sorted entry names of a directory (no "." and ".."), with whether each is a directory.
+std::vector<std::pair<std::string, bool>> list_dir(const std::string &dir) {
+  std::vector<std::pair<std::string, bool>> entries;
+  DIR *d = ::opendir(dir.c_str());
+  if (d == nullptr) return entries;
+  while (const dirent *e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    bool directory = e->d_type == DT_DIR;
+    if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) directory = is_dir(dir + "/" + name);
+    entries.emplace_back(name, directory);
+    if (entries.size() > kMaxHeaderFiles) break;
+  }
+  ::closedir(d);
+  std::sort(entries.begin(), entries.end());
+  return entries;
+}
+
+// Key of a header file name for finding it from an op name: "aclnn_batch_matmul.h" -> "batchmatmul".
+std::string stem_key(std::string_view file) {
+  if (ends_with(file, ".h")) file.remove_suffix(2);
+  if (file.substr(0, 6) == "aclnn_")
+    file.remove_prefix(6);
+  else if (file.substr(0, 5) == "aclnn")
+    file.remove_prefix(5);
+  std::string key;
+  for (char c : file)
+    if (c != '_') key += lower(c);
+  return key;
+}
+
+// Keys of the files likely to declare `op`: CANN names a header after its main op and groups variants in it
+// (aclnn_add.h: Add, Adds, InplaceAdd; aclnn_gelu_backward_v2.h: GeluBackwardV2).
+std::vector<std::string> candidate_keys(std::string_view op) {
+  std::string base;
+  for (char c : op) base += lower(c);
+  std::vector<std::string> keys;
+  auto add = [&](std::string k) {
+    if (!k.empty() && std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+  };
+  std::vector<std::string> stems = {base};
+  if (base.rfind("inplace", 0) == 0) stems.push_back(base.substr(7));
+  for (const auto &s : std::vector<std::string>(stems)) {
+    add(s);
+    std::string v = s;  // drop a version suffix: v2, v3
+    size_t k = v.size();
+    while (k > 0 && v[k - 1] >= '0' && v[k - 1] <= '9') --k;
+    if (k < v.size() && k > 1 && v[k - 1] == 'v') add(v.substr(0, k - 1));
+    if (s.size() > 1 && s.back() == 's') add(s.substr(0, s.size() - 1));  // Adds, Muls
+  }
+  return keys;
+}
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------------------------
+
+std::optional<OpPrototype> parse_prototype(std::string_view declaration_text, std::string_view op) noexcept {
+  try {
+    if (!valid_op_name(op)) return std::nullopt;
+    // Cheap reject before cleaning: the name must appear somewhere.
+    std::string name = "aclnn";
+    name += op;
+    name += kPhase1Suffix;
+    if (declaration_text.find(name) == std::string_view::npos) return std::nullopt;
+    const CleanText ct = clean(declaration_text);
+    return parse_clean(declaration_text, ct, op);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> declared_ops(std::string_view text) {
+  std::vector<std::string> ops;
+  std::unordered_set<std::string_view> seen;
+  size_t p = 0;
+  while ((p = text.find(kPhase1Suffix, p)) != std::string_view::npos) {
+    const size_t end = p + kPhase1Suffix.size();
+    // Walk back over the identifier, but no further than the longest name accepted (bounded work).
+    size_t s = p;
+    const size_t floor = p > 262 ? p - 262 : 0;
+    while (s > floor && is_ident_char(text[s - 1])) --s;
+    const bool bounded = s == 0 || !is_ident_char(text[s - 1]);
+    size_t k = end;
+    while (k < text.size() && k < end + 256 && is_space(text[k])) ++k;
+    const bool call_shape = k < text.size() && text[k] == '(';
+    if (bounded && call_shape && p - s > 5 && text.substr(s, 5) == "aclnn") {
+      const std::string_view op = text.substr(s + 5, p - s - 5);
+      if (valid_op_name(op) && seen.insert(op).second) ops.emplace_back(op);
+    }
+    p = end;
+  }
+  return ops;
+}
+
+const char *to_string(ParamKind kind) {
+  switch (kind) {
+    case ParamKind::Tensor: return "Tensor";
+    case ParamKind::TensorList: return "TensorList";
+    case ParamKind::Scalar: return "Scalar";
+    case ParamKind::ScalarList: return "ScalarList";
+    case ParamKind::IntArray: return "IntArray";
+    case ParamKind::FloatArray: return "FloatArray";
+    case ParamKind::BoolArray: return "BoolArray";
+    case ParamKind::Double: return "Double";
+    case ParamKind::Float: return "Float";
+    case ParamKind::Int64: return "Int64";
+    case ParamKind::Int32: return "Int32";
+    case ParamKind::Int16: return "Int16";
+    case ParamKind::Int8: return "Int8";
+    case ParamKind::UInt64: return "UInt64";
+    case ParamKind::UInt32: return "UInt32";
+    case ParamKind::UInt16: return "UInt16";
+    case ParamKind::UInt8: return "UInt8";
+    case ParamKind::Bool: return "Bool";
+    case ParamKind::DataType: return "DataType";
+    case ParamKind::OtherEnum: return "OtherEnum";
+    case ParamKind::CString: return "CString";
+    case ParamKind::OtherPointer: return "OtherPointer";
+    case ParamKind::WorkspaceSizeOut: return "WorkspaceSizeOut";
+    case ParamKind::ExecutorOut: return "ExecutorOut";
+  }
+  return "?";
+}
+
+const char *to_string(Direction dir) {
+  switch (dir) {
+    case Direction::None: return "None";
+    case Direction::Input: return "Input";
+    case Direction::Output: return "Output";
+    case Direction::InOut: return "InOut";
+  }
+  return "?";
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// The index.
+
+struct PrototypeIndex::Impl {
+  struct Header {
+    std::string path;
+    size_t root;
+    bool read = false;
+  };
+
+  std::vector<std::string> roots;
+  mutable std::mutex mu;
+  bool listed = false;
+  bool all_read = false;
+  std::vector<Header> headers;                                          // root order, then sorted path
+  std::unordered_multimap<std::string, size_t> by_key;                  // stem_key -> header
+  std::unordered_map<std::string, std::vector<size_t>> declaring;       // op -> headers mentioning its phase 1
+  std::unordered_map<std::string, std::unique_ptr<OpPrototype>> cache;  // nullptr: known absent
+  size_t headers_read = 0;
+
+  void list_once() {
+    if (listed) return;
+    listed = true;
+    std::unordered_set<std::string> seen_roots;
+    for (size_t r = 0; r < roots.size(); ++r) {
+      const std::string canon = real_path(roots[r]);
+      if (canon.empty() || !is_dir(canon) || !seen_roots.insert(canon).second) continue;
+      // Flat like 8.x (aclnnop/aclnn_add.h), plus one level of subfolders (older aclnnop/level2/).
+      for (const auto &[name, directory] : list_dir(roots[r])) {
+        if (headers.size() >= kMaxHeaderFiles) return;
+        const std::string path = roots[r] + "/" + name;
+        if (directory) {
+          for (const auto &[sub, sub_dir] : list_dir(path))
+            if (!sub_dir && ends_with(sub, ".h")) add_header(path + "/" + sub, sub, r);
+        } else if (ends_with(name, ".h")) {
+          add_header(path, name, r);
+        }
+      }
+    }
+  }
+
+  void add_header(std::string path, const std::string &file, size_t root) {
+    by_key.emplace(stem_key(file), headers.size());
+    headers.push_back({std::move(path), root});
+  }
+
+  // Reads a header once and records every phase 1 it mentions.
+  void index_header(size_t h) {
+    Header &hd = headers[h];
+    if (hd.read) return;
+    hd.read = true;
+    std::string text;
+    if (!read_file(hd.path, &text)) return;
+    ++headers_read;
+    for (auto &op : declared_ops(text)) {
+      auto &v = declaring[op];
+      v.insert(std::lower_bound(v.begin(), v.end(), h), h);
+    }
+  }
+
+  const OpPrototype *lookup(const std::string &op) {
+    if (auto it = cache.find(op); it != cache.end()) return it->second.get();
+    list_once();
+    if (!declaring.count(op)) {
+      for (const auto &key : candidate_keys(op)) {
+        auto [b, e] = by_key.equal_range(key);
+        for (auto it = b; it != e; ++it) index_header(it->second);
+      }
+    }
+    if (!declaring.count(op) && !all_read) read_all();
+    std::unique_ptr<OpPrototype> found = parse_from_known(op);
+    if (!found && !all_read) {
+      // Only a mention was found (e.g. in another header's comment): look everywhere once.
+      read_all();
+      found = parse_from_known(op);
+    }
+    return cache.emplace(op, std::move(found)).first->second.get();
+  }
+
+  void read_all() {
+    for (size_t h = 0; h < headers.size(); ++h) index_header(h);
+    all_read = true;
+  }
+
+  // The first header, in root order, whose declaration of `op` parses.
+  std::unique_ptr<OpPrototype> parse_from_known(const std::string &op) {
+    auto it = declaring.find(op);
+    if (it == declaring.end()) return nullptr;
+    for (size_t h : it->second) {
+      std::string text;
+      if (!read_file(headers[h].path, &text)) continue;
+      if (auto proto = parse_prototype(text, op)) {
+        proto->header_path = headers[h].path;
+        return std::make_unique<OpPrototype>(std::move(*proto));
+      }
+    }
+    return nullptr;
+  }
+};
+
+PrototypeIndex::PrototypeIndex(std::vector<std::string> roots) : impl_(std::make_unique<Impl>()) {
+  impl_->roots = std::move(roots);
+}
+PrototypeIndex::~PrototypeIndex() = default;
+PrototypeIndex::PrototypeIndex(PrototypeIndex &&) noexcept = default;
+PrototypeIndex &PrototypeIndex::operator=(PrototypeIndex &&) noexcept = default;
+
+const OpPrototype *PrototypeIndex::find(std::string_view op) noexcept {
+  try {
+    if (!impl_ || !valid_op_name(op)) return nullptr;
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->lookup(std::string(op));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+const std::vector<std::string> &PrototypeIndex::roots() const { return impl_->roots; }
+
+size_t PrototypeIndex::headers_read() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->headers_read;
+}
+
+PrototypeIndex PrototypeIndex::from_environment(const std::function<const char *(const char *)> &getenv,
+                                                std::vector<std::string> extra_roots) {
+  auto env = [&](const char *name) -> std::string {
+    const char *v = getenv ? getenv(name) : nullptr;
+    std::string s = v ? v : "";
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+  };
+  std::vector<std::string> roots;
+  if (auto home = env("ASCEND_HOME_PATH"); !home.empty()) roots.push_back(home + "/include/aclnnop");
+  if (auto tk = env("ASCEND_TOOLKIT_HOME"); !tk.empty()) {
+    roots.push_back(tk + "/include/aclnnop");
+    roots.push_back(tk + "/latest/include/aclnnop");
+  }
+  std::string opp = env("ASCEND_OPP_PATH");
+  // set_env.sh sets both; when only the home is known, its opp/ is where CANN keeps the OPP tree.
+  if (opp.empty() && !env("ASCEND_HOME_PATH").empty()) opp = env("ASCEND_HOME_PATH") + "/opp";
+  if (!opp.empty()) roots.push_back(opp + "/built-in/op_impl/ai_core/tbe/op_api/include/aclnnop");
+  // Custom op packages installed outside the OPP tree.
+  if (auto custom = env("ASCEND_CUSTOM_OPP_PATH"); !custom.empty()) {
+    size_t s = 0;
+    while (s <= custom.size()) {
+      size_t e = custom.find(':', s);
+      if (e == std::string::npos) e = custom.size();
+      if (e > s) roots.push_back(custom.substr(s, e - s) + "/op_api/include");
+      s = e + 1;
+    }
+  }
+  if (!opp.empty()) {
+    // Vendors in the order CANN loads them (vendors/config.ini: load_priority=a,b), then the rest by name.
+    const std::string vendors = opp + "/vendors";
+    std::vector<std::string> order;
+    std::string ini;
+    if (read_file(vendors + "/config.ini", &ini)) {
+      size_t line = 0;
+      while (line < ini.size()) {
+        size_t e = ini.find('\n', line);
+        if (e == std::string::npos) e = ini.size();
+        std::string_view l = trim(std::string_view(ini).substr(line, e - line));
+        if (l.substr(0, 13) == "load_priority") {
+          const size_t eq = l.find('=');
+          if (eq != std::string_view::npos) {
+            std::string_view list = l.substr(eq + 1);
+            size_t s = 0;
+            while (s <= list.size()) {
+              size_t c = list.find(',', s);
+              if (c == std::string_view::npos) c = list.size();
+              const std::string_view v = trim(list.substr(s, c - s));
+              if (!v.empty()) order.emplace_back(v);
+              s = c + 1;
+            }
+          }
+        }
+        line = e + 1;
+      }
+    }
+    for (const auto &[name, directory] : list_dir(vendors))
+      if (directory && std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+    for (const auto &v : order) roots.push_back(vendors + "/" + v + "/op_api/include");
+  }
+  for (auto &r : extra_roots) roots.push_back(std::move(r));
+  return PrototypeIndex(std::move(roots));
+}
+
+}  // namespace msprobe::shim

@@ -1,0 +1,87 @@
+// One kernel launch being captured, whichever API launched it (aclnn, aclop, rt kernels, HCCL): it takes
+// the session's ticket (name, indices, capture decision), copies inputs before the real launch and
+// outputs after it, in stream order, and hands the finished KernelCapture to the collector. The API
+// families only say which tensors and values are inputs and outputs.
+#pragma once
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "record/kernel_record.h"
+#include "shim/device/device_stats.h"
+#include "shim/device/handles.h"
+#include "shim/capture/session.h"
+#include "shim/stacks/stacks.h"
+
+namespace msprobe::shim {
+
+// The calling thread's stack, as the session's MSPROBE_STACK asks (Python frames are always taken: the OpName is
+// built from them). Call it in the hook of the call the user's code made.
+StackId launch_stack(const Session &session);
+
+class KernelLaunch {
+ public:
+  // The session decides (a ticket: name, indices, whether to capture) here, at construction. `stack` (from
+  // launch_stack(), possibly taken earlier: aclnn takes it at phase 1) gives the kernel its OpName and its
+  // stack.json group.
+  KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream);
+  // Takes the stack now.
+  KernelLaunch(Session &session, std::string_view op_type, void *stream)
+      : KernelLaunch(session, op_type, launch_stack(session), stream) {}
+  ~KernelLaunch();
+  KernelLaunch(const KernelLaunch &) = delete;
+  KernelLaunch &operator=(const KernelLaunch &) = delete;
+
+  // True on this thread while a KernelLaunch exists: a kernel the runtime launches inside another launch
+  // (an aclnn or aclop kernel's own rtKernelLaunch*, HCCL's) is part of that launch, not a kernel of its own.
+  static bool open_on_this_thread() { return open_ > 0; }
+  // A launch that is not captured (no KernelLaunch made for it) still owns the kernels launched inside it.
+  struct Uncaptured {
+    Uncaptured() { ++open_; }
+    ~Uncaptured() { --open_; }
+    Uncaptured(const Uncaptured &) = delete;
+    Uncaptured &operator=(const Uncaptured &) = delete;
+  };
+
+  bool capturing() const { return ticket_.capture; }
+  const LaunchTicket &ticket() const { return ticket_; }
+
+  // Before the real launch (ignored unless capturing and data_mode includes inputs).
+  void input_tensor(const TensorMeta &t);
+  void input_tensor_list(const std::vector<TensorMeta> &ts);
+  void input_value(format::ValueArg v);
+  void input_null();
+
+  // After a successful real launch (ignored unless capturing and data_mode includes outputs).
+  void output_tensor(const TensorMeta &t);
+  void output_tensor_list(const std::vector<TensorMeta> &ts);
+  void output_null();
+
+  // Submits the capture (launched) or waits for the copies already enqueued and drops them (the
+  // launch failed, so the kernel never ran).
+  void finish(bool launched);
+
+ private:
+  // Inputs before the launch, outputs after it: the same rules for both.
+  enum class Side { Input, Output };
+  bool takes(Side side) const {
+    return ticket_.capture && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
+  }
+  record::CapturedList &list_of(Side side) { return side == Side::Input ? inputs_ : outputs_; }
+  void add_tensor(Side side, const TensorMeta &t);
+  void add_tensor_list(Side side, const std::vector<TensorMeta> &ts);
+  void add_null(Side side);
+  record::CapturedArg tensor(const TensorMeta &m, bool output);
+  Session &session_;
+  void *stream_;
+  StackId stack_ = kEmptyStack;
+  LaunchTicket ticket_;
+  record::CapturedList inputs_, outputs_;
+  std::unique_ptr<DeviceStatsBatch> device_stats_;  // statistics task: reductions launched on the device
+  bool use_device_stats_ = false;
+  bool staged_ = false;
+  bool finished_ = false;
+  static thread_local int open_ __attribute__((tls_model("initial-exec")));
+};
+
+}  // namespace msprobe::shim

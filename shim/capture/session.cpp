@@ -1,0 +1,328 @@
+#include "shim/capture/session.h"
+
+#include <link.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <unordered_map>
+
+#include "format/naming.h"
+#include "shim/base/log.h"
+#include "shim/capture/lifecycle.h"
+#include "shim/config/config.h"
+#include "shim/device/device_stats.h"
+#include "shim/device/staging.h"
+#include "shim/stacks/stacks.h"
+
+namespace msprobe::shim {
+
+struct Session::Impl {
+  Config config;
+  DeviceStatsSettings device_stats;
+  std::unique_ptr<Staging> staging;
+
+  std::mutex mu;  // launch order: everything below
+  std::unique_ptr<collector::Collector> collector;
+  uint64_t step = 0;
+  uint64_t launch_index = 0;
+  bool explicit_steps = false;  // msprobe_shim_step() was called: markers no longer end steps
+  bool in_marker_run = false;
+  bool scope_open = false, scope_done = false;
+  std::optional<uint32_t> rank, rank_hint;
+  bool rank_resolved = false;
+  std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
+  format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}, per step and rank
+  bool closed = false;
+  std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
+};
+
+namespace {
+
+void update_ahead(Session::Impl &m);
+
+format::Task to_collector(Task t) {
+  switch (t) {
+    case Task::Tensor: return format::Task::Tensor;
+    case Task::OverflowCheck: return format::Task::OverflowCheck;
+    case Task::Structure: return format::Task::Structure;
+    default: return format::Task::Statistics;
+  }
+}
+
+// Which framework drives the process, from the libraries it has loaded.
+format::HostFramework detect_host_framework() {
+  int found = 0;  // 1 torch_npu, 2 mindspore
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *data) {
+        const char *n = info->dlpi_name ? info->dlpi_name : "";
+        int *f = static_cast<int *>(data);
+        if (std::strstr(n, "torch_npu"))
+          *f = 1;
+        else if (*f == 0 && std::strstr(n, "mindspore"))
+          *f = 2;
+        return 0;
+      },
+      &found);
+  return found == 1   ? format::HostFramework::PyTorch
+         : found == 2 ? format::HostFramework::MindSpore
+                      : format::HostFramework::Acl;
+}
+
+std::optional<uint32_t> rank_from_environment() {
+  for (const char *var : {"RANK_ID", "RANK"}) {
+    const char *v = std::getenv(var);
+    if (v == nullptr || *v == '\0') continue;
+    char *end = nullptr;
+    unsigned long r = std::strtoul(v, &end, 10);
+    if (*end == '\0' && r < (1ul << 31)) return (uint32_t)r;
+    log_warn("%s=\"%.32s\" is not a rank number; ignored", var, v);
+  }
+  return std::nullopt;
+}
+
+uint64_t now_us() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+// stack.json for the collector: groups and frames from the process's stack table, in MSPROBE_STACK's mode.
+class StackTableRenderer final : public record::StackRenderer {
+ public:
+  explicit StackTableRenderer(StackMode mode) : mode_(mode) {}
+  uint64_t group(uint64_t id) override { return StackTable::global().group((StackId)id, mode_); }
+  std::vector<std::string> frames(uint64_t group_id) override {
+    return StackTable::global().frames((StackId)group_id, mode_);
+  }
+
+ private:
+  StackMode mode_;
+};
+
+}  // namespace
+
+// Constant-initialized: hooks may ask before any constructor has run.
+constinit std::atomic<Session *> g_active{nullptr};
+
+Session *active_session() noexcept { return g_active.load(std::memory_order_acquire); }
+void activate_session(Session *session) noexcept { g_active.store(session, std::memory_order_release); }
+
+Session::Session(Config config) : impl_(new Impl) {
+  impl_->config = std::move(config);
+  const Config &c = impl_->config;
+  DeviceStatsSettings &d = impl_->device_stats;
+  d.enabled = c.device_stats && c.summary_mode == SummaryMode::Statistics &&
+              (c.task == Task::Statistics || c.task == Task::OverflowCheck);
+  d.overflow = c.task == Task::OverflowCheck;
+  d.high_precision = c.precision == Precision::High;
+  d.snapshot_budget = c.buffer_bytes;
+  impl_->staging = std::make_unique<Staging>(c.buffer_bytes);
+  update_ahead(*impl_);  // MSPROBE_RANK against a rank known from the environment is decided at the first launch
+}
+
+Session::~Session() {
+  shutdown();
+  delete impl_;
+}
+
+const DeviceStatsSettings &Session::device_stats() const { return impl_->device_stats; }
+
+const Config &Session::config() const { return impl_->config; }
+Staging &Session::staging() { return *impl_->staging; }
+
+bool Session::may_capture(std::string_view op_type) const {
+  const Config &c = impl_->config;
+  // With a scope or full kernel names in the list, any op type can be inside; only a list of op types
+  // with nothing else rules types out up front.
+  return c.list.empty() || c.list.may_match_type(op_type) || c.scope.has_value();
+}
+
+namespace {
+
+// Whether a kernel launched from the current step on, on this rank, can still be selected.
+void update_ahead(Session::Impl &m) {
+  const Config &c = m.config;
+  bool rank_out = m.rank_resolved && m.rank && !c.ranks.contains((int64_t)*m.rank);
+  bool steps_left = c.steps.all() || (!c.steps.ranges().empty() && c.steps.ranges().back().second >= (int64_t)m.step);
+  m.ahead.store(steps_left && !rank_out, std::memory_order_relaxed);
+}
+
+// Under m.mu, for every launch in launch order: the rank, step markers, launch index, stream and task id.
+void count_launch(Session::Impl &m, std::string_view op_type, const void *stream, LaunchTicket &t,
+                  std::optional<bool> is_marker = std::nullopt) {
+  const Config &c = m.config;
+  if (!m.rank_resolved) {
+    m.rank = rank_from_environment();
+    if (!m.rank) m.rank = m.rank_hint;
+    m.rank_resolved = m.rank.has_value();
+    if (m.rank_resolved) update_ahead(m);
+  }
+  // A step ends after a run of optimizer kernels (unless the host marks steps itself).
+  // Casts and copies inside the run (mixed precision: the master weights are cast back after each
+  // optimizer kernel) belong to it and do not end it.
+  bool marker = !m.explicit_steps && (is_marker ? *is_marker : c.step_marker.matches(op_type));
+  bool inside_run = m.in_marker_run && (op_type == "Cast" || op_type == "InplaceCopy");
+  if (!marker && !inside_run && m.in_marker_run) {
+    ++m.step;
+    m.scope_open = m.scope_done = false;
+    update_ahead(m);
+  }
+  if (!inside_run) m.in_marker_run = marker;
+  t.step = m.step;
+  t.rank = m.rank;
+  t.launch_index = m.launch_index++;
+  auto [it, fresh] = m.streams.try_emplace(stream, std::make_pair((uint64_t)m.streams.size(), (uint64_t)0));
+  t.stream_id = it->second.first;
+  t.task_id = it->second.second++;
+}
+
+}  // namespace
+
+bool Session::captures_ahead() const noexcept { return impl_->ahead.load(std::memory_order_relaxed); }
+
+bool Session::is_step_marker(std::string_view op_type) const { return impl_->config.step_marker.matches(op_type); }
+
+void Session::skip_launch(std::string_view op_type, const void *stream, bool marker) {
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  count_launch(*impl_, op_type, stream, t, marker);
+}
+
+LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
+  Impl &m = *impl_;
+  const Config &c = m.config;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  count_launch(m, op_type, stream, t);
+  t.timestamp_us = now_us();
+  std::string base = format::kernel_base_name(op_type, op_name);
+  t.name = format::kernel_name(base, m.ordinals.next(t.step, t.rank, base));
+
+  bool selected = !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
+                  (c.ranks.all() || t.rank.has_value());
+  if (selected && c.scope) {
+    if (!m.scope_open && !m.scope_done && c.scope->first.matches(op_type, t.name)) m.scope_open = true;
+    selected = m.scope_open;
+    if (m.scope_open && c.scope->second.matches(op_type, t.name)) {
+      m.scope_open = false;
+      m.scope_done = true;
+    }
+  }
+  if (selected && !c.list.empty()) selected = c.list.matches(op_type, t.name);
+  // overflow_check stops copying once the collector has found MSPROBE_OVERFLOW_NUMS overflows (it finds
+  // them after the kernels ran, so a few more may be copied; the collector writes only the first N).
+  if (selected && c.task == Task::OverflowCheck && m.collector && m.collector->overflow_limit_reached())
+    selected = false;
+  t.capture = selected;
+  t.with_inputs = c.data_mode != DataMode::Output;
+  t.with_outputs = c.data_mode != DataMode::Input;
+  t.with_data = c.task != Task::Structure;
+  return t;
+}
+
+void Session::submit(record::KernelCapture kernel) {
+  Impl &m = *impl_;
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(m.mu);
+    // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
+    if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank))) return;
+    if (!m.collector) {
+      const Config &c = m.config;
+      collector::CollectorOptions o;
+      o.dump_path = c.dump_path;
+      o.task = to_collector(c.task);
+      o.md5 = c.summary_mode == SummaryMode::Md5;
+      o.file_format = c.file_format == FileFormat::Bin ? format::FileFormat::Bin : format::FileFormat::Npy;
+      o.host_framework = detect_host_framework();
+      // msprobe reads two conventions only: pytorch's for torch_npu hosts, mindspore's for the rest.
+      o.framework = o.host_framework == format::HostFramework::PyTorch ? format::Framework::PyTorch
+                                                                          : format::Framework::MindSpore;
+      o.precision = c.precision == Precision::High ? format::StatPrecision::High : format::StatPrecision::Low;
+      o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck;
+      o.overflow_only = c.task == Task::OverflowCheck;
+      o.overflow_limit = c.overflow_nums;
+      o.stacks = std::make_shared<StackTableRenderer>(c.stack);
+      o.compress = c.compress == Compress::Lz4 ? format::Compression::Lz4 : format::Compression::Off;
+      m.collector = std::make_unique<collector::Collector>(o);
+    }
+    col = m.collector.get();
+  }
+  col->submit(std::move(kernel));
+}
+
+void Session::host_marks_steps() {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->explicit_steps = true;
+  impl_->in_marker_run = false;
+}
+
+void Session::end_step() {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->explicit_steps = true;
+  impl_->in_marker_run = false;
+  ++impl_->step;
+  impl_->scope_open = impl_->scope_done = false;
+  update_ahead(*impl_);
+}
+
+void Session::set_rank_hint(uint32_t rank) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->rank_hint = rank;
+}
+
+void Session::flush() {
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    col = impl_->collector.get();
+  }
+  if (col) col->flush();
+}
+
+void Session::shutdown() {
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    if (impl_->closed) return;
+    impl_->closed = true;
+    col = impl_->collector.get();
+  }
+  if (!col) return;
+  col->close();
+  lifecycle::release_rank_outputs();
+  collector::CollectorCounters n = col->counters();
+  StagingCounters s = impl_->staging->counters();
+  log_info(
+      "%llu kernels written to %s (%llu tensor files, %llu bytes, %llu on disk); staging high water %llu of "
+      "%llu bytes (pool %llu), %llu copies, %llu pinned allocations, %llu budget waits (%.3f s)",
+      (unsigned long long)n.written, impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files,
+      (unsigned long long)n.tensor_bytes, (unsigned long long)n.file_bytes, (unsigned long long)s.high_water,
+      (unsigned long long)impl_->staging->budget(), (unsigned long long)s.pool_high_water, (unsigned long long)s.copies,
+      (unsigned long long)s.host_allocs, (unsigned long long)s.budget_waits, (double)s.wait_ns / 1e9);
+  // Waiting slowed the host down: say so without being asked (MSPROBE_LOG_LEVEL=info not needed).
+  if (s.budget_waits)
+    log_warn(
+        "MSPROBE_BUFFER_MB=%llu: kernel launches waited %llu times (%.3f s in all) for the writer to free "
+        "staging memory; a larger budget would avoid it",
+        (unsigned long long)(impl_->staging->budget() >> 20), (unsigned long long)s.budget_waits,
+        (double)s.wait_ns / 1e9);
+  if (DeviceStatsCounters d = device_stats_counters(); d.tensors + d.refused + d.snapshots > 0)
+    log_info(
+        "device statistics: %llu tensors, %llu reduction kernels launched, %llu bytes copied to the host in "
+        "%llu copies; %llu tensors refused by the runtime (computed on the host); %llu tensors kept on the "
+        "device (%llu bytes), %llu read back (%llu bytes)",
+        (unsigned long long)d.tensors, (unsigned long long)d.kernels, (unsigned long long)d.result_bytes,
+        (unsigned long long)d.batches, (unsigned long long)d.refused, (unsigned long long)d.snapshots,
+        (unsigned long long)d.snapshot_bytes, (unsigned long long)d.fetched, (unsigned long long)d.fetched_bytes);
+  if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
+}
+
+}  // namespace msprobe::shim

@@ -1,0 +1,78 @@
+// The capture session: configuration, steps and ranks, the capture decision for each launch, and the
+// collector the captures go to. A Session is built from a Config alone (tests build their own); the process's
+// one session is made by the composition root (shim/hooks/activation.cpp) when the first hook runs, and
+// published with activate_session() for the hooks and the aclnn wrappers.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "collector/collector.h"
+#include "record/kernel_record.h"
+#include "shim/device/device_stats.h"
+
+namespace msprobe::shim {
+
+struct Config;
+class Staging;
+
+// What the session decided for one kernel launch. Every launch gets a name and indices (so names stay
+// the same whatever the filters); only `capture` launches copy data.
+struct LaunchTicket : format::KernelHeader {
+  bool capture = false;
+  bool with_inputs = true;   // data_mode includes inputs
+  bool with_outputs = true;  // data_mode includes outputs
+  bool with_data = true;     // false: metadata only (structure task)
+};
+
+class Session {
+ public:
+  // Nothing is created on disk until the first captured kernel is submitted.
+  explicit Session(Config config);
+  // Closes the dump (shutdown()). The process's session is never destroyed (hooks may run after exit handlers).
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  // Static filter, decided before launch time (MSPROBE_LIST by op type): false means no kernel of this
+  // op type can ever be captured, so phase 1 need not record its arguments.
+  bool may_capture(std::string_view op_type) const;
+  // Called for every kernel launch, in launch order, on the launching thread.
+  LaunchTicket begin_launch(std::string_view op_type, std::string_view op_name, const void *stream);
+  // False once no kernel launched from now on can be captured: every selected step is past, or this process's rank
+  // is known and not selected. Steps only grow and a known rank stays, so false stays false. One atomic load.
+  bool captures_ahead() const noexcept;
+  // Instead of begin_launch for a launch that will not be captured and whose name no later decision needs (its op
+  // type can never be captured, or captures_ahead() is false): the same step, launch index and task id
+  // bookkeeping, without naming it.
+  // marker: is_step_marker(op_type), which callers may keep per op type (the configuration does not change).
+  void skip_launch(std::string_view op_type, const void *stream, bool marker);
+  bool is_step_marker(std::string_view op_type) const;
+  void submit(record::KernelCapture kernel);
+  Staging &staging();
+  const Config &config() const;
+  // What device statistics the configuration asks for (shim/device/device_stats.h).
+  const DeviceStatsSettings &device_stats() const;
+  // msprobe_shim_step(): the host says a step ended.
+  void end_step();
+  // The host looked msprobe_shim_step up: it marks steps itself, so optimizer kernels no longer do.
+  void host_marks_steps();
+  // The rank a communicator was created with (HCCL), used when no environment variable gave one.
+  void set_rank_hint(uint32_t rank);
+  // Everything captured so far is on disk (called at exit, aclFinalize, device reset).
+  void flush();
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  Impl *impl_;
+};
+
+// The session that hooks and wrappers report to: null until the composition root publishes one, and again for good
+// in a child made by fork() without exec (lifecycle.h). One atomic load.
+Session *active_session() noexcept;
+void activate_session(Session *session) noexcept;
+
+}  // namespace msprobe::shim

@@ -1,0 +1,22 @@
+// What the shim needs to know about ACL's enums: element types (mapped onto the collector's dtypes)
+// and format names for dump.json. Values from reference/cann_abi.md §3.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "format/format.h"
+
+namespace msprobe::shim {
+
+// Element size of an aclDataType in bytes (0: unknown or sub-byte).
+size_t acl_dtype_size(int32_t acl_dtype);
+inline size_t scalar_size(int32_t acl_dtype) { return acl_dtype_size(acl_dtype); }
+// The collector dtype holding an aclDataType's values; Raw for complex, 4-bit, fp8 and unknown types.
+format::DType acl_to_dtype(int32_t acl_dtype);
+// The aclDataType's own name for types the collector stores as Raw ("complex64", "int4", ...).
+std::string acl_dtype_label(int32_t acl_dtype);
+// "ND", "NCHW", "FRACTAL_NZ", ... ("FORMAT_<n>" for values CANN does not name).
+std::string acl_format_name(int32_t acl_format);
+
+}  // namespace msprobe::shim

@@ -1,0 +1,476 @@
+#include "shim/device/device_stats.h"
+
+#include <link.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "acl/acl.h"
+#include "shim/base/reentry.h"
+#include "shim/device/staging.h"
+#include "shim/base/symbols.h"
+
+namespace msprobe::shim {
+namespace {
+
+// aclDataType / aclFormat values (reference/cann_abi.md §3).
+constexpr int32_t kAclFloat = 0, kAclFloat16 = 1, kAclInt64 = 9, kAclDouble = 11, kAclBool = 12, kAclBf16 = 27;
+constexpr int32_t kD2H = 2, kD2D = 3;  // aclrtMemcpyKind
+constexpr int32_t kFormatNchw = 0, kFormatNhwc = 1, kFormatNd = 2;
+
+// The runtime functions the shim calls for its own kernels: the real ones, never its hooks (so its kernels
+// and their argument objects are never captured or recorded).
+HookSlot slot_create_tensor{"aclCreateTensor"};
+HookSlot slot_destroy_tensor{"aclDestroyTensor"};
+HookSlot slot_create_int_array{"aclCreateIntArray"};
+HookSlot slot_destroy_int_array{"aclDestroyIntArray"};
+HookSlot slot_create_scalar{"aclCreateScalar"};
+HookSlot slot_destroy_scalar{"aclDestroyScalar"};
+HookSlot slot_malloc{"aclrtMalloc"};
+HookSlot slot_free{"aclrtFree"};
+HookSlot slot_memcpy{"aclrtMemcpy"};
+HookSlot slot_memcpy_async{"aclrtMemcpyAsync"};
+HookSlot slot_get_device{"aclrtGetDevice"};
+HookSlot slot_set_device{"aclrtSetDevice"};
+
+// One reduction op: phase 1 and phase 2.
+struct Op {
+  HookSlot phase1, phase2;
+};
+Op op_aminmax{{"aclnnAminmaxAllGetWorkspaceSize"}, {"aclnnAminmaxAll"}};  // both extremes, one kernel
+Op op_mean{{"aclnnMeanGetWorkspaceSize"}, {"aclnnMean"}};
+Op op_norm{{"aclnnLinalgVectorNormGetWorkspaceSize"}, {"aclnnLinalgVectorNorm"}};
+Op op_is_finite{{"aclnnIsFiniteGetWorkspaceSize"}, {"aclnnIsFinite"}};
+Op op_is_pos_inf{{"aclnnIsPosInfGetWorkspaceSize"}, {"aclnnIsPosInf"}};
+Op op_is_neg_inf{{"aclnnIsNegInfGetWorkspaceSize"}, {"aclnnIsNegInf"}};
+Op op_reduce_sum{{"aclnnReduceSumGetWorkspaceSize"}, {"aclnnReduceSum"}};
+
+using CreateTensorFn = void *(*)(const int64_t *, uint64_t, int32_t, const int64_t *, int64_t, int32_t, const int64_t *,
+                                 uint64_t, void *);
+using DestroyFn = int (*)(const void *);
+using CreateIntArrayFn = void *(*)(const int64_t *, uint64_t);
+using CreateScalarFn = void *(*)(void *, int32_t);
+using MallocFn = int (*)(void **, size_t, int32_t);
+using Phase2Fn = int (*)(void *, uint64_t, void *, void *);
+
+template <typename F>
+F fn(HookSlot &s) {
+  return reinterpret_cast<F>(s.resolve());
+}
+
+// One kernel's results: values packed at their natural alignment (a 0-d tensor with an element offset into
+// the block addresses each), so an fp16 tensor costs 8 bytes and an fp32 one 16.
+constexpr uint64_t kBlockBytes = 4096;
+
+struct Pool {
+  std::mutex mu;
+  std::vector<void *> free_blocks;
+  std::unordered_map<void *, std::pair<void *, uint64_t>> workspaces;  // stream -> buffer, size
+  std::unordered_map<void *, std::pair<void *, uint64_t>> masks;       // stream -> bool scratch for the counts
+  std::vector<void *> retired;  // workspaces and masks outgrown: kept, a queued kernel may still use them
+  uint64_t snapshot_bytes = 0;  // overflow_check: device bytes held in snapshots now
+  DeviceStatsCounters counters;
+};
+
+Pool &pool() {
+  static auto *p = new Pool;  // immortal: used from exit handlers and late threads
+  return *p;
+}
+
+void *device_alloc(uint64_t bytes) {
+  auto m = fn<MallocFn>(slot_malloc);
+  void *p = nullptr;
+  if (m == nullptr || m(&p, bytes, 0 /*ACL_MEM_MALLOC_HUGE_FIRST*/) != ACL_SUCCESS) return nullptr;
+  return p;
+}
+
+void *take_block() {
+  Pool &p = pool();
+  {
+    std::lock_guard<std::mutex> lk(p.mu);
+    if (!p.free_blocks.empty()) {
+      void *b = p.free_blocks.back();
+      p.free_blocks.pop_back();
+      return b;
+    }
+  }
+  return device_alloc(kBlockBytes);
+}
+
+void give_block(void *b) {
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lk(p.mu);
+  p.free_blocks.push_back(b);
+}
+
+// Scratch for the reductions of one stream: they run in stream order, so one buffer serves them all.
+void *scratch_for(std::unordered_map<void *, std::pair<void *, uint64_t>> Pool::*which, void *stream, uint64_t bytes) {
+  Pool &p = pool();
+  std::lock_guard<std::mutex> lk(p.mu);
+  auto &[ptr, size] = (p.*which)[stream];
+  if (ptr != nullptr && size >= bytes) return ptr;
+  uint64_t want = 64 << 10;
+  while (want < bytes) want *= 2;
+  void *fresh = device_alloc(want);
+  if (fresh == nullptr) return nullptr;
+  if (ptr != nullptr) p.retired.push_back(ptr);
+  ptr = fresh;
+  size = want;
+  return ptr;
+}
+
+// Argument objects of the shim's own launches, destroyed after phase 2 (the executor holds what it needs).
+struct Args {
+  std::vector<std::pair<DestroyFn, void *>> owned;
+  ~Args() {
+    for (auto &[destroy, h] : owned)
+      if (destroy && h) destroy(h);
+  }
+  void *keep(void *h, HookSlot &destroy) {
+    if (h) owned.emplace_back(fn<DestroyFn>(destroy), h);
+    return h;
+  }
+};
+
+// Phase 1 with `args`, then phase 2 with a workspace on the stream. False when either is refused.
+template <typename... A>
+bool launch(Op &op, void *stream, A... args) {
+  auto p1 = reinterpret_cast<int (*)(A..., uint64_t *, void **)>(op.phase1.resolve());
+  auto p2 = fn<Phase2Fn>(op.phase2);
+  if (p1 == nullptr || p2 == nullptr) return false;
+  uint64_t ws = 0;
+  void *executor = nullptr;
+  if (p1(args..., &ws, &executor) != 0 || executor == nullptr) return false;
+  void *w = ws > 0 ? scratch_for(&Pool::workspaces, stream, ws) : nullptr;
+  if (ws > 0 && w == nullptr) return false;  // the executor is the runtime's to reclaim; rare enough to leak
+  if (p2(w, ws, executor, stream) != 0) return false;
+  std::lock_guard<std::mutex> lk(pool().mu);
+  ++pool().counters.kernels;
+  return true;
+}
+
+double load_value(const unsigned char *p, int32_t acl) {
+  if (acl == kAclFloat) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  if (acl == kAclBf16) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  // IEEE half
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  double v;
+  if (exp == 0)
+    v = std::ldexp((double)man, -24);
+  else if (exp == 31)
+    v = man ? std::nan("") : INFINITY;
+  else
+    v = std::ldexp((double)(man | 0x400), (int)exp - 25);
+  return sign ? -v : v;
+}
+
+size_t size_of(int32_t acl) { return acl == kAclFloat ? 4 : 2; }
+
+}  // namespace
+
+struct DeviceStatsBatch::Results {
+  void *block = nullptr;
+  std::shared_ptr<const record::HostBlock> host;  // the copied values, once the kernel's event completed
+  // The block can be used again once this dies: its copy was enqueued (the collector drops the results only
+  // after the kernel's event, which follows the copy), or the launching thread waited for the stream, or
+  // nothing was launched. Otherwise a queued reduction may still write it, and it is left alone.
+  bool reusable = false;
+  ~Results() {
+    if (block != nullptr && reusable) give_block(block);
+  }
+};
+
+namespace {
+
+// One tensor's four values in its batch's results, and its NaN/Inf counts when they were taken.
+class TensorResult final : public record::PrecomputedStats {
+ public:
+  TensorResult(std::shared_ptr<DeviceStatsBatch::Results> r, int32_t dtype, int32_t mean_dtype, uint64_t count,
+               const uint64_t offs[4], const uint64_t *count_offs)
+      : r_(std::move(r)), dtype_(dtype), mean_dtype_(mean_dtype), count_(count), counts_(count_offs != nullptr) {
+    std::memcpy(offs_, offs, sizeof offs_);
+    if (counts_) std::memcpy(count_offs_, count_offs, sizeof count_offs_);
+  }
+  std::optional<format::TensorStats> stats() const override {
+    if (!r_->host) return std::nullopt;
+    const auto *base = static_cast<const unsigned char *>(r_->host->data());
+    format::TensorStats s;
+    s.count = count_;
+    s.max = format::StatValue::of_real(load_value(base + offs_[0], dtype_));
+    s.min = format::StatValue::of_real(load_value(base + offs_[1], dtype_));
+    s.mean = format::StatValue::of_real(load_value(base + offs_[2], mean_dtype_));
+    s.norm = format::StatValue::of_real(load_value(base + offs_[3], mean_dtype_));
+    if (counts_) {
+      int64_t finite, pinf, ninf;
+      std::memcpy(&finite, base + count_offs_[0], 8);
+      std::memcpy(&pinf, base + count_offs_[1], 8);
+      std::memcpy(&ninf, base + count_offs_[2], 8);
+      s.pos_inf_count = (uint64_t)pinf;
+      s.neg_inf_count = (uint64_t)ninf;
+      s.nan_count = count_ - (uint64_t)finite - s.pos_inf_count - s.neg_inf_count;
+    } else if (std::isnan(s.max.real) || std::isnan(s.min.real)) {
+      s.nan_count = 1;  // not counted on the device: at least one (only the overflow check reads counts)
+    }
+    return s;
+  }
+
+ private:
+  std::shared_ptr<DeviceStatsBatch::Results> r_;
+  int32_t dtype_, mean_dtype_;
+  uint64_t count_;
+  bool counts_;
+  uint64_t offs_[4];
+  uint64_t count_offs_[3] = {};
+};
+
+// overflow_check: a tensor's bytes kept on the device, read back only when the collector asks for them.
+class DeviceSnapshot final : public record::HostBlock {
+ public:
+  DeviceSnapshot(void *dev, uint64_t bytes, int32_t device) : dev_(dev), bytes_(bytes), device_(device) {}
+  ~DeviceSnapshot() override {
+    ReentryGuard guard;
+    if (auto f = fn<int (*)(void *)>(slot_free)) f(dev_);
+    std::lock_guard<std::mutex> lk(pool().mu);
+    pool().snapshot_bytes -= bytes_;
+  }
+  // Called by the collector after the kernel's event, so the device-to-device copy is complete.
+  const void *data() const override {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!fetched_) {
+      fetched_ = true;
+      ReentryGuard guard;
+      host_.assign(bytes_, 0);
+      auto set_device = fn<int (*)(int32_t)>(slot_set_device);
+      auto memcpy_fn = fn<int (*)(void *, size_t, const void *, size_t, int32_t)>(slot_memcpy);
+      if (set_device) set_device(device_);  // the collector's thread has no device of its own
+      if (memcpy_fn && memcpy_fn(host_.data(), bytes_, dev_, bytes_, kD2H) == ACL_SUCCESS) {
+        std::lock_guard<std::mutex> lk(pool().mu);
+        ++pool().counters.fetched;
+        pool().counters.fetched_bytes += bytes_;
+      }
+    }
+    return host_.data();
+  }
+  uint64_t size() const override { return bytes_; }
+
+ private:
+  void *dev_;
+  uint64_t bytes_;
+  int32_t device_;
+  mutable std::mutex mu_;
+  mutable bool fetched_ = false;
+  mutable std::vector<unsigned char> host_;
+};
+
+}  // namespace
+
+DeviceStatsBatch::DeviceStatsBatch(void *stream, const DeviceStatsSettings &settings, Staging &staging)
+    : stream_(stream), settings_(settings), staging_(staging) {}
+
+DeviceStatsBatch::~DeviceStatsBatch() = default;
+
+bool DeviceStatsBatch::enabled(const DeviceStatsSettings &settings) {
+  if (!settings.enabled) return false;
+  // The reductions live in libopapi, which a process may load only after its first kernel (an rt kernel, a
+  // collective): look again whenever objects were loaded since the last miss.
+  static std::atomic<bool> available{false};
+  static std::atomic<unsigned long long> looked_at{~0ull};
+  if (available.load(std::memory_order_acquire)) return true;
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *out) {
+        *static_cast<unsigned long long *>(out) = info->dlpi_adds;
+        return 1;
+      },
+      &adds);
+  if (looked_at.exchange(adds) == adds) return false;
+  for (Op *op : {&op_aminmax, &op_mean, &op_norm, &op_is_finite, &op_is_pos_inf, &op_is_neg_inf, &op_reduce_sum})
+    if (!op->phase1.resolve() || !op->phase2.resolve()) return false;
+  // The argument objects come from the op library's own dependencies (the libnnopbase it links), the way
+  // the ops themselves reach them: another interposer's global aclCreateTensor must not see the shim's.
+  if (void *ops_lib = object_containing(op_aminmax.phase1.resolve()))
+    for (HookSlot *s : {&slot_create_tensor, &slot_destroy_tensor, &slot_create_int_array, &slot_destroy_int_array,
+                        &slot_create_scalar, &slot_destroy_scalar}) {
+      void *expected = nullptr;
+      if (void *f = real_dlsym(ops_lib, s->name)) s->original.compare_exchange_strong(expected, f);
+    }
+  for (HookSlot *s : {&slot_create_tensor, &slot_destroy_tensor, &slot_create_int_array, &slot_destroy_int_array,
+                      &slot_create_scalar, &slot_destroy_scalar, &slot_malloc, &slot_free, &slot_memcpy,
+                      &slot_memcpy_async, &slot_get_device, &slot_set_device})
+    if (!s->resolve()) return false;
+  available.store(true, std::memory_order_release);
+  return true;
+}
+
+bool DeviceStatsBatch::eligible(const TensorMeta &m) {
+  if (m.dtype != kAclFloat && m.dtype != kAclFloat16 && m.dtype != kAclBf16) return false;
+  if (m.format != kFormatNd && m.format != kFormatNchw && m.format != kFormatNhwc && m.format != -1) return false;
+  if (m.ndim == 0 || m.data == nullptr) return false;  // 0-d: msprobe clones the value (a negative "Norm")
+  int64_t n = m.numel();
+  // No more bytes than the four results: copying the tensor itself is as cheap.
+  return n > 0 && (uint64_t)n * size_of(m.dtype) > 4 * sizeof(float);
+}
+
+std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const TensorMeta &m, bool counts) {
+  ReentryGuard guard;
+  const bool high = settings_.high_precision;
+  const int32_t dt = m.dtype, mean_dt = high ? kAclFloat : m.dtype;
+  const uint64_t es = size_of(dt), mes = size_of(mean_dt);
+  // Slots: max and min in the tensor's dtype, mean and norm in the result dtype, each naturally aligned.
+  uint64_t offs[4];
+  uint64_t at = used_;
+  for (int i = 0; i < 4; ++i) {
+    uint64_t size = i < 2 ? es : mes;
+    at = (at + size - 1) / size * size;
+    offs[i] = at;
+    at += size;
+  }
+  uint64_t count_offs[3] = {};
+  if (counts) {
+    at = (at + 7) / 8 * 8;
+    for (int i = 0; i < 3; ++i, at += 8) count_offs[i] = at;
+  }
+  if (at > kBlockBytes) return nullptr;  // a kernel with hundreds of tensors: the rest take the host path
+  if (!results_) {
+    void *block = take_block();
+    if (block == nullptr) return nullptr;
+    results_ = std::make_shared<Results>();
+    results_->block = block;
+  }
+  auto create_tensor = fn<CreateTensorFn>(slot_create_tensor);
+  auto create_ints = fn<CreateIntArrayFn>(slot_create_int_array);
+  auto create_scalar = fn<CreateScalarFn>(slot_create_scalar);
+  Args args;
+  // The host's view, as it described it (shape, strides, offset over its storage).
+  int64_t lo = 0, hi = 0;
+  if (!m.extent(&lo, &hi)) return nullptr;
+  int64_t flat_storage = m.offset + hi + 1;
+  const int64_t *storage = m.storage_ndim ? m.storage.data() : &flat_storage;
+  uint64_t storage_nd = m.storage_ndim ? m.storage_ndim : 1;
+  void *self = args.keep(create_tensor(m.shape.data(), m.ndim, dt, m.strides.data(), m.offset,
+                                       m.format < 0 ? kFormatNd : m.format, storage, storage_nd, m.data),
+                         slot_destroy_tensor);
+  int64_t dims[kMaxDims];
+  for (int i = 0; i < m.ndim; ++i) dims[i] = i;
+  void *all_dims = args.keep(create_ints(dims, m.ndim), slot_destroy_int_array);
+  double two = 2.0;
+  void *ord = args.keep(create_scalar(&two, kAclDouble), slot_destroy_scalar);
+  const int64_t cap = (int64_t)kBlockBytes;
+  void *out[4];
+  for (int i = 0; i < 4; ++i) {
+    int32_t t = i < 2 ? dt : mean_dt;
+    int64_t elems = cap / (int64_t)size_of(t);
+    out[i] = args.keep(
+        create_tensor(nullptr, 0, t, nullptr, (int64_t)(offs[i] / size_of(t)), kFormatNd, &elems, 1, results_->block),
+        slot_destroy_tensor);
+  }
+  if (!self || !all_dims || !ord || !out[0] || !out[1] || !out[2] || !out[3]) return nullptr;
+  bool ok = true;
+  // A refusal part-way leaves the earlier reductions queued: the block is then in use all the same.
+  const auto step = [&](bool launched) { ok = launched, launched_ = launched_ || launched; };
+  step(launch(op_aminmax, stream_, self, out[1], out[0]));
+  if (ok) step(launch(op_mean, stream_, self, all_dims, false, mean_dt, out[2]));
+  if (ok) step(launch(op_norm, stream_, self, ord, all_dims, false, mean_dt, out[3]));
+  if (ok && counts) {
+    // finite, +inf, -inf: a BOOL mask of the tensor's shape (per-stream scratch), summed into an int64.
+    void *mask_mem = scratch_for(&Pool::masks, stream_, (uint64_t)m.numel());
+    int64_t elems = kBlockBytes / 8;
+    void *mask = mask_mem ? args.keep(create_tensor(m.shape.data(), m.ndim, kAclBool, nullptr, 0, kFormatNd,
+                                                    m.shape.data(), m.ndim, mask_mem),
+                                      slot_destroy_tensor)
+                          : nullptr;
+    Op *tests[3] = {&op_is_finite, &op_is_pos_inf, &op_is_neg_inf};
+    ok = mask != nullptr;
+    for (int i = 0; ok && i < 3; ++i) {
+      void *sum = args.keep(create_tensor(nullptr, 0, kAclInt64, nullptr, (int64_t)(count_offs[i] / 8), kFormatNd,
+                                          &elems, 1, results_->block),
+                            slot_destroy_tensor);
+      ok = sum != nullptr;
+      if (ok) step(launch(*tests[i], stream_, self, mask));
+      if (ok) step(launch(op_reduce_sum, stream_, mask, all_dims, false, kAclInt64, sum));
+    }
+  }
+  if (!ok) {
+    std::lock_guard<std::mutex> lk(pool().mu);
+    ++pool().counters.refused;
+    return nullptr;
+  }
+  used_ = at;
+  {
+    std::lock_guard<std::mutex> lk(pool().mu);
+    ++pool().counters.tensors;
+  }
+  return std::make_shared<TensorResult>(results_, dt, mean_dt, (uint64_t)m.numel(), offs,
+                                        counts ? count_offs : nullptr);
+}
+
+std::shared_ptr<const record::HostBlock> DeviceStatsBatch::snapshot(const TensorMeta &m, int64_t *offset) {
+  ReentryGuard guard;
+  int64_t lo = 0, hi = 0;
+  if (!m.extent(&lo, &hi)) return nullptr;
+  const uint64_t bytes = (uint64_t)(hi - lo + 1) * size_of(m.dtype);
+  {
+    std::lock_guard<std::mutex> lk(pool().mu);
+    if (pool().snapshot_bytes + bytes > settings_.snapshot_budget) return nullptr;
+    pool().snapshot_bytes += bytes;
+  }
+  int32_t device = 0;
+  void *dev = nullptr;
+  if (auto get = fn<int (*)(int32_t *)>(slot_get_device)) get(&device);
+  if (fn<MallocFn>(slot_malloc)(&dev, bytes, 0) != ACL_SUCCESS || dev == nullptr) {
+    std::lock_guard<std::mutex> lk(pool().mu);
+    pool().snapshot_bytes -= bytes;
+    return nullptr;
+  }
+  auto snap = std::make_shared<DeviceSnapshot>(dev, bytes, device);  // frees and releases the budget
+  const char *first = static_cast<const char *>(m.data) + lo * (int64_t)size_of(m.dtype);
+  auto copy = fn<int (*)(void *, size_t, const void *, size_t, int32_t, void *)>(slot_memcpy_async);
+  if (copy(dev, bytes, first, bytes, kD2D, stream_) != ACL_SUCCESS) return nullptr;
+  launched_ = true;  // the copy must be complete before the batch's event
+  *offset = m.offset - lo;
+  std::lock_guard<std::mutex> lk(pool().mu);
+  ++pool().counters.snapshots;
+  pool().counters.snapshot_bytes += bytes;
+  return snap;
+}
+
+bool DeviceStatsBatch::finish() {
+  if (!results_) return launched_;  // snapshots only
+  if (used_ > 0) {
+    ReentryGuard guard;
+    results_->host = staging_.copy_async(results_->block, used_, stream_);
+    if (results_->host) {
+      std::lock_guard<std::mutex> lk(pool().mu);
+      ++pool().counters.batches;
+      pool().counters.result_bytes += used_;
+    }
+  }
+  results_->reusable = results_->host != nullptr || !launched_;
+  return launched_;
+}
+
+void DeviceStatsBatch::abandon() {
+  if (results_) results_->reusable = true;  // the caller waits for the stream before dropping the batch
+}
+
+DeviceStatsCounters device_stats_counters() {
+  std::lock_guard<std::mutex> lk(pool().mu);
+  return pool().counters;
+}
+
+}  // namespace msprobe::shim

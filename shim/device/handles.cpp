@@ -1,0 +1,65 @@
+#include "shim/device/handles.h"
+
+namespace msprobe::shim {
+
+int64_t TensorMeta::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= shape[i];
+  return n;
+}
+
+bool TensorMeta::extent(int64_t *lo, int64_t *hi) const {
+  int64_t a = offset, b = offset;
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] <= 0) return false;
+    int64_t span = (shape[i] - 1) * strides[i];
+    (span > 0 ? b : a) += span;
+  }
+  *lo = a;
+  *hi = b;
+  return true;
+}
+
+void HandleTable::put(const void *handle, HandleMeta meta) {
+  Shard &s = shard(handle);
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.map.insert_or_assign(handle, std::move(meta));
+}
+
+void HandleTable::erase(const void *handle) {
+  Shard &s = shard(handle);
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.map.erase(handle);
+}
+
+std::optional<HandleMeta> HandleTable::get(const void *handle) const {
+  Shard &s = shard(handle);
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = s.map.find(handle);
+  if (it == s.map.end()) return std::nullopt;
+  return it->second;
+}
+
+void HandleTable::set_tensor_data(const void *handle, void *data) {
+  Shard &s = shard(handle);
+  std::lock_guard<std::mutex> lk(s.mu);
+  auto it = s.map.find(handle);
+  if (it != s.map.end())
+    if (auto *t = std::get_if<TensorMeta>(&it->second)) t->data = data;
+}
+
+size_t HandleTable::size() const {
+  size_t n = 0;
+  for (auto &s : shards_) {
+    std::lock_guard<std::mutex> lk(s.mu);
+    n += s.map.size();
+  }
+  return n;
+}
+
+HandleTable &handles() {
+  static HandleTable *t = new HandleTable;  // immortal: destroys may arrive during exit
+  return *t;
+}
+
+}  // namespace msprobe::shim

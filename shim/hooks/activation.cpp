@@ -1,0 +1,118 @@
+#include "shim/hooks/activation.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "shim/aclnn/plt_redirect.h"
+#include "shim/base/log.h"
+#include "shim/capture/lifecycle.h"
+#include "shim/config/config.h"
+
+namespace msprobe::shim {
+namespace {
+
+enum class State : int { Unknown, Initializing, Active, Disabled };
+// Constant-initialized: hooks may run before any constructor.
+constinit std::atomic<int> g_state{(int)State::Unknown};
+
+// The dump root must be (or be creatable as) a directory we can write. Checked at start-up, without
+// creating anything (a process that never launches a kernel leaves no trace), so that a bad path is one
+// clear error now instead of a failure at the first kernel.
+bool check_dump_root(const std::string &path, std::string *why) {
+  // A dump root that is a symbolic link into another user's directory (planted in a shared /tmp, say) is refused:
+  // the shim, often run as root, would create folders and files among that user's. A user's own link is fine.
+  std::string link = path;
+  while (link.size() > 1 && link.back() == '/') link.pop_back();
+  struct stat lst {
+  }, st{};
+  if (::lstat(link.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) && ::stat(link.c_str(), &st) == 0 &&
+      st.st_uid != ::geteuid()) {
+    *why = "it is a symbolic link to a directory of another user (uid " + std::to_string(st.st_uid) + ")";
+    return false;
+  }
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) {
+    *why = ec.message();
+    return false;
+  }
+  // The nearest existing ancestor decides: it must be a writable directory.
+  while (!std::filesystem::exists(p, ec)) {
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+    p = p.parent_path();
+  }
+  if (!std::filesystem::is_directory(p, ec)) {
+    *why = "\"" + p.string() + "\" is not a directory";
+    return false;
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    *why = "\"" + p.string() + "\" is not writable (" + std::strerror(errno) + ")";
+    return false;
+  }
+  // access() says yes to root everywhere, also where no folder can be made (/proc, an NFS export with
+  // root_squash): make one and remove it again. Uniquely named, so that ranks starting together never
+  // remove a folder another rank is using.
+  std::string probe = (p / ".msprobe_shim_probe_XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr) {
+    *why = "no folder can be created in \"" + p.string() + "\" (" + std::strerror(errno) + ")";
+    return false;
+  }
+  ::rmdir(probe.c_str());
+  return true;
+}
+
+void exit_handler() {
+  if (g_state.load() == (int)State::Active) lifecycle::run_exit_shutdown([] { session().shutdown(); });
+}
+
+void initialize() {
+  int expected = (int)State::Unknown;
+  if (!g_state.compare_exchange_strong(expected, (int)State::Initializing)) return;
+  ConfigLoad load = load_config_from_environment();
+  report_config(load);
+  if (!load.config.enabled || !load.errors.empty()) {
+    g_state.store((int)State::Disabled);
+    return;
+  }
+  set_log_level(load.config.log_level);
+  if (std::string why; !check_dump_root(load.config.dump_path, &why)) {
+    log_error("%s: dump path \"%s\" cannot be used: %s; the shim is disabled and passes every call through",
+              load.config.source_of(Field::DumpPath).c_str(), load.config.dump_path.c_str(), why.c_str());
+    g_state.store((int)State::Disabled);
+    return;
+  }
+  activate_session(new Session(std::move(load.config)));  // immortal: hooks may run during and after exit handlers
+  std::atexit(exit_handler);
+  g_state.store((int)State::Active);
+  lifecycle::Callbacks callbacks;
+  callbacks.close_dump = [] { session().shutdown(); };
+  callbacks.flush_dump = [] { session().flush(); };
+  // In a child made by fork() without exec: capture is off for good, every call passes through.
+  callbacks.in_fork_child = [] {
+    g_state.store((int)State::Disabled);
+    activate_session(nullptr);
+  };
+  lifecycle::install(callbacks);  // fatal signals, _exit, fork
+  redirect_plt_calls();
+}
+
+}  // namespace
+
+bool capture_enabled() {
+  int s = g_state.load(std::memory_order_acquire);
+  if (s == (int)State::Active) return true;
+  if (s == (int)State::Unknown) {
+    initialize();
+    s = g_state.load(std::memory_order_acquire);
+  }
+  return s == (int)State::Active;  // still Initializing: a call made by the initialization itself
+}
+
+}  // namespace msprobe::shim

@@ -1,0 +1,185 @@
+// Kernel names, file names, csv-safe text and the long-name rule.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <set>
+
+#include "format/naming.h"
+
+namespace mc = msprobe::format;
+namespace fs = std::filesystem;
+
+namespace {
+
+TEST(Naming, SanitizesNameParts) {
+  EXPECT_EQ(mc::sanitize_name_part("MatMul", "x"), "MatMul");
+  EXPECT_EQ(mc::sanitize_name_part("Default/network-Net/Conv2D-op12", "x"), "Default_network-Net_Conv2D-op12");
+  EXPECT_EQ(mc::sanitize_name_part("a\\b.c d", "x"), "a_b_c_d");
+  EXPECT_EQ(mc::sanitize_name_part("..", "x"), "__");
+  EXPECT_EQ(mc::sanitize_name_part(".", "x"), "_");
+  EXPECT_EQ(mc::sanitize_name_part("/", "x"), "_");
+  EXPECT_EQ(mc::sanitize_name_part("-rf", "x"), "_rf");    // a leading '-' is replaced
+  EXPECT_EQ(mc::sanitize_name_part("--x-", "x"), "_-x-");  // only the first character matters
+  EXPECT_EQ(mc::sanitize_name_part("+1", "x"), "_1");
+  EXPECT_EQ(mc::sanitize_name_part("=cmd|'/C calc'!A0", "x"), "_cmd___C_calc__A0");
+  EXPECT_EQ(mc::sanitize_name_part("@x;%y", "x"), "_x__y");
+  EXPECT_EQ(mc::sanitize_name_part("h\xc3\xa9llo", "x"), "h__llo");  // each UTF-8 byte
+  EXPECT_EQ(mc::sanitize_name_part(std::string("a\0b\n", 4), "x"), "a_b_");
+  EXPECT_EQ(mc::sanitize_name_part("", "Default"), "Default");
+  std::string garbage;
+  for (int i = 0; i < 256; ++i) garbage += static_cast<char>(i);
+  const std::string s = mc::sanitize_name_part(garbage, "x");
+  EXPECT_TRUE(std::regex_match(s, std::regex("[A-Za-z0-9_][A-Za-z0-9_-]*")));
+  EXPECT_EQ(s.size(), 256u);
+  const std::string long_name(10 * 1024, '.');
+  EXPECT_EQ(mc::sanitize_name_part(long_name, "x"), std::string(10 * 1024, '_'));
+}
+
+TEST(Naming, KernelAndFileNames) {
+  EXPECT_EQ(mc::kernel_base_name("Add", "train.step/forward"), "Add.train_step_forward");
+  EXPECT_EQ(mc::kernel_base_name("Add", ""), "Add.Default");
+  EXPECT_EQ(mc::kernel_base_name("", ""), "Unknown.Default");
+  EXPECT_EQ(mc::kernel_base_name("-Add", "-x"), "_Add._x");
+  EXPECT_EQ(mc::kernel_name("Add.Default", 12), "Add.Default.12");
+  EXPECT_EQ(mc::tensor_file_name("Add.Default.0", mc::IoKind::Output, 1, "npy"), "Add.Default.0.output.1.npy");
+  EXPECT_EQ(mc::tensor_file_suffix(mc::FileFormat::Npy, mc::DType::BF16), "npy");
+  EXPECT_EQ(mc::tensor_file_suffix(mc::FileFormat::Npy, mc::DType::Raw), "bin");
+  EXPECT_EQ(mc::tensor_file_suffix(mc::FileFormat::Bin, mc::DType::F32), "bin");
+  EXPECT_TRUE(mc::is_safe_file_name("Add.Default.0.input.0.npy"));
+  for (std::string_view bad : {std::string_view(""), std::string_view("."), std::string_view(".."),
+                               std::string_view("a/b"), std::string_view("/"), std::string_view("a\0b", 3)})
+    EXPECT_FALSE(mc::is_safe_file_name(bad)) << bad;
+}
+
+TEST(Naming, OrdinalsCountPerStepRankAndName) {
+  mc::KernelOrdinals o;
+  EXPECT_EQ(o.next(0, 0, "Add.Default"), 0u);
+  EXPECT_EQ(o.next(0, 0, "Add.Default"), 1u);
+  EXPECT_EQ(o.next(0, 0, "Mul.Default"), 0u);
+  EXPECT_EQ(o.next(0, 1, "Add.Default"), 0u);             // another rank
+  EXPECT_EQ(o.next(0, std::nullopt, "Add.Default"), 0u);  // no rank
+  EXPECT_EQ(o.next(1, 0, "Add.Default"), 0u);             // next step starts again
+  EXPECT_EQ(o.next(0, 0, "Add.Default"), 2u);
+  o.drop_steps_before(1);
+  EXPECT_EQ(o.next(1, 0, "Add.Default"), 1u);  // step 1 kept
+  EXPECT_EQ(o.next(0, 0, "Add.Default"), 0u);  // step 0 forgotten
+}
+
+TEST(Naming, CsvSafeText) {
+  // msprobe's Const.STRING_BLACKLIST, applied the way its compare applies it.
+  const std::regex blacklist(
+      "^([\\+\\-=%@]|\xef\xbc\x8b|\xef\xbc\x8d|\xef\xbc\x9d|\xef\xbc\x85|\xef\xbc\xa0)|"
+      ";([\\+\\-=%@]|\xef\xbc\x8b|\xef\xbc\x8d|\xef\xbc\x9d|\xef\xbc\x85|\xef\xbc\xa0)");
+  EXPECT_EQ(mc::csv_safe_text("+0x1a libfoo.so"), " +0x1a libfoo.so");
+  EXPECT_EQ(mc::csv_safe_text("=SUM(A1)"), " =SUM(A1)");
+  EXPECT_EQ(mc::csv_safe_text("a;-b;c;@d"), "a; -b;c; @d");
+  EXPECT_EQ(mc::csv_safe_text("\xef\xbc\x8b"
+                              "x"),
+            " \xef\xbc\x8b"
+            "x");  // full-width plus
+  EXPECT_EQ(mc::csv_safe_text("File a.py, line 3, in f, \n x = -1"), "File a.py, line 3, in f, \n x = -1");
+  EXPECT_EQ(mc::csv_safe_text(""), "");
+  EXPECT_EQ(mc::csv_safe_text(";"), ";");
+  for (std::string s : {"-", "%%", ";+", "x;=;=", "@;@", "\xef\xbc\xa0;\xef\xbc\x9d"}) {
+    EXPECT_FALSE(mc::is_csv_safe(s)) << s;
+    EXPECT_TRUE(std::regex_search(s, blacklist)) << s;
+    const std::string fixed = mc::csv_safe_text(s);
+    EXPECT_TRUE(mc::is_csv_safe(fixed)) << fixed;
+    EXPECT_FALSE(std::regex_search(fixed, blacklist)) << fixed;
+  }
+}
+
+TEST(Naming, LongNameReplacement) {
+  std::mt19937_64 rng(1);
+  const std::string original = std::string(300, 'A') + ".input.0.npy";
+  const std::string r = mc::long_name_replacement(original, rng);
+  EXPECT_TRUE(std::regex_match(r, std::regex("[0-9]{32}\\.npy"))) << r;
+  EXPECT_NE(mc::long_name_replacement(original, rng), r);
+  EXPECT_TRUE(std::regex_match(mc::long_name_replacement(std::string(300, 'A'), rng), std::regex("[0-9]{32}")));
+  // A suffix that is not a short word is dropped rather than carried into the name.
+  EXPECT_TRUE(std::regex_match(mc::long_name_replacement("x." + std::string(300, 'B'), rng), std::regex("[0-9]{32}")));
+}
+
+class DumpDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("collector_naming_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(DumpDir, ShortNamesAreUsedAsIs) {
+  auto f = mc::create_dump_file(dir_, "Add.Default.0.input.0.npy");
+  ASSERT_GE(f.fd, 0);
+  EXPECT_EQ(f.file_name, "Add.Default.0.input.0.npy");
+  EXPECT_FALSE(f.renamed());
+  EXPECT_EQ(::write(f.fd, "abc", 3), 3);
+  ::close(f.fd);
+  f = mc::create_dump_file(dir_, "Add.Default.0.input.0.npy");  // truncates
+  ::close(f.fd);
+  EXPECT_EQ(fs::file_size(dir_ / "Add.Default.0.input.0.npy"), 0u);
+  const std::string exactly255 = std::string(251, 'k') + ".npy";
+  f = mc::create_dump_file(dir_, exactly255);
+  ::close(f.fd);
+  EXPECT_EQ(f.file_name, exactly255);
+  for (std::string_view bad : {"..", ".", "a/../../etc", ""})
+    EXPECT_THROW(mc::create_dump_file(dir_, bad), std::invalid_argument) << bad;
+}
+
+TEST_F(DumpDir, SymlinksAreNeverFollowed) {
+  { std::ofstream(dir_ / "victim") << "precious"; }
+  fs::create_symlink(dir_ / "victim", dir_ / "Add.Default.0.input.0.npy");
+  EXPECT_THROW(mc::create_dump_file(dir_, "Add.Default.0.input.0.npy"), std::system_error);
+  fs::create_symlink(dir_ / "victim", dir_ / "mapping.csv");
+  EXPECT_THROW(mc::append_mapping_row(dir_, "a,b"), std::system_error);
+  std::ifstream in(dir_ / "victim");
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+}
+
+TEST_F(DumpDir, LongNamesGetRandomDigitsAndAMappingRow) {
+  const std::string original = std::string(256, 'M') + ".output.0.npy";
+  auto f = mc::create_dump_file(dir_, original);
+  ASSERT_GE(f.fd, 0);
+  ::close(f.fd);
+  EXPECT_TRUE(std::regex_match(f.file_name, std::regex("[0-9]{32}\\.npy"))) << f.file_name;
+  EXPECT_EQ(f.mapping_row, f.file_name + "," + original);
+  EXPECT_TRUE(fs::exists(dir_ / f.file_name));
+  mc::append_mapping_row(dir_, f.mapping_row);
+  mc::append_mapping_row(dir_, "x,y");
+  std::ifstream in(dir_ / "mapping.csv");
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, f.mapping_row + "\nx,y\n");  // no header
+}
+
+TEST_F(DumpDir, LongNamesNeverReplaceAnExistingFile) {
+  const std::string original = std::string(400, 'Z') + ".npy";
+  std::mt19937_64 a(42), b(42);  // same seed: b's first draw collides with a's file
+  auto first = mc::create_dump_file(dir_, original, a);
+  ::close(first.fd);
+  { std::ofstream(dir_ / first.file_name) << "keep"; }
+  auto second = mc::create_dump_file(dir_, original, b);
+  ::close(second.fd);
+  EXPECT_NE(first.file_name, second.file_name);
+  std::ifstream in(dir_ / first.file_name);
+  std::string kept;
+  in >> kept;
+  EXPECT_EQ(kept, "keep");
+  std::set<std::string> names;
+  for (int i = 0; i < 50; ++i) {
+    auto f = mc::create_dump_file(dir_, original);
+    ::close(f.fd);
+    names.insert(f.file_name);
+  }
+  EXPECT_EQ(names.size(), 50u);
+}
+
+}  // namespace
