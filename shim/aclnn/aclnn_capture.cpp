@@ -22,7 +22,7 @@
 #include "shim/aclnn/prototypes.h"
 #include "shim/base/reentry.h"
 #include "shim/capture/session.h"
-#include "shim/device/staging.h"
+#include "shim/device/runtime_api.h"
 #include "shim/base/symbols.h"
 #include "shim/call/trampoline.h"
 
@@ -101,22 +101,14 @@ bool safe_read_pair(pid_t self, const void *a, const void *b, uint64_t *out_a, u
 
 // ---- Tensor metadata --------------------------------------------------------------------------------------
 
-HookSlot slot_get_view_shape{"aclGetViewShape"};
-HookSlot slot_get_view_strides{"aclGetViewStrides"};
-HookSlot slot_get_view_offset{"aclGetViewOffset"};
-HookSlot slot_get_data_type{"aclGetDataType"};
-HookSlot slot_get_format{"aclGetFormat"};
-HookSlot slot_get_raw_addr{"aclGetRawTensorAddr"};
-
 // A tensor the shim did not see created (created before capture was enabled): asked from the runtime.
 std::optional<TensorMeta> query_tensor(const void *t) {
-  using DimsFn = int32_t (*)(const void *, int64_t **, uint64_t *);
-  auto shape_fn = reinterpret_cast<DimsFn>(slot_get_view_shape.resolve());
-  auto strides_fn = reinterpret_cast<DimsFn>(slot_get_view_strides.resolve());
-  auto offset_fn = reinterpret_cast<int32_t (*)(const void *, int64_t *)>(slot_get_view_offset.resolve());
-  auto dtype_fn = reinterpret_cast<int32_t (*)(const void *, int32_t *)>(slot_get_data_type.resolve());
-  auto format_fn = reinterpret_cast<int32_t (*)(const void *, int32_t *)>(slot_get_format.resolve());
-  auto addr_fn = reinterpret_cast<int32_t (*)(const void *, void **)>(slot_get_raw_addr.resolve());
+  auto shape_fn = runtime::aclGetViewShape.get();
+  auto strides_fn = runtime::aclGetViewStrides.get();
+  auto offset_fn = runtime::aclGetViewOffset.get();
+  auto dtype_fn = runtime::aclGetDataType.get();
+  auto format_fn = runtime::aclGetFormat.get();
+  auto addr_fn = runtime::aclGetRawTensorAddr.get();
   if (!shape_fn || !strides_fn || !offset_fn || !dtype_fn || !format_fn || !addr_fn) return std::nullopt;
   TensorMeta m;
   int64_t *dims = nullptr, *strides = nullptr;

@@ -13,6 +13,7 @@
 #include "shim/base/reentry.h"
 #include "shim/device/staging.h"
 #include "shim/base/symbols.h"
+#include "shim/device/runtime_api.h"
 
 namespace msprobe::shim {
 namespace {
@@ -22,20 +23,20 @@ constexpr int32_t kAclFloat = 0, kAclFloat16 = 1, kAclInt64 = 9, kAclDouble = 11
 constexpr int32_t kD2H = 2, kD2D = 3;  // aclrtMemcpyKind
 constexpr int32_t kFormatNchw = 0, kFormatNhwc = 1, kFormatNd = 2;
 
-// The runtime functions the shim calls for its own kernels: the real ones, never its hooks (so its kernels
-// and their argument objects are never captured or recorded).
-HookSlot slot_create_tensor{"aclCreateTensor"};
-HookSlot slot_destroy_tensor{"aclDestroyTensor"};
-HookSlot slot_create_int_array{"aclCreateIntArray"};
-HookSlot slot_destroy_int_array{"aclDestroyIntArray"};
-HookSlot slot_create_scalar{"aclCreateScalar"};
-HookSlot slot_destroy_scalar{"aclDestroyScalar"};
-HookSlot slot_malloc{"aclrtMalloc"};
-HookSlot slot_free{"aclrtFree"};
-HookSlot slot_memcpy{"aclrtMemcpy"};
-HookSlot slot_memcpy_async{"aclrtMemcpyAsync"};
-HookSlot slot_get_device{"aclrtGetDevice"};
-HookSlot slot_set_device{"aclrtSetDevice"};
+// The runtime functions the shim calls for its own kernels (shim/device/runtime_api.h): the real ones, never its
+// hooks (so its kernels and their argument objects are never captured or recorded).
+HookSlot &slot_create_tensor = runtime::aclCreateTensor.slot;
+HookSlot &slot_destroy_tensor = runtime::aclDestroyTensor.slot;
+HookSlot &slot_create_int_array = runtime::aclCreateIntArray.slot;
+HookSlot &slot_destroy_int_array = runtime::aclDestroyIntArray.slot;
+HookSlot &slot_create_scalar = runtime::aclCreateScalar.slot;
+HookSlot &slot_destroy_scalar = runtime::aclDestroyScalar.slot;
+HookSlot &slot_malloc = runtime::aclrtMalloc.slot;
+HookSlot &slot_free = runtime::aclrtFree.slot;
+HookSlot &slot_memcpy = runtime::aclrtMemcpy.slot;
+HookSlot &slot_memcpy_async = runtime::aclrtMemcpyAsync.slot;
+HookSlot &slot_get_device = runtime::aclrtGetDevice.slot;
+HookSlot &slot_set_device = runtime::aclrtSetDevice.slot;
 
 // One reduction op: phase 1 and phase 2.
 struct Op {

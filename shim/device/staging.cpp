@@ -8,28 +8,13 @@
 
 #include "acl/acl.h"
 #include "shim/base/log.h"
-#include "shim/base/symbols.h"
+#include "shim/device/runtime_api.h"
 
 namespace msprobe::shim {
 namespace {
 
-// The runtime functions the shim itself calls. They are looked up outside the shim, so a call never
-// comes back through one of the shim's own hooks.
-HookSlot slot_malloc_host{"aclrtMallocHost"};
-HookSlot slot_free_host{"aclrtFreeHost"};
-HookSlot slot_memcpy_async{"aclrtMemcpyAsync"};
-HookSlot slot_create_event{"aclrtCreateEvent"};
-HookSlot slot_record_event{"aclrtRecordEvent"};
-HookSlot slot_sync_event{"aclrtSynchronizeEvent"};
-HookSlot slot_destroy_event{"aclrtDestroyEvent"};
-
-template <typename F>
-F fn(HookSlot &s) {
-  return reinterpret_cast<F>(s.resolve());
-}
-
-using MallocHost = aclError (*)(void **, size_t);
-using FreeHost = aclError (*)(void *);
+using MallocHost = int32_t (*)(void **, size_t);
+using FreeHost = int32_t (*)(void *);
 
 constexpr uint64_t kMaxWaitNs = uint64_t{10} * 1000000000;  // see acquire()
 
@@ -151,7 +136,7 @@ class PinnedBlock final : public record::HostBlock {
  public:
   PinnedBlock(std::shared_ptr<Staging::State> st, void *p, uint64_t n, uint64_t cls)
       : state_(std::move(st)), p_(p), n_(n), cls_(cls) {}
-  ~PinnedBlock() override { state_->release(p_, cls_, fn<FreeHost>(slot_free_host)); }
+  ~PinnedBlock() override { state_->release(p_, cls_, runtime::aclrtFreeHost.get()); }
   const void *data() const override { return p_; }
   uint64_t size() const override { return n_; }
 
@@ -165,10 +150,10 @@ class EventCompletion final : public record::Completion {
  public:
   explicit EventCompletion(aclrtEvent e) : event_(e) {}
   ~EventCompletion() override {
-    if (auto f = fn<aclError (*)(aclrtEvent)>(slot_destroy_event)) f(event_);
+    if (auto f = runtime::aclrtDestroyEvent.get()) f(event_);
   }
   bool wait() override {
-    auto f = fn<aclError (*)(aclrtEvent)>(slot_sync_event);
+    auto f = runtime::aclrtSynchronizeEvent.get();
     return f && f(event_) == ACL_SUCCESS;
   }
 
@@ -183,10 +168,9 @@ Staging::Staging(uint64_t budget_bytes) : state_(std::make_shared<State>()) { st
 uint64_t Staging::budget() const { return state_->budget; }
 
 std::shared_ptr<const record::HostBlock> Staging::copy_async(const void *device_src, uint64_t bytes, void *stream) {
-  auto malloc_host = fn<MallocHost>(slot_malloc_host);
-  auto free_host = fn<FreeHost>(slot_free_host);
-  auto memcpy_async =
-      fn<aclError (*)(void *, size_t, const void *, size_t, aclrtMemcpyKind, aclrtStream)>(slot_memcpy_async);
+  auto malloc_host = runtime::aclrtMallocHost.get();
+  auto free_host = runtime::aclrtFreeHost.get();
+  auto memcpy_async = runtime::aclrtMemcpyAsync.get();
   if (!malloc_host || !free_host || !memcpy_async || bytes == 0) return nullptr;
   const uint64_t cls = size_class(bytes);
   void *host = state_->acquire(cls, malloc_host, free_host);
@@ -215,9 +199,9 @@ std::shared_ptr<record::Completion> Staging::fence(void *stream) {
     state_->unsubmitted -= tl_unsubmitted < state_->unsubmitted ? tl_unsubmitted : state_->unsubmitted;
     tl_unsubmitted = 0;
   }
-  auto create = fn<aclError (*)(aclrtEvent *)>(slot_create_event);
-  auto record = fn<aclError (*)(aclrtEvent, aclrtStream)>(slot_record_event);
-  auto destroy = fn<aclError (*)(aclrtEvent)>(slot_destroy_event);
+  auto create = runtime::aclrtCreateEvent.get();
+  auto record = runtime::aclrtRecordEvent.get();
+  auto destroy = runtime::aclrtDestroyEvent.get();
   if (!create || !record || !destroy) return nullptr;
   aclrtEvent e = nullptr;
   if (create(&e) != ACL_SUCCESS) return nullptr;

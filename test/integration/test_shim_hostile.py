@@ -579,24 +579,26 @@ def test_every_format_string_is_a_literal():
     name): the format argument of each call is a string literal. Together with the %n values above at run time."""
     call = re.compile(r"(?<![\w.>])(?:std::)?(" + "|".join(PRINTF_FORMAT_ARG) + r")\s*\(")
     bad, seen = [], 0
-    for folder in ("shim", "shim/hooks", "collector"):
-        d = os.path.join(SOURCE, folder)
-        for name in sorted(os.listdir(d)):
-            if not name.endswith((".cpp", ".h")):
+    sources = sorted(os.path.relpath(os.path.join(dirpath, name), SOURCE)
+                     for top in ("shim", "collector", "format")
+                     for dirpath, _, names in os.walk(os.path.join(SOURCE, top)) for name in names)
+    for path in sources:
+        folder, name = os.path.split(path)
+        if not name.endswith((".cpp", ".h")):
+            continue
+        text = open(os.path.join(SOURCE, path), encoding="utf-8").read()
+        text = re.sub(r"//[^\n]*", "", text)
+        for m in call.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            before = text[max(0, m.start() - 40):m.start()]
+            if re.search(r"(void|int|bool)\s*$", before):
+                continue  # a declaration or definition, not a call
+            args = _args_of_call(text, m.end() - 1)
+            k = PRINTF_FORMAT_ARG[m.group(1)]
+            if len(args) <= k:
                 continue
-            text = open(os.path.join(d, name), encoding="utf-8").read()
-            text = re.sub(r"//[^\n]*", "", text)
-            for m in call.finditer(text):
-                line = text.count("\n", 0, m.start()) + 1
-                before = text[max(0, m.start() - 40):m.start()]
-                if re.search(r"(void|int|bool)\s*$", before):
-                    continue  # a declaration or definition, not a call
-                args = _args_of_call(text, m.end() - 1)
-                k = PRINTF_FORMAT_ARG[m.group(1)]
-                if len(args) <= k:
-                    continue
-                seen += 1
-                if not args[k].startswith('"'):
-                    bad.append(f"{folder}/{name}:{line}: {m.group(1)}(... {args[k][:60]} ...)")
+            seen += 1
+            if not args[k].startswith('"'):
+                bad.append(f"{folder}/{name}:{line}: {m.group(1)}(... {args[k][:60]} ...)")
     assert seen > 10, seen
     assert not bad, "format strings that are not literals:\n" + "\n".join(bad)
