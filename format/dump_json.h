@@ -66,9 +66,18 @@ using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string
 // sequence, a JSON list of scalar leaves: [{"type": "int", "value": 64}, ...] (types below), each leaf with the
 // argument's "name" when it has one; [] when empty. msprobe's compare aborts on a leaf whose value is a list.
 // `extra` members of an entry are not arguments: their vectors stay plain JSON lists.
-inline constexpr std::string_view kIntLeafType = "int";
-inline constexpr std::string_view kFloatLeafType = "float";
-inline constexpr std::string_view kBoolLeafType = "bool";
+// The "type" of a value argument and of a sequence's leaves (msprobe uses the Python type name; "aclDataType" is
+// an aclDataType argument, whose value is the dtype's name).
+namespace value_type {
+inline constexpr char kInt[] = "int";
+inline constexpr char kFloat[] = "float";
+inline constexpr char kBool[] = "bool";
+inline constexpr char kStr[] = "str";
+inline constexpr char kAclDataType[] = "aclDataType";
+}  // namespace value_type
+inline constexpr std::string_view kIntLeafType = value_type::kInt;
+inline constexpr std::string_view kFloatLeafType = value_type::kFloat;
+inline constexpr std::string_view kBoolLeafType = value_type::kBool;
 struct ValueArg {
   std::string type;  // e.g. "int", "float", "bool", "str", "tuple" (msprobe uses the Python type name)
   ArgValue value;

@@ -29,6 +29,8 @@
 namespace msprobe::shim {
 namespace {
 
+namespace vt = format::value_type;
+
 using format::ValueArg;
 
 constexpr std::string_view kPhase1Suffix = "GetWorkspaceSize";
@@ -151,17 +153,17 @@ ValueArg scalar_value(const void *handle) {
     return v;
   };
   switch (d) {
-    case format::DType::F32: return {"float", (double)load(float{})};
-    case format::DType::F64: return {"float", load(double{})};
-    case format::DType::Bool: return {"bool", load(uint8_t{}) != 0};
-    case format::DType::I8: return {"int", (int64_t)load(int8_t{})};
-    case format::DType::I16: return {"int", (int64_t)load(int16_t{})};
-    case format::DType::I32: return {"int", (int64_t)load(int32_t{})};
-    case format::DType::I64: return {"int", load(int64_t{})};
-    case format::DType::U8: return {"int", (int64_t)load(uint8_t{})};
-    case format::DType::U16: return {"int", (int64_t)load(uint16_t{})};
-    case format::DType::U32: return {"int", (int64_t)load(uint32_t{})};
-    case format::DType::U64: return {"int", (int64_t)load(uint64_t{})};
+    case format::DType::F32: return {vt::kFloat, (double)load(float{})};
+    case format::DType::F64: return {vt::kFloat, load(double{})};
+    case format::DType::Bool: return {vt::kBool, load(uint8_t{}) != 0};
+    case format::DType::I8: return {vt::kInt, (int64_t)load(int8_t{})};
+    case format::DType::I16: return {vt::kInt, (int64_t)load(int16_t{})};
+    case format::DType::I32: return {vt::kInt, (int64_t)load(int32_t{})};
+    case format::DType::I64: return {vt::kInt, load(int64_t{})};
+    case format::DType::U8: return {vt::kInt, (int64_t)load(uint8_t{})};
+    case format::DType::U16: return {vt::kInt, (int64_t)load(uint16_t{})};
+    case format::DType::U32: return {vt::kInt, (int64_t)load(uint32_t{})};
+    case format::DType::U64: return {vt::kInt, (int64_t)load(uint64_t{})};
     default: return {"aclScalar", dtype_value_name(s->dtype)};  // fp16/bf16/complex scalars: type only
   }
 }
@@ -169,19 +171,19 @@ ValueArg scalar_value(const void *handle) {
 // A by-value or handle argument that is not a tensor.
 std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation loc) {
   switch (kind) {
-    case ParamKind::Double: return ValueArg{"float", read_f64(a, loc)};
-    case ParamKind::Float: return ValueArg{"float", (double)read_f32(a, loc)};
-    case ParamKind::Int64: return ValueArg{"int", read_int(a, loc, 64, true)};
-    case ParamKind::UInt64: return ValueArg{"int", read_int(a, loc, 64, false)};
+    case ParamKind::Double: return ValueArg{vt::kFloat, read_f64(a, loc)};
+    case ParamKind::Float: return ValueArg{vt::kFloat, (double)read_f32(a, loc)};
+    case ParamKind::Int64: return ValueArg{vt::kInt, read_int(a, loc, 64, true)};
+    case ParamKind::UInt64: return ValueArg{vt::kInt, read_int(a, loc, 64, false)};
     case ParamKind::Int32:
-    case ParamKind::OtherEnum: return ValueArg{"int", read_int(a, loc, 32, true)};
-    case ParamKind::UInt32: return ValueArg{"int", read_int(a, loc, 32, false)};
-    case ParamKind::Int16: return ValueArg{"int", read_int(a, loc, 16, true)};
-    case ParamKind::UInt16: return ValueArg{"int", read_int(a, loc, 16, false)};
-    case ParamKind::Int8: return ValueArg{"int", read_int(a, loc, 8, true)};
-    case ParamKind::UInt8: return ValueArg{"int", read_int(a, loc, 8, false)};
+    case ParamKind::OtherEnum: return ValueArg{vt::kInt, read_int(a, loc, 32, true)};
+    case ParamKind::UInt32: return ValueArg{vt::kInt, read_int(a, loc, 32, false)};
+    case ParamKind::Int16: return ValueArg{vt::kInt, read_int(a, loc, 16, true)};
+    case ParamKind::UInt16: return ValueArg{vt::kInt, read_int(a, loc, 16, false)};
+    case ParamKind::Int8: return ValueArg{vt::kInt, read_int(a, loc, 8, true)};
+    case ParamKind::UInt8: return ValueArg{vt::kInt, read_int(a, loc, 8, false)};
     case ParamKind::Bool: return ValueArg{"bool", read_int(a, loc, 8, false) != 0};
-    case ParamKind::DataType: return ValueArg{"aclDataType", dtype_value_name((int32_t)read_int(a, loc, 32, true))};
+    case ParamKind::DataType: return ValueArg{vt::kAclDataType, dtype_value_name((int32_t)read_int(a, loc, 32, true))};
     default: break;
   }
   const void *p = read_ptr(a, loc);
@@ -221,7 +223,7 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
         buf[n] = s[n];
         ++n;
       }
-      return ValueArg{"str", std::string(buf, n)};
+      return ValueArg{vt::kStr, std::string(buf, n)};
     }
     default: return ValueArg{"pointer", std::monostate{}};
   }
