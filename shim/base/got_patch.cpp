@@ -340,6 +340,51 @@ struct GotPatcher::State {                           // guarded by patch_mutex()
 GotPatcher::GotPatcher() : state_(new State) {}
 GotPatcher::~GotPatcher() { delete state_; }
 
+namespace {
+
+// What the callbacks want written into the scanned slots (phase C of patch(), no lock held). A callback that throws
+// or hands back what it was given leaves its slot alone.
+std::map<ObjectId, std::vector<Write>> plan_writes(const std::vector<ScannedObject>& objects,
+                                                   const ReplacementFor& replacement_for, const PatchOptions& options) {
+  std::map<ObjectId, std::vector<Write>> writes;
+  for (const ScannedObject& o : objects) {
+    auto& list = writes[o.id];
+    for (const Candidate& c : o.slots) {
+      if (c.kind == GotSlotKind::GlobDat && c.value == 0) continue;  // weak undefined: keep it absent
+      const char* name = o.names.c_str() + c.name;
+      try {
+        if (options.wants && !options.wants(name)) continue;
+      } catch (...) {
+        continue;
+      }
+      void* current = reinterpret_cast<void*>(c.value);
+      if (!c.bound) {
+        current = nullptr;
+        if (options.resolve) {
+          try {
+            current = options.resolve(name);
+          } catch (...) {
+            current = nullptr;
+          }
+        }
+      }
+      void* replacement = nullptr;
+      try {
+        replacement = replacement_for(name, current);
+      } catch (...) {
+        replacement = nullptr;
+      }
+      // Handing back what it was given means "leave it": for a lazy entry that is the resolved target,
+      // which must not be written either (binding is the loader's business).
+      if (!replacement || replacement == current || reinterpret_cast<uintptr_t>(replacement) == c.value) continue;
+      list.push_back(Write{c, reinterpret_cast<uintptr_t>(replacement), name});
+    }
+  }
+  return writes;
+}
+
+}  // namespace
+
 int GotPatcher::patch(const ReplacementFor& replacement_for, const PatchOptions& options) noexcept {
   try {
     State& st = *state_;
@@ -364,40 +409,7 @@ int GotPatcher::patch(const ReplacementFor& replacement_for, const PatchOptions&
     }
 
     // Phase C: the callbacks, with no lock held.
-    std::map<ObjectId, std::vector<Write>> writes;
-    for (ScannedObject& o : objects) {
-      auto& list = writes[o.id];
-      for (const Candidate& c : o.slots) {
-        if (c.kind == GotSlotKind::GlobDat && c.value == 0) continue;  // weak undefined: keep it absent
-        const char* name = o.names.c_str() + c.name;
-        try {
-          if (options.wants && !options.wants(name)) continue;
-        } catch (...) {
-          continue;
-        }
-        void* current = reinterpret_cast<void*>(c.value);
-        if (!c.bound) {
-          current = nullptr;
-          if (options.resolve) {
-            try {
-              current = options.resolve(name);
-            } catch (...) {
-              current = nullptr;
-            }
-          }
-        }
-        void* replacement = nullptr;
-        try {
-          replacement = replacement_for(name, current);
-        } catch (...) {
-          replacement = nullptr;
-        }
-        // Handing back what it was given means "leave it": for a lazy entry that is the resolved target,
-        // which must not be written either (binding is the loader's business).
-        if (!replacement || replacement == current || reinterpret_cast<uintptr_t>(replacement) == c.value) continue;
-        list.push_back(Write{c, reinterpret_cast<uintptr_t>(replacement), name});
-      }
-    }
+    std::map<ObjectId, std::vector<Write>> writes = plan_writes(objects, replacement_for, options);
 
     // Phase D: write, into objects that are still the ones scanned.
     std::lock_guard<std::mutex> lock(patch_mutex());

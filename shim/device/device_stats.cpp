@@ -11,9 +11,9 @@
 
 #include "acl/acl.h"
 #include "shim/base/reentry.h"
-#include "shim/device/staging.h"
 #include "shim/base/symbols.h"
 #include "shim/device/runtime_api.h"
+#include "shim/device/staging.h"
 
 namespace msprobe::shim {
 namespace {
@@ -180,7 +180,8 @@ double load_value(const unsigned char *p, int32_t acl) {
   return sign ? -v : v;
 }
 
-size_t size_of(int32_t acl) { return acl == kAclFloat ? 4 : 2; }
+// The dtypes the statistics kernels see: the eligible float types and the int64 of the counts.
+size_t size_of(int32_t acl) { return acl == kAclFloat ? 4 : acl == kAclInt64 ? 8 : 2; }
 
 }  // namespace
 
@@ -327,59 +328,76 @@ bool DeviceStatsBatch::eligible(const TensorMeta &m) {
   return n > 0 && (uint64_t)n * size_of(m.dtype) > 4 * sizeof(float);
 }
 
-std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const TensorMeta &m, bool counts) {
-  ReentryGuard guard;
-  const bool high = settings_.high_precision;
-  const int32_t dt = m.dtype, mean_dt = high ? kAclFloat : m.dtype;
-  const uint64_t es = size_of(dt), mes = size_of(mean_dt);
-  // Slots: max and min in the tensor's dtype, mean and norm in the result dtype, each naturally aligned.
-  uint64_t offs[4];
-  uint64_t at = used_;
+namespace {
+
+// Where one tensor's results go in the kernel's block, from byte `used` on: max and min in the tensor's dtype, mean
+// and norm in the result dtype, then (overflow counts) three int64 counts, each naturally aligned.
+struct ResultSlots {
+  uint64_t stats[4];
+  uint64_t counts[3] = {};
+  uint64_t end;
+};
+
+ResultSlots place_results(uint64_t used, int32_t dt, int32_t mean_dt, bool counts) {
+  ResultSlots r{};
+  uint64_t at = used;
   for (int i = 0; i < 4; ++i) {
-    uint64_t size = i < 2 ? es : mes;
+    uint64_t size = size_of(i < 2 ? dt : mean_dt);
     at = (at + size - 1) / size * size;
-    offs[i] = at;
+    r.stats[i] = at;
     at += size;
   }
-  uint64_t count_offs[3] = {};
   if (counts) {
     at = (at + 7) / 8 * 8;
-    for (int i = 0; i < 3; ++i, at += 8) count_offs[i] = at;
+    for (int i = 0; i < 3; ++i, at += 8) r.counts[i] = at;
   }
-  if (at > kBlockBytes) return nullptr;  // a kernel with hundreds of tensors: the rest take the host path
+  r.end = at;
+  return r;
+}
+
+// The host's tensor as the host described it (shape, strides, offset over its storage), for the shim's kernels.
+void *view_of_host_tensor(Args &args, const TensorMeta &m, int32_t dt) {
+  int64_t lo = 0, hi = 0;
+  if (!m.extent(&lo, &hi)) return nullptr;
+  int64_t flat_storage = m.offset + hi + 1;
+  const int64_t *storage = m.storage_ndim ? m.storage.data() : &flat_storage;
+  uint64_t storage_nd = m.storage_ndim ? m.storage_ndim : 1;
+  return args.keep(
+      fn<CreateTensorFn>(slot_create_tensor)(m.shape.data(), m.ndim, dt, m.strides.data(), m.offset,
+                                             m.format < 0 ? kFormatNd : m.format, storage, storage_nd, m.data),
+      slot_destroy_tensor);
+}
+
+// A 0-d tensor of dtype `t` at byte `offset` of the results block.
+void *result_slot(Args &args, void *block, int32_t t, uint64_t offset) {
+  int64_t elems = (int64_t)kBlockBytes / (int64_t)size_of(t);
+  return args.keep(fn<CreateTensorFn>(slot_create_tensor)(nullptr, 0, t, nullptr, (int64_t)(offset / size_of(t)),
+                                                          kFormatNd, &elems, 1, block),
+                   slot_destroy_tensor);
+}
+
+}  // namespace
+
+std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const TensorMeta &m, bool counts) {
+  ReentryGuard guard;
+  const int32_t dt = m.dtype, mean_dt = settings_.high_precision ? kAclFloat : m.dtype;
+  const ResultSlots slots = place_results(used_, dt, mean_dt, counts);
+  if (slots.end > kBlockBytes) return nullptr;  // a kernel with hundreds of tensors: the rest take the host path
   if (!results_) {
     void *block = take_block();
     if (block == nullptr) return nullptr;
     results_ = std::make_shared<Results>();
     results_->block = block;
   }
-  auto create_tensor = fn<CreateTensorFn>(slot_create_tensor);
-  auto create_ints = fn<CreateIntArrayFn>(slot_create_int_array);
-  auto create_scalar = fn<CreateScalarFn>(slot_create_scalar);
   Args args;
-  // The host's view, as it described it (shape, strides, offset over its storage).
-  int64_t lo = 0, hi = 0;
-  if (!m.extent(&lo, &hi)) return nullptr;
-  int64_t flat_storage = m.offset + hi + 1;
-  const int64_t *storage = m.storage_ndim ? m.storage.data() : &flat_storage;
-  uint64_t storage_nd = m.storage_ndim ? m.storage_ndim : 1;
-  void *self = args.keep(create_tensor(m.shape.data(), m.ndim, dt, m.strides.data(), m.offset,
-                                       m.format < 0 ? kFormatNd : m.format, storage, storage_nd, m.data),
-                         slot_destroy_tensor);
+  void *self = view_of_host_tensor(args, m, dt);
   int64_t dims[kMaxDims];
   for (int i = 0; i < m.ndim; ++i) dims[i] = i;
-  void *all_dims = args.keep(create_ints(dims, m.ndim), slot_destroy_int_array);
+  void *all_dims = args.keep(fn<CreateIntArrayFn>(slot_create_int_array)(dims, m.ndim), slot_destroy_int_array);
   double two = 2.0;
-  void *ord = args.keep(create_scalar(&two, kAclDouble), slot_destroy_scalar);
-  const int64_t cap = (int64_t)kBlockBytes;
+  void *ord = args.keep(fn<CreateScalarFn>(slot_create_scalar)(&two, kAclDouble), slot_destroy_scalar);
   void *out[4];
-  for (int i = 0; i < 4; ++i) {
-    int32_t t = i < 2 ? dt : mean_dt;
-    int64_t elems = cap / (int64_t)size_of(t);
-    out[i] = args.keep(
-        create_tensor(nullptr, 0, t, nullptr, (int64_t)(offs[i] / size_of(t)), kFormatNd, &elems, 1, results_->block),
-        slot_destroy_tensor);
-  }
+  for (int i = 0; i < 4; ++i) out[i] = result_slot(args, results_->block, i < 2 ? dt : mean_dt, slots.stats[i]);
   if (!self || !all_dims || !ord || !out[0] || !out[1] || !out[2] || !out[3]) return nullptr;
   bool ok = true;
   // A refusal part-way leaves the earlier reductions queued: the block is then in use all the same.
@@ -390,34 +408,29 @@ std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const Tens
   if (ok && counts) {
     // finite, +inf, -inf: a BOOL mask of the tensor's shape (per-stream scratch), summed into an int64.
     void *mask_mem = scratch_for(&Pool::masks, stream_, (uint64_t)m.numel());
-    int64_t elems = kBlockBytes / 8;
-    void *mask = mask_mem ? args.keep(create_tensor(m.shape.data(), m.ndim, kAclBool, nullptr, 0, kFormatNd,
-                                                    m.shape.data(), m.ndim, mask_mem),
-                                      slot_destroy_tensor)
-                          : nullptr;
+    void *mask = mask_mem
+                     ? args.keep(fn<CreateTensorFn>(slot_create_tensor)(m.shape.data(), m.ndim, kAclBool, nullptr, 0,
+                                                                        kFormatNd, m.shape.data(), m.ndim, mask_mem),
+                                 slot_destroy_tensor)
+                     : nullptr;
     Op *tests[3] = {&op_is_finite, &op_is_pos_inf, &op_is_neg_inf};
     ok = mask != nullptr;
     for (int i = 0; ok && i < 3; ++i) {
-      void *sum = args.keep(create_tensor(nullptr, 0, kAclInt64, nullptr, (int64_t)(count_offs[i] / 8), kFormatNd,
-                                          &elems, 1, results_->block),
-                            slot_destroy_tensor);
+      void *sum = result_slot(args, results_->block, kAclInt64, slots.counts[i]);
       ok = sum != nullptr;
       if (ok) step(launch(*tests[i], stream_, self, mask));
       if (ok) step(launch(op_reduce_sum, stream_, mask, all_dims, false, kAclInt64, sum));
     }
   }
+  std::lock_guard<std::mutex> lk(pool().mu);
   if (!ok) {
-    std::lock_guard<std::mutex> lk(pool().mu);
     ++pool().counters.refused;
     return nullptr;
   }
-  used_ = at;
-  {
-    std::lock_guard<std::mutex> lk(pool().mu);
-    ++pool().counters.tensors;
-  }
-  return std::make_shared<TensorResult>(results_, dt, mean_dt, (uint64_t)m.numel(), offs,
-                                        counts ? count_offs : nullptr);
+  used_ = slots.end;
+  ++pool().counters.tensors;
+  return std::make_shared<TensorResult>(results_, dt, mean_dt, (uint64_t)m.numel(), slots.stats,
+                                        counts ? slots.counts : nullptr);
 }
 
 std::shared_ptr<const record::HostBlock> DeviceStatsBatch::snapshot(const TensorMeta &m, int64_t *offset) {

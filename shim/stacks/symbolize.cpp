@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "shim/base/libelf_api.h"
 
@@ -54,33 +55,121 @@ ElfSymbolTable::~ElfSymbolTable() {
   for (const Image &im : images_) ::munmap(im.addr, im.size);
 }
 
+namespace {
+
+// The file mapped privately and opened by libelf, or nullptr. Private and writable (copy-on-write, never written
+// in practice) because elf_memory() takes a char *; the mapping is clean page cache, so a big library's symbols
+// cost address space rather than memory.
+Elf *map_elf(const LibElf *E, const std::string &path, void **addr, size_t *size) {
+  if (!is_regular_file(path)) return nullptr;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+    ::close(fd);
+    return nullptr;
+  }
+  *size = static_cast<size_t>(st.st_size);
+  *addr = ::mmap(nullptr, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (*addr == MAP_FAILED) return nullptr;
+  Elf *elf = E->memory(static_cast<char *>(*addr), *size);
+  if (elf == nullptr || E->kind(elf) != ELF_K_ELF) {
+    if (elf != nullptr) E->end(elf);
+    ::munmap(*addr, *size);
+    return nullptr;
+  }
+  return elf;
+}
+
+// The GNU build id of a note section, as hex; empty when it has none.
+std::string build_id_in(const LibElf *E, Elf_Scn *scn) {
+  std::string id;
+  Elf_Data *data = E->getdata(scn, nullptr);
+  if (data == nullptr) return id;
+  GElf_Nhdr nh;
+  size_t off = 0, name_off = 0, desc_off = 0;
+  while ((off = E->getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+    if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+        std::memcmp(static_cast<const char *>(data->d_buf) + name_off, "GNU", 4) != 0)
+      continue;
+    const auto *d = static_cast<const unsigned char *>(data->d_buf) + desc_off;
+    id.clear();
+    for (size_t k = 0; k < nh.n_descsz; ++k) {
+      char b[3];
+      std::snprintf(b, sizeof(b), "%02x", d[k]);
+      id.append(b);
+    }
+  }
+  return id;
+}
+
+// The file name a .gnu_debuglink section holds, or nullopt for any other section.
+std::optional<std::string> debuglink_in(const LibElf *E, Elf *elf, size_t shstrndx, Elf_Scn *scn, const GElf_Shdr &sh) {
+  const char *sname = E->strptr(elf, shstrndx, sh.sh_name);
+  if (sname == nullptr || std::strcmp(sname, ".gnu_debuglink") != 0) return std::nullopt;
+  Elf_Data *data = E->getdata(scn, nullptr);
+  if (data == nullptr || data->d_size == 0) return std::nullopt;
+  return std::string(static_cast<const char *>(data->d_buf),
+                     strnlen(static_cast<const char *>(data->d_buf), data->d_size));
+}
+
+// The function symbols of a .symtab or .dynsym section. Names point into the mapped image [begin, end); a name
+// libelf returns from elsewhere is copied into `copies`.
+void collect_functions(const LibElf *E, Elf *elf, Elf_Scn *scn, const GElf_Shdr &sh, const char *image_begin,
+                       const char *image_end, std::vector<std::unique_ptr<char[]>> &copies,
+                       std::vector<Candidate> &found) {
+  Elf_Data *data = E->getdata(scn, nullptr);
+  if (data == nullptr || sh.sh_entsize == 0) return;
+  const bool symtab = sh.sh_type == SHT_SYMTAB;
+  const size_t count = sh.sh_size / sh.sh_entsize;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Sym s;
+    if (E->getsym(data, static_cast<int>(i), &s) == nullptr) continue;
+    const unsigned type = GELF_ST_TYPE(s.st_info);
+    if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+    const char *name = E->strptr(elf, sh.sh_link, s.st_name);
+    if (name == nullptr || name[0] == '\0') continue;
+    if (name < image_begin || name >= image_end) {  // libelf made a copy: keep our own
+      const size_t len = std::strlen(name);
+      copies.emplace_back(new char[len + 1]);
+      std::memcpy(copies.back().get(), name, len + 1);
+      name = copies.back().get();
+    }
+    found.push_back({{s.st_value, s.st_size, name}, (symtab ? 0 : 3) + binding_rank(GELF_ST_BIND(s.st_info))});
+  }
+}
+
+// `symbols` (sorted by address) with `found` added: what is in already (the main file) wins ties; then the
+// candidates' ranks, then the names.
+void merge_symbols(std::vector<ElfSymbolTable::Symbol> &symbols, std::vector<Candidate> found) {
+  std::vector<Candidate> all;
+  all.reserve(symbols.size() + found.size());
+  for (const ElfSymbolTable::Symbol &s : symbols) all.push_back({s, -1});
+  all.insert(all.end(), found.begin(), found.end());
+  std::sort(all.begin(), all.end(), [](const Candidate &a, const Candidate &b) {
+    if (a.sym.addr != b.sym.addr) return a.sym.addr < b.sym.addr;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return std::strcmp(a.sym.name, b.sym.name) < 0;
+  });
+  symbols.clear();
+  for (const Candidate &c : all)
+    if (symbols.empty() || symbols.back().addr != c.sym.addr) symbols.push_back(c.sym);
+}
+
+}  // namespace
+
 // Reads the function symbols of one file: -1 when it is not a readable ELF file, 0 when it has no .symtab, 1 when
 // it has one. With `symtab_only` (a debug file) .dynsym is skipped: the main file's is already in.
 int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::string *build_id, std::string *debuglink) {
   const LibElf *E = libelf();
-  if (E == nullptr || !is_regular_file(path)) return -1;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
-    ::close(fd);
-    return -1;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  // Private and writable (copy-on-write, never written in practice) because elf_memory() takes a char *; the
-  // mapping is clean page cache, so a big library's symbols cost address space rather than memory.
-  void *addr = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (addr == MAP_FAILED) return -1;
-  Elf *elf = E->memory(static_cast<char *>(addr), size);
-  if (elf == nullptr || E->kind(elf) != ELF_K_ELF) {
-    if (elf != nullptr) E->end(elf);
-    ::munmap(addr, size);
-    return -1;
-  }
+  if (E == nullptr) return -1;
+  void *addr = nullptr;
+  size_t size = 0;
+  Elf *elf = map_elf(E, path, &addr, &size);
+  if (elf == nullptr) return -1;
   images_.push_back({addr, size});
-  const char *image_begin = static_cast<const char *>(addr), *image_end = image_begin + size;
-
+  const char *image_begin = static_cast<const char *>(addr);
   size_t shstrndx = 0;
   const bool have_names = E->getshdrstrndx(elf, &shstrndx) == 0;
   std::vector<Candidate> found;
@@ -88,69 +177,18 @@ int ElfSymbolTable::add_file(const std::string &path, bool symtab_only, std::str
   while ((scn = E->nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
     if (E->getshdr(scn, &sh) == nullptr) continue;
-    const bool symtab = sh.sh_type == SHT_SYMTAB;
-    if (symtab || (sh.sh_type == SHT_DYNSYM && !symtab_only)) {
-      Elf_Data *data = E->getdata(scn, nullptr);
-      if (data == nullptr || sh.sh_entsize == 0) continue;
-      const size_t count = sh.sh_size / sh.sh_entsize;
-      for (size_t i = 0; i < count; ++i) {
-        GElf_Sym s;
-        if (E->getsym(data, static_cast<int>(i), &s) == nullptr) continue;
-        const unsigned type = GELF_ST_TYPE(s.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
-        const char *name = E->strptr(elf, sh.sh_link, s.st_name);
-        if (name == nullptr || name[0] == '\0') continue;
-        if (name < image_begin || name >= image_end) {  // libelf made a copy: keep our own
-          const size_t len = std::strlen(name);
-          copies_.emplace_back(new char[len + 1]);
-          std::memcpy(copies_.back().get(), name, len + 1);
-          name = copies_.back().get();
-        }
-        found.push_back({{s.st_value, s.st_size, name}, (symtab ? 0 : 3) + binding_rank(GELF_ST_BIND(s.st_info))});
-      }
+    if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !symtab_only)) {
+      collect_functions(E, elf, scn, sh, image_begin, image_begin + size, copies_, found);
     } else if (sh.sh_type == SHT_NOTE && build_id != nullptr) {
-      Elf_Data *data = E->getdata(scn, nullptr);
-      if (data == nullptr) continue;
-      GElf_Nhdr nh;
-      size_t off = 0, name_off = 0, desc_off = 0;
-      while ((off = E->getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-            std::memcmp(static_cast<const char *>(data->d_buf) + name_off, "GNU", 4) == 0) {
-          const auto *d = static_cast<const unsigned char *>(data->d_buf) + desc_off;
-          build_id->clear();
-          for (size_t k = 0; k < nh.n_descsz; ++k) {
-            char b[3];
-            std::snprintf(b, sizeof(b), "%02x", d[k]);
-            build_id->append(b);
-          }
-        }
-      }
+      if (std::string id = build_id_in(E, scn); !id.empty()) *build_id = std::move(id);
     } else if (have_names && debuglink != nullptr && sh.sh_type == SHT_PROGBITS) {
-      const char *sname = E->strptr(elf, shstrndx, sh.sh_name);
-      if (sname != nullptr && std::strcmp(sname, ".gnu_debuglink") == 0) {
-        Elf_Data *data = E->getdata(scn, nullptr);
-        if (data != nullptr && data->d_size > 0)
-          *debuglink = std::string(static_cast<const char *>(data->d_buf),
-                                   strnlen(static_cast<const char *>(data->d_buf), data->d_size));
-      }
+      if (auto link = debuglink_in(E, elf, shstrndx, scn, sh)) *debuglink = std::move(*link);
     }
   }
   E->end(elf);
   bool has_symtab = false;
   for (const Candidate &c : found) has_symtab |= c.rank < 3;
-
-  std::vector<Candidate> all;
-  all.reserve(symbols_.size() + found.size());
-  for (const Symbol &s : symbols_) all.push_back({s, -1});  // what is in already (main file) wins ties
-  all.insert(all.end(), found.begin(), found.end());
-  std::sort(all.begin(), all.end(), [](const Candidate &a, const Candidate &b) {
-    if (a.sym.addr != b.sym.addr) return a.sym.addr < b.sym.addr;
-    if (a.rank != b.rank) return a.rank < b.rank;
-    return std::strcmp(a.sym.name, b.sym.name) < 0;
-  });
-  symbols_.clear();
-  for (const Candidate &c : all)
-    if (symbols_.empty() || symbols_.back().addr != c.sym.addr) symbols_.push_back(c.sym);
+  merge_symbols(symbols_, std::move(found));
   return has_symtab ? 1 : 0;
 }
 
