@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "format/io.h"
 #include "format/naming.h"
 
 namespace msprobe::format {
@@ -388,15 +389,8 @@ JsonJournal::~JsonJournal() {
 }
 
 void JsonJournal::write_all(std::string_view s) {
-  while (!s.empty()) {
-    const ssize_t n = ::write(fd_, s.data(), s.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "journal write");
-    }
-    s.remove_prefix(static_cast<size_t>(n));
-    bytes_ += static_cast<uint64_t>(n);
-  }
+  if (!format::write_all(fd_, s.data(), s.size(), &bytes_))
+    throw std::system_error(errno, std::generic_category(), "journal write");
 }
 
 void JsonJournal::begin(const std::filesystem::path &path, std::string_view prefix, std::string_view suffix) {
@@ -591,17 +585,11 @@ void write_file_atomic(const std::filesystem::path &path, std::string_view conte
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + tmp.string());
-  std::string_view rest = content;
-  while (!rest.empty()) {
-    const ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::system_error(err, std::generic_category(), "write " + tmp.string());
-    }
-    rest.remove_prefix(static_cast<size_t>(n));
+  if (!write_all(fd, content.data(), content.size())) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "write " + tmp.string());
   }
   if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "format/io.h"
+
 namespace msprobe::format {
 namespace {
 
@@ -144,11 +146,9 @@ void lz4_decompress_file(const std::filesystem::path &path, const std::function<
   } guard{fd};
   decompress_stream(
       [fd](char *buf, size_t cap) -> size_t {
-        for (;;) {
-          const ssize_t r = ::read(fd, buf, cap);
-          if (r >= 0) return static_cast<size_t>(r);
-          if (errno != EINTR) throw Lz4Error(std::string("lz4: read error: ") + std::strerror(errno));
-        }
+        const ssize_t r = read_full(fd, buf, cap);
+        if (r < 0) throw Lz4Error(std::string("lz4: read error: ") + std::strerror(errno));
+        return static_cast<size_t>(r);
       },
       fn);
 }

@@ -12,21 +12,12 @@
 #include <system_error>
 
 #include "format/half.h"
+#include "format/io.h"
 
 namespace msprobe::format {
 
 void FdSink::write(const void *data, size_t bytes) {
-  const auto *p = static_cast<const char *>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd_, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "write");
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-    written_ += static_cast<uint64_t>(n);
-  }
+  if (!write_all(fd_, data, bytes, &written_)) throw std::system_error(errno, std::generic_category(), "write");
 }
 
 void GatheringFdSink::write(const void *data, size_t bytes) {

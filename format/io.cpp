@@ -1,0 +1,54 @@
+#include "format/io.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace msprobe::format {
+
+bool write_all(int fd, const void *data, size_t bytes, uint64_t *written) noexcept {
+  const char *p = static_cast<const char *>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, bytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    if (written != nullptr) *written += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+ssize_t read_full(int fd, void *buf, size_t bytes, int64_t offset) noexcept {
+  char *p = static_cast<char *>(buf);
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = offset < 0 ? ::read(fd, p + got, bytes - got)
+                                 : ::pread(fd, p + got, bytes - got, static_cast<off_t>(offset + (int64_t)got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(got);
+}
+
+bool read_to_end(int fd, std::string *out, size_t limit) {
+  while (out->size() < limit) {
+    const size_t at = out->size();
+    const size_t want = std::min(limit - at, std::max<size_t>(4096, at));
+    out->resize(at + want);
+    const ssize_t n = read_full(fd, out->data() + at, want);
+    out->resize(at + (n > 0 ? static_cast<size_t>(n) : 0));
+    if (n < 0) return false;
+    if (static_cast<size_t>(n) < want) break;
+  }
+  return true;
+}
+
+}  // namespace msprobe::format

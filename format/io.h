@@ -1,0 +1,24 @@
+// Whole reads and writes on a file descriptor, through EINTR and short counts: every file the project writes or
+// reads goes through these (the shim's log keeps its own loop: shim/base sees nothing above it, and it must stay
+// usable from a dying process).
+#pragma once
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace msprobe::format {
+
+// Every byte of [data, data + bytes) to `fd`. False with errno set on an error; `written`, when given, is
+// increased by what did go out.
+bool write_all(int fd, const void *data, size_t bytes, uint64_t *written = nullptr) noexcept;
+
+// Up to `bytes` into `buf`, from the file position (offset < 0) or at `offset` (pread): the count read, short only
+// at the end of the file; -1 with errno set on an error.
+ssize_t read_full(int fd, void *buf, size_t bytes, int64_t offset = -1) noexcept;
+
+// Appends the rest of `fd` to *out, stopping once *out holds `limit` bytes. False with errno set on an error.
+bool read_to_end(int fd, std::string *out, size_t limit);
+
+}  // namespace msprobe::format
