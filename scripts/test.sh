@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The whole test suite from nothing, as CI runs it: installs dependencies, builds, runs every test with ctest, then
+# The whole test suite from nothing, as CI runs it: installs dependencies, checks that clang-format leaves the product
+# code unchanged (scripts/check_format.sh), builds, runs every test with ctest, then
 # the collector's concurrency tests under TSan (scripts/sanitize.sh thread), a short run of every fuzz target
 # (scripts/fuzz.sh), the whole suite again under ASan+UBSan (scripts/sanitize.sh address) and the aarch64 cross
 # build with its tests under qemu-user (scripts/test_aarch64.sh), then the compat stage: the shim's ABI check and
 # its runs in a cached Debian 11 chroot (scripts/test_compat.sh, docs/portability.md). Extra arguments go to the
 # first ctest (e.g. scripts/test.sh -R aclnn). MSPROBE_TEST_STAGES picks stages (default
-# "normal tsan fuzz asan aarch64 compat").
+# "format normal tsan fuzz asan aarch64 compat").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${MSPROBE_BUILD_DIR:-$here/build}
-read -r -a stages <<<"${MSPROBE_TEST_STAGES:-normal tsan fuzz asan aarch64 compat}"
+read -r -a stages <<<"${MSPROBE_TEST_STAGES:-format normal tsan fuzz asan aarch64 compat}"
 "$here/scripts/setup.sh"
 
 status=0
@@ -17,6 +18,9 @@ summary=()
 for stage in "${stages[@]}"; do
   log=$(mktemp)
   case $stage in
+    format)
+      "$here/scripts/check_format.sh" 2>&1 | tee "$log" || status=1
+      summary+=("[format]   $(tail -1 "$log") (clang-format, product code)") ;;
     normal)
       "$here/scripts/build.sh"
       (cd "$build" && ctest --output-on-failure --timeout 900 -j2 "$@") 2>&1 | tee "$log" || status=1
@@ -52,7 +56,7 @@ for stage in "${stages[@]}"; do
     compat)
       MSPROBE_COMPAT_BUILD_DIR=$build-compat "$here/scripts/test_compat.sh" 2>&1 | tee "$log" || status=1
       summary+=("[compat]   $(grep -E '^compat: ([0-9]+ checks passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)") ;;
-    *) echo "test.sh: unknown stage $stage (normal, tsan, fuzz, asan, aarch64, compat)" >&2; exit 2 ;;
+    *) echo "test.sh: unknown stage $stage (format, normal, tsan, fuzz, asan, aarch64, compat)" >&2; exit 2 ;;
   esac
   rm -f "$log"
 done
