@@ -47,15 +47,6 @@ namespace {
 
 void update_ahead(Session::Impl &m);
 
-format::Task to_collector(Task t) {
-  switch (t) {
-    case Task::Tensor: return format::Task::Tensor;
-    case Task::OverflowCheck: return format::Task::OverflowCheck;
-    case Task::Structure: return format::Task::Structure;
-    default: return format::Task::Statistics;
-  }
-}
-
 // Which framework drives the process, from the libraries it has loaded.
 format::HostFramework detect_host_framework() {
   int found = 0;  // 1 torch_npu, 2 mindspore
@@ -238,19 +229,19 @@ void Session::submit(record::KernelCapture kernel) {
       const Config &c = m.config;
       collector::CollectorOptions o;
       o.dump_path = c.dump_path;
-      o.task = to_collector(c.task);
+      o.task = c.task;
       o.md5 = c.summary_mode == SummaryMode::Md5;
-      o.file_format = c.file_format == FileFormat::Bin ? format::FileFormat::Bin : format::FileFormat::Npy;
+      o.file_format = c.file_format;
       o.host_framework = detect_host_framework();
       // msprobe reads two conventions only: pytorch's for torch_npu hosts, mindspore's for the rest.
       o.framework = o.host_framework == format::HostFramework::PyTorch ? format::Framework::PyTorch
                                                                           : format::Framework::MindSpore;
-      o.precision = c.precision == Precision::High ? format::StatPrecision::High : format::StatPrecision::Low;
+      o.precision = c.precision;
       o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck;
       o.overflow_only = c.task == Task::OverflowCheck;
       o.overflow_limit = c.overflow_nums;
       o.stacks = std::make_shared<StackTableRenderer>(c.stack);
-      o.compress = c.compress == Compress::Lz4 ? format::Compression::Lz4 : format::Compression::Off;
+      o.compress = c.compress;
       m.collector = std::make_unique<collector::Collector>(o);
     }
     col = m.collector.get();

@@ -17,18 +17,22 @@
 #include <utility>
 #include <vector>
 
+#include "format/format.h"
+#include "format/stats.h"
 #include "shim/config/kernel_filter.h"
 #include "shim/base/log.h"
 
 namespace msprobe::shim {
 
-enum class Task { Statistics, Tensor, OverflowCheck, Structure };
+// The dump's own vocabulary (format/format.h): the same types the collector and the tools use.
+using Task = format::Task;
+using FileFormat = format::FileFormat;
+using Compress = format::Compression;
+using Precision = format::StatPrecision;
+// Settings only the shim has.
 enum class DataMode { All, Input, Output };
 enum class SummaryMode { Statistics, Md5 };
-enum class FileFormat { Npy, Bin };
 enum class StackMode { Off, Native, Python, Mixed };
-enum class Compress { Off, Lz4 };
-enum class Precision { Low, High };
 
 // Step or rank numbers: "all", or a union of numbers and inclusive ranges ("0,2,4-6"), each in [0, kMax].
 class IndexSet {
