@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The long variant of test/integration/test_shim_kill_stress.py: many SIGKILLs of examples/train.py at random
+"""The long variant of test/integration/crash/test_shim_kill_stress.py: many SIGKILLs of examples/train.py at random
 moments, each followed by `msprobe-inspect repair` and the checks of test/integration/kill_stress.py. Not in CI.
 
     /usr/bin/python3 bench/kill_stress.py [--kills 200] [--seed N] [--build build] [--keep-failed]
@@ -31,7 +31,7 @@ def main():
     os.environ.setdefault("MSPROBE_SOURCE_DIR", SOURCE)
     os.environ.setdefault("ASCEND_HOME_PATH", os.path.join(build, "fake_cann"))
     os.environ["PYTHONPATH"] = os.pathsep.join([os.path.join(SOURCE, "examples"), os.path.join(SOURCE, "test", "python")])
-    sys.path[:0] = [os.path.join(SOURCE, "test", "integration"), os.path.join(SOURCE, "test", "python")]
+    sys.path[:0] = [os.path.join(SOURCE, "test", "integration", "crash"), os.path.join(SOURCE, "test", "python")]
     import kill_stress  # noqa: E402 - needs the paths above
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)

@@ -154,7 +154,7 @@ struct Collector::Impl {
   std::mutex write_mu;
   uint64_t next_commit = 0;            // under write_mu
   std::map<uint64_t, Prepared> ready;  // under write_mu
-  // Test seam (test/integration/kill_stress.py): SHIM_TEST_JOURNAL_GAP_US widens the moment between a kernel's
+  // Test seam (test/integration/crash/kill_stress.py): SHIM_TEST_JOURNAL_GAP_US widens the moment between a kernel's
   // dump.json and construct.json appends, so that random SIGKILLs land in it. Read once, at construction.
   long journal_gap_us = 0;
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job end to end: installs dependencies, builds, runs examples/train.py on the CANN stand-in
 # under libmsprobe_shim.so, and prints what was dumped. Extra arguments go to train.py.
-# MSPROBE_DEMO_SKIP_BUILD=1 skips the install and the build (test/integration/test_demo.py runs the rest of this
+# MSPROBE_DEMO_SKIP_BUILD=1 skips the install and the build (test/integration/examples/test_demo.py runs the rest of this
 # script inside a finished build); MSPROBE_BUILD_DIR, MSPROBE_DUMP_PATH and MSPROBE_TASK are honored.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -3,7 +3,7 @@ checked by the program itself; built with -g and its launch helpers kept as loca
 import os
 import subprocess
 
-SOURCE = os.environ.get("MSPROBE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SOURCE = os.environ.get("MSPROBE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(SOURCE, "build"))
 APP = os.path.join(BUILD, "bin", "acl_app")
 

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim_edges"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edge_helpers import (CUSTOM_HOST, CUSTOM_LIB, PYTHON, SHIM, TESTS_BIN, VENDOR_DIR, clean_env,  # noqa: E402
                           describe, dump_dirs, entries_of, load_dump, require_built, run, shim_lines, with_shim)
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from test_inspect_support import inspect
+from inspect_support import inspect
 
 KERNELS = 100_000
 OPS = ["Add", "Mul", "Matmul", "Gelu", "Softmax", "LayerNorm", "Cast", "ReduceSum", "Embedding", "MseLoss",

@@ -19,7 +19,7 @@ from shimtest import fail_report, op_type, tensors
 from test_shim_crash import CRASH_HOST, check_complete, check_crash_host_data, host_inputs, launch_order, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PY_SPAWN = os.path.join(HERE, "crash", "py_spawn.py")
+PY_SPAWN = os.path.join(HERE, "py_spawn.py")
 
 
 def kernel_index(folder, entry):

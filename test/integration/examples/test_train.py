@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-SOURCE = os.environ.get("MSPROBE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SOURCE = os.environ.get("MSPROBE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(SOURCE, "build"))
 TRAIN = os.path.join(SOURCE, "examples", "train.py")
 LINE = re.compile(r"^(?:\[rank (\d+)\] )?step (\d+) loss (-?\d+\.\d{6})$")

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim_edges"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edge_helpers import (ACL_APP, FAKE_CANN, PYTHON, SHIM, TESTS_BIN, TRAIN, clean_env, describe,  # noqa: E402
                           dump_dirs, entries_of, load_dump, require_built, run, shim_lines, with_shim)
 

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from test_inspect_support import folders, inspect, load_dump, make_dump, tensors_of
+from inspect_support import folders, inspect, load_dump, make_dump, tensors_of
 
 MODES = ["tensor", "statistics"]
 

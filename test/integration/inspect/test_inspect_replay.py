@@ -15,7 +15,7 @@ import pytest
 
 import npu_refs
 import shimtest
-from test_inspect_support import BUILD, PYTHON, SHIM, SRC, clean_env, folders, inspect, load_dump, make_dump
+from inspect_support import BUILD, PYTHON, SHIM, SRC, clean_env, folders, inspect, load_dump, make_dump
 
 # msprobe's columns (api_accuracy_checker: Comparator.write_csv_title and compare_utils.DETAIL_TEST_ROWS), then ours.
 RESULT_COLUMNS = ["API name", "Forward Test Success", "Backward Test Success", "Message"]

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim_edges"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edge_helpers import (PYTHON, SHIM, TRAIN, clean_env, describe, dump_dirs, require_built, run,  # noqa: E402
                           shim_lines, with_shim)
 

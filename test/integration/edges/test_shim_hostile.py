@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shim_edges"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edge_helpers import (PYTHON, SHIM, SOURCE, TRAIN, clean_env, describe, dump_dirs, load_dump,  # noqa: E402
                           require_built, run, shim_lines, with_shim)
 

@@ -1,5 +1,5 @@
 # msprobe-inspect (tools/) on real dumps of examples/train.py made by the shim, and on a synthetic 100k-kernel dump.
-# test_inspect_support.py holds their shared helpers (no tests).
+# test/python/inspect_support.py holds their shared helpers.
 msprobe_pytest(test_inspect.py TIMEOUT 600)
 msprobe_pytest(test_inspect_compare.py TIMEOUT 600)
 msprobe_pytest(test_inspect_scale.py TIMEOUT 600)

@@ -20,7 +20,7 @@ import pytest
 
 import shimtest
 from shimtest import run, run_train
-from test_inspect_support import folders, inspect, load_dump, make_dump, tensors_of
+from inspect_support import folders, inspect, load_dump, make_dump, tensors_of
 
 ACL_APP = os.path.join(shimtest.BUILD, "bin", "acl_app")
 SCALAR = (type(None), bool, int, float, str)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_inspect_support import folders, inspect, load_dump, make_dump, stack_of, tensors_of
+from inspect_support import folders, inspect, load_dump, make_dump, stack_of, tensors_of
 
 COMMANDS = ["summary", "show", "verify", "repair", "compare", "convert"]
 

@@ -32,7 +32,7 @@ set_target_properties(msprobe_test_cust_opapi PROPERTIES
   BUILD_RPATH "${FAKE_CANN_ROOT}/lib64")
 
 # A C++ host that throws and catches exceptions around aclnn launches (spec §3: the shim must not break them).
-add_executable(shim_exception_host ${CMAKE_CURRENT_LIST_DIR}/shim_edges/exception_host.cpp)
+add_executable(shim_exception_host ${CMAKE_CURRENT_LIST_DIR}/exception_host.cpp)
 target_include_directories(shim_exception_host PRIVATE ${FAKE_CANN_ROOT}/include)
 target_link_libraries(shim_exception_host PRIVATE ascendcl nnopbase opapi runtime Threads::Threads)
 add_dependencies(shim_exception_host fake_cann_headers)
@@ -41,14 +41,14 @@ set_target_properties(shim_exception_host PROPERTIES
   BUILD_RPATH "${FAKE_CANN_ROOT}/lib64")
 
 # Another interposer of aclCreateTensor that forwards with dlsym(RTLD_NEXT).
-add_library(rtld_next_wrapper SHARED ${CMAKE_CURRENT_LIST_DIR}/shim_edges/rtld_next_wrapper.c)
+add_library(rtld_next_wrapper SHARED ${CMAKE_CURRENT_LIST_DIR}/rtld_next_wrapper.c)
 target_link_libraries(rtld_next_wrapper PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(rtld_next_wrapper PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests
   C_VISIBILITY_PRESET hidden)
 
 # Runs a program with process_vm_readv refused by seccomp (EPERM), as in a container without CAP_SYS_PTRACE.
-add_executable(deny_process_vm_readv ${CMAKE_CURRENT_LIST_DIR}/shim_edges/deny_process_vm_readv.c)
+add_executable(deny_process_vm_readv ${CMAKE_CURRENT_LIST_DIR}/deny_process_vm_readv.c)
 set_target_properties(deny_process_vm_readv PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 
 msprobe_pytest(test_shim_custom_op.py TIMEOUT 600)

@@ -18,7 +18,7 @@ ACL_APP = os.path.join(BUILD, "bin", "acl_app")
 PYTHON = sys.executable or "/usr/bin/python3"
 VENDOR_DIR = os.path.join(BUILD, "custom_opp", "vendors", "msprobe_test")
 CUSTOM_LIB = os.path.join(VENDOR_DIR, "op_api", "lib", "libcust_opapi.so")
-CUSTOM_HOST = os.path.join(SOURCE, "test", "integration", "custom_op", "run_custom_op.py")
+CUSTOM_HOST = os.path.join(SOURCE, "test", "integration", "edges", "custom_op", "run_custom_op.py")
 TESTS_BIN = os.path.join(BUILD, "tests")
 PREFIX = "msprobe-shim:"
 

@@ -29,7 +29,7 @@ from shimtest import fail_report, op_type, tensors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CRASH_HOST = os.path.join(shimtest.BUILD, "tests", "crash_host")
-PY_HOST = os.path.join(HERE, "crash", "py_host.py")
+PY_HOST = os.path.join(HERE, "py_host.py")
 INSPECT = os.path.join(shimtest.BUILD, "bin", "msprobe-inspect")
 N = 24
 
