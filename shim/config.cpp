@@ -327,6 +327,126 @@ const char *json_type(const json &v) {
   return "null";
 }
 
+// ---- MSPROBE_CONFIG's file --------------------------------------------------------------------------------------
+
+// Reads and parses the file MSPROBE_CONFIG names. Each failure is one error, `MSPROBE_CONFIG="path" <what>;
+// accepted: ...`, and read() then returns nullopt.
+class ConfigFile {
+ public:
+  ConfigFile(const std::string &path, std::vector<std::string> &errors) : path_(path), errors_(errors) {}
+
+  std::optional<json> read();
+
+ private:
+  void fail(const std::string &what) {
+    errors_.push_back("MSPROBE_CONFIG=" + quote_value(path_) + " " + what +
+                      "; accepted: " + std::string(kAcceptConfig));
+  }
+  std::optional<size_t> regular_file_size(int fd);
+  std::optional<std::string> read_text(int fd, size_t size);
+  std::optional<json> parse(const std::string &text);
+
+  const std::string &path_;
+  std::vector<std::string> &errors_;
+};
+
+std::optional<json> ConfigFile::read() {
+  // O_NONBLOCK: a FIFO or a terminal named by mistake must not hang the host in open() or read().
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    fail(std::string("cannot be opened: ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const std::optional<size_t> size = regular_file_size(fd);
+  if (!size) return std::nullopt;
+  const std::optional<std::string> text = read_text(fd, *size);
+  if (!text) return std::nullopt;
+  return parse(*text);
+}
+
+// The size fstat gives, if the file is a regular one of at most kMaxConfigBytes.
+std::optional<size_t> ConfigFile::regular_file_size(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    fail(std::string("cannot be read: ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    fail("is a directory");
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fail("is not a regular file");
+    return std::nullopt;
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
+    fail("is " + std::to_string(static_cast<uint64_t>(st.st_size)) +
+         " bytes, more than the 16 MiB a config.json may have");
+    return std::nullopt;
+  }
+  return static_cast<size_t>(st.st_size);
+}
+
+// Reads to EOF (st_size may lie for /proc-like files), never more than the cap.
+std::optional<std::string> ConfigFile::read_text(int fd, size_t size) {
+  std::string text;
+  text.resize(size + 1);
+  size_t got = 0;
+  while (true) {
+    if (got == text.size()) {
+      if (text.size() > kMaxConfigBytes) {
+        fail("is more than the 16 MiB a config.json may have");
+        return std::nullopt;
+      }
+      text.resize(std::min(text.size() * 2 + 4096, kMaxConfigBytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      fail(std::string("cannot be read: ") + std::strerror(errno));
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+std::optional<json> ConfigFile::parse(const std::string &text) {
+  if (trim(text).empty()) {
+    fail("is an empty file");
+    return std::nullopt;
+  }
+  DepthCheck check;
+  const bool ok = json::sax_parse(text, &check);
+  if (check.too_deep()) {
+    fail("nests objects or lists deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
+  if (!ok) {
+    size_t consumed = 0;
+    std::string why = escape_text(check.error(), 200, false, &consumed);
+    if (consumed < check.error().size()) why += "...";
+    fail("is not valid JSON: " + why);
+    return std::nullopt;
+  }
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    fail("is not valid JSON");
+    return std::nullopt;
+  }
+  if (!root.is_object()) {
+    fail(std::string("holds ") + json_type(root) + " at the top level, not an object");
+    return std::nullopt;
+  }
+  return root;
+}
+
 // ---- the loader --------------------------------------------------------------------------------------------------
 
 template <class T>
@@ -434,88 +554,7 @@ std::optional<std::string> Loader::checked_path(std::string_view path, std::stri
   return std::string(path);
 }
 
-std::optional<json> Loader::read_file(const std::string &path) {
-  const std::string var = "MSPROBE_CONFIG=" + quote_value(path);
-  // O_NONBLOCK: a FIFO or a terminal named by mistake must not hang the host in open() or read().
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    error(var + " cannot be opened: " + std::strerror(errno) + "; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    error(var + " cannot be read: " + std::strerror(errno) + "; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    error(var + " is a directory; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error(var + " is not a regular file; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
-    error(var + " is " + std::to_string(static_cast<uint64_t>(st.st_size)) +
-          " bytes, more than the 16 MiB a config.json may have; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  // Read to EOF (st_size may lie for /proc-like files), never more than the cap.
-  std::string text;
-  text.resize(static_cast<size_t>(st.st_size) + 1);
-  size_t got = 0;
-  while (true) {
-    if (got == text.size()) {
-      if (text.size() > kMaxConfigBytes) {
-        error(var + " is more than the 16 MiB a config.json may have; accepted: " + std::string(kAcceptConfig));
-        return std::nullopt;
-      }
-      text.resize(std::min(text.size() * 2 + 4096, kMaxConfigBytes + 1));
-    }
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error(var + " cannot be read: " + std::strerror(errno) + "; accepted: " + std::string(kAcceptConfig));
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  if (trim(text).empty()) {
-    error(var + " is an empty file; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  DepthCheck check;
-  const bool ok = json::sax_parse(text, &check);
-  if (check.too_deep()) {
-    error(var + " nests objects or lists deeper than " + std::to_string(kMaxJsonDepth) +
-          " levels; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (!ok) {
-    size_t consumed = 0;
-    std::string why = escape_text(check.error(), 200, false, &consumed);
-    if (consumed < check.error().size()) why += "...";
-    error(var + " is not valid JSON: " + why + "; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    error(var + " is not valid JSON; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (!root.is_object()) {
-    error(var + " holds " + json_type(root) +
-          " at the top level, not an object; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  return root;
-}
+std::optional<json> Loader::read_file(const std::string &path) { return ConfigFile(path, out_.errors).read(); }
 
 std::optional<IndexSet> Loader::file_index_set(const std::string &field, const json &v) {
   constexpr std::string_view accepted =
