@@ -53,80 +53,104 @@ struct CleanText {
   std::vector<Span> comments;  // in increasing order
 };
 
-CleanText clean(std::string_view in) {
-  CleanText out;
-  out.text.assign(in.data(), in.size());
-  std::string &t = out.text;
-  const size_t n = t.size();
-  auto blank = [&](size_t b, size_t e) {
+// clean()'s work: the input, and its copy being blanked.
+class Cleaner {
+ public:
+  explicit Cleaner(std::string_view in) : in_(in) { out_.text.assign(in.data(), in.size()); }
+
+  CleanText run() &&;
+
+ private:
+  bool comment_at(size_t i) const {
+    return in_[i] == '/' && i + 1 < in_.size() && (in_[i + 1] == '/' || in_[i + 1] == '*');
+  }
+  void blank(size_t b, size_t e) {
     for (size_t k = b; k < e; ++k)
-      if (t[k] != '\n') t[k] = ' ';
-  };
-  // Returns the end of the comment starting at i ("//" or "/*"); records it.
-  auto comment_end = [&](size_t i) {
-    size_t e;
-    if (in[i + 1] == '/') {
-      e = in.find('\n', i);
-      if (e == std::string_view::npos) e = n;
-    } else {
-      e = in.find("*/", i + 2);
-      e = (e == std::string_view::npos) ? n : e + 2;
-    }
-    out.comments.push_back({i, e});
-    blank(i, e);
-    return e;
-  };
+      if (out_.text[k] != '\n') out_.text[k] = ' ';
+  }
+  size_t comment(size_t i);
+  size_t literal(size_t i);
+  size_t directive(size_t i);
+
+  std::string_view in_;
+  CleanText out_;
+};
+
+CleanText Cleaner::run() && {
   bool line_start = true;  // only whitespace (or comments) so far on this line
   size_t i = 0;
-  while (i < n) {
-    const char c = in[i];
-    if (c == '/' && i + 1 < n && (in[i + 1] == '/' || in[i + 1] == '*')) {
-      i = comment_end(i);
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      size_t k = i + 1;
-      while (k < n && in[k] != c && in[k] != '\n') k += (in[k] == '\\' && k + 1 < n) ? 2 : 1;
-      const size_t e = std::min(k, n);
-      blank(i + 1, e);  // keep the quotes; a literal can contain '(' or ','
-      i = (e < n && in[e] == c) ? e + 1 : e;
+  while (i < in_.size()) {
+    const char c = in_[i];
+    if (comment_at(i)) {
+      i = comment(i);
+    } else if (c == '"' || c == '\'') {
+      i = literal(i);
       line_start = false;
-      continue;
-    }
-    if (c == '#' && line_start) {
-      // A directive runs to the end of the line, continued by backslash-newline; comments inside count as
-      // comments (a block comment may carry it over several lines).
-      size_t k = i;
-      while (k < n && in[k] != '\n') {
-        if (in[k] == '/' && k + 1 < n && (in[k + 1] == '/' || in[k + 1] == '*')) {
-          k = comment_end(k);
-          continue;
-        }
-        if (in[k] == '\\' && k + 1 < n && in[k + 1] == '\n') {
-          t[k] = ' ';
-          k += 2;
-          continue;
-        }
-        if (in[k] == '\\' && k + 2 < n && in[k + 1] == '\r' && in[k + 2] == '\n') {
-          t[k] = t[k + 1] = ' ';
-          k += 3;
-          continue;
-        }
-        t[k] = ' ';
-        ++k;
+    } else if (c == '#' && line_start) {
+      i = directive(i);
+    } else {
+      if (c == '\n') {
+        line_start = true;
+      } else if (!is_space(c)) {
+        line_start = false;
       }
-      i = k;
-      continue;
+      ++i;
     }
-    if (c == '\n') {
-      line_start = true;
-    } else if (!is_space(c)) {
-      line_start = false;
-    }
-    ++i;
   }
-  return out;
+  return std::move(out_);
 }
+
+// Blanks and records the comment ("//" or "/*") starting at i; returns its end.
+size_t Cleaner::comment(size_t i) {
+  size_t e;
+  if (in_[i + 1] == '/') {
+    e = in_.find('\n', i);
+    if (e == std::string_view::npos) e = in_.size();
+  } else {
+    e = in_.find("*/", i + 2);
+    e = (e == std::string_view::npos) ? in_.size() : e + 2;
+  }
+  out_.comments.push_back({i, e});
+  blank(i, e);
+  return e;
+}
+
+// Blanks the contents of the string or char literal starting at i, keeping the quotes (a literal can contain '('
+// or ','); returns the index after it. An unterminated literal ends at the line's end.
+size_t Cleaner::literal(size_t i) {
+  const size_t n = in_.size();
+  const char quote = in_[i];
+  size_t k = i + 1;
+  while (k < n && in_[k] != quote && in_[k] != '\n') k += (in_[k] == '\\' && k + 1 < n) ? 2 : 1;
+  const size_t e = std::min(k, n);
+  blank(i + 1, e);
+  return (e < n && in_[e] == quote) ? e + 1 : e;
+}
+
+// Blanks the preprocessor directive starting at i: it runs to the end of the line, continued by backslash-newline;
+// comments inside count as comments (a block comment may carry it over several lines). Returns its end.
+size_t Cleaner::directive(size_t i) {
+  const size_t n = in_.size();
+  std::string &t = out_.text;
+  size_t k = i;
+  while (k < n && in_[k] != '\n') {
+    if (comment_at(k)) {
+      k = comment(k);
+    } else if (in_[k] == '\\' && k + 1 < n && in_[k + 1] == '\n') {
+      t[k] = ' ';
+      k += 2;
+    } else if (in_[k] == '\\' && k + 2 < n && in_[k + 1] == '\r' && in_[k + 2] == '\n') {
+      t[k] = t[k + 1] = ' ';
+      k += 3;
+    } else {
+      t[k] = ' ';
+      ++k;
+    }
+  }
+  return k;
+}
+
+CleanText clean(std::string_view in) { return Cleaner(in).run(); }
 
 // ---------------------------------------------------------------------------------------------------------------
 // One parameter: a tiny tokenizer over its (clean) text, then classification by type and name.
