@@ -629,90 +629,104 @@ void assign_direction(RawParam &r, const std::vector<std::pair<std::string, DocD
 // ---------------------------------------------------------------------------------------------------------------
 // Declarations.
 
-// Parses the declaration whose name starts at `name_pos` in the clean text. nullopt if it is not one.
-std::optional<OpPrototype> parse_at(std::string_view original, const CleanText &ct, size_t name_pos, size_t name_len,
-                                    std::string_view op) {
-  const std::string_view t = ct.text;
-  // What precedes the name in its statement: must mention aclnnStatus (the return type) and be a
-  // declaration, not a call (`= aclnnX(`, `return aclnnX(`, `f(aclnnX(`).
+// Start of the statement that holds the name at `name_pos` in the clean text: just after the previous ';', '{' or
+// '}', at most kMaxPrefixChars back.
+size_t statement_start(std::string_view t, size_t name_pos) {
   const size_t limit = name_pos > kMaxPrefixChars ? name_pos - kMaxPrefixChars : 0;
   size_t stmt = name_pos;
   while (stmt > limit && t[stmt - 1] != ';' && t[stmt - 1] != '{' && t[stmt - 1] != '}') --stmt;
-  const std::string_view prefix = t.substr(stmt, name_pos - stmt);
+  return stmt;
+}
+
+// What precedes the name in its statement: must mention aclnnStatus (the return type) and be a declaration, not a
+// call (`= aclnnX(`, `return aclnnX(`, `f(aclnnX(`).
+bool declaration_prefix(std::string_view prefix) {
   const std::string_view before = trim(prefix);
-  if (before.empty() || !(is_ident_char(before.back()) || before.back() == ')')) return std::nullopt;
-  if (prefix.find('=') != std::string_view::npos) return std::nullopt;
+  if (before.empty() || !(is_ident_char(before.back()) || before.back() == ')')) return false;
+  if (prefix.find('=') != std::string_view::npos) return false;
   bool has_status = false;
   for (size_t k = 0; k < prefix.size();) {
     if (!is_ident_start(prefix[k])) {
       ++k;
       continue;
     }
-    size_t e = k;
-    while (e < prefix.size() && is_ident_char(prefix[e])) ++e;
+    const size_t e = ident_end(prefix, k);
     const std::string_view w = prefix.substr(k, e - k);
     if (w == "aclnnStatus") has_status = true;
-    if (w == "return") return std::nullopt;
+    if (w == "return") return false;
     k = e;
   }
-  if (!has_status) return std::nullopt;
+  return has_status;
+}
 
-  size_t open = name_pos + name_len;
-  while (open < t.size() && is_space(t[open])) ++open;
-  if (open >= t.size() || t[open] != '(') return std::nullopt;
-  // The matching ')', without crossing a statement end.
-  size_t close = std::string_view::npos;
+// The ')' matching the '(' at `open`, without crossing a statement end; npos if there is none within
+// kMaxDeclChars.
+size_t matching_paren(std::string_view t, size_t open) {
   int depth = 0;
   const size_t scan_end = std::min(t.size(), open + kMaxDeclChars);
   for (size_t k = open; k < scan_end; ++k) {
     const char c = t[k];
-    if (c == ';' || c == '{' || c == '}') return std::nullopt;
+    if (c == ';' || c == '{' || c == '}') return std::string_view::npos;
     if (c == '(' || c == '[') ++depth;
     if (c == ')' || c == ']') {
-      if (--depth == 0) {
-        if (c != ')') return std::nullopt;
-        close = k;
-        break;
-      }
-      if (depth < 0) return std::nullopt;
+      if (--depth == 0) return c == ')' ? k : std::string_view::npos;
+      if (depth < 0) return std::string_view::npos;
     }
   }
-  if (close == std::string_view::npos) return std::nullopt;
+  return std::string_view::npos;
+}
 
-  // Parameters at top-level commas.
-  std::vector<std::string_view> pieces;
-  {
-    const std::string_view list = t.substr(open + 1, close - open - 1);
-    int d = 0;
-    size_t start = 0;
-    for (size_t k = 0; k <= list.size(); ++k) {
-      if (k == list.size() || (list[k] == ',' && d == 0)) {
-        pieces.push_back(list.substr(start, k - start));
-        if (pieces.size() > kMaxParams) return std::nullopt;
-        start = k + 1;
-        continue;
-      }
-      if (list[k] == '(' || list[k] == '[') ++d;
-      if (list[k] == ')' || list[k] == ']') --d;
+// The parameter list split at its top-level commas; false when it has more than kMaxParams pieces.
+bool split_params(std::string_view list, std::vector<std::string_view> *pieces) {
+  int depth = 0;
+  size_t start = 0;
+  for (size_t k = 0; k <= list.size(); ++k) {
+    if (k == list.size() || (list[k] == ',' && depth == 0)) {
+      pieces->push_back(list.substr(start, k - start));
+      if (pieces->size() > kMaxParams) return false;
+      start = k + 1;
+      continue;
     }
+    if (list[k] == '(' || list[k] == '[') ++depth;
+    if (list[k] == ')' || list[k] == ']') --depth;
   }
-  if (pieces.size() == 1 && (trim(pieces[0]).empty() || trim(pieces[0]) == "void")) pieces.clear();
-  if (pieces.size() < 2) return std::nullopt;  // at least workspaceSize and executor
+  return true;
+}
 
-  std::vector<RawParam> raw(pieces.size());
-  for (size_t k = 0; k < pieces.size(); ++k)
-    if (!parse_param(pieces[k], &raw[k])) return std::nullopt;
-
-  // The phase-1 trailer: (uint64_t *workspaceSize, aclOpExecutor **executor).
+// The phase-1 trailer: (uint64_t *workspaceSize, aclOpExecutor **executor). Marks the pair; false if it is not
+// there.
+bool mark_phase1_trailer(std::vector<RawParam> &raw) {
   RawParam &ws = raw[raw.size() - 2];
   RawParam &ex = raw.back();
   const bool ws_ok =
       ws.depth == 1 && !ws.pointee_const && !ws.is_enum &&
       (ws.base == "uint64_t" || ws.base == "unsigned long" || ws.base == "unsigned long int" || ws.base == "size_t");
   const bool ex_ok = ex.depth == 2 && ex.base == "aclOpExecutor";
-  if (!ws_ok || !ex_ok) return std::nullopt;
+  if (!ws_ok || !ex_ok) return false;
   ws.param.kind = ParamKind::WorkspaceSizeOut;
   ex.param.kind = ParamKind::ExecutorOut;
+  return true;
+}
+
+// Parses the declaration whose name starts at `name_pos` in the clean text. nullopt if it is not one.
+std::optional<OpPrototype> parse_at(std::string_view original, const CleanText &ct, size_t name_pos, size_t name_len,
+                                    std::string_view op) {
+  const std::string_view t = ct.text;
+  const size_t stmt = statement_start(t, name_pos);
+  if (!declaration_prefix(t.substr(stmt, name_pos - stmt))) return std::nullopt;
+  const size_t open = skip_spaces(t, name_pos + name_len);
+  if (open >= t.size() || t[open] != '(') return std::nullopt;
+  const size_t close = matching_paren(t, open);
+  if (close == std::string_view::npos) return std::nullopt;
+
+  std::vector<std::string_view> pieces;
+  if (!split_params(t.substr(open + 1, close - open - 1), &pieces)) return std::nullopt;
+  if (pieces.size() == 1 && (trim(pieces[0]).empty() || trim(pieces[0]) == "void")) pieces.clear();
+  if (pieces.size() < 2) return std::nullopt;  // at least workspaceSize and executor
+  std::vector<RawParam> raw(pieces.size());
+  for (size_t k = 0; k < pieces.size(); ++k)
+    if (!parse_param(pieces[k], &raw[k])) return std::nullopt;
+  if (!mark_phase1_trailer(raw)) return std::nullopt;
 
   const auto docs = doc_directions(original, ct.comments, stmt, name_pos);
   OpPrototype proto;
