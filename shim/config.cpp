@@ -138,6 +138,8 @@ struct Keyword {
   E value;
 };
 
+// kTasks and kFileFormats spell what collector/format.h's task_name() and file_suffix() spell; they are not taken
+// from there because config.cpp is also compiled into test/fuzz's fuzz_config, which does not link the collector.
 constexpr Keyword<Task> kTasks[] = {{"statistics", Task::Statistics},
                                     {"tensor", Task::Tensor},
                                     {"overflow_check", Task::OverflowCheck},
