@@ -53,80 +53,104 @@ struct CleanText {
   std::vector<Span> comments;  // in increasing order
 };
 
-CleanText clean(std::string_view in) {
-  CleanText out;
-  out.text.assign(in.data(), in.size());
-  std::string &t = out.text;
-  const size_t n = t.size();
-  auto blank = [&](size_t b, size_t e) {
+// clean()'s work: the input, and its copy being blanked.
+class Cleaner {
+ public:
+  explicit Cleaner(std::string_view in) : in_(in) { out_.text.assign(in.data(), in.size()); }
+
+  CleanText run() &&;
+
+ private:
+  bool comment_at(size_t i) const {
+    return in_[i] == '/' && i + 1 < in_.size() && (in_[i + 1] == '/' || in_[i + 1] == '*');
+  }
+  void blank(size_t b, size_t e) {
     for (size_t k = b; k < e; ++k)
-      if (t[k] != '\n') t[k] = ' ';
-  };
-  // Returns the end of the comment starting at i ("//" or "/*"); records it.
-  auto comment_end = [&](size_t i) {
-    size_t e;
-    if (in[i + 1] == '/') {
-      e = in.find('\n', i);
-      if (e == std::string_view::npos) e = n;
-    } else {
-      e = in.find("*/", i + 2);
-      e = (e == std::string_view::npos) ? n : e + 2;
-    }
-    out.comments.push_back({i, e});
-    blank(i, e);
-    return e;
-  };
+      if (out_.text[k] != '\n') out_.text[k] = ' ';
+  }
+  size_t comment(size_t i);
+  size_t literal(size_t i);
+  size_t directive(size_t i);
+
+  std::string_view in_;
+  CleanText out_;
+};
+
+CleanText Cleaner::run() && {
   bool line_start = true;  // only whitespace (or comments) so far on this line
   size_t i = 0;
-  while (i < n) {
-    const char c = in[i];
-    if (c == '/' && i + 1 < n && (in[i + 1] == '/' || in[i + 1] == '*')) {
-      i = comment_end(i);
-      continue;
-    }
-    if (c == '"' || c == '\'') {
-      size_t k = i + 1;
-      while (k < n && in[k] != c && in[k] != '\n') k += (in[k] == '\\' && k + 1 < n) ? 2 : 1;
-      const size_t e = std::min(k, n);
-      blank(i + 1, e);  // keep the quotes; a literal can contain '(' or ','
-      i = (e < n && in[e] == c) ? e + 1 : e;
+  while (i < in_.size()) {
+    const char c = in_[i];
+    if (comment_at(i)) {
+      i = comment(i);
+    } else if (c == '"' || c == '\'') {
+      i = literal(i);
       line_start = false;
-      continue;
-    }
-    if (c == '#' && line_start) {
-      // A directive runs to the end of the line, continued by backslash-newline; comments inside count as
-      // comments (a block comment may carry it over several lines).
-      size_t k = i;
-      while (k < n && in[k] != '\n') {
-        if (in[k] == '/' && k + 1 < n && (in[k + 1] == '/' || in[k + 1] == '*')) {
-          k = comment_end(k);
-          continue;
-        }
-        if (in[k] == '\\' && k + 1 < n && in[k + 1] == '\n') {
-          t[k] = ' ';
-          k += 2;
-          continue;
-        }
-        if (in[k] == '\\' && k + 2 < n && in[k + 1] == '\r' && in[k + 2] == '\n') {
-          t[k] = t[k + 1] = ' ';
-          k += 3;
-          continue;
-        }
-        t[k] = ' ';
-        ++k;
+    } else if (c == '#' && line_start) {
+      i = directive(i);
+    } else {
+      if (c == '\n') {
+        line_start = true;
+      } else if (!is_space(c)) {
+        line_start = false;
       }
-      i = k;
-      continue;
+      ++i;
     }
-    if (c == '\n') {
-      line_start = true;
-    } else if (!is_space(c)) {
-      line_start = false;
-    }
-    ++i;
   }
-  return out;
+  return std::move(out_);
 }
+
+// Blanks and records the comment ("//" or "/*") starting at i; returns its end.
+size_t Cleaner::comment(size_t i) {
+  size_t e;
+  if (in_[i + 1] == '/') {
+    e = in_.find('\n', i);
+    if (e == std::string_view::npos) e = in_.size();
+  } else {
+    e = in_.find("*/", i + 2);
+    e = (e == std::string_view::npos) ? in_.size() : e + 2;
+  }
+  out_.comments.push_back({i, e});
+  blank(i, e);
+  return e;
+}
+
+// Blanks the contents of the string or char literal starting at i, keeping the quotes (a literal can contain '('
+// or ','); returns the index after it. An unterminated literal ends at the line's end.
+size_t Cleaner::literal(size_t i) {
+  const size_t n = in_.size();
+  const char quote = in_[i];
+  size_t k = i + 1;
+  while (k < n && in_[k] != quote && in_[k] != '\n') k += (in_[k] == '\\' && k + 1 < n) ? 2 : 1;
+  const size_t e = std::min(k, n);
+  blank(i + 1, e);
+  return (e < n && in_[e] == quote) ? e + 1 : e;
+}
+
+// Blanks the preprocessor directive starting at i: it runs to the end of the line, continued by backslash-newline;
+// comments inside count as comments (a block comment may carry it over several lines). Returns its end.
+size_t Cleaner::directive(size_t i) {
+  const size_t n = in_.size();
+  std::string &t = out_.text;
+  size_t k = i;
+  while (k < n && in_[k] != '\n') {
+    if (comment_at(k)) {
+      k = comment(k);
+    } else if (in_[k] == '\\' && k + 1 < n && in_[k + 1] == '\n') {
+      t[k] = ' ';
+      k += 2;
+    } else if (in_[k] == '\\' && k + 2 < n && in_[k + 1] == '\r' && in_[k + 2] == '\n') {
+      t[k] = t[k + 1] = ' ';
+      k += 3;
+    } else {
+      t[k] = ' ';
+      ++k;
+    }
+  }
+  return k;
+}
+
+CleanText clean(std::string_view in) { return Cleaner(in).run(); }
 
 // ---------------------------------------------------------------------------------------------------------------
 // One parameter: a tiny tokenizer over its (clean) text, then classification by type and name.
@@ -298,8 +322,20 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Tokenizes one parameter. False when it is not a plain C parameter we can forward.
-bool parse_param(std::string_view text, RawParam *out) {
+// Index just past the identifier starting at s[i].
+size_t ident_end(std::string_view s, size_t i) {
+  while (i < s.size() && is_ident_char(s[i])) ++i;
+  return i;
+}
+
+// Index of the first non-space at or after s[i] (s.size() if none).
+size_t skip_spaces(std::string_view s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+
+// What a parameter's text is made of.
+struct ParamTokens {
   struct Word {
     std::string_view text;
     int stars_before;
@@ -309,146 +345,202 @@ bool parse_param(std::string_view text, RawParam *out) {
   std::vector<std::string_view> tokens;  // what the type text is rebuilt from: qualifiers, words, '*'
   int stars = 0, arrays = 0;
   bool const_before_star = false;
+  bool is_enum = false;  // declared with the `enum` keyword
   bool function_pointer = false;
   std::string_view fp_name;
-  size_t i = 0;
-  const size_t n = text.size();
-  while (i < n) {
-    const char c = text[i];
-    if (is_space(c)) {
-      ++i;
-      continue;
-    }
-    if (is_ident_start(c)) {
-      size_t e = i;
-      while (e < n && is_ident_char(text[e])) ++e;
-      const std::string_view w = text.substr(i, e - i);
-      i = e;
-      if (is_attribute_word(w)) {
-        while (i < n && is_space(text[i])) ++i;
-        if (i >= n || text[i] != '(') return false;
-        i = skip_group(text, i);
-        if (i == std::string_view::npos) return false;
-        continue;
-      }
-      if (function_pointer || arrays > 0) return false;  // nothing may follow `(*f)(...)` or `x[]`
-      if (w == "const" || w == "volatile") {
-        if (stars == 0 && w == "const") const_before_star = true;
-        tokens.push_back(w);
-        continue;
-      }
-      if (w == "enum") out->is_enum = true;
-      if (w == "enum" || w == "struct" || w == "union") {
-        tokens.push_back(w);
-        continue;
-      }
-      if (is_skipped_word(w)) continue;
-      words.push_back({w, stars, tokens.size()});
-      tokens.push_back(w);
-      continue;
-    }
-    if (c == '*') {
-      if (arrays > 0 || function_pointer) return false;
-      ++stars;
-      tokens.push_back("*");
-      ++i;
-      continue;
-    }
-    if (c == '[') {
-      if (i + 1 < n && text[i + 1] == '[') {  // [[attribute]]
-        const size_t e = text.find("]]", i + 2);
-        if (e == std::string_view::npos) return false;
-        i = e + 2;
-        continue;
-      }
-      const size_t e = skip_group(text, i);
-      if (e == std::string_view::npos || function_pointer) return false;
-      ++arrays;  // decays to a pointer
-      i = e;
-      continue;
-    }
-    if (c == '(') {
-      // Only `ret (*name)(args)`: a function pointer, forwarded as a pointer.
-      if (function_pointer || arrays > 0) return false;
-      const size_t e = skip_group(text, i);
-      if (e == std::string_view::npos) return false;
-      std::string_view inner = trim(text.substr(i + 1, e - i - 2));
-      if (inner.empty() || inner[0] != '*') return false;
-      while (!inner.empty() && (inner[0] == '*' || is_space(inner[0]))) inner.remove_prefix(1);
-      if (!std::all_of(inner.begin(), inner.end(), is_ident_char)) return false;
-      fp_name = inner;
-      size_t k = e;
-      while (k < n && is_space(text[k])) ++k;
-      if (k >= n || text[k] != '(') return false;
-      const size_t args_end = skip_group(text, k);
-      if (args_end == std::string_view::npos) return false;
-      function_pointer = true;
-      i = args_end;
-      continue;
-    }
-    if (c == '=') break;  // a C++ default argument does not change the ABI
-    return false;         // '&', '::', '<', digits, '...': not a C parameter we understand
-  }
+};
 
+// Splits one parameter's (clean) text into ParamTokens. Each step returns false when the text is not a plain C
+// parameter we can forward.
+class ParamLexer {
+ public:
+  ParamLexer(std::string_view text, ParamTokens &out) : s_(text), t_(out) {}
+
+  bool run();
+
+ private:
+  bool word();
+  bool star();
+  bool bracket();
+  bool function_pointer();
+
+  std::string_view s_;
+  size_t i_ = 0;
+  ParamTokens &t_;
+};
+
+bool ParamLexer::run() {
+  while (i_ < s_.size()) {
+    const char c = s_[i_];
+    bool ok;
+    if (is_space(c)) {
+      ++i_;
+      ok = true;
+    } else if (is_ident_start(c)) {
+      ok = word();
+    } else if (c == '*') {
+      ok = star();
+    } else if (c == '[') {
+      ok = bracket();
+    } else if (c == '(') {
+      ok = function_pointer();
+    } else if (c == '=') {
+      return true;  // a C++ default argument does not change the ABI
+    } else {
+      return false;  // '&', '::', '<', digits, '...': not a C parameter we understand
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ParamLexer::word() {
+  const size_t e = ident_end(s_, i_);
+  const std::string_view w = s_.substr(i_, e - i_);
+  i_ = e;
+  if (is_attribute_word(w)) {
+    i_ = skip_spaces(s_, i_);
+    if (i_ >= s_.size() || s_[i_] != '(') return false;
+    i_ = skip_group(s_, i_);
+    return i_ != std::string_view::npos;
+  }
+  if (t_.function_pointer || t_.arrays > 0) return false;  // nothing may follow `(*f)(...)` or `x[]`
+  if (w == "const" || w == "volatile") {
+    if (t_.stars == 0 && w == "const") t_.const_before_star = true;
+    t_.tokens.push_back(w);
+    return true;
+  }
+  if (w == "enum") t_.is_enum = true;
+  if (w == "enum" || w == "struct" || w == "union") {
+    t_.tokens.push_back(w);
+    return true;
+  }
+  if (is_skipped_word(w)) return true;
+  t_.words.push_back({w, t_.stars, t_.tokens.size()});
+  t_.tokens.push_back(w);
+  return true;
+}
+
+bool ParamLexer::star() {
+  if (t_.arrays > 0 || t_.function_pointer) return false;
+  ++t_.stars;
+  t_.tokens.push_back("*");
+  ++i_;
+  return true;
+}
+
+// `[[attribute]]`, skipped, or an array, which decays to a pointer.
+bool ParamLexer::bracket() {
+  if (i_ + 1 < s_.size() && s_[i_ + 1] == '[') {
+    const size_t e = s_.find("]]", i_ + 2);
+    if (e == std::string_view::npos) return false;
+    i_ = e + 2;
+    return true;
+  }
+  const size_t e = skip_group(s_, i_);
+  if (e == std::string_view::npos || t_.function_pointer) return false;
+  ++t_.arrays;
+  i_ = e;
+  return true;
+}
+
+// Only `ret (*name)(args)`: a function pointer, forwarded as a pointer.
+bool ParamLexer::function_pointer() {
+  if (t_.function_pointer || t_.arrays > 0) return false;
+  const size_t e = skip_group(s_, i_);
+  if (e == std::string_view::npos) return false;
+  std::string_view inner = trim(s_.substr(i_ + 1, e - i_ - 2));
+  if (inner.empty() || inner[0] != '*') return false;
+  while (!inner.empty() && (inner[0] == '*' || is_space(inner[0]))) inner.remove_prefix(1);
+  if (!std::all_of(inner.begin(), inner.end(), is_ident_char)) return false;
+  t_.fp_name = inner;
+  const size_t k = skip_spaces(s_, e);
+  if (k >= s_.size() || s_[k] != '(') return false;
+  const size_t args_end = skip_group(s_, k);
+  if (args_end == std::string_view::npos) return false;
+  t_.function_pointer = true;
+  i_ = args_end;
+  return true;
+}
+
+// The last word names the parameter unless it is a builtin word or the only word (`int64_t`, `aclTensor *`); the
+// rest is the base type, all before any '*'. Sets r's name; *name_token: the name's index in t.tokens (or SIZE_MAX).
+bool split_name(ParamTokens &t, RawParam &r, size_t *name_token, std::vector<std::string_view> *base_words) {
+  *name_token = SIZE_MAX;
+  if (t.words.size() >= 2 && !is_builtin_word(t.words.back().text)) {
+    if (t.words.back().stars_before != t.stars) return false;  // `a *name *`: not C
+    r.param.name = std::string(t.words.back().text);
+    *name_token = t.words.back().token;
+    t.words.pop_back();
+  }
+  for (const auto &w : t.words) {
+    if (w.stars_before != 0) return false;
+    base_words->push_back(w.text);
+  }
+  return true;
+}
+
+template <size_t N>
+const TypedefKind *find_typedef(const TypedefKind (&table)[N], std::string_view name) {
+  const auto it =
+      std::find_if(std::begin(table), std::end(table), [&](const TypedefKind &t) { return t.name == name; });
+  return it == std::end(table) ? nullptr : it;
+}
+
+// The kind of a parameter from its base type and pointer depth; false for a by-value type we cannot forward.
+bool param_kind(const RawParam &r, const std::vector<std::string_view> &base_words, bool all_builtin, ParamKind *kind) {
+  *kind = ParamKind::OtherPointer;
+  if (r.depth == 0) {
+    if (all_builtin) return builtin_kind(base_words, kind);
+    if (r.is_enum) {
+      *kind = ParamKind::OtherEnum;
+      return true;
+    }
+    const TypedefKind *t = find_typedef(kValueTypedefs, r.base);
+    if (t != nullptr) *kind = t->kind;
+    return t != nullptr;
+  }
+  if (r.depth == 1) {
+    if (const TypedefKind *t = find_typedef(kPointeeKinds, r.base)) {
+      *kind = t->kind;
+    } else if (all_builtin && std::find(base_words.begin(), base_words.end(), "char") != base_words.end()) {
+      *kind = ParamKind::CString;
+    }
+  }
+  return true;
+}
+
+// Tokenizes one parameter and classifies it. False when it is not a plain C parameter we can forward.
+bool parse_param(std::string_view text, RawParam *out) {
+  ParamTokens t;
   RawParam &r = *out;
-  if (function_pointer) {
-    if (words.empty()) return false;
+  const bool lexed = ParamLexer(text, t).run();
+  r.is_enum = t.is_enum;
+  if (!lexed || t.words.empty()) return false;
+  if (t.function_pointer) {
     r.param.kind = ParamKind::OtherPointer;
-    r.param.name = std::string(fp_name);
+    r.param.name = std::string(t.fp_name);
     r.param.type_text = "function pointer";
     r.depth = 1;
     return true;
   }
-  if (words.empty()) return false;
-
-  // The last word names the parameter unless it is a builtin word or the only word (`int64_t`, `aclTensor *`).
-  size_t name_token = SIZE_MAX;
-  if (words.size() >= 2 && !is_builtin_word(words.back().text)) {
-    if (words.back().stars_before != stars) return false;  // `a *name *`: not C
-    r.param.name = std::string(words.back().text);
-    name_token = words.back().token;
-    words.pop_back();
-  }
-  // The base type: one typedef name or builtin words, all before any '*'.
-  std::vector<std::string_view> base_words;
-  for (const auto &w : words) {
-    if (w.stars_before != 0) return false;
-    base_words.push_back(w.text);
-  }
+  size_t name_token;
+  std::vector<std::string_view> base_words;  // one typedef name or builtin words
+  if (!split_name(t, r, &name_token, &base_words)) return false;
   const bool all_builtin = std::all_of(base_words.begin(), base_words.end(), is_builtin_word);
   if (!all_builtin && base_words.size() != 1) return false;  // `MACRO aclTensor *x` and the like
 
-  for (size_t k = 0; k < tokens.size(); ++k)
-    if (k != name_token) append_type_token(r.param.type_text, tokens[k]);
-  for (int a = 0; a < arrays; ++a) append_type_token(r.param.type_text, "*");
-  r.depth = stars + arrays;
-  r.pointee_const = const_before_star;
+  for (size_t k = 0; k < t.tokens.size(); ++k)
+    if (k != name_token) append_type_token(r.param.type_text, t.tokens[k]);
+  for (int a = 0; a < t.arrays; ++a) append_type_token(r.param.type_text, "*");
+  r.depth = t.stars + t.arrays;
+  r.pointee_const = t.const_before_star;
   for (auto w : base_words) {
     if (!r.base.empty()) r.base += ' ';
     r.base += w;
   }
-
-  ParamKind kind = ParamKind::OtherPointer;
-  if (r.depth == 0) {
-    if (all_builtin) {
-      if (!builtin_kind(base_words, &kind)) return false;
-    } else if (r.is_enum) {
-      kind = ParamKind::OtherEnum;
-    } else {
-      auto it = std::find_if(std::begin(kValueTypedefs), std::end(kValueTypedefs),
-                             [&](const TypedefKind &t) { return t.name == r.base; });
-      if (it == std::end(kValueTypedefs)) return false;
-      kind = it->kind;
-    }
-  } else if (r.depth == 1) {
-    auto it = std::find_if(std::begin(kPointeeKinds), std::end(kPointeeKinds),
-                           [&](const TypedefKind &t) { return t.name == r.base; });
-    if (it != std::end(kPointeeKinds)) {
-      kind = it->kind;
-    } else if (all_builtin && std::find(base_words.begin(), base_words.end(), "char") != base_words.end()) {
-      kind = ParamKind::CString;
-    }
-  }
+  ParamKind kind;
+  if (!param_kind(r, base_words, all_builtin, &kind)) return false;
   r.param.kind = kind;
   return true;
 }
@@ -537,90 +629,104 @@ void assign_direction(RawParam &r, const std::vector<std::pair<std::string, DocD
 // ---------------------------------------------------------------------------------------------------------------
 // Declarations.
 
-// Parses the declaration whose name starts at `name_pos` in the clean text. nullopt if it is not one.
-std::optional<OpPrototype> parse_at(std::string_view original, const CleanText &ct, size_t name_pos, size_t name_len,
-                                    std::string_view op) {
-  const std::string_view t = ct.text;
-  // What precedes the name in its statement: must mention aclnnStatus (the return type) and be a
-  // declaration, not a call (`= aclnnX(`, `return aclnnX(`, `f(aclnnX(`).
+// Start of the statement that holds the name at `name_pos` in the clean text: just after the previous ';', '{' or
+// '}', at most kMaxPrefixChars back.
+size_t statement_start(std::string_view t, size_t name_pos) {
   const size_t limit = name_pos > kMaxPrefixChars ? name_pos - kMaxPrefixChars : 0;
   size_t stmt = name_pos;
   while (stmt > limit && t[stmt - 1] != ';' && t[stmt - 1] != '{' && t[stmt - 1] != '}') --stmt;
-  const std::string_view prefix = t.substr(stmt, name_pos - stmt);
+  return stmt;
+}
+
+// What precedes the name in its statement: must mention aclnnStatus (the return type) and be a declaration, not a
+// call (`= aclnnX(`, `return aclnnX(`, `f(aclnnX(`).
+bool declaration_prefix(std::string_view prefix) {
   const std::string_view before = trim(prefix);
-  if (before.empty() || !(is_ident_char(before.back()) || before.back() == ')')) return std::nullopt;
-  if (prefix.find('=') != std::string_view::npos) return std::nullopt;
+  if (before.empty() || !(is_ident_char(before.back()) || before.back() == ')')) return false;
+  if (prefix.find('=') != std::string_view::npos) return false;
   bool has_status = false;
   for (size_t k = 0; k < prefix.size();) {
     if (!is_ident_start(prefix[k])) {
       ++k;
       continue;
     }
-    size_t e = k;
-    while (e < prefix.size() && is_ident_char(prefix[e])) ++e;
+    const size_t e = ident_end(prefix, k);
     const std::string_view w = prefix.substr(k, e - k);
     if (w == "aclnnStatus") has_status = true;
-    if (w == "return") return std::nullopt;
+    if (w == "return") return false;
     k = e;
   }
-  if (!has_status) return std::nullopt;
+  return has_status;
+}
 
-  size_t open = name_pos + name_len;
-  while (open < t.size() && is_space(t[open])) ++open;
-  if (open >= t.size() || t[open] != '(') return std::nullopt;
-  // The matching ')', without crossing a statement end.
-  size_t close = std::string_view::npos;
+// The ')' matching the '(' at `open`, without crossing a statement end; npos if there is none within
+// kMaxDeclChars.
+size_t matching_paren(std::string_view t, size_t open) {
   int depth = 0;
   const size_t scan_end = std::min(t.size(), open + kMaxDeclChars);
   for (size_t k = open; k < scan_end; ++k) {
     const char c = t[k];
-    if (c == ';' || c == '{' || c == '}') return std::nullopt;
+    if (c == ';' || c == '{' || c == '}') return std::string_view::npos;
     if (c == '(' || c == '[') ++depth;
     if (c == ')' || c == ']') {
-      if (--depth == 0) {
-        if (c != ')') return std::nullopt;
-        close = k;
-        break;
-      }
-      if (depth < 0) return std::nullopt;
+      if (--depth == 0) return c == ')' ? k : std::string_view::npos;
+      if (depth < 0) return std::string_view::npos;
     }
   }
-  if (close == std::string_view::npos) return std::nullopt;
+  return std::string_view::npos;
+}
 
-  // Parameters at top-level commas.
-  std::vector<std::string_view> pieces;
-  {
-    const std::string_view list = t.substr(open + 1, close - open - 1);
-    int d = 0;
-    size_t start = 0;
-    for (size_t k = 0; k <= list.size(); ++k) {
-      if (k == list.size() || (list[k] == ',' && d == 0)) {
-        pieces.push_back(list.substr(start, k - start));
-        if (pieces.size() > kMaxParams) return std::nullopt;
-        start = k + 1;
-        continue;
-      }
-      if (list[k] == '(' || list[k] == '[') ++d;
-      if (list[k] == ')' || list[k] == ']') --d;
+// The parameter list split at its top-level commas; false when it has more than kMaxParams pieces.
+bool split_params(std::string_view list, std::vector<std::string_view> *pieces) {
+  int depth = 0;
+  size_t start = 0;
+  for (size_t k = 0; k <= list.size(); ++k) {
+    if (k == list.size() || (list[k] == ',' && depth == 0)) {
+      pieces->push_back(list.substr(start, k - start));
+      if (pieces->size() > kMaxParams) return false;
+      start = k + 1;
+      continue;
     }
+    if (list[k] == '(' || list[k] == '[') ++depth;
+    if (list[k] == ')' || list[k] == ']') --depth;
   }
-  if (pieces.size() == 1 && (trim(pieces[0]).empty() || trim(pieces[0]) == "void")) pieces.clear();
-  if (pieces.size() < 2) return std::nullopt;  // at least workspaceSize and executor
+  return true;
+}
 
-  std::vector<RawParam> raw(pieces.size());
-  for (size_t k = 0; k < pieces.size(); ++k)
-    if (!parse_param(pieces[k], &raw[k])) return std::nullopt;
-
-  // The phase-1 trailer: (uint64_t *workspaceSize, aclOpExecutor **executor).
+// The phase-1 trailer: (uint64_t *workspaceSize, aclOpExecutor **executor). Marks the pair; false if it is not
+// there.
+bool mark_phase1_trailer(std::vector<RawParam> &raw) {
   RawParam &ws = raw[raw.size() - 2];
   RawParam &ex = raw.back();
   const bool ws_ok =
       ws.depth == 1 && !ws.pointee_const && !ws.is_enum &&
       (ws.base == "uint64_t" || ws.base == "unsigned long" || ws.base == "unsigned long int" || ws.base == "size_t");
   const bool ex_ok = ex.depth == 2 && ex.base == "aclOpExecutor";
-  if (!ws_ok || !ex_ok) return std::nullopt;
+  if (!ws_ok || !ex_ok) return false;
   ws.param.kind = ParamKind::WorkspaceSizeOut;
   ex.param.kind = ParamKind::ExecutorOut;
+  return true;
+}
+
+// Parses the declaration whose name starts at `name_pos` in the clean text. nullopt if it is not one.
+std::optional<OpPrototype> parse_at(std::string_view original, const CleanText &ct, size_t name_pos, size_t name_len,
+                                    std::string_view op) {
+  const std::string_view t = ct.text;
+  const size_t stmt = statement_start(t, name_pos);
+  if (!declaration_prefix(t.substr(stmt, name_pos - stmt))) return std::nullopt;
+  const size_t open = skip_spaces(t, name_pos + name_len);
+  if (open >= t.size() || t[open] != '(') return std::nullopt;
+  const size_t close = matching_paren(t, open);
+  if (close == std::string_view::npos) return std::nullopt;
+
+  std::vector<std::string_view> pieces;
+  if (!split_params(t.substr(open + 1, close - open - 1), &pieces)) return std::nullopt;
+  if (pieces.size() == 1 && (trim(pieces[0]).empty() || trim(pieces[0]) == "void")) pieces.clear();
+  if (pieces.size() < 2) return std::nullopt;  // at least workspaceSize and executor
+  std::vector<RawParam> raw(pieces.size());
+  for (size_t k = 0; k < pieces.size(); ++k)
+    if (!parse_param(pieces[k], &raw[k])) return std::nullopt;
+  if (!mark_phase1_trailer(raw)) return std::nullopt;
 
   const auto docs = doc_directions(original, ct.comments, stmt, name_pos);
   OpPrototype proto;

@@ -138,6 +138,8 @@ struct Keyword {
   E value;
 };
 
+// kTasks and kFileFormats spell what collector/format.h's task_name() and file_suffix() spell; they are not taken
+// from there because config.cpp is also compiled into test/fuzz's fuzz_config, which does not link the collector.
 constexpr Keyword<Task> kTasks[] = {{"statistics", Task::Statistics},
                                     {"tensor", Task::Tensor},
                                     {"overflow_check", Task::OverflowCheck},
@@ -175,30 +177,13 @@ const char *keyword_name(const Keyword<E> (&table)[N], E value) {
   return "?";
 }
 
-// What each setting accepts, as the messages say it. Literals, so that loading the library runs no constructor.
-constexpr std::string_view kAcceptTask = "statistics, tensor, overflow_check, structure";
-constexpr std::string_view kAcceptDataMode = "all, input, output";
-constexpr std::string_view kAcceptSummary = "statistics, md5";
-constexpr std::string_view kAcceptFormat = "npy, bin";
-constexpr std::string_view kAcceptStack = "off, native, python, mixed";
-constexpr std::string_view kAcceptCompress = "off, lz4";
-constexpr std::string_view kAcceptPrecision = "low, high";
-constexpr std::string_view kAcceptDeviceStats = "on, off (also 1/0, true/false, yes/no)";
-constexpr std::string_view kAcceptStatsDevice = "\"device\", \"host\"";
-constexpr std::string_view kAcceptLogLevel =
-    "error, warn, info, debug (or msprobe's numbers 0-4: 0 debug ... 3 error, 4 error only)";
-constexpr std::string_view kAcceptEnable = "1 or 0 (also true/false, on/off, yes/no)";
-constexpr std::string_view kAcceptIndex = "all, or numbers and ranges in [0, 1000000] such as 0,2,4-6";
-constexpr std::string_view kAcceptList =
-    "all, or comma-separated op types (Matmul), kernel names (Matmul.Default.0, or Matmul.Default for every n) and "
-    "name-regex(...) items";
-constexpr std::string_view kAcceptScope =
-    "two comma-separated items first,last (each an op type, a kernel name or name-regex(...)), or none";
-constexpr std::string_view kAcceptMarker = "a regular expression over kernel op types (RE2 syntax), or off";
-constexpr std::string_view kAcceptBuffer = "a whole number of MiB in [1, 1048576]";
-constexpr std::string_view kAcceptOverflow = "-1 (never stop) or a whole number in [1, 2147483647]";
-constexpr std::string_view kAcceptPath = "a directory path (not empty, at most 4095 bytes, no NUL byte)";
-constexpr std::string_view kAcceptConfig = "the path of a readable msprobe config.json (a JSON object, at most 16 MiB)";
+// msprobe's tasks that are not kernel dumps: config.json's "task" may not name them, and their sections are ignored.
+constexpr std::string_view kOtherMsprobeTasks[] = {"free_benchmark", "run_ut", "grad_probe", "exception_dump"};
+
+template <class List>
+bool contains(const List &list, std::string_view s) {
+  return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
 
 // ---- numbers -----------------------------------------------------------------------------------------------------
 
@@ -327,98 +312,189 @@ const char *json_type(const json &v) {
   return "null";
 }
 
-// ---- the loader --------------------------------------------------------------------------------------------------
+// ---- messages ----------------------------------------------------------------------------------------------------
 
-template <class T>
-struct Setting {
-  std::optional<T> env, file;
+// MSPROBE_CONFIG, which every config.json message names, and what it accepts (its row in kSettings says both too).
+constexpr char kConfigVariable[] = "MSPROBE_CONFIG";
+constexpr std::string_view kAcceptConfig = "the path of a readable msprobe config.json (a JSON object, at most 16 MiB)";
+
+// A config.json value on its way to its parser.
+struct FileValue {
+  std::string field;  // as the messages name it: "step", "tensor.list"
+  const json &value;
+  std::string_view accepted;  // what the field accepts, as the messages say it
 };
 
-class Loader {
+// "it is a number, not a list"
+std::string it_is(const json &v, const char *not_what) {
+  return std::string("it is ") + json_type(v) + ", not " + not_what;
+}
+
+// Where every problem goes, in the order found: one line each in ConfigLoad::errors or ::warnings.
+class Messages {
  public:
-  Loader(const std::function<const char *(const char *)> &getenv, ConfigLoad &out) : getenv_(getenv), out_(out) {}
+  explicit Messages(ConfigLoad &out) : out_(out) {}
 
-  void run();
+  void error(std::string e) { out_.errors.push_back(std::move(e)); }
+  void warn(std::string w) { out_.warnings.push_back(std::move(w)); }
 
- private:
-  // The raw value of a variable, nullopt if unset.
-  std::optional<std::string_view> raw(const char *name) {
-    const char *v = getenv_ ? getenv_(name) : nullptr;
-    if (v == nullptr) return std::nullopt;
-    return std::string_view(v);
-  }
-  // The trimmed value of a set variable, or nullopt (with an error) if it is set but blank.
-  std::optional<std::string_view> value(const char *name, std::string_view accepted) {
-    const std::optional<std::string_view> v = raw(name);
-    if (!v) return std::nullopt;
-    const std::string_view t = trim(*v);
-    if (t.empty()) {
-      error(std::string(name) + "=" + quote_value(*v) + " is empty; accepted: " + std::string(accepted));
-      return std::nullopt;
-    }
-    return t;
-  }
+  // MSPROBE_X="value" is not valid: why; accepted: ...
   void env_error(const char *name, std::string_view raw_value, const std::string &why, std::string_view accepted) {
     std::string e = std::string(name) + "=" + quote_value(raw_value) + " is not valid";
     if (!why.empty()) e += ": " + why;
     error(e + "; accepted: " + std::string(accepted));
   }
-  template <class E, size_t N>
-  std::optional<E> env_keyword(const char *name, const Keyword<E> (&table)[N], std::string_view accepted) {
-    const std::optional<std::string_view> v = value(name, accepted);
-    if (!v) return std::nullopt;
-    const std::optional<E> k = find_keyword(table, *v);
-    if (!k) env_error(name, *raw(name), "", accepted);
-    return k;
-  }
 
   // config.json messages: MSPROBE_CONFIG="path": field "x" = value is not valid...
   std::string where(const std::string &field) const {
-    return "MSPROBE_CONFIG=" + quote_value(out_.config.config_path) + ": field " + quote_value(field, 64);
+    return std::string(kConfigVariable) + "=" + quote_value(out_.config.config_path) + ": field " +
+           quote_value(field, 64);
   }
   void file_error(const std::string &field, const json &v, const std::string &why, std::string_view accepted) {
     std::string e = where(field) + " = " + show_json(v) + " is not valid";
     if (!why.empty()) e += ": " + why;
     error(e + "; accepted: " + std::string(accepted));
   }
-  template <class E, size_t N>
-  std::optional<E> file_keyword(const std::string &field, const json &v, const Keyword<E> (&table)[N],
-                                std::string_view accepted) {
-    if (v.is_string()) {
-      if (const std::optional<E> k = find_keyword(table, v.get_ref<const std::string &>())) return k;
-    }
-    file_error(field, v, v.is_string() ? "" : std::string("it is ") + json_type(v) + ", not a string", accepted);
-    return std::nullopt;
-  }
+  void reject(const FileValue &f, const std::string &why) { file_error(f.field, f.value, why, f.accepted); }
 
-  void error(std::string e) { out_.errors.push_back(std::move(e)); }
-  void warn(std::string w) { out_.warnings.push_back(std::move(w)); }
-
-  std::optional<json> read_file(const std::string &path);
-  void read_file_top(const json &root);
-  void read_file_task_section(const json &root, Task task);
-  std::optional<IndexSet> file_index_set(const std::string &field, const json &v);
-  std::optional<KernelFilter> file_filter(const std::string &field, const json &v);
-  bool file_filter_item(const std::string &field, size_t index, const json &item, KernelFilter &filter);
-  std::optional<std::string> checked_path(std::string_view path, std::string *why);
-
-  const std::function<const char *(const char *)> &getenv_;
+ private:
   ConfigLoad &out_;
-
-  Setting<std::string> dump_path_;
-  Setting<Task> task_;
-  Setting<IndexSet> steps_, ranks_;
-  Setting<KernelFilter> list_;
-  Setting<std::optional<std::pair<KernelFilter, KernelFilter>>> scope_;
-  Setting<DataMode> data_mode_;
-  Setting<SummaryMode> summary_mode_;
-  Setting<FileFormat> file_format_;
-  Setting<int64_t> overflow_nums_;
-  Setting<Precision> precision_;
-  Setting<bool> device_stats_;
 };
 
-std::optional<std::string> Loader::checked_path(std::string_view path, std::string *why) {
+// ---- MSPROBE_CONFIG's file --------------------------------------------------------------------------------------
+
+// Reads and parses the file MSPROBE_CONFIG names. Each failure is one error, `MSPROBE_CONFIG="path" <what>;
+// accepted: ...`, and read() then returns nullopt.
+class ConfigFile {
+ public:
+  ConfigFile(const std::string &path, Messages &m) : path_(path), m_(m) {}
+
+  std::optional<json> read();
+
+ private:
+  void fail(const std::string &what) {
+    m_.error(std::string(kConfigVariable) + "=" + quote_value(path_) + " " + what +
+             "; accepted: " + std::string(kAcceptConfig));
+  }
+  std::optional<size_t> regular_file_size(int fd);
+  std::optional<std::string> read_text(int fd, size_t size);
+  std::optional<json> parse(const std::string &text);
+
+  const std::string &path_;
+  Messages &m_;
+};
+
+std::optional<json> ConfigFile::read() {
+  // O_NONBLOCK: a FIFO or a terminal named by mistake must not hang the host in open() or read().
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    fail(std::string("cannot be opened: ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const std::optional<size_t> size = regular_file_size(fd);
+  if (!size) return std::nullopt;
+  const std::optional<std::string> text = read_text(fd, *size);
+  if (!text) return std::nullopt;
+  return parse(*text);
+}
+
+// The size fstat gives, if the file is a regular one of at most kMaxConfigBytes.
+std::optional<size_t> ConfigFile::regular_file_size(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    fail(std::string("cannot be read: ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    fail("is a directory");
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fail("is not a regular file");
+    return std::nullopt;
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
+    fail("is " + std::to_string(static_cast<uint64_t>(st.st_size)) +
+         " bytes, more than the 16 MiB a config.json may have");
+    return std::nullopt;
+  }
+  return static_cast<size_t>(st.st_size);
+}
+
+// Reads to EOF (st_size may lie for /proc-like files), never more than the cap.
+std::optional<std::string> ConfigFile::read_text(int fd, size_t size) {
+  std::string text;
+  text.resize(size + 1);
+  size_t got = 0;
+  while (true) {
+    if (got == text.size()) {
+      if (text.size() > kMaxConfigBytes) {
+        fail("is more than the 16 MiB a config.json may have");
+        return std::nullopt;
+      }
+      text.resize(std::min(text.size() * 2 + 4096, kMaxConfigBytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      fail(std::string("cannot be read: ") + std::strerror(errno));
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
+std::optional<json> ConfigFile::parse(const std::string &text) {
+  if (trim(text).empty()) {
+    fail("is an empty file");
+    return std::nullopt;
+  }
+  DepthCheck check;
+  const bool ok = json::sax_parse(text, &check);
+  if (check.too_deep()) {
+    fail("nests objects or lists deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return std::nullopt;
+  }
+  if (!ok) {
+    size_t consumed = 0;
+    std::string why = escape_text(check.error(), 200, false, &consumed);
+    if (consumed < check.error().size()) why += "...";
+    fail("is not valid JSON: " + why);
+    return std::nullopt;
+  }
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    fail("is not valid JSON");
+    return std::nullopt;
+  }
+  if (!root.is_object()) {
+    fail(std::string("holds ") + json_type(root) + " at the top level, not an object");
+    return std::nullopt;
+  }
+  return root;
+}
+
+// ---- parsers -----------------------------------------------------------------------------------------------------
+
+// A variable's value on its way to its parser.
+struct EnvValue {
+  const char *name;       // MSPROBE_LIST
+  std::string_view text;  // trimmed, unless its row says Text::AsWritten
+};
+
+// Stores a variable's value in `into`, or returns false with *why (empty when "is not valid" says it all).
+using EnvParser = bool (*)(const EnvValue &v, Config &into, std::string *why, Messages &m);
+// Stores a config.json value in `into`, or reports why not itself and returns false.
+using FileParser = bool (*)(const FileValue &f, Config &into, Messages &m);
+
+std::optional<std::string> checked_path(std::string_view path, std::string *why) {
   if (path.empty()) {
     *why = "it is empty";
     return std::nullopt;
@@ -434,216 +510,685 @@ std::optional<std::string> Loader::checked_path(std::string_view path, std::stri
   return std::string(path);
 }
 
-std::optional<json> Loader::read_file(const std::string &path) {
-  const std::string var = "MSPROBE_CONFIG=" + quote_value(path);
-  // O_NONBLOCK: a FIFO or a terminal named by mistake must not hang the host in open() or read().
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) {
-    error(var + " cannot be opened: " + std::strerror(errno) + "; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    error(var + " cannot be read: " + std::strerror(errno) + "; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    error(var + " is a directory; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error(var + " is not a regular file; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
-    error(var + " is " + std::to_string(static_cast<uint64_t>(st.st_size)) +
-          " bytes, more than the 16 MiB a config.json may have; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  // Read to EOF (st_size may lie for /proc-like files), never more than the cap.
-  std::string text;
-  text.resize(static_cast<size_t>(st.st_size) + 1);
-  size_t got = 0;
-  while (true) {
-    if (got == text.size()) {
-      if (text.size() > kMaxConfigBytes) {
-        error(var + " is more than the 16 MiB a config.json may have; accepted: " + std::string(kAcceptConfig));
-        return std::nullopt;
-      }
-      text.resize(std::min(text.size() * 2 + 4096, kMaxConfigBytes + 1));
-    }
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error(var + " cannot be read: " + std::strerror(errno) + "; accepted: " + std::string(kAcceptConfig));
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  if (trim(text).empty()) {
-    error(var + " is an empty file; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  DepthCheck check;
-  const bool ok = json::sax_parse(text, &check);
-  if (check.too_deep()) {
-    error(var + " nests objects or lists deeper than " + std::to_string(kMaxJsonDepth) +
-          " levels; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (!ok) {
-    size_t consumed = 0;
-    std::string why = escape_text(check.error(), 200, false, &consumed);
-    if (consumed < check.error().size()) why += "...";
-    error(var + " is not valid JSON: " + why + "; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) {
-    error(var + " is not valid JSON; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  if (!root.is_object()) {
-    error(var + " holds " + json_type(root) +
-          " at the top level, not an object; accepted: " + std::string(kAcceptConfig));
-    return std::nullopt;
-  }
-  return root;
+bool overflow_nums_fit(int64_t n) { return n == -1 || (n >= 1 && n <= kMaxOverflowNums); }
+bool buffer_mb_fit(int64_t n) { return n >= 1 && static_cast<uint64_t>(n) <= kMaxBufferMb; }
+
+// A whole number that fits; else *why says how it is not.
+bool whole_number(std::string_view text, bool (*fits)(int64_t), int64_t *n, std::string *why) {
+  const NumberResult r = parse_int64(text, n);
+  if (r == NumberResult::Ok && fits(*n)) return true;
+  *why = r == NumberResult::NotNumber ? "not a whole number" : "out of range";
+  return false;
 }
 
-std::optional<IndexSet> Loader::file_index_set(const std::string &field, const json &v) {
-  constexpr std::string_view accepted =
-      "a list of numbers in [0, 1000000] and \"a-b\" range strings, e.g. [0, 2, \"4-6\"]";
-  if (!v.is_array()) {
-    file_error(field, v, std::string("it is ") + json_type(v) + ", not a list", accepted);
-    return std::nullopt;
+// ---- parsers: environment variables ----
+
+template <auto Member, const auto &Table>
+bool env_keyword(const EnvValue &v, Config &into, std::string *, Messages &) {
+  const auto k = find_keyword(Table, v.text);
+  if (k) into.*Member = *k;
+  return k.has_value();
+}
+
+bool env_dump_path(const EnvValue &v, Config &into, std::string *why, Messages &m) {
+  std::optional<std::string> path = checked_path(v.text, why);
+  if (!path) return false;
+  if (trim(v.text).size() != v.text.size()) {
+    m.warn(std::string(v.name) + "=" + quote_value(v.text) + " begins or ends with white space; it is used as written");
   }
-  if (v.empty()) return IndexSet{};  // msprobe: an empty list means all
-  if (v.size() > static_cast<size_t>(IndexSet::kMax)) {
-    file_error(field, v, "more than 1000000 items", accepted);
-    return std::nullopt;
+  into.dump_path = std::move(*path);
+  return true;
+}
+
+bool env_config_path(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  std::optional<std::string> path = checked_path(v.text, why);
+  if (path) into.config_path = std::move(*path);
+  return path.has_value();
+}
+
+template <auto Member>
+bool env_index_set(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  std::optional<IndexSet> set = parse_index_set(v.text, why);
+  if (set) into.*Member = std::move(*set);
+  return set.has_value();
+}
+
+bool env_list(const EnvValue &v, Config &into, std::string *why, Messages &m) {
+  std::vector<std::string> items;
+  KernelFilter filter;
+  if (!iequals(v.text, "all") && !split_filter_items(v.text, &items, why)) return false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string note;
+    if (!filter.add_item(items[i], why, &note)) {
+      *why = "item " + std::to_string(i + 1) + " " + quote_value(items[i], 60) + ": " + *why;
+      return false;
+    }
+    if (!note.empty()) m.warn(std::string(v.name) + ": " + note);
+  }
+  into.list = std::move(filter);
+  return true;
+}
+
+bool env_scope(const EnvValue &v, Config &into, std::string *why, Messages &m) {
+  if (iequals(v.text, "none") || iequals(v.text, "off")) {
+    into.scope.reset();
+    return true;
+  }
+  std::vector<std::string> items;
+  if (!split_filter_items(v.text, &items, why)) return false;
+  if (items.size() != 2) {
+    *why = "it has " + std::to_string(items.size()) + " item" + (items.size() == 1 ? "" : "s") + ", not 2";
+    return false;
+  }
+  std::pair<KernelFilter, KernelFilter> ends;
+  for (size_t k = 0; k < 2; ++k) {
+    std::string note;
+    KernelFilter &end = k == 0 ? ends.first : ends.second;
+    const char *which = k == 0 ? "first" : "last";
+    if (!end.add_item(items[k], why, &note)) {
+      *why = std::string(which) + " item: " + *why;
+      return false;
+    }
+    if (!note.empty()) m.warn(std::string(v.name) + " " + which + " item: " + note);
+  }
+  into.scope = std::move(ends);
+  return true;
+}
+
+bool env_overflow_nums(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  int64_t n = 0;
+  if (!whole_number(v.text, overflow_nums_fit, &n, why)) return false;
+  into.overflow_nums = n;
+  return true;
+}
+
+bool env_buffer_mb(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  int64_t n = 0;
+  if (!whole_number(v.text, buffer_mb_fit, &n, why)) return false;
+  into.buffer_bytes = static_cast<uint64_t>(n) << 20;
+  return true;
+}
+
+bool env_step_marker(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  if (iequals(v.text, "off") || iequals(v.text, "none")) {
+    into.step_marker = NameRegex{};
+    return true;
+  }
+  std::optional<NameRegex> marker = NameRegex::compile(v.text, why);
+  if (marker) into.step_marker = std::move(*marker);
+  return marker.has_value();
+}
+
+// The step marker without MSPROBE_STEP_MARKER (a bad value leaves it off: capture is disabled then anyway).
+void default_step_marker(Config &c) {
+  std::string why;
+  if (std::optional<NameRegex> marker = NameRegex::compile(kDefaultStepMarker, &why))
+    c.step_marker = std::move(*marker);
+}
+
+// ---- parsers: config.json keys ----
+
+std::string item_field(const std::string &field, size_t index) { return field + "[" + std::to_string(index) + "]"; }
+
+template <auto Member, const auto &Table>
+bool file_keyword(const FileValue &f, Config &into, Messages &m) {
+  if (f.value.is_string()) {
+    if (const auto k = find_keyword(Table, f.value.get_ref<const std::string &>())) {
+      into.*Member = *k;
+      return true;
+    }
+  }
+  m.reject(f, f.value.is_string() ? "" : it_is(f.value, "a string"));
+  return false;
+}
+
+bool file_level(const FileValue &f, Config &, Messages &m) {
+  if (f.value.is_string() && f.value.get_ref<const std::string &>() == "L2") return true;
+  m.reject(f, "msprobe-shim dumps kernels, which is msprobe's level L2");
+  return false;
+}
+
+bool file_task(const FileValue &f, Config &into, Messages &m) {
+  if (f.value.is_string() && contains(kOtherMsprobeTasks, f.value.get_ref<const std::string &>())) {
+    m.reject(f, "msprobe's " + f.value.get<std::string>() + " task is not a kernel dump");
+    return false;
+  }
+  return file_keyword<&Config::task, kTasks>(f, into, m);
+}
+
+bool file_dump_path(const FileValue &f, Config &into, Messages &m) {
+  if (!f.value.is_string()) {
+    m.reject(f, it_is(f.value, "a string"));
+    return false;
+  }
+  std::string why;
+  std::optional<std::string> path = checked_path(f.value.get_ref<const std::string &>(), &why);
+  if (!path) {
+    m.reject(f, why);
+    return false;
+  }
+  into.dump_path = std::move(*path);
+  return true;
+}
+
+// Item i of a step or rank list: a number or an "a-b" string.
+bool file_index_item(const FileValue &f, size_t i, std::vector<std::pair<int64_t, int64_t>> *ranges, Messages &m) {
+  const json &item = f.value[i];
+  if (item.is_number_integer()) {  // never true for booleans in nlohmann
+    const bool is_unsigned = item.is_number_unsigned();
+    const int64_t n = is_unsigned ? (item.get<uint64_t>() > static_cast<uint64_t>(IndexSet::kMax)
+                                         ? IndexSet::kMax + 1
+                                         : static_cast<int64_t>(item.get<uint64_t>()))
+                                  : item.get<int64_t>();
+    if (n < 0 || n > IndexSet::kMax) {
+      m.file_error(item_field(f.field, i), item, "out of range [0, 1000000]", f.accepted);
+      return false;
+    }
+    ranges->emplace_back(n, n);
+    return true;
+  }
+  std::string why;
+  if (item.is_string()) {
+    if (parse_index_item(item.get_ref<const std::string &>(), ranges, &why)) return true;
+  } else {
+    why = std::string("it is ") + json_type(item) + (item.is_number() ? " that is not a whole number" : "");
+  }
+  m.file_error(item_field(f.field, i), item, why, f.accepted);
+  return false;
+}
+
+template <auto Member>
+bool file_index_set(const FileValue &f, Config &into, Messages &m) {
+  if (!f.value.is_array()) {
+    m.reject(f, it_is(f.value, "a list"));
+    return false;
+  }
+  if (f.value.empty()) {  // msprobe: an empty list means all
+    into.*Member = IndexSet{};
+    return true;
+  }
+  if (f.value.size() > static_cast<size_t>(IndexSet::kMax)) {
+    m.reject(f, "more than 1000000 items");
+    return false;
   }
   std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const json &item = v[i];
-    const std::string item_field = field + "[" + std::to_string(i) + "]";
-    if (item.is_number_integer()) {  // never true for booleans in nlohmann
-      const bool is_unsigned = item.is_number_unsigned();
-      const int64_t n = is_unsigned ? (item.get<uint64_t>() > static_cast<uint64_t>(IndexSet::kMax)
-                                           ? IndexSet::kMax + 1
-                                           : static_cast<int64_t>(item.get<uint64_t>()))
-                                    : item.get<int64_t>();
-      if (n < 0 || n > IndexSet::kMax) {
-        file_error(item_field, item, "out of range [0, 1000000]", accepted);
-        return std::nullopt;
-      }
-      ranges.emplace_back(n, n);
-    } else if (item.is_string()) {
-      std::string why;
-      if (!parse_index_item(item.get_ref<const std::string &>(), &ranges, &why)) {
-        file_error(item_field, item, why, accepted);
-        return std::nullopt;
-      }
-    } else {
-      file_error(item_field, item,
-                 std::string("it is ") + json_type(item) + (item.is_number() ? " that is not a whole number" : ""),
-                 accepted);
-      return std::nullopt;
-    }
+  for (size_t i = 0; i < f.value.size(); ++i) {
+    if (!file_index_item(f, i, &ranges, m)) return false;
   }
-  return make_index_set(std::move(ranges));
+  into.*Member = make_index_set(std::move(ranges));
+  return true;
 }
 
-std::optional<KernelFilter> Loader::file_filter(const std::string &field, const json &v) {
-  constexpr std::string_view accepted =
-      "a list of strings: op types, kernel names or \"name-regex(...)\" items (an empty list selects every kernel)";
-  if (!v.is_array()) {
-    file_error(field, v, std::string("it is ") + json_type(v) + ", not a list", accepted);
-    return std::nullopt;
-  }
-  KernelFilter filter;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (!file_filter_item(field, i, v[i], filter)) return std::nullopt;
-  }
-  return filter;
-}
-
-bool Loader::file_filter_item(const std::string &field, size_t index, const json &item, KernelFilter &filter) {
+// Item `index` of a list or scope: one more item of `filter`.
+bool file_filter_item(const std::string &field, size_t index, const json &item, KernelFilter &filter, Messages &m) {
   constexpr std::string_view accepted = "strings: op types, kernel names or \"name-regex(...)\" items";
-  const std::string item_field = field + "[" + std::to_string(index) + "]";
+  const std::string field_i = item_field(field, index);
   if (!item.is_string()) {
-    file_error(item_field, item, std::string("it is ") + json_type(item) + ", not a string", accepted);
+    m.file_error(field_i, item, it_is(item, "a string"), accepted);
     return false;
   }
   std::string why, note;
   if (!filter.add_item(item.get_ref<const std::string &>(), &why, &note)) {
-    file_error(item_field, item, why, accepted);
+    m.file_error(field_i, item, why, accepted);
     return false;
   }
-  if (!note.empty()) warn(where(item_field) + ": " + note);
+  if (!note.empty()) m.warn(m.where(field_i) + ": " + note);
   return true;
+}
+
+bool file_list(const FileValue &f, Config &into, Messages &m) {
+  if (!f.value.is_array()) {
+    m.reject(f, it_is(f.value, "a list"));
+    return false;
+  }
+  KernelFilter filter;
+  for (size_t i = 0; i < f.value.size(); ++i) {
+    if (!file_filter_item(f.field, i, f.value[i], filter, m)) return false;
+  }
+  into.list = std::move(filter);
+  return true;
+}
+
+bool file_scope(const FileValue &f, Config &into, Messages &m) {
+  const json &v = f.value;
+  if (!v.is_array() || (v.size() != 0 && v.size() != 2)) {
+    m.reject(f, v.is_array() ? "it has " + std::to_string(v.size()) + " items" : "");
+    return false;
+  }
+  if (v.empty()) {
+    into.scope.reset();
+    return true;
+  }
+  std::pair<KernelFilter, KernelFilter> ends;
+  if (!file_filter_item(f.field, 0, v[0], ends.first, m) || !file_filter_item(f.field, 1, v[1], ends.second, m)) {
+    return false;
+  }
+  into.scope = std::move(ends);
+  return true;
+}
+
+// msprobe: a list of one string at L2; a bare string is accepted too.
+bool file_data_mode(const FileValue &f, Config &into, Messages &m) {
+  const json &v = f.value;
+  const json *one = v.is_string() ? &v : (v.is_array() && v.size() == 1 && v[0].is_string()) ? &v[0] : nullptr;
+  if (one == nullptr) {
+    m.reject(f, v.is_array() ? "it must hold exactly one of all, input, output" : "");
+    return false;
+  }
+  const std::string &mode = one->get_ref<const std::string &>();
+  if (mode == "forward" || mode == "backward") {
+    m.reject(f, "\"" + mode + "\" is an API-level (L0/L1) mode");
+    return false;
+  }
+  const std::optional<DataMode> d = find_keyword(kDataModes, mode);
+  if (!d) {
+    m.reject(f, "");
+    return false;
+  }
+  into.data_mode = *d;
+  return true;
+}
+
+// The static-graph L2 style: a list of statistics, md5 among them or not.
+bool file_summary_list(const FileValue &f, Config &into, Messages &m) {
+  static constexpr std::string_view kItems[] = {"max", "min", "mean", "l2norm", "md5"};
+  const auto is_item = [](const json &item) {
+    return std::any_of(std::begin(kItems), std::end(kItems),
+                       [&](std::string_view k) { return iequals(k, item.get_ref<const std::string &>()); });
+  };
+  bool md5 = false, ok = !f.value.empty();
+  for (const json &item : f.value) {
+    ok = ok && item.is_string() && is_item(item);
+    md5 = md5 || (item.is_string() && iequals(item.get_ref<const std::string &>(), "md5"));
+  }
+  if (!ok) {
+    m.file_error(f.field, f.value, "", "\"statistics\", \"md5\", or a non-empty list of max, min, mean, l2norm, md5");
+    return false;
+  }
+  into.summary_mode = md5 ? SummaryMode::Md5 : SummaryMode::Statistics;
+  if (f.value.size() - (md5 ? 1 : 0) < 4) m.warn(m.where(f.field) + ": Max, Min, Mean and Norm are always all written");
+  return true;
+}
+
+bool file_summary_mode(const FileValue &f, Config &into, Messages &m) {
+  if (f.value.is_array()) return file_summary_list(f, into, m);
+  return file_keyword<&Config::summary_mode, kSummaryModes>(f, into, m);
+}
+
+bool file_overflow_nums(const FileValue &f, Config &into, Messages &m) {
+  const json &v = f.value;
+  const bool whole = v.is_number_integer();
+  int64_t n = 0;
+  if (whole)
+    n = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxOverflowNums) ? kMaxOverflowNums + 1
+                                                                                              : v.get<int64_t>();
+  if (!whole || !overflow_nums_fit(n)) {
+    m.reject(f, whole ? "" : it_is(v, "a whole number"));
+    return false;
+  }
+  into.overflow_nums = n;
+  return true;
+}
+
+// msprobe's KBK statistics: where the statistics are computed.
+bool file_device_stats(const FileValue &f, Config &into, Messages &m) {
+  static constexpr std::string_view kPlaces[] = {"device", "host"};
+  if (!f.value.is_string() || !contains(kPlaces, f.value.get_ref<const std::string &>())) {
+    m.reject(f, "");
+    return false;
+  }
+  into.device_stats = f.value.get_ref<const std::string &>() == "device";
+  return true;
+}
+
+bool file_async_dump(const FileValue &f, Config &, Messages &m) {
+  if (!f.value.is_boolean()) {
+    m.reject(f, it_is(f.value, "a boolean"));
+    return false;
+  }
+  if (f.value.get<bool>()) {
+    m.warn(m.where(f.field) + " = true is ignored: the shim copies each kernel's tensors in stream order itself");
+  }
+  return true;
+}
+
+bool file_check_mode(const FileValue &f, Config &, Messages &m) {
+  static constexpr std::string_view kModes[] = {"all", "aicore", "atomic"};
+  if (!f.value.is_string() || !contains(kModes, f.value.get_ref<const std::string &>())) {
+    m.reject(f, "");
+    return false;
+  }
+  if (f.value.get_ref<const std::string &>() != "all") {
+    m.warn(m.where(f.field) + " = " + show_json(f.value) + " is ignored: the shim checks the outputs of every kernel");
+  }
+  return true;
+}
+
+// ---- the settings ------------------------------------------------------------------------------------------------
+
+// How a variable's value reaches its parser.
+enum class Text {
+  Trimmed,         // white space around it dropped; set but blank is an error ("is empty")
+  AsWritten,       // exactly as set (MSPROBE_DUMP_PATH: a path is used as written)
+  TrimmedOrBlank,  // trimmed, blank included (MSPROBE_CONFIG: its path check says "it is empty")
+};
+
+// When Loader::run reads a variable.
+enum class Stage {
+  First,    // MSPROBE_ENABLE: 0 stops everything, silently
+  InOrder,  // the fields, in table order
+  Last,     // MSPROBE_CONFIG: its file is read after every variable
+};
+
+// Where a config.json key is: at the top level, in the section of the task in effect ("tensor": {...}), or in the
+// statistics section only.
+enum class Section { None, Top, Task, Statistics };
+
+// For Setting::take: moves one field.
+template <auto Member>
+void take(Config &to, Config &from) {
+  to.*Member = std::move(from.*Member);
+}
+
+// One row per setting: its variable, its config.json key, their parsers, and what each accepts as the messages say
+// it. A row without a variable is a config.json key that sets nothing but is checked.
+struct Setting {
+  const char *env = nullptr;    // the variable
+  Field field = Field::kCount;  // the Config field set (and whose source is recorded); kCount: none
+  Stage stage = Stage::InOrder;
+  Text text = Text::Trimmed;
+  EnvParser parse_env = nullptr;
+  std::string_view accepted = {};         // by the variable (and by the key unless file_accepted says otherwise)
+  void (*no_value)(Config &c) = nullptr;  // when the variable is unset or blank
+  Section section = Section::None;
+  const char *key = nullptr;  // the config.json key in `section`
+  FileParser parse_file = nullptr;
+  std::string_view file_accepted = {};
+  void (*take)(Config &to, Config &from) = nullptr;  // moves `field` from a source's Config to the result
+};
+
+// Within a stage the variables are read in table order, which is the order of their messages; the order also breaks
+// ties between equally close names in unknown_variables' "did you mean".
+constexpr Setting kSettings[] = {
+    {.env = "MSPROBE_LOG_LEVEL",
+     .field = Field::LogLevel,
+     .parse_env = env_keyword<&Config::log_level, kLogLevels>,
+     .accepted = "error, warn, info, debug (or msprobe's numbers 0-4: 0 debug ... 3 error, 4 error only)",
+     .take = take<&Config::log_level>},
+    {.env = "MSPROBE_DUMP_PATH",
+     .field = Field::DumpPath,
+     .text = Text::AsWritten,
+     .parse_env = env_dump_path,
+     .accepted = "a directory path (not empty, at most 4095 bytes, no NUL byte)",
+     .section = Section::Top,
+     .key = "dump_path",
+     .parse_file = file_dump_path,
+     .take = take<&Config::dump_path>},
+    {.env = kConfigVariable,
+     .stage = Stage::Last,
+     .text = Text::TrimmedOrBlank,
+     .parse_env = env_config_path,
+     .accepted = kAcceptConfig},
+    {.env = "MSPROBE_TASK",
+     .field = Field::Task,
+     .parse_env = env_keyword<&Config::task, kTasks>,
+     .accepted = "statistics, tensor, overflow_check, structure",
+     .section = Section::Top,
+     .key = "task",
+     .parse_file = file_task,
+     .take = take<&Config::task>},
+    {.env = "MSPROBE_STEP",
+     .field = Field::Steps,
+     .parse_env = env_index_set<&Config::steps>,
+     .accepted = "all, or numbers and ranges in [0, 1000000] such as 0,2,4-6",
+     .section = Section::Top,
+     .key = "step",
+     .parse_file = file_index_set<&Config::steps>,
+     .file_accepted = "a list of numbers in [0, 1000000] and \"a-b\" range strings, e.g. [0, 2, \"4-6\"]",
+     .take = take<&Config::steps>},
+    {.env = "MSPROBE_RANK",
+     .field = Field::Ranks,
+     .parse_env = env_index_set<&Config::ranks>,
+     .accepted = "all, or numbers and ranges in [0, 1000000] such as 0,2,4-6",
+     .section = Section::Top,
+     .key = "rank",
+     .parse_file = file_index_set<&Config::ranks>,
+     .file_accepted = "a list of numbers in [0, 1000000] and \"a-b\" range strings, e.g. [0, 2, \"4-6\"]",
+     .take = take<&Config::ranks>},
+    {.env = "MSPROBE_LIST",
+     .field = Field::List,
+     .parse_env = env_list,
+     .accepted = "all, or comma-separated op types (Matmul), kernel names (Matmul.Default.0, or Matmul.Default for "
+                 "every n) and name-regex(...) items",
+     .section = Section::Task,
+     .key = "list",
+     .parse_file = file_list,
+     .file_accepted = "a list of strings: op types, kernel names or \"name-regex(...)\" items (an empty list selects "
+                      "every kernel)",
+     .take = take<&Config::list>},
+    {.env = "MSPROBE_SCOPE",
+     .field = Field::Scope,
+     .parse_env = env_scope,
+     .accepted = "two comma-separated items first,last (each an op type, a kernel name or name-regex(...)), or none",
+     .section = Section::Task,
+     .key = "scope",
+     .parse_file = file_scope,
+     .file_accepted = "[] or a list of two strings [first, last]",
+     .take = take<&Config::scope>},
+    {.env = "MSPROBE_DATA_MODE",
+     .field = Field::DataMode,
+     .parse_env = env_keyword<&Config::data_mode, kDataModes>,
+     .accepted = "all, input, output",
+     .section = Section::Task,
+     .key = "data_mode",
+     .parse_file = file_data_mode,
+     .file_accepted = "[\"all\"], [\"input\"] or [\"output\"]",
+     .take = take<&Config::data_mode>},
+    {.env = "MSPROBE_SUMMARY_MODE",
+     .field = Field::SummaryMode,
+     .parse_env = env_keyword<&Config::summary_mode, kSummaryModes>,
+     .accepted = "statistics, md5",
+     .section = Section::Task,
+     .key = "summary_mode",
+     .parse_file = file_summary_mode,
+     .take = take<&Config::summary_mode>},
+    {.env = "MSPROBE_FILE_FORMAT",
+     .field = Field::FileFormat,
+     .parse_env = env_keyword<&Config::file_format, kFileFormats>,
+     .accepted = "npy, bin",
+     .section = Section::Task,
+     .key = "file_format",
+     .parse_file = file_keyword<&Config::file_format, kFileFormats>,
+     .take = take<&Config::file_format>},
+    {.env = "MSPROBE_PRECISION",
+     .field = Field::Precision,
+     .parse_env = env_keyword<&Config::precision, kPrecisions>,
+     .accepted = "low, high",
+     .section = Section::Top,
+     .key = "precision",
+     .parse_file = file_keyword<&Config::precision, kPrecisions>,
+     .take = take<&Config::precision>},
+    {.env = "MSPROBE_DEVICE_STATS",
+     .field = Field::DeviceStats,
+     .parse_env = env_keyword<&Config::device_stats, kBools>,
+     .accepted = "on, off (also 1/0, true/false, yes/no)",
+     .section = Section::Statistics,
+     .key = "device",
+     .parse_file = file_device_stats,
+     .file_accepted = "\"device\", \"host\"",
+     .take = take<&Config::device_stats>},
+    {.env = "MSPROBE_OVERFLOW_NUMS",
+     .field = Field::OverflowNums,
+     .parse_env = env_overflow_nums,
+     .accepted = "-1 (never stop) or a whole number in [1, 2147483647]",
+     .section = Section::Task,
+     .key = "overflow_nums",
+     .parse_file = file_overflow_nums,
+     .take = take<&Config::overflow_nums>},
+    {.env = "MSPROBE_STACK",
+     .field = Field::Stack,
+     .parse_env = env_keyword<&Config::stack, kStackModes>,
+     .accepted = "off, native, python, mixed",
+     .take = take<&Config::stack>},
+    {.env = "MSPROBE_COMPRESS",
+     .field = Field::Compress,
+     .parse_env = env_keyword<&Config::compress, kCompress>,
+     .accepted = "off, lz4",
+     .take = take<&Config::compress>},
+    {.env = "MSPROBE_BUFFER_MB",
+     .field = Field::BufferMb,
+     .parse_env = env_buffer_mb,
+     .accepted = "a whole number of MiB in [1, 1048576]",
+     .take = take<&Config::buffer_bytes>},
+    {.env = "MSPROBE_STEP_MARKER",
+     .field = Field::StepMarker,
+     .parse_env = env_step_marker,
+     .accepted = "a regular expression over kernel op types (RE2 syntax), or off",
+     .no_value = default_step_marker,
+     .take = take<&Config::step_marker>},
+    {.env = "MSPROBE_ENABLE",
+     .stage = Stage::First,
+     .parse_env = env_keyword<&Config::enabled, kBools>,
+     .accepted = "1 or 0 (also true/false, on/off, yes/no)"},
+    // config.json keys only
+    {.section = Section::Top, .key = "level", .parse_file = file_level, .file_accepted = "\"L2\""},
+    {.section = Section::Top, .key = "async_dump", .parse_file = file_async_dump, .file_accepted = "true, false"},
+    {.section = Section::Task,
+     .key = "check_mode",
+     .parse_file = file_check_mode,
+     .file_accepted = "\"all\", \"aicore\", \"atomic\""},
+};
+
+const Setting *setting(Field f) {
+  for (const Setting &s : kSettings) {
+    if (s.field == f) return &s;
+  }
+  return nullptr;
+}
+
+// The row of config.json key `key` at the top level (Section::Top) or in the section of `task` (Section::Task).
+const Setting *file_setting(std::string_view key, Section where, Task task) {
+  for (const Setting &s : kSettings) {
+    if (s.key == nullptr || key != s.key) continue;
+    if (s.section == where) return &s;
+    if (where == Section::Task && s.section == Section::Statistics && task == Task::Statistics) return &s;
+  }
+  return nullptr;
+}
+
+// "step", "tensor.list", "statistics.device": the name config.json messages give row `s`'s key, for `task` in effect.
+std::string file_field(const Setting &s, Task task) {
+  switch (s.section) {
+    case Section::Task: return std::string(to_string(task)) + "." + s.key;
+    case Section::Statistics: return std::string(to_string(Task::Statistics)) + "." + s.key;
+    default: return s.key;
+  }
+}
+
+// Top-level config.json keys the shim ignores: msprobe's that mean nothing at kernel level, the sections of
+// msprobe's other tasks, and the task sections themselves (read_file_task_section reads the one in effect).
+bool ignored_top_key(std::string_view key) {
+  static constexpr std::string_view kIgnored[] = {"enable_dataloader", "seed", "is_deterministic", "acl_config",
+                                                  "framework"};
+  return contains(kIgnored, key) || contains(kOtherMsprobeTasks, key) ||
+         std::any_of(std::begin(kTasks), std::end(kTasks), [&](const Keyword<Task> &t) { return t.name == key; });
+}
+
+// ---- the loader --------------------------------------------------------------------------------------------------
+
+constexpr size_t slot(Field f) { return static_cast<size_t>(f); }
+
+class Loader {
+ public:
+  Loader(const std::function<const char *(const char *)> &getenv, ConfigLoad &out)
+      : getenv_(getenv), out_(out), m_(out) {}
+
+  void run();
+
+ private:
+  // The raw value of a variable, nullopt if unset.
+  std::optional<std::string_view> raw(const char *name) const {
+    const char *v = getenv_ ? getenv_(name) : nullptr;
+    if (v == nullptr) return std::nullopt;
+    return std::string_view(v);
+  }
+  void read_variables(Stage stage);
+  void read_variable(const Setting &s);
+  void read_file_value(const Setting &s, std::string field, const json &v);
+  void read_file_top(const json &root);
+  void require_top_keys(const json &root);
+  void read_file_task_section(const json &root, Task task);
+  void pick(const Setting &s);
+  void warn_if_inert(Field f, Task needed, const char *why);
+
+  const std::function<const char *(const char *)> &getenv_;
+  ConfigLoad &out_;
+  Messages m_;
+  // What each source gave, for the fields whose flag is set; pick() applies the precedence.
+  Config from_env_, from_file_;
+  std::array<bool, slot(Field::kCount)> in_env_{}, in_file_{};
+};
+
+void Loader::read_variables(Stage stage) {
+  for (const Setting &s : kSettings) {
+    if (s.env != nullptr && s.stage == stage) read_variable(s);
+  }
+}
+
+void Loader::read_variable(const Setting &s) {
+  const std::optional<std::string_view> raw_value = raw(s.env);
+  std::optional<std::string_view> text = raw_value;
+  if (text && s.text != Text::AsWritten) text = trim(*text);
+  if (text && text->empty() && s.text == Text::Trimmed) {
+    m_.error(std::string(s.env) + "=" + quote_value(*raw_value) + " is empty; accepted: " + std::string(s.accepted));
+    text.reset();
+  }
+  if (!text) {
+    if (s.no_value) s.no_value(out_.config);
+    return;
+  }
+  std::string why;
+  if (!s.parse_env(EnvValue{s.env, *text}, from_env_, &why, m_)) {
+    m_.env_error(s.env, *raw_value, why, s.accepted);
+  } else if (s.field != Field::kCount) {
+    in_env_[slot(s.field)] = true;
+  }
+}
+
+void Loader::read_file_value(const Setting &s, std::string field, const json &v) {
+  const FileValue f{std::move(field), v, s.file_accepted.empty() ? s.accepted : s.file_accepted};
+  if (s.parse_file(f, from_file_, m_) && s.field != Field::kCount) in_file_[slot(s.field)] = true;
 }
 
 // Top-level fields other than the task section.
 void Loader::read_file_top(const json &root) {
-  // msprobe's config.json fields that mean nothing at kernel level, and the other tasks' sections.
-  static const char *const kIgnored[] = {"enable_dataloader", "seed",       "is_deterministic", "acl_config",
-                                         "framework",         "run_ut",     "grad_probe",       "free_benchmark",
-                                         "exception_dump",    "statistics", "tensor",           "overflow_check",
-                                         "structure"};
   for (const auto &[key, v] : root.items()) {
     if (v.is_null()) continue;  // null = absent
-    if (key == "level") {
-      if (!(v.is_string() && v.get_ref<const std::string &>() == "L2")) {
-        file_error("level", v, "msprobe-shim dumps kernels, which is msprobe's level L2", "\"L2\"");
-      }
-    } else if (key == "task") {
-      if (v.is_string()) {
-        const std::string &t = v.get_ref<const std::string &>();
-        if (t == "free_benchmark" || t == "run_ut" || t == "grad_probe" || t == "exception_dump") {
-          file_error("task", v, "msprobe's " + t + " task is not a kernel dump", kAcceptTask);
-          continue;
-        }
-      }
-      task_.file = file_keyword("task", v, kTasks, kAcceptTask);
-    } else if (key == "dump_path") {
-      std::string why;
-      if (!v.is_string()) {
-        file_error("dump_path", v, std::string("it is ") + json_type(v) + ", not a string", kAcceptPath);
-        continue;
-      }
-      dump_path_.file = checked_path(v.get_ref<const std::string &>(), &why);
-      if (!dump_path_.file) file_error("dump_path", v, why, kAcceptPath);
-    } else if (key == "step") {
-      steps_.file = file_index_set("step", v);
-    } else if (key == "rank") {
-      ranks_.file = file_index_set("rank", v);
-    } else if (key == "precision") {
-      precision_.file = file_keyword("precision", v, kPrecisions, kAcceptPrecision);
-    } else if (key == "async_dump") {
-      if (!v.is_boolean())
-        file_error("async_dump", v, std::string("it is ") + json_type(v) + ", not a boolean", "true, false");
-      else if (v.get<bool>())
-        warn(where("async_dump") + " = true is ignored: the shim copies each kernel's tensors in stream order itself");
-    } else if (std::find(std::begin(kIgnored), std::end(kIgnored), key) == std::end(kIgnored)) {
-      warn(where(key) + " is not an msprobe config.json field; ignored");
+    if (const Setting *s = file_setting(key, Section::Top, Task::Statistics)) {
+      read_file_value(*s, key, v);
+    } else if (!ignored_top_key(key)) {
+      m_.warn(m_.where(key) + " is not an msprobe config.json field; ignored");
     }
   }
-  if (const auto it = root.find("level"); it == root.end() || it->is_null()) {
-    // msprobe's default level is L1 (framework APIs): a file without "level" was not written for kernel dumps, and
-    // using its list/scope (API names) on kernels would silently select nothing.
-    error(where("level") + " is missing (msprobe's default is L1, API level); accepted: \"L2\"");
+  require_top_keys(root);
+}
+
+void Loader::require_top_keys(const json &root) {
+  const auto missing = [&](const char *key) {
+    const auto it = root.find(key);
+    return it == root.end() || it->is_null();
+  };
+  // msprobe's default level is L1 (framework APIs): a file without "level" was not written for kernel dumps, and
+  // using its list/scope (API names) on kernels would silently select nothing.
+  const Setting &level = *file_setting("level", Section::Top, Task::Statistics);
+  if (missing(level.key)) {
+    m_.error(m_.where(level.key) +
+             " is missing (msprobe's default is L1, API level); accepted: " + std::string(level.file_accepted));
   }
-  const auto dump_path = root.find("dump_path");
-  if ((dump_path == root.end() || dump_path->is_null()) && !raw("MSPROBE_DUMP_PATH")) {
-    error(where("dump_path") +
-          " is missing (msprobe requires it) and MSPROBE_DUMP_PATH is not set; accepted: " + std::string(kAcceptPath));
+  const Setting &dump_path = *setting(Field::DumpPath);
+  if (missing(dump_path.key) && !raw(dump_path.env)) {
+    m_.error(m_.where(dump_path.key) + " is missing (msprobe requires it) and " + dump_path.env +
+             " is not set; accepted: " + std::string(dump_path.accepted));
   }
 }
 
@@ -651,297 +1196,69 @@ void Loader::read_file_task_section(const json &root, Task task) {
   const std::string section = to_string(task);
   const auto it = root.find(section);
   if (it == root.end() || it->is_null()) return;
-  const json &s = *it;
-  if (!s.is_object()) {
-    file_error(section, s, std::string("it is ") + json_type(s) + ", not an object",
-               "an object such as {\"list\": []}");
+  if (!it->is_object()) {
+    m_.file_error(section, *it, it_is(*it, "an object"), "an object such as {\"list\": []}");
     return;
   }
-  static const char *const kIgnored[] = {
+  // msprobe's keys of task sections that mean nothing at kernel level.
+  static constexpr std::string_view kIgnored[] = {
       "tensor_list", "backward_input", "online_run_ut", "nfs_path",  "host",
       "port",        "tls_path",       "device",        "precision", "online_run_ut_recompute"};
-  for (const auto &[key, v] : s.items()) {
-    const std::string field = section + "." + key;
+  for (const auto &[key, v] : it->items()) {
     if (v.is_null()) continue;
-    if (key == "list") {
-      list_.file = file_filter(field, v);
-    } else if (key == "scope") {
-      constexpr std::string_view accepted = "[] or a list of two strings [first, last]";
-      if (!v.is_array() || (v.size() != 0 && v.size() != 2)) {
-        file_error(field, v, v.is_array() ? "it has " + std::to_string(v.size()) + " items" : "", accepted);
-        continue;
-      }
-      if (v.empty()) {
-        scope_.file = std::optional<std::pair<KernelFilter, KernelFilter>>{};
-        continue;
-      }
-      std::pair<KernelFilter, KernelFilter> ends;
-      if (file_filter_item(field, 0, v[0], ends.first) && file_filter_item(field, 1, v[1], ends.second)) {
-        scope_.file = std::move(ends);
-      }
-    } else if (key == "data_mode") {
-      // msprobe: a list of one string at L2; a bare string is accepted too.
-      constexpr std::string_view accepted = "[\"all\"], [\"input\"] or [\"output\"]";
-      const json *one = v.is_string() ? &v : (v.is_array() && v.size() == 1 && v[0].is_string()) ? &v[0] : nullptr;
-      if (one == nullptr) {
-        file_error(field, v, v.is_array() ? "it must hold exactly one of all, input, output" : "", accepted);
-        continue;
-      }
-      const std::string &m = one->get_ref<const std::string &>();
-      if (m == "forward" || m == "backward") {
-        file_error(field, v, "\"" + m + "\" is an API-level (L0/L1) mode", accepted);
-        continue;
-      }
-      if (const std::optional<DataMode> d = find_keyword(kDataModes, m))
-        data_mode_.file = d;
-      else
-        file_error(field, v, "", accepted);
-    } else if (key == "summary_mode") {
-      if (v.is_array()) {  // static-graph L2 style: a list of statistics, md5 among them or not
-        static const char *const kItems[] = {"max", "min", "mean", "l2norm", "md5"};
-        bool md5 = false, ok = !v.empty();
-        for (const json &item : v) {
-          ok = ok && item.is_string() && std::find_if(std::begin(kItems), std::end(kItems), [&](const char *k) {
-                                           return iequals(k, item.get_ref<const std::string &>());
-                                         }) != std::end(kItems);
-          md5 = md5 || (item.is_string() && iequals(item.get_ref<const std::string &>(), "md5"));
-        }
-        if (!ok) {
-          file_error(field, v, "", "\"statistics\", \"md5\", or a non-empty list of max, min, mean, l2norm, md5");
-          continue;
-        }
-        summary_mode_.file = md5 ? SummaryMode::Md5 : SummaryMode::Statistics;
-        if (v.size() - (md5 ? 1 : 0) < 4) {
-          warn(where(field) + ": Max, Min, Mean and Norm are always all written");
-        }
-      } else {
-        summary_mode_.file = file_keyword(field, v, kSummaryModes, kAcceptSummary);
-      }
-    } else if (key == "file_format") {
-      file_format_.file = file_keyword(field, v, kFileFormats, kAcceptFormat);
-    } else if (key == "overflow_nums") {
-      int64_t n = 0;
-      const bool whole = v.is_number_integer();
-      if (whole)
-        n = v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxOverflowNums) ? kMaxOverflowNums + 1
-                                                                                                  : v.get<int64_t>();
-      if (!whole || n == 0 || n < -1 || n > kMaxOverflowNums) {
-        file_error(field, v, whole ? "" : std::string("it is ") + json_type(v) + ", not a whole number",
-                   kAcceptOverflow);
-        continue;
-      }
-      overflow_nums_.file = n;
-    } else if (key == "device" && task == Task::Statistics) {
-      // msprobe's KBK statistics: where the statistics are computed.
-      if (v.is_string() && (v.get_ref<const std::string &>() == "device" || v.get_ref<const std::string &>() == "host"))
-        device_stats_.file = v.get_ref<const std::string &>() == "device";
-      else
-        file_error(field, v, "", kAcceptStatsDevice);
-    } else if (key == "check_mode") {
-      if (!v.is_string() ||
-          !(v.get_ref<const std::string &>() == "all" || v.get_ref<const std::string &>() == "aicore" ||
-            v.get_ref<const std::string &>() == "atomic")) {
-        file_error(field, v, "", "\"all\", \"aicore\", \"atomic\"");
-      } else if (v.get_ref<const std::string &>() != "all") {
-        warn(where(field) + " = " + show_json(v) + " is ignored: the shim checks the outputs of every kernel");
-      }
-    } else if (std::find(std::begin(kIgnored), std::end(kIgnored), key) == std::end(kIgnored)) {
-      warn(where(field) + " is not an msprobe field of the " + section + " task; ignored");
+    const std::string field = section + "." + key;
+    if (const Setting *s = file_setting(key, Section::Task, task)) {
+      read_file_value(*s, field, v);
+    } else if (!contains(kIgnored, key)) {
+      m_.warn(m_.where(field) + " is not an msprobe field of the " + section + " task; ignored");
     }
   }
 }
 
-template <class T>
-T pick(const Setting<T> &s, const T &fallback, Config &c, Field f) {
-  Source &src = c.sources[static_cast<size_t>(f)];
-  if (s.env) {
-    src = Source::Env;
-    return *s.env;
+// The variable wins over the file, the file over the default (already in the result).
+void Loader::pick(const Setting &s) {
+  if (s.field == Field::kCount) return;
+  Config &c = out_.config;
+  const size_t f = slot(s.field);
+  if (in_env_[f]) {
+    s.take(c, from_env_);
+    c.sources[f] = Source::Env;
+  } else if (in_file_[f]) {
+    s.take(c, from_file_);
+    c.sources[f] = Source::File;
   }
-  if (s.file) {
-    src = Source::File;
-    return *s.file;
+}
+
+void Loader::warn_if_inert(Field f, Task needed, const char *why) {
+  const Task task = out_.config.task;
+  if (in_env_[slot(f)] && task != needed) {
+    m_.warn(std::string(setting(f)->env) + " has no effect: " + why + " (task is " + to_string(task) + ")");
   }
-  src = Source::Default;
-  return fallback;
 }
 
 void Loader::run() {
   Config &c = out_.config;
-
   // MSPROBE_ENABLE=0 wins over everything, silently: the shim was asked to stay out of the way.
-  if (raw("MSPROBE_ENABLE")) {
-    if (const std::optional<std::string_view> v = value("MSPROBE_ENABLE", kAcceptEnable)) {
-      const std::optional<bool> on = find_keyword(kBools, *v);
-      if (on && !*on) {
-        c.enabled = false;
-        return;
-      }
-      if (!on) env_error("MSPROBE_ENABLE", *raw("MSPROBE_ENABLE"), "", kAcceptEnable);
-    }
+  read_variables(Stage::First);
+  if (!from_env_.enabled) {
+    c.enabled = false;
+    return;
   }
-
-  if (const std::optional<LogLevel> l = env_keyword("MSPROBE_LOG_LEVEL", kLogLevels, kAcceptLogLevel)) {
-    c.log_level = *l;
-    c.sources[static_cast<size_t>(Field::LogLevel)] = Source::Env;
-  }
-
-  // ---- environment values of the fields a config.json can also set ----
-  if (const std::optional<std::string_view> v = raw("MSPROBE_DUMP_PATH")) {
-    std::string why;
-    dump_path_.env = checked_path(*v, &why);
-    if (!dump_path_.env)
-      env_error("MSPROBE_DUMP_PATH", *v, why, kAcceptPath);
-    else if (trim(*v).size() != v->size())
-      warn("MSPROBE_DUMP_PATH=" + quote_value(*v) + " begins or ends with white space; it is used as written");
-  }
-  task_.env = env_keyword("MSPROBE_TASK", kTasks, kAcceptTask);
-  for (auto [name, setting] : {std::pair{"MSPROBE_STEP", &steps_}, std::pair{"MSPROBE_RANK", &ranks_}}) {
-    if (const std::optional<std::string_view> v = value(name, kAcceptIndex)) {
-      std::string why;
-      if (iequals(*v, "all")) {
-        setting->env = IndexSet{};
-      } else if (!(setting->env = parse_index_set(*v, &why))) {
-        env_error(name, *raw(name), why, kAcceptIndex);
-      }
-    }
-  }
-  if (const std::optional<std::string_view> v = value("MSPROBE_LIST", kAcceptList)) {
-    std::vector<std::string> items;
-    std::string why;
-    KernelFilter filter;
-    bool ok = iequals(*v, "all") || split_filter_items(*v, &items, &why);
-    for (size_t i = 0; ok && i < items.size(); ++i) {
-      std::string note;
-      if (!filter.add_item(items[i], &why, &note)) {
-        why = "item " + std::to_string(i + 1) + " " + quote_value(items[i], 60) + ": " + why;
-        ok = false;
-      } else if (!note.empty()) {
-        warn("MSPROBE_LIST: " + note);
-      }
-    }
-    if (ok)
-      list_.env = std::move(filter);
-    else
-      env_error("MSPROBE_LIST", *raw("MSPROBE_LIST"), why, kAcceptList);
-  }
-  if (const std::optional<std::string_view> v = value("MSPROBE_SCOPE", kAcceptScope)) {
-    std::vector<std::string> items;
-    std::string why;
-    if (iequals(*v, "none") || iequals(*v, "off")) {
-      scope_.env = std::optional<std::pair<KernelFilter, KernelFilter>>{};
-    } else if (!split_filter_items(*v, &items, &why)) {
-      env_error("MSPROBE_SCOPE", *raw("MSPROBE_SCOPE"), why, kAcceptScope);
-    } else if (items.size() != 2) {
-      env_error("MSPROBE_SCOPE", *raw("MSPROBE_SCOPE"),
-                "it has " + std::to_string(items.size()) + " item" + (items.size() == 1 ? "" : "s") + ", not 2",
-                kAcceptScope);
-    } else {
-      std::pair<KernelFilter, KernelFilter> ends;
-      bool ok = true;
-      for (int k = 0; ok && k < 2; ++k) {
-        std::string note;
-        KernelFilter &end = k == 0 ? ends.first : ends.second;
-        const char *which = k == 0 ? "first" : "last";
-        if (!end.add_item(items[static_cast<size_t>(k)], &why, &note)) {
-          env_error("MSPROBE_SCOPE", *raw("MSPROBE_SCOPE"), std::string(which) + " item: " + why, kAcceptScope);
-          ok = false;
-        } else if (!note.empty()) {
-          warn(std::string("MSPROBE_SCOPE ") + which + " item: " + note);
-        }
-      }
-      if (ok) scope_.env = std::move(ends);
-    }
-  }
-  data_mode_.env = env_keyword("MSPROBE_DATA_MODE", kDataModes, kAcceptDataMode);
-  summary_mode_.env = env_keyword("MSPROBE_SUMMARY_MODE", kSummaryModes, kAcceptSummary);
-  file_format_.env = env_keyword("MSPROBE_FILE_FORMAT", kFileFormats, kAcceptFormat);
-  precision_.env = env_keyword("MSPROBE_PRECISION", kPrecisions, kAcceptPrecision);
-  device_stats_.env = env_keyword("MSPROBE_DEVICE_STATS", kBools, kAcceptDeviceStats);
-  if (const std::optional<std::string_view> v = value("MSPROBE_OVERFLOW_NUMS", kAcceptOverflow)) {
-    int64_t n = 0;
-    const NumberResult r = parse_int64(*v, &n);
-    if (r == NumberResult::Ok && (n == -1 || (n >= 1 && n <= kMaxOverflowNums)))
-      overflow_nums_.env = n;
-    else
-      env_error("MSPROBE_OVERFLOW_NUMS", *raw("MSPROBE_OVERFLOW_NUMS"),
-                r == NumberResult::NotNumber ? "not a whole number" : "out of range", kAcceptOverflow);
-  }
-
-  // ---- environment-only fields ----
-  if (const std::optional<StackMode> s = env_keyword("MSPROBE_STACK", kStackModes, kAcceptStack)) {
-    c.stack = *s;
-    c.sources[static_cast<size_t>(Field::Stack)] = Source::Env;
-  }
-  if (const std::optional<Compress> z = env_keyword("MSPROBE_COMPRESS", kCompress, kAcceptCompress)) {
-    c.compress = *z;
-    c.sources[static_cast<size_t>(Field::Compress)] = Source::Env;
-  }
-  if (const std::optional<std::string_view> v = value("MSPROBE_BUFFER_MB", kAcceptBuffer)) {
-    int64_t n = 0;
-    const NumberResult r = parse_int64(*v, &n);
-    if (r == NumberResult::Ok && n >= 1 && static_cast<uint64_t>(n) <= kMaxBufferMb) {
-      c.buffer_bytes = static_cast<uint64_t>(n) << 20;
-      c.sources[static_cast<size_t>(Field::BufferMb)] = Source::Env;
-    } else {
-      env_error("MSPROBE_BUFFER_MB", *raw("MSPROBE_BUFFER_MB"),
-                r == NumberResult::NotNumber ? "not a whole number" : "out of range", kAcceptBuffer);
-    }
-  }
-  {
-    std::string why;
-    std::optional<NameRegex> marker;
-    const std::optional<std::string_view> v = value("MSPROBE_STEP_MARKER", kAcceptMarker);
-    if (v && (iequals(*v, "off") || iequals(*v, "none"))) {
-      c.step_marker = NameRegex{};
-      c.sources[static_cast<size_t>(Field::StepMarker)] = Source::Env;
-    } else if (v) {
-      if ((marker = NameRegex::compile(*v, &why))) {
-        c.step_marker = std::move(*marker);
-        c.sources[static_cast<size_t>(Field::StepMarker)] = Source::Env;
-      } else {
-        env_error("MSPROBE_STEP_MARKER", *raw("MSPROBE_STEP_MARKER"), why, kAcceptMarker);
-      }
-    } else if ((marker = NameRegex::compile(kDefaultStepMarker, &why))) {
-      c.step_marker = std::move(*marker);
-    }
-  }
-
-  // ---- the file ----
+  read_variables(Stage::InOrder);
+  read_variables(Stage::Last);
   std::optional<json> root;
-  if (const std::optional<std::string_view> v = raw("MSPROBE_CONFIG")) {
-    std::string why;
-    if (const std::optional<std::string> path = checked_path(trim(*v), &why)) {
-      c.config_path = *path;
-      root = read_file(*path);
-    } else {
-      env_error("MSPROBE_CONFIG", *v, why, kAcceptConfig);
-    }
+  if (!from_env_.config_path.empty()) {
+    c.config_path = from_env_.config_path;
+    root = ConfigFile(c.config_path, m_).read();
   }
   if (root) read_file_top(*root);
-  c.task = pick(task_, Task::Statistics, c, Field::Task);
+  pick(*setting(Field::Task));
   if (root) read_file_task_section(*root, c.task);  // msprobe reads the section of the task in effect
-
-  c.dump_path = pick(dump_path_, c.dump_path, c, Field::DumpPath);
-  c.steps = pick(steps_, IndexSet{}, c, Field::Steps);
-  c.ranks = pick(ranks_, IndexSet{}, c, Field::Ranks);
-  c.list = pick(list_, KernelFilter{}, c, Field::List);
-  c.scope = pick(scope_, std::optional<std::pair<KernelFilter, KernelFilter>>{}, c, Field::Scope);
-  c.data_mode = pick(data_mode_, DataMode::All, c, Field::DataMode);
-  c.summary_mode = pick(summary_mode_, SummaryMode::Statistics, c, Field::SummaryMode);
-  c.file_format = pick(file_format_, FileFormat::Npy, c, Field::FileFormat);
-  c.overflow_nums = pick(overflow_nums_, int64_t{1}, c, Field::OverflowNums);
-  c.precision = pick(precision_, Precision::Low, c, Field::Precision);
-  c.device_stats = pick(device_stats_, true, c, Field::DeviceStats);
-
-  if (file_format_.env && c.task != Task::Tensor) {
-    warn("MSPROBE_FILE_FORMAT has no effect: only the tensor task writes tensor files (task is " +
-         std::string(to_string(c.task)) + ")");
+  for (const Setting &s : kSettings) {
+    if (s.field != Field::Task) pick(s);
   }
-  if (overflow_nums_.env && c.task != Task::OverflowCheck) {
-    warn("MSPROBE_OVERFLOW_NUMS has no effect: it applies to the overflow_check task (task is " +
-         std::string(to_string(c.task)) + ")");
-  }
+  warn_if_inert(Field::FileFormat, Task::Tensor, "only the tensor task writes tensor files");
+  warn_if_inert(Field::OverflowNums, Task::OverflowCheck, "it applies to the overflow_check task");
 }
 
 // Levenshtein distance, for "did you mean".
@@ -958,35 +1275,6 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     }
   }
   return row[b.size()];
-}
-
-constexpr const char *kVariables[] = {
-    "MSPROBE_DUMP_PATH", "MSPROBE_CONFIG",   "MSPROBE_TASK",      "MSPROBE_STEP",          "MSPROBE_RANK",
-    "MSPROBE_LIST",      "MSPROBE_SCOPE",    "MSPROBE_DATA_MODE", "MSPROBE_SUMMARY_MODE",  "MSPROBE_FILE_FORMAT",
-    "MSPROBE_STACK",     "MSPROBE_COMPRESS", "MSPROBE_BUFFER_MB", "MSPROBE_OVERFLOW_NUMS", "MSPROBE_STEP_MARKER",
-    "MSPROBE_LOG_LEVEL", "MSPROBE_ENABLE",   "MSPROBE_PRECISION", "MSPROBE_DEVICE_STATS"};
-
-const char *env_name(Field f) {
-  switch (f) {
-    case Field::DumpPath: return "MSPROBE_DUMP_PATH";
-    case Field::Task: return "MSPROBE_TASK";
-    case Field::Steps: return "MSPROBE_STEP";
-    case Field::Ranks: return "MSPROBE_RANK";
-    case Field::List: return "MSPROBE_LIST";
-    case Field::Scope: return "MSPROBE_SCOPE";
-    case Field::DataMode: return "MSPROBE_DATA_MODE";
-    case Field::SummaryMode: return "MSPROBE_SUMMARY_MODE";
-    case Field::FileFormat: return "MSPROBE_FILE_FORMAT";
-    case Field::Stack: return "MSPROBE_STACK";
-    case Field::Compress: return "MSPROBE_COMPRESS";
-    case Field::BufferMb: return "MSPROBE_BUFFER_MB";
-    case Field::OverflowNums: return "MSPROBE_OVERFLOW_NUMS";
-    case Field::StepMarker: return "MSPROBE_STEP_MARKER";
-    case Field::LogLevel: return "MSPROBE_LOG_LEVEL";
-    case Field::Precision: return "MSPROBE_PRECISION";
-    case Field::DeviceStats: return "MSPROBE_DEVICE_STATS";
-    default: return "?";
-  }
 }
 
 }  // namespace
@@ -1064,27 +1352,10 @@ std::optional<IndexSet> parse_index_set(std::string_view text, std::string *why)
 // ---- Config ------------------------------------------------------------------------------------------------------
 
 std::string Config::source_of(Field f) const {
+  const Setting *s = setting(f);
   switch (source(f)) {
-    case Source::Env: return env_name(f);
-    case Source::File: {
-      std::string key;
-      switch (f) {
-        case Field::DumpPath: key = "dump_path"; break;
-        case Field::Task: key = "task"; break;
-        case Field::Steps: key = "step"; break;
-        case Field::Ranks: key = "rank"; break;
-        case Field::Precision: key = "precision"; break;
-        case Field::List: key = std::string(to_string(task)) + ".list"; break;
-        case Field::Scope: key = std::string(to_string(task)) + ".scope"; break;
-        case Field::DataMode: key = std::string(to_string(task)) + ".data_mode"; break;
-        case Field::SummaryMode: key = std::string(to_string(task)) + ".summary_mode"; break;
-        case Field::FileFormat: key = std::string(to_string(task)) + ".file_format"; break;
-        case Field::OverflowNums: key = std::string(to_string(task)) + ".overflow_nums"; break;
-        case Field::DeviceStats: key = "statistics.device"; break;
-        default: key = "?";
-      }
-      return "config.json field " + key;
-    }
+    case Source::Env: return s && s->env ? s->env : "?";
+    case Source::File: return "config.json field " + (s && s->key ? file_field(*s, task) : std::string("?"));
     default: return "default";
   }
 }
@@ -1173,15 +1444,16 @@ std::vector<std::string> unknown_variables(const char *const *envp) {
     const std::string_view entry(*envp);
     if (entry.rfind("MSPROBE_", 0) != 0) continue;
     const std::string_view name = entry.substr(0, entry.find('='));
-    if (std::find_if(std::begin(kVariables), std::end(kVariables), [&](const char *k) { return name == k; }) !=
-        std::end(kVariables)) {
+    if (std::any_of(std::begin(kSettings), std::end(kSettings),
+                    [&](const Setting &s) { return s.env != nullptr && name == s.env; })) {
       continue;
     }
     const char *best = nullptr;
     size_t best_distance = 4;  // suggest only close names
-    for (const char *k : kVariables) {
-      const size_t d = edit_distance(name.substr(0, 64), k);
-      if (d < best_distance) best = k, best_distance = d;
+    for (const Setting &s : kSettings) {
+      if (s.env == nullptr) continue;
+      const size_t d = edit_distance(name.substr(0, 64), s.env);
+      if (d < best_distance) best = s.env, best_distance = d;
     }
     std::string w = quote_value(name, 64) + " is not a variable of msprobe-shim; ignored";
     if (best) w += std::string("; did you mean ") + best + "?";
