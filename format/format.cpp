@@ -70,16 +70,6 @@ std::optional<DType> parse_dtype_name(std::string_view s, Framework f) {
   return std::nullopt;
 }
 
-std::string_view task_name(Task t) {
-  switch (t) {
-    case Task::Statistics: return "statistics";
-    case Task::Tensor: return "tensor";
-    case Task::OverflowCheck: return "overflow_check";
-    case Task::Structure: return "structure";
-  }
-  return "statistics";
-}
-
 std::optional<Task> parse_task(std::string_view s) {
   for (Task t : {Task::Statistics, Task::Tensor, Task::OverflowCheck, Task::Structure})
     if (task_name(t) == s) return t;
@@ -106,8 +96,6 @@ bool is_rank_lock_name(std::string_view name) {
 }
 
 std::string_view io_name(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
-
-std::string_view file_suffix(FileFormat f) { return f == FileFormat::Npy ? "npy" : "bin"; }
 
 std::string_view npy_descr(DType t) { return spelling(t).descr; }
 

@@ -70,7 +70,16 @@ std::optional<DType> parse_dtype_name(std::string_view s, Framework f);
 
 // ---- Tasks --------------------------------------------------------------------------------------------------------
 enum class Task : uint8_t { Statistics, Tensor, OverflowCheck, Structure };
-std::string_view task_name(Task t);  // "statistics" | "tensor" | "overflow_check" | "structure"
+// constexpr: the shim's configuration builds its keyword tables from these at compile time.
+constexpr std::string_view task_name(Task t) {
+  switch (t) {
+    case Task::Tensor: return "tensor";
+    case Task::OverflowCheck: return "overflow_check";
+    case Task::Structure: return "structure";
+    case Task::Statistics: break;
+  }
+  return "statistics";
+}
 std::optional<Task> parse_task(std::string_view s);
 
 // ---- Layout: {dump_path}/step{N}/rank{R}/{dump.json, stack.json, construct.json, dump_tensor_data/} ----------
@@ -96,12 +105,12 @@ enum class IoKind : uint8_t { Input, Output };
 std::string_view io_name(IoKind io);  // "input" | "output"
 
 enum class FileFormat : uint8_t { Npy, Bin };
-std::string_view file_suffix(FileFormat f);  // "npy" | "bin"
+constexpr std::string_view file_suffix(FileFormat f) { return f == FileFormat::Npy ? "npy" : "bin"; }
 
 // MSPROBE_COMPRESS=lz4: each tensor file is one LZ4 frame of what would have been written, named with this extra
 // suffix ({kernel}.{input|output}.{slot}.npy.lz4); `lz4 -d` or msprobe-inspect convert gives back the file.
 enum class Compression : uint8_t { Off, Lz4 };
-inline constexpr std::string_view kLz4Suffix = "lz4";
+inline constexpr std::string_view kLz4Suffix = "lz4";  // also MSPROBE_COMPRESS's keyword
 
 // Basenames longer than this are replaced by 32 random digits + "." + the original last suffix, and the pair is
 // recorded in mapping.csv (msprobe's FILE_NAME_MAX; also what compare accepts).

@@ -138,19 +138,19 @@ struct Keyword {
   E value;
 };
 
-// kTasks and kFileFormats spell what collector/format.h's task_name() and file_suffix() spell; they are not taken
-// from there because config.cpp is also compiled into test/fuzz's fuzz_config, which does not link the collector.
-constexpr Keyword<Task> kTasks[] = {{"statistics", Task::Statistics},
-                                    {"tensor", Task::Tensor},
-                                    {"overflow_check", Task::OverflowCheck},
-                                    {"structure", Task::Structure}};
+// The dump's own keywords come from format/format.h, so a spelling changes in one place.
+constexpr Keyword<Task> kTasks[] = {{format::task_name(Task::Statistics), Task::Statistics},
+                                    {format::task_name(Task::Tensor), Task::Tensor},
+                                    {format::task_name(Task::OverflowCheck), Task::OverflowCheck},
+                                    {format::task_name(Task::Structure), Task::Structure}};
 constexpr Keyword<DataMode> kDataModes[] = {
     {"all", DataMode::All}, {"input", DataMode::Input}, {"output", DataMode::Output}};
 constexpr Keyword<SummaryMode> kSummaryModes[] = {{"statistics", SummaryMode::Statistics}, {"md5", SummaryMode::Md5}};
-constexpr Keyword<FileFormat> kFileFormats[] = {{"npy", FileFormat::Npy}, {"bin", FileFormat::Bin}};
+constexpr Keyword<FileFormat> kFileFormats[] = {{format::file_suffix(FileFormat::Npy), FileFormat::Npy},
+                                                {format::file_suffix(FileFormat::Bin), FileFormat::Bin}};
 constexpr Keyword<StackMode> kStackModes[] = {
     {"off", StackMode::Off}, {"native", StackMode::Native}, {"python", StackMode::Python}, {"mixed", StackMode::Mixed}};
-constexpr Keyword<Compress> kCompress[] = {{"off", Compress::Off}, {"lz4", Compress::Lz4}};
+constexpr Keyword<Compress> kCompress[] = {{"off", Compress::Off}, {format::kLz4Suffix, Compress::Lz4}};
 constexpr Keyword<Precision> kPrecisions[] = {{"low", Precision::Low}, {"high", Precision::High}};
 // msprobe's own MSPROBE_LOG_LEVEL takes 0 (debug) .. 4 (nothing); a user with msprobe installed may have it set, so
 // those numbers mean the same here (4 keeps errors: a shim that disables itself must say why).
