@@ -8,9 +8,9 @@
 // by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
 #include "runtime/mem.h"
+#include "shim/capture/session.h"
 #include "shim/device/device_allocations.h"
 #include "shim/hooks/hook.h"
-#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 
@@ -28,10 +28,13 @@ void freeing(void *devPtr) {
 
 }  // namespace
 
-MSPROBE_HOOK_SLOT(aclrtMalloc);
-MSPROBE_HOOK_SLOT(aclrtFree);
-MSPROBE_HOOK_SLOT(rtMalloc);
-MSPROBE_HOOK_SLOT(rtFree);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_MEMORY_HOOKS(X) \
+  X(aclrtMalloc)                \
+  X(aclrtFree)                  \
+  X(rtMalloc)                   \
+  X(rtFree)
+MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)
 
 MSPROBE_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
   auto real = MSPROBE_REAL(aclrtMalloc);
@@ -63,12 +66,4 @@ MSPROBE_EXPORT rtError_t rtFree(void *devPtr) {
   return real(devPtr);
 }
 
-namespace msprobe::shim {
-
-HookFamily memory_hooks() {
-  static const HookEntry entries[] = {MSPROBE_HOOK_ENTRY(aclrtMalloc), MSPROBE_HOOK_ENTRY(aclrtFree),
-                                      MSPROBE_HOOK_ENTRY(rtMalloc), MSPROBE_HOOK_ENTRY(rtFree)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS)

@@ -15,8 +15,8 @@
 
 #include "aclnn/acl_meta.h"
 #include "shim/aclnn/aclnn_capture.h"
-#include "shim/hooks/hook.h"
 #include "shim/capture/session.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
@@ -39,9 +39,9 @@ ThreadState *thread_state() {
   if (t_state != nullptr) return t_state;
   std::call_once(g_cleanup_once, [] {
     g_cleanup_ok = pthread_key_create(&g_cleanup, [](void *p) {
-      t_state = nullptr;
-      delete static_cast<ThreadState *>(p);
-    }) == 0;
+                     t_state = nullptr;
+                     delete static_cast<ThreadState *>(p);
+                   }) == 0;
   });
   if (!g_cleanup_ok) return nullptr;
   auto *s = new (std::nothrow) ThreadState;
@@ -72,13 +72,16 @@ void on_lookup(aclOpExecutor *executor, const ExecCacheKey &key) {
 
 }  // namespace
 
-MSPROBE_HOOK_SLOT(InitPTACacheThreadLocal);
-MSPROBE_HOOK_SLOT(UnInitPTACacheThreadLocal);
-MSPROBE_HOOK_SLOT(SetPTAHashKey);
-MSPROBE_HOOK_SLOT(SetPTACacheHashKey);
-MSPROBE_HOOK_SLOT(AddTensorAddrToCachedList);
-MSPROBE_HOOK_SLOT(PTAGetExecCache);
-MSPROBE_HOOK_SLOT(PTAFindExecCache);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_PTA_CACHE_HOOKS(X) \
+  X(InitPTACacheThreadLocal)       \
+  X(UnInitPTACacheThreadLocal)     \
+  X(SetPTAHashKey)                 \
+  X(SetPTACacheHashKey)            \
+  X(AddTensorAddrToCachedList)     \
+  X(PTAGetExecCache)               \
+  X(PTAFindExecCache)
+MSPROBE_HOOK_SLOTS(MSPROBE_PTA_CACHE_HOOKS)
 
 MSPROBE_EXPORT void InitPTACacheThreadLocal(void) {
   auto real = MSPROBE_REAL(InitPTACacheThreadLocal);
@@ -145,16 +148,4 @@ MSPROBE_EXPORT aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_
   return ex;
 }
 
-namespace msprobe::shim {
-
-HookFamily pta_cache_hooks() {
-  static const HookEntry entries[] = {
-      MSPROBE_HOOK_ENTRY(InitPTACacheThreadLocal), MSPROBE_HOOK_ENTRY(UnInitPTACacheThreadLocal),
-      MSPROBE_HOOK_ENTRY(SetPTAHashKey),           MSPROBE_HOOK_ENTRY(SetPTACacheHashKey),
-      MSPROBE_HOOK_ENTRY(AddTensorAddrToCachedList), MSPROBE_HOOK_ENTRY(PTAGetExecCache),
-      MSPROBE_HOOK_ENTRY(PTAFindExecCache),
-  };
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_PTA_CACHE_HOOKS)

@@ -16,12 +16,12 @@
 #include "acl/acl_base.h"
 #include "format/naming.h"
 #include "runtime/kernel.h"
-#include "shim/device/device_allocations.h"
-#include "shim/device/handles.h"
-#include "shim/hooks/hook.h"
-#include "shim/device/kernel_binaries.h"
 #include "shim/capture/kernel_launch.h"
 #include "shim/capture/session.h"
+#include "shim/device/device_allocations.h"
+#include "shim/device/handles.h"
+#include "shim/device/kernel_binaries.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
@@ -48,8 +48,10 @@ msprobe::format::ValueArg raw_value(const RtArgSlot &s) {
   msprobe::format::ValueArg v;
   v.type = "uint" + std::to_string(8 * s.bytes);
   // JSON integers of the writer are signed 64-bit: the rare larger value is written as its decimal string.
-  if (s.value <= (uint64_t)INT64_MAX) v.value = (int64_t)s.value;
-  else v.value = std::to_string(s.value);
+  if (s.value <= (uint64_t)INT64_MAX)
+    v.value = (int64_t)s.value;
+  else
+    v.value = std::to_string(s.value);
   return v;
 }
 
@@ -94,8 +96,10 @@ rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_
       } else {
         slots = scan_args_blob(blob.args, blob.slot_bytes, device_allocations());
         for (const RtArgSlot &s : slots) {
-          if (s.device_extent) launch->input_tensor(raw_bytes(s.value, *s.device_extent));
-          else launch->input_value(raw_value(s));
+          if (s.device_extent)
+            launch->input_tensor(raw_bytes(s.value, *s.device_extent));
+          else
+            launch->input_value(raw_value(s));
         }
       }
     }
@@ -143,15 +147,18 @@ void registered(const rtDevBinary_t *bin, void **hdl) {
 
 }  // namespace
 
-MSPROBE_HOOK_SLOT(rtDevBinaryRegister);
-MSPROBE_HOOK_SLOT(rtRegisterAllKernel);
-MSPROBE_HOOK_SLOT(rtDevBinaryUnRegister);
-MSPROBE_HOOK_SLOT(rtFunctionRegister);
-MSPROBE_HOOK_SLOT(rtKernelLaunch);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithFlag);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithFlagV2);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithHandle);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithHandleV2);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_RT_KERNEL_HOOKS(X) \
+  X(rtDevBinaryRegister)           \
+  X(rtRegisterAllKernel)           \
+  X(rtDevBinaryUnRegister)         \
+  X(rtFunctionRegister)            \
+  X(rtKernelLaunch)                \
+  X(rtKernelLaunchWithFlag)        \
+  X(rtKernelLaunchWithFlagV2)      \
+  X(rtKernelLaunchWithHandle)      \
+  X(rtKernelLaunchWithHandleV2)
+MSPROBE_HOOK_SLOTS(MSPROBE_RT_KERNEL_HOOKS)
 
 MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
   auto real = MSPROBE_REAL(rtDevBinaryRegister);
@@ -245,16 +252,4 @@ MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t ti
                         [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo); });
 }
 
-namespace msprobe::shim {
-
-HookFamily rt_kernel_hooks() {
-  static const HookEntry entries[] = {
-      MSPROBE_HOOK_ENTRY(rtDevBinaryRegister),      MSPROBE_HOOK_ENTRY(rtRegisterAllKernel),
-      MSPROBE_HOOK_ENTRY(rtDevBinaryUnRegister),    MSPROBE_HOOK_ENTRY(rtFunctionRegister),
-      MSPROBE_HOOK_ENTRY(rtKernelLaunch),           MSPROBE_HOOK_ENTRY(rtKernelLaunchWithFlag),
-      MSPROBE_HOOK_ENTRY(rtKernelLaunchWithFlagV2), MSPROBE_HOOK_ENTRY(rtKernelLaunchWithHandle),
-      MSPROBE_HOOK_ENTRY(rtKernelLaunchWithHandleV2)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS)

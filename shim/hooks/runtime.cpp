@@ -1,13 +1,16 @@
 // The runtime calls that end a device's life: everything captured so far must be on disk before the
 // runtime goes away (our copies and events live in it). Also the shim's own C API.
 #include "acl/acl.h"
-#include "shim/hooks/hook.h"
 #include "shim/capture/session.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
-MSPROBE_HOOK_SLOT(aclFinalize);
-MSPROBE_HOOK_SLOT(aclrtResetDevice);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_RUNTIME_HOOKS(X) \
+  X(aclFinalize)                 \
+  X(aclrtResetDevice)
+MSPROBE_HOOK_SLOTS(MSPROBE_RUNTIME_HOOKS)
 
 MSPROBE_EXPORT aclError aclFinalize(void) {
   auto real = MSPROBE_REAL(aclFinalize);
@@ -34,11 +37,4 @@ MSPROBE_EXPORT void msprobe_shim_step(void) {
   if (capture_enabled()) session().end_step();
 }
 
-namespace msprobe::shim {
-
-HookFamily runtime_hooks() {
-  static const HookEntry entries[] = {MSPROBE_HOOK_ENTRY(aclFinalize), MSPROBE_HOOK_ENTRY(aclrtResetDevice)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_RUNTIME_HOOKS)
