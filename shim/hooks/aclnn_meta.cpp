@@ -44,6 +44,24 @@ TensorMeta tensor_meta(const int64_t *viewDims, uint64_t viewDimsNum, aclDataTyp
   return m;
 }
 
+// aclCreateTensorList and aclCreateScalarList: a created list is recorded with its members.
+template <typename Real, typename T>
+auto create_list(Real real, const T *const *value, uint64_t size) -> decltype(real(value, size)) {
+  if (!real) return nullptr;
+  auto *l = real(value, size);
+  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
+  return l;
+}
+
+// The executor reuse calls: what the runtime accepted is reported to the aclnn capture.
+template <typename Real, typename Report>
+aclnnStatus on_executor(Real real, aclOpExecutor *executor, Report report) {
+  if (!real) return ACLNN_ERR_INNER_NULLPTR;
+  aclnnStatus rc = real(executor);
+  if (rc == ACLNN_SUCCESS) (aclnn_capture().*report)(executor);
+  return rc;
+}
+
 }  // namespace
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
@@ -114,19 +132,11 @@ MSPROBE_CREATE_ARRAY_HOOK(aclCreateBoolArray, aclBoolArray, bool)
 #undef MSPROBE_CREATE_ARRAY_HOOK
 
 MSPROBE_EXPORT aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
-  auto real = MSPROBE_REAL(aclCreateTensorList);
-  if (!real) return nullptr;
-  aclTensorList *l = real(value, size);
-  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
-  return l;
+  return create_list(MSPROBE_REAL(aclCreateTensorList), value, size);
 }
 
 MSPROBE_EXPORT aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
-  auto real = MSPROBE_REAL(aclCreateScalarList);
-  if (!real) return nullptr;
-  aclScalarList *l = real(value, size);
-  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
-  return l;
+  return create_list(MSPROBE_REAL(aclCreateScalarList), value, size);
 }
 
 // Destruction is forwarded first; the record goes only if the runtime accepted it (a refused double
@@ -174,19 +184,11 @@ MSPROBE_EXPORT aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
 }
 
 MSPROBE_EXPORT aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
-  auto real = MSPROBE_REAL(aclSetAclOpExecutorRepeatable);
-  if (!real) return ACLNN_ERR_INNER_NULLPTR;
-  aclnnStatus rc = real(executor);
-  if (rc == ACLNN_SUCCESS) aclnn_capture().on_repeatable(executor);
-  return rc;
+  return on_executor(MSPROBE_REAL(aclSetAclOpExecutorRepeatable), executor, &AclnnCapture::on_repeatable);
 }
 
 MSPROBE_EXPORT aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
-  auto real = MSPROBE_REAL(aclDestroyAclOpExecutor);
-  if (!real) return ACLNN_ERR_INNER_NULLPTR;
-  aclnnStatus rc = real(executor);
-  if (rc == ACLNN_SUCCESS) aclnn_capture().on_destroyed(executor);
-  return rc;
+  return on_executor(MSPROBE_REAL(aclDestroyAclOpExecutor), executor, &AclnnCapture::on_destroyed);
 }
 
 // The address-rebinding family: index spaces as in the runtime (all tensor parameters, inputs only or

@@ -83,6 +83,15 @@ ValueArg reduce_op(HcclReduceOp op) {
   return ValueArg{"str", std::move(v), "op"};
 }
 
+// A communicator's creation (`args` forwarded untouched): the rank it was created with is the rank hint.
+template <typename Real, typename... Args>
+HcclResult init_comm(Real real, uint32_t rank, Args... args) {
+  if (!real) return HCCL_E_NOT_FOUND;
+  HcclResult rc = real(args...);
+  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
+  return rc;
+}
+
 // One collective: `in` (and the values) read before `forward` runs it, `out` after.
 template <typename Forward>
 HcclResult capture_collective(const char *op_type, aclrtStream stream, const std::optional<TensorMeta> &in,
@@ -117,19 +126,11 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
 
 MSPROBE_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                                HcclComm *comm) {
-  auto real = MSPROBE_REAL(HcclCommInitRootInfo);
-  if (!real) return HCCL_E_NOT_FOUND;
-  HcclResult rc = real(nRanks, rootInfo, rank, comm);
-  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
-  return rc;
+  return init_comm(MSPROBE_REAL(HcclCommInitRootInfo), rank, nRanks, rootInfo, rank, comm);
 }
 
 MSPROBE_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
-  auto real = MSPROBE_REAL(HcclCommInitClusterInfo);
-  if (!real) return HCCL_E_NOT_FOUND;
-  HcclResult rc = real(clusterInfo, rank, comm);
-  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
-  return rc;
+  return init_comm(MSPROBE_REAL(HcclCommInitClusterInfo), rank, clusterInfo, rank, comm);
 }
 
 MSPROBE_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,

@@ -70,6 +70,28 @@ void on_lookup(aclOpExecutor *executor, const ExecCacheKey &key) {
   s->hit = executor;
 }
 
+// InitPTACacheThreadLocal and UnInitPTACacheThreadLocal.
+template <typename Real>
+void forward_and_start_over(Real real) {
+  if (real) real();
+  try {
+    if (capture_enabled()) start_over();
+  } catch (...) {
+  }
+}
+
+// PTAGetExecCache and PTAFindExecCache: the lookup under the key `key_of()` makes (only when capturing).
+template <typename Real, typename KeyOf, typename... Args>
+aclOpExecutor *look_up(Real real, KeyOf key_of, Args... args) {
+  if (!real) return nullptr;
+  aclOpExecutor *ex = real(args...);
+  try {
+    if (capture_enabled()) on_lookup(ex, key_of());
+  } catch (...) {
+  }
+  return ex;
+}
+
 }  // namespace
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
@@ -83,23 +105,9 @@ void on_lookup(aclOpExecutor *executor, const ExecCacheKey &key) {
   X(PTAFindExecCache)
 MSPROBE_HOOK_SLOTS(MSPROBE_PTA_CACHE_HOOKS)
 
-MSPROBE_EXPORT void InitPTACacheThreadLocal(void) {
-  auto real = MSPROBE_REAL(InitPTACacheThreadLocal);
-  if (real) real();
-  try {
-    if (capture_enabled()) start_over();
-  } catch (...) {
-  }
-}
+MSPROBE_EXPORT void InitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(InitPTACacheThreadLocal)); }
 
-MSPROBE_EXPORT void UnInitPTACacheThreadLocal(void) {
-  auto real = MSPROBE_REAL(UnInitPTACacheThreadLocal);
-  if (real) real();
-  try {
-    if (capture_enabled()) start_over();
-  } catch (...) {
-  }
-}
+MSPROBE_EXPORT void UnInitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(UnInitPTACacheThreadLocal)); }
 
 MSPROBE_EXPORT void SetPTAHashKey(uint64_t hash) {
   auto real = MSPROBE_REAL(SetPTAHashKey);
@@ -127,25 +135,13 @@ MSPROBE_EXPORT void AddTensorAddrToCachedList(void *addr) {
 }
 
 MSPROBE_EXPORT aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *workspaceSize) {
-  auto real = MSPROBE_REAL(PTAGetExecCache);
-  if (!real) return nullptr;
-  aclOpExecutor *ex = real(hash, workspaceSize);
-  try {
-    if (capture_enabled()) on_lookup(ex, ExecCacheKey::of_hash(hash));
-  } catch (...) {
-  }
-  return ex;
+  return look_up(
+      MSPROBE_REAL(PTAGetExecCache), [&] { return ExecCacheKey::of_hash(hash); }, hash, workspaceSize);
 }
 
 MSPROBE_EXPORT aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_t *workspaceSize) {
-  auto real = MSPROBE_REAL(PTAFindExecCache);
-  if (!real) return nullptr;
-  aclOpExecutor *ex = real(buf, len, workspaceSize);
-  try {
-    if (capture_enabled()) on_lookup(ex, ExecCacheKey::of_bytes(buf, len));
-  } catch (...) {
-  }
-  return ex;
+  return look_up(
+      MSPROBE_REAL(PTAFindExecCache), [&] { return ExecCacheKey::of_bytes(buf, len); }, buf, len, workspaceSize);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_PTA_CACHE_HOOKS)

@@ -145,6 +145,37 @@ void registered(const rtDevBinary_t *bin, void **hdl) {
   }
 }
 
+// rtDevBinaryRegister and rtRegisterAllKernel: a binary the runtime accepted is recorded.
+template <typename Real>
+rtError_t register_binary(Real real, const rtDevBinary_t *bin, void **hdl) {
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  rtError_t rc = real(bin, hdl);
+  if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
+  return rc;
+}
+
+// How a launch names its kernel: by the stub registered with rtFunctionRegister, or by binary handle and tiling key.
+struct ByStub {
+  const void *stub;
+  std::string op_type() const { return stub_op_type(stub); }
+};
+struct ByHandle {
+  const void *handle;
+  uint64_t tiling_key;
+  std::string op_type() const { return handle_op_type(handle, tiling_key); }
+};
+
+Blob blob_of(const Blob &b) { return b; }
+
+// The launch variants' shared body: `real` gets `args` untouched; a launch of the host's is captured as the kernel
+// `kernel` names, with the arguments `blob` (a Blob, or the rtArgsEx_t read only then) describes.
+template <typename Real, typename Kernel, typename BlobSource, typename... Args>
+rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStream_t stm, Args... args) {
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching()) return real(args...);
+  return capture_launch(kernel.op_type(), blob_of(blob), stm, [&] { return real(args...); });
+}
+
 }  // namespace
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
@@ -161,19 +192,11 @@ void registered(const rtDevBinary_t *bin, void **hdl) {
 MSPROBE_HOOK_SLOTS(MSPROBE_RT_KERNEL_HOOKS)
 
 MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
-  auto real = MSPROBE_REAL(rtDevBinaryRegister);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  rtError_t rc = real(bin, hdl);
-  if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
-  return rc;
+  return register_binary(MSPROBE_REAL(rtDevBinaryRegister), bin, hdl);
 }
 
 MSPROBE_EXPORT rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
-  auto real = MSPROBE_REAL(rtRegisterAllKernel);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  rtError_t rc = real(bin, hdl);
-  if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
-  return rc;
+  return register_binary(MSPROBE_REAL(rtRegisterAllKernel), bin, hdl);
 }
 
 MSPROBE_EXPORT rtError_t rtDevBinaryUnRegister(void *hdl) {
@@ -206,50 +229,35 @@ MSPROBE_EXPORT rtError_t rtFunctionRegister(void *binHandle, const void *stubFun
 
 MSPROBE_EXPORT rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
                                         rtSmDesc_t *smDesc, rtStream_t stm) {
-  auto real = MSPROBE_REAL(rtKernelLaunch);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(stubFunc, blockDim, args, argsSize, smDesc, stm);
-  return capture_launch(stub_op_type(stubFunc), plain_blob(args, argsSize), stm,
-                        [&] { return real(stubFunc, blockDim, args, argsSize, smDesc, stm); });
+  return launch(MSPROBE_REAL(rtKernelLaunch), ByStub{stubFunc}, plain_blob(args, argsSize), stm, stubFunc, blockDim,
+                args, argsSize, smDesc, stm);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                                 rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithFlag);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags);
-  return capture_launch(stub_op_type(stubFunc), blob_of(argsInfo), stm,
-                        [&] { return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithFlag), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
+                smDesc, stm, flags);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                                   rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
                                                   const rtTaskCfgInfo_t *cfgInfo) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithFlagV2);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags, cfgInfo);
-  return capture_launch(stub_op_type(stubFunc), blob_of(argsInfo), stm,
-                        [&] { return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags, cfgInfo); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithFlagV2), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
+                smDesc, stm, flags, cfgInfo);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
                                                   rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
                                                   const void *kernelInfo) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithHandle);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, kernelInfo);
-  return capture_launch(handle_op_type(hdl, tilingKey), blob_of(argsInfo), stm,
-                        [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, kernelInfo); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithHandle), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
+                blockDim, argsInfo, smDesc, stm, kernelInfo);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
                                                     rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
                                                     const rtTaskCfgInfo_t *cfgInfo) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithHandleV2);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo);
-  return capture_launch(handle_op_type(hdl, tilingKey), blob_of(argsInfo), stm,
-                        [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithHandleV2), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
+                blockDim, argsInfo, smDesc, stm, cfgInfo);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS)

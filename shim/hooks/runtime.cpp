@@ -12,24 +12,25 @@ using namespace msprobe::shim;
   X(aclrtResetDevice)
 MSPROBE_HOOK_SLOTS(MSPROBE_RUNTIME_HOOKS)
 
-MSPROBE_EXPORT aclError aclFinalize(void) {
-  auto real = MSPROBE_REAL(aclFinalize);
-  if (!real) return ACL_ERROR_UNINITIALIZE;
+namespace {
+
+// Both calls: the dump flushed, then `real` (or `missing` when nothing defines it).
+template <typename Real, typename... Args>
+aclError flush_then(Real real, aclError missing, Args... args) {
+  if (!real) return missing;
   if (!ReentryGuard::active() && capture_enabled()) {
     ReentryGuard guard;
     session().flush();
   }
-  return real();
+  return real(args...);
 }
 
+}  // namespace
+
+MSPROBE_EXPORT aclError aclFinalize(void) { return flush_then(MSPROBE_REAL(aclFinalize), ACL_ERROR_UNINITIALIZE); }
+
 MSPROBE_EXPORT aclError aclrtResetDevice(int32_t deviceId) {
-  auto real = MSPROBE_REAL(aclrtResetDevice);
-  if (!real) return ACL_ERROR_INVALID_DEVICE;
-  if (!ReentryGuard::active() && capture_enabled()) {
-    ReentryGuard guard;
-    session().flush();
-  }
-  return real(deviceId);
+  return flush_then(MSPROBE_REAL(aclrtResetDevice), ACL_ERROR_INVALID_DEVICE, deviceId);
 }
 
 // The host marks the end of a training step (spec §4: "a step ends when the host calls msprobe_shim_step()").
