@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "aclnn/acl_meta.h"
-#include "shim/device/acl_types.h"
 #include "shim/aclnn/aclnn_capture.h"
+#include "shim/capture/session.h"
+#include "shim/device/acl_types.h"
 #include "shim/device/handles.h"
 #include "shim/hooks/hook.h"
-#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 
@@ -44,31 +44,52 @@ TensorMeta tensor_meta(const int64_t *viewDims, uint64_t viewDimsNum, aclDataTyp
   return m;
 }
 
+// aclCreateTensorList and aclCreateScalarList: a created list is recorded with its members.
+template <typename Real, typename T>
+auto create_list(Real real, const T *const *value, uint64_t size) -> decltype(real(value, size)) {
+  if (!real) return nullptr;
+  auto *l = real(value, size);
+  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
+  return l;
+}
+
+// The executor reuse calls: what the runtime accepted is reported to the aclnn capture.
+template <typename Real, typename Report>
+aclnnStatus on_executor(Real real, aclOpExecutor *executor, Report report) {
+  if (!real) return ACLNN_ERR_INNER_NULLPTR;
+  aclnnStatus rc = real(executor);
+  if (rc == ACLNN_SUCCESS) (aclnn_capture().*report)(executor);
+  return rc;
+}
+
 }  // namespace
 
-MSPROBE_HOOK_SLOT(aclCreateTensor);
-MSPROBE_HOOK_SLOT(aclCreateScalar);
-MSPROBE_HOOK_SLOT(aclCreateIntArray);
-MSPROBE_HOOK_SLOT(aclCreateFloatArray);
-MSPROBE_HOOK_SLOT(aclCreateBoolArray);
-MSPROBE_HOOK_SLOT(aclCreateTensorList);
-MSPROBE_HOOK_SLOT(aclCreateScalarList);
-MSPROBE_HOOK_SLOT(aclDestroyTensor);
-MSPROBE_HOOK_SLOT(aclDestroyScalar);
-MSPROBE_HOOK_SLOT(aclDestroyIntArray);
-MSPROBE_HOOK_SLOT(aclDestroyFloatArray);
-MSPROBE_HOOK_SLOT(aclDestroyBoolArray);
-MSPROBE_HOOK_SLOT(aclDestroyTensorList);
-MSPROBE_HOOK_SLOT(aclDestroyScalarList);
-MSPROBE_HOOK_SLOT(aclSetRawTensorAddr);
-MSPROBE_HOOK_SLOT(aclSetAclOpExecutorRepeatable);
-MSPROBE_HOOK_SLOT(aclDestroyAclOpExecutor);
-MSPROBE_HOOK_SLOT(aclSetTensorAddr);
-MSPROBE_HOOK_SLOT(aclSetInputTensorAddr);
-MSPROBE_HOOK_SLOT(aclSetOutputTensorAddr);
-MSPROBE_HOOK_SLOT(aclSetDynamicTensorAddr);
-MSPROBE_HOOK_SLOT(aclSetDynamicInputTensorAddr);
-MSPROBE_HOOK_SLOT(aclSetDynamicOutputTensorAddr);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_ACLNN_META_HOOKS(X) \
+  X(aclCreateTensor)                \
+  X(aclCreateScalar)                \
+  X(aclCreateIntArray)              \
+  X(aclCreateFloatArray)            \
+  X(aclCreateBoolArray)             \
+  X(aclCreateTensorList)            \
+  X(aclCreateScalarList)            \
+  X(aclDestroyTensor)               \
+  X(aclDestroyScalar)               \
+  X(aclDestroyIntArray)             \
+  X(aclDestroyFloatArray)           \
+  X(aclDestroyBoolArray)            \
+  X(aclDestroyTensorList)           \
+  X(aclDestroyScalarList)           \
+  X(aclSetRawTensorAddr)            \
+  X(aclSetAclOpExecutorRepeatable)  \
+  X(aclDestroyAclOpExecutor)        \
+  X(aclSetTensorAddr)               \
+  X(aclSetInputTensorAddr)          \
+  X(aclSetOutputTensorAddr)         \
+  X(aclSetDynamicTensorAddr)        \
+  X(aclSetDynamicInputTensorAddr)   \
+  X(aclSetDynamicOutputTensorAddr)
+MSPROBE_HOOK_SLOTS(MSPROBE_ACLNN_META_HOOKS)
 
 MSPROBE_EXPORT aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
                                           const int64_t *stride, int64_t offset, aclFormat format,
@@ -78,8 +99,8 @@ MSPROBE_EXPORT aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t view
   aclTensor *t = real(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum, tensorData);
   // The runtime validated the arguments: only a created tensor is recorded (and its dims are readable).
   if (t && viewDimsNum <= (uint64_t)kMaxDims && capture_enabled())
-    handles().put(t, tensor_meta(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims,
-                                 storageDimsNum, tensorData));
+    handles().put(t, tensor_meta(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
+                                 tensorData));
   return t;
 }
 
@@ -97,13 +118,13 @@ MSPROBE_EXPORT aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
   return s;
 }
 
-#define MSPROBE_CREATE_ARRAY_HOOK(fn, Ret, T)                        \
-  MSPROBE_EXPORT Ret *fn(const T *value, uint64_t size) {           \
-    auto real = MSPROBE_REAL(fn);                                    \
-    if (!real) return nullptr;                                       \
-    Ret *a = real(value, size);                                      \
+#define MSPROBE_CREATE_ARRAY_HOOK(fn, Ret, T)                               \
+  MSPROBE_EXPORT Ret *fn(const T *value, uint64_t size) {                   \
+    auto real = MSPROBE_REAL(fn);                                           \
+    if (!real) return nullptr;                                              \
+    Ret *a = real(value, size);                                             \
     if (a && capture_enabled()) handles().put(a, copy_values(value, size)); \
-    return a;                                                        \
+    return a;                                                               \
   }
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateIntArray, aclIntArray, int64_t)
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateFloatArray, aclFloatArray, float)
@@ -111,30 +132,22 @@ MSPROBE_CREATE_ARRAY_HOOK(aclCreateBoolArray, aclBoolArray, bool)
 #undef MSPROBE_CREATE_ARRAY_HOOK
 
 MSPROBE_EXPORT aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
-  auto real = MSPROBE_REAL(aclCreateTensorList);
-  if (!real) return nullptr;
-  aclTensorList *l = real(value, size);
-  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
-  return l;
+  return create_list(MSPROBE_REAL(aclCreateTensorList), value, size);
 }
 
 MSPROBE_EXPORT aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
-  auto real = MSPROBE_REAL(aclCreateScalarList);
-  if (!real) return nullptr;
-  aclScalarList *l = real(value, size);
-  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
-  return l;
+  return create_list(MSPROBE_REAL(aclCreateScalarList), value, size);
 }
 
 // Destruction is forwarded first; the record goes only if the runtime accepted it (a refused double
 // destroy must not make us forget a live handle that was re-created at the same address).
-#define MSPROBE_DESTROY_HOOK(fn, T)                           \
-  MSPROBE_EXPORT aclnnStatus fn(const T *obj) {               \
-    auto real = MSPROBE_REAL(fn);                             \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                \
-    aclnnStatus rc = real(obj);                               \
-    if (rc == ACLNN_SUCCESS && obj) handles().erase(obj);     \
-    return rc;                                                \
+#define MSPROBE_DESTROY_HOOK(fn, T)                       \
+  MSPROBE_EXPORT aclnnStatus fn(const T *obj) {           \
+    auto real = MSPROBE_REAL(fn);                         \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;            \
+    aclnnStatus rc = real(obj);                           \
+    if (rc == ACLNN_SUCCESS && obj) handles().erase(obj); \
+    return rc;                                            \
   }
 MSPROBE_DESTROY_HOOK(aclDestroyTensor, aclTensor)
 MSPROBE_DESTROY_HOOK(aclDestroyScalar, aclScalar)
@@ -144,19 +157,19 @@ MSPROBE_DESTROY_HOOK(aclDestroyBoolArray, aclBoolArray)
 #undef MSPROBE_DESTROY_HOOK
 
 // Lists own their members: destroying the list destroys them inside the runtime, without calls we see.
-#define MSPROBE_DESTROY_LIST_HOOK(fn, T)                                               \
-  MSPROBE_EXPORT aclnnStatus fn(const T *list) {                                      \
-    auto real = MSPROBE_REAL(fn);                                                     \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                        \
-    auto members = list ? handles().get(list) : std::nullopt;                        \
-    aclnnStatus rc = real(list);                                                      \
-    if (rc == ACLNN_SUCCESS && list) {                                                \
-      handles().erase(list);                                                          \
-      if (members)                                                                    \
-        if (auto *m = std::get_if<std::vector<const void *>>(&*members))             \
-          for (const void *h : *m) handles().erase(h);                                \
-    }                                                                                 \
-    return rc;                                                                        \
+#define MSPROBE_DESTROY_LIST_HOOK(fn, T)                                 \
+  MSPROBE_EXPORT aclnnStatus fn(const T *list) {                         \
+    auto real = MSPROBE_REAL(fn);                                        \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                           \
+    auto members = list ? handles().get(list) : std::nullopt;            \
+    aclnnStatus rc = real(list);                                         \
+    if (rc == ACLNN_SUCCESS && list) {                                   \
+      handles().erase(list);                                             \
+      if (members)                                                       \
+        if (auto *m = std::get_if<std::vector<const void *>>(&*members)) \
+          for (const void *h : *m) handles().erase(h);                   \
+    }                                                                    \
+    return rc;                                                           \
   }
 MSPROBE_DESTROY_LIST_HOOK(aclDestroyTensorList, aclTensorList)
 MSPROBE_DESTROY_LIST_HOOK(aclDestroyScalarList, aclScalarList)
@@ -171,71 +184,43 @@ MSPROBE_EXPORT aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
 }
 
 MSPROBE_EXPORT aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
-  auto real = MSPROBE_REAL(aclSetAclOpExecutorRepeatable);
-  if (!real) return ACLNN_ERR_INNER_NULLPTR;
-  aclnnStatus rc = real(executor);
-  if (rc == ACLNN_SUCCESS) aclnn_capture().on_repeatable(executor);
-  return rc;
+  return on_executor(MSPROBE_REAL(aclSetAclOpExecutorRepeatable), executor, &AclnnCapture::on_repeatable);
 }
 
 MSPROBE_EXPORT aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
-  auto real = MSPROBE_REAL(aclDestroyAclOpExecutor);
-  if (!real) return ACLNN_ERR_INNER_NULLPTR;
-  aclnnStatus rc = real(executor);
-  if (rc == ACLNN_SUCCESS) aclnn_capture().on_destroyed(executor);
-  return rc;
+  return on_executor(MSPROBE_REAL(aclDestroyAclOpExecutor), executor, &AclnnCapture::on_destroyed);
 }
 
 // The address-rebinding family: index spaces as in the runtime (all tensor parameters, inputs only or
 // outputs only; a dynamic (list) parameter addressed by irIndex + relativeIndex).
-#define MSPROBE_SET_ADDR_HOOK(fn, space)                                                       \
+#define MSPROBE_SET_ADDR_HOOK(fn, space)                                                                      \
   MSPROBE_EXPORT aclnnStatus fn(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) { \
-    auto real = MSPROBE_REAL(fn);                                                              \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                 \
-    aclnnStatus rc = real(executor, index, tensor, addr);                                      \
-    if (rc == ACLNN_SUCCESS) {                                                                 \
-      aclnn_capture().on_rebind(executor, space, index, 0, addr);                              \
-      handles().set_tensor_data(tensor, addr);                                                 \
-    }                                                                                          \
-    return rc;                                                                                 \
+    auto real = MSPROBE_REAL(fn);                                                                             \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                                \
+    aclnnStatus rc = real(executor, index, tensor, addr);                                                     \
+    if (rc == ACLNN_SUCCESS) {                                                                                \
+      aclnn_capture().on_rebind(executor, space, index, 0, addr);                                             \
+      handles().set_tensor_data(tensor, addr);                                                                \
+    }                                                                                                         \
+    return rc;                                                                                                \
   }
 MSPROBE_SET_ADDR_HOOK(aclSetTensorAddr, IndexSpace::All)
 MSPROBE_SET_ADDR_HOOK(aclSetInputTensorAddr, IndexSpace::Inputs)
 MSPROBE_SET_ADDR_HOOK(aclSetOutputTensorAddr, IndexSpace::Outputs)
 #undef MSPROBE_SET_ADDR_HOOK
 
-#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn, space)                                                      \
+#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn, space)                                                       \
   MSPROBE_EXPORT aclnnStatus fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,   \
-                                aclTensorList *tensors, void *addr) {                                 \
-    auto real = MSPROBE_REAL(fn);                                                                     \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                        \
-    aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                           \
+                                aclTensorList *tensors, void *addr) {                                  \
+    auto real = MSPROBE_REAL(fn);                                                                      \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                         \
+    aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                            \
     if (rc == ACLNN_SUCCESS) aclnn_capture().on_rebind(executor, space, irIndex, relativeIndex, addr); \
-    return rc;                                                                                        \
+    return rc;                                                                                         \
   }
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicTensorAddr, IndexSpace::All)
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicInputTensorAddr, IndexSpace::Inputs)
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicOutputTensorAddr, IndexSpace::Outputs)
 #undef MSPROBE_SET_DYNAMIC_ADDR_HOOK
 
-namespace msprobe::shim {
-
-HookFamily aclnn_meta_hooks() {
-  static const HookEntry entries[] = {
-      MSPROBE_HOOK_ENTRY(aclCreateTensor),       MSPROBE_HOOK_ENTRY(aclCreateScalar),
-      MSPROBE_HOOK_ENTRY(aclCreateIntArray),     MSPROBE_HOOK_ENTRY(aclCreateFloatArray),
-      MSPROBE_HOOK_ENTRY(aclCreateBoolArray),    MSPROBE_HOOK_ENTRY(aclCreateTensorList),
-      MSPROBE_HOOK_ENTRY(aclCreateScalarList),   MSPROBE_HOOK_ENTRY(aclDestroyTensor),
-      MSPROBE_HOOK_ENTRY(aclDestroyScalar),      MSPROBE_HOOK_ENTRY(aclDestroyIntArray),
-      MSPROBE_HOOK_ENTRY(aclDestroyFloatArray),  MSPROBE_HOOK_ENTRY(aclDestroyBoolArray),
-      MSPROBE_HOOK_ENTRY(aclDestroyTensorList),  MSPROBE_HOOK_ENTRY(aclDestroyScalarList),
-      MSPROBE_HOOK_ENTRY(aclSetRawTensorAddr),   MSPROBE_HOOK_ENTRY(aclSetAclOpExecutorRepeatable),
-      MSPROBE_HOOK_ENTRY(aclDestroyAclOpExecutor), MSPROBE_HOOK_ENTRY(aclSetTensorAddr),
-      MSPROBE_HOOK_ENTRY(aclSetInputTensorAddr), MSPROBE_HOOK_ENTRY(aclSetOutputTensorAddr),
-      MSPROBE_HOOK_ENTRY(aclSetDynamicTensorAddr), MSPROBE_HOOK_ENTRY(aclSetDynamicInputTensorAddr),
-      MSPROBE_HOOK_ENTRY(aclSetDynamicOutputTensorAddr),
-  };
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_ACLNN_META_HOOKS)

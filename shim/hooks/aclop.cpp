@@ -10,9 +10,9 @@
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
 #include "format/naming.h"
+#include "shim/capture/kernel_launch.h"
 #include "shim/device/acl_types.h"
 #include "shim/hooks/hook.h"
-#include "shim/capture/kernel_launch.h"
 
 using namespace msprobe::shim;
 using msprobe::format::ValueArg;
@@ -134,20 +134,23 @@ aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const
 
 }  // namespace
 
-MSPROBE_HOOK_SLOT(aclopCreateAttr);
-MSPROBE_HOOK_SLOT(aclopDestroyAttr);
-MSPROBE_HOOK_SLOT(aclopSetAttrBool);
-MSPROBE_HOOK_SLOT(aclopSetAttrInt);
-MSPROBE_HOOK_SLOT(aclopSetAttrFloat);
-MSPROBE_HOOK_SLOT(aclopSetAttrString);
-MSPROBE_HOOK_SLOT(aclopSetAttrDataType);
-MSPROBE_HOOK_SLOT(aclopSetAttrListInt);
-MSPROBE_HOOK_SLOT(aclopSetAttrListFloat);
-MSPROBE_HOOK_SLOT(aclopSetAttrListBool);
-MSPROBE_HOOK_SLOT(aclopExecute);
-MSPROBE_HOOK_SLOT(aclopExecuteV2);
-MSPROBE_HOOK_SLOT(aclopCompileAndExecute);
-MSPROBE_HOOK_SLOT(aclopCompileAndExecuteV2);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_ACLOP_HOOKS(X) \
+  X(aclopCreateAttr)           \
+  X(aclopDestroyAttr)          \
+  X(aclopSetAttrBool)          \
+  X(aclopSetAttrInt)           \
+  X(aclopSetAttrFloat)         \
+  X(aclopSetAttrString)        \
+  X(aclopSetAttrDataType)      \
+  X(aclopSetAttrListInt)       \
+  X(aclopSetAttrListFloat)     \
+  X(aclopSetAttrListBool)      \
+  X(aclopExecute)              \
+  X(aclopExecuteV2)            \
+  X(aclopCompileAndExecute)    \
+  X(aclopCompileAndExecuteV2)
+MSPROBE_HOOK_SLOTS(MSPROBE_ACLOP_HOOKS)
 
 MSPROBE_EXPORT aclopAttr *aclopCreateAttr(void) {
   auto real = MSPROBE_REAL(aclopCreateAttr);
@@ -162,34 +165,33 @@ MSPROBE_EXPORT void aclopDestroyAttr(const aclopAttr *attr) {
 }
 
 // Each setter forwards, then records the value the runtime accepted.
-#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                 \
-  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, T attrValue) { \
-    auto real = MSPROBE_REAL(fn);                                                \
-    if (!real) return ACL_ERROR_INVALID_PARAM;                                   \
-    aclError rc = real(attr, attrName, attrValue);                               \
+#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                         \
+  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {       \
+    auto real = MSPROBE_REAL(fn);                                                        \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                           \
+    aclError rc = real(attr, attrName, attrValue);                                       \
     if (rc == ACL_SUCCESS && capture_enabled()) attrs().set(attr, attrName, make_value); \
-    return rc;                                                                   \
+    return rc;                                                                           \
   }
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{"bool", attrValue != 0}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrInt, int64_t, (ValueArg{"int", attrValue}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrFloat, float, (ValueArg{"float", (double)attrValue}))
-MSPROBE_SET_ATTR_HOOK(aclopSetAttrString, const char *,
-                      (ValueArg{"str", std::string(attrValue ? attrValue : "")}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrString, const char *, (ValueArg{"str", std::string(attrValue ? attrValue : "")}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
                       (ValueArg{"aclDataType", std::string(msprobe::format::dtype_id(acl_to_dtype(attrValue)))}))
 #undef MSPROBE_SET_ATTR_HOOK
 
-#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                                \
-  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) {    \
-    auto real = MSPROBE_REAL(fn);                                                                         \
-    if (!real) return ACL_ERROR_INVALID_PARAM;                                                            \
-    aclError rc = real(attr, attrName, numValues, values);                                                \
-    if (rc == ACL_SUCCESS && capture_enabled()) {                                                         \
-      std::vector<Elem> v;                                                                                \
-      for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                         \
-      attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                                     \
-    }                                                                                                     \
-    return rc;                                                                                            \
+#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                            \
+  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) { \
+    auto real = MSPROBE_REAL(fn);                                                                     \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                                        \
+    aclError rc = real(attr, attrName, numValues, values);                                            \
+    if (rc == ACL_SUCCESS && capture_enabled()) {                                                     \
+      std::vector<Elem> v;                                                                            \
+      for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                     \
+      attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                                 \
+    }                                                                                                 \
+    return rc;                                                                                        \
   }
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListInt, int64_t, "list[int]", int64_t)
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListFloat, float, "list[float]", double)
@@ -220,45 +222,27 @@ MSPROBE_EXPORT aclError aclopExecuteV2(const char *opType, int numInputs, aclTen
 MSPROBE_EXPORT aclError aclopCompileAndExecute(const char *opType, int numInputs,
                                                const aclTensorDesc *const inputDesc[],
                                                const aclDataBuffer *const inputs[], int numOutputs,
-                                               const aclTensorDesc *const outputDesc[],
-                                               aclDataBuffer *const outputs[], const aclopAttr *attr,
-                                               aclopEngineType engineType, aclopCompileType compileFlag,
-                                               const char *opPath, aclrtStream stream) {
+                                               const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
+                                               const aclopAttr *attr, aclopEngineType engineType,
+                                               aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopCompileAndExecute);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
-    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType,
-                compileFlag, opPath, stream);
+    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType, compileFlag,
+                opPath, stream);
   });
 }
 
 MSPROBE_EXPORT aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
-                                                 aclDataBuffer *inputs[], int numOutputs,
-                                                 aclTensorDesc *outputDesc[], aclDataBuffer *outputs[],
-                                                 aclopAttr *attr, aclopEngineType engineType,
-                                                 aclopCompileType compileFlag, const char *opPath,
-                                                 aclrtStream stream) {
+                                                 aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
+                                                 aclDataBuffer *outputs[], aclopAttr *attr, aclopEngineType engineType,
+                                                 aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopCompileAndExecuteV2);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
-    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType,
-                compileFlag, opPath, stream);
+    return real(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType, compileFlag,
+                opPath, stream);
   });
 }
 
-namespace msprobe::shim {
-
-HookFamily aclop_hooks() {
-  static const HookEntry entries[] = {
-      MSPROBE_HOOK_ENTRY(aclopCreateAttr),        MSPROBE_HOOK_ENTRY(aclopDestroyAttr),
-      MSPROBE_HOOK_ENTRY(aclopSetAttrBool),       MSPROBE_HOOK_ENTRY(aclopSetAttrInt),
-      MSPROBE_HOOK_ENTRY(aclopSetAttrFloat),      MSPROBE_HOOK_ENTRY(aclopSetAttrString),
-      MSPROBE_HOOK_ENTRY(aclopSetAttrDataType),   MSPROBE_HOOK_ENTRY(aclopSetAttrListInt),
-      MSPROBE_HOOK_ENTRY(aclopSetAttrListFloat),  MSPROBE_HOOK_ENTRY(aclopSetAttrListBool),
-      MSPROBE_HOOK_ENTRY(aclopExecute),           MSPROBE_HOOK_ENTRY(aclopExecuteV2),
-      MSPROBE_HOOK_ENTRY(aclopCompileAndExecute), MSPROBE_HOOK_ENTRY(aclopCompileAndExecuteV2),
-  };
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_ACLOP_HOOKS)

@@ -32,24 +32,21 @@
 #include <vector>
 
 #include "shim/aclnn/aclnn_capture.h"
-#include "shim/hooks/hook.h"
 #include "shim/aclnn/plt_redirect.h"
 #include "shim/capture/session.h"
+#include "shim/hooks/hook.h"
 #include "shim/stacks/stacks.h"
 
 // Never instrumented (see above): the sanitizers named here are the ones the tree is built with.
 #define MSPROBE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
 
-namespace msprobe::shim {
+// The families' tables (MSPROBE_HOOK_FAMILY, shim/hooks/hook.h): the linker gathers the section msprobe_hooks of
+// every hooks file and defines these bounds (local to the shim: exports.map). Their sections are kept by the
+// reference to the bounds even under --gc-sections; the sanitizers leave globals in named sections unpadded.
+extern "C" __attribute__((visibility("hidden"))) const msprobe::shim::HookFamily *const __start_msprobe_hooks[];
+extern "C" __attribute__((visibility("hidden"))) const msprobe::shim::HookFamily *const __stop_msprobe_hooks[];
 
-HookFamily aclnn_meta_hooks();
-HookFamily runtime_hooks();
-HookFamily hccl_hooks();
-HookFamily aclop_hooks();
-HookFamily memory_hooks();
-HookFamily rt_kernel_hooks();
-HookFamily pta_cache_hooks();
-HookFamily process_hooks();
+namespace msprobe::shim {
 
 namespace {
 
@@ -82,9 +79,8 @@ MSPROBE_NO_SANITIZE inline bool instrumented_code_ready() {
 const std::unordered_map<std::string, const HookEntry *> &hook_table() {
   static const auto *table = [] {
     auto *t = new std::unordered_map<std::string, const HookEntry *>;
-    for (HookFamily f : {aclnn_meta_hooks(), runtime_hooks(), hccl_hooks(), aclop_hooks(), memory_hooks(),
-                         rt_kernel_hooks(), pta_cache_hooks(), process_hooks()})
-      for (size_t i = 0; i < f.count; ++i) (*t)[f.entries[i].name] = &f.entries[i];
+    for (const HookFamily *const *f = __start_msprobe_hooks; f != __stop_msprobe_hooks; ++f)
+      for (size_t i = 0; i < (*f)->count; ++i) (*t)[(*f)->entries[i].name] = &(*f)->entries[i];
     return t;
   }();
   return *table;
@@ -123,7 +119,7 @@ void *intercept_lookup(const char *name, void *real) {
   if (auto it = table.find(name); it != table.end()) {
     void *expected = nullptr;
     it->second->slot->original.compare_exchange_strong(expected, real);
-    return it->second->wrapper;
+    return it->second->wrapper();
   }
   if (std::strncmp(name, "aclnn", 5) == 0) return aclnn_capture().wrap_symbol(name, real);
   return real;

@@ -2,27 +2,31 @@
 // (RANK_ID, RANK) gave one (spec §4), and the collectives are kernels (OpType = the HCCL call) whose send
 // buffer is the input and whose receive buffer is the output, typed from HcclDataType and the element
 // count. The input is copied before the collective, so in-place calls (send == recv) keep both sides.
+#include "hccl/hccl.h"
+
 #include <initializer_list>
 #include <optional>
 #include <string>
 
 #include "acl/acl_base.h"
 #include "format/naming.h"
-#include "hccl/hccl.h"
-#include "shim/device/handles.h"
-#include "shim/hooks/hook.h"
 #include "shim/capture/kernel_launch.h"
 #include "shim/capture/session.h"
+#include "shim/device/handles.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 using msprobe::format::ValueArg;
 
-MSPROBE_HOOK_SLOT(HcclCommInitRootInfo);
-MSPROBE_HOOK_SLOT(HcclCommInitClusterInfo);
-MSPROBE_HOOK_SLOT(HcclAllReduce);
-MSPROBE_HOOK_SLOT(HcclBroadcast);
-MSPROBE_HOOK_SLOT(HcclAllGather);
-MSPROBE_HOOK_SLOT(HcclReduceScatter);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_HCCL_HOOKS(X) \
+  X(HcclCommInitRootInfo)     \
+  X(HcclCommInitClusterInfo)  \
+  X(HcclAllReduce)            \
+  X(HcclBroadcast)            \
+  X(HcclAllGather)            \
+  X(HcclReduceScatter)
+MSPROBE_HOOK_SLOTS(MSPROBE_HCCL_HOOKS)
 
 namespace {
 
@@ -79,6 +83,15 @@ ValueArg reduce_op(HcclReduceOp op) {
   return ValueArg{"str", std::move(v), "op"};
 }
 
+// A communicator's creation (`args` forwarded untouched): the rank it was created with is the rank hint.
+template <typename Real, typename... Args>
+HcclResult init_comm(Real real, uint32_t rank, Args... args) {
+  if (!real) return HCCL_E_NOT_FOUND;
+  HcclResult rc = real(args...);
+  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
+  return rc;
+}
+
 // One collective: `in` (and the values) read before `forward` runs it, `out` after.
 template <typename Forward>
 HcclResult capture_collective(const char *op_type, aclrtStream stream, const std::optional<TensorMeta> &in,
@@ -87,8 +100,10 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
   std::optional<KernelLaunch> launch;
   try {
     launch.emplace(session(), op_type, stream);
-    if (in) launch->input_tensor(*in);
-    else launch->input_null();
+    if (in)
+      launch->input_tensor(*in);
+    else
+      launch->input_null();
     for (const ValueArg &v : values) launch->input_value(v);
   } catch (...) {
   }
@@ -96,8 +111,10 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
   if (!launch) return rc;
   try {
     if (rc == HCCL_SUCCESS) {
-      if (out) launch->output_tensor(*out);
-      else launch->output_null();
+      if (out)
+        launch->output_tensor(*out);
+      else
+        launch->output_null();
     }
     launch->finish(rc == HCCL_SUCCESS);
   } catch (...) {
@@ -109,19 +126,11 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
 
 MSPROBE_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                                HcclComm *comm) {
-  auto real = MSPROBE_REAL(HcclCommInitRootInfo);
-  if (!real) return HCCL_E_NOT_FOUND;
-  HcclResult rc = real(nRanks, rootInfo, rank, comm);
-  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
-  return rc;
+  return init_comm(MSPROBE_REAL(HcclCommInitRootInfo), rank, nRanks, rootInfo, rank, comm);
 }
 
 MSPROBE_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
-  auto real = MSPROBE_REAL(HcclCommInitClusterInfo);
-  if (!real) return HCCL_E_NOT_FOUND;
-  HcclResult rc = real(clusterInfo, rank, comm);
-  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
-  return rc;
+  return init_comm(MSPROBE_REAL(HcclCommInitClusterInfo), rank, clusterInfo, rank, comm);
 }
 
 MSPROBE_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,
@@ -134,8 +143,8 @@ MSPROBE_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t c
                             buffer(recvBuf, count, dataType), forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root,
-                                        HcclComm comm, aclrtStream stream) {
+MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
+                                        aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclBroadcast);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(buf, count, dataType, root, comm, stream); };
@@ -164,13 +173,4 @@ MSPROBE_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64
                             {reduce_op(op)}, buffer(recvBuf, recvCount, dataType), forward);
 }
 
-namespace msprobe::shim {
-
-HookFamily hccl_hooks() {
-  static const HookEntry entries[] = {MSPROBE_HOOK_ENTRY(HcclCommInitRootInfo), MSPROBE_HOOK_ENTRY(HcclCommInitClusterInfo),
-                                      MSPROBE_HOOK_ENTRY(HcclAllReduce),        MSPROBE_HOOK_ENTRY(HcclBroadcast),
-                                      MSPROBE_HOOK_ENTRY(HcclAllGather),        MSPROBE_HOOK_ENTRY(HcclReduceScatter)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS)

@@ -1,11 +1,20 @@
 // Shared plumbing of the interposed entry points (shim/hooks/*.cpp).
 //
-// Every hooked C function is defined with MSPROBE_HOOK_SLOT(name) next to it: the slot finds the
-// real function lazily (first call, or the handle the host looked it up in). Hooks must never throw,
-// abort or change the host's arguments or results; ReentryGuard lets calls the shim itself makes into
-// the runtime (copies, events) pass straight through the shim's own hooks.
+// An API family is one file that lists its hooked C functions once, in an X-macro, and defines them:
+//
+//   #define MSPROBE_MEMORY_HOOKS(X) X(aclrtMalloc) X(aclrtFree)
+//   MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)    // before the definitions: one slot per name
+//   MSPROBE_EXPORT aclError aclrtMalloc(...) { auto real = MSPROBE_REAL(aclrtMalloc); ... }
+//   MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS)   // after them: the family's table, registered for dlsym
+//
+// A slot finds the real function lazily (first call, or the handle the host looked it up in). The family's
+// table lands in the linker section msprobe_hooks, which shim/hooks/dl.cpp reads whole: no list of families
+// to keep, and nothing there runs a constructor (the dlsym hook runs before any, shim/hooks/dl.cpp). Hooks must
+// never throw, abort or change the host's arguments or results; ReentryGuard lets calls the shim itself makes
+// into the runtime (copies, events) pass straight through the shim's own hooks.
 #pragma once
 #include <cstddef>
+#include <iterator>
 
 #include "shim/base/reentry.h"
 #include "shim/base/symbols.h"
@@ -17,15 +26,20 @@ namespace msprobe::shim {
 
 struct HookEntry {
   const char *name;
-  void *wrapper;   // the shim's exported function
-  HookSlot *slot;  // where its original lives
+  void *(*wrapper)();  // the shim's exported function (a function, so that the table is a constant)
+  HookSlot *slot;      // where its original lives
 };
 
-// Each API family lists its hooks (defined in its own file) for dlsym dispatch.
+// One API family's hooks, defined in its own file, for dlsym dispatch.
 struct HookFamily {
   const HookEntry *entries;
   size_t count;
 };
+
+template <auto Fn>
+void *address_of() {
+  return reinterpret_cast<void *>(Fn);
+}
 
 template <typename F>
 inline F original_of(HookSlot &slot) {
@@ -34,8 +48,23 @@ inline F original_of(HookSlot &slot) {
 
 }  // namespace msprobe::shim
 
-// Declares the slot of hooked function `fn` and an `entry_<fn>` row for its family's table.
-#define MSPROBE_HOOK_SLOT(fn) ::msprobe::shim::HookSlot slot_##fn{#fn}
-#define MSPROBE_HOOK_ENTRY(fn) ::msprobe::shim::HookEntry{#fn, reinterpret_cast<void *>(&fn), &slot_##fn}
-// The real function behind hooked function `fn`, typed like it.
+// The slot of function `fn`: a hooked one (through MSPROBE_HOOK_SLOTS), or one the shim only calls.
+#define MSPROBE_HOOK_SLOT(fn) \
+  constinit ::msprobe::shim::HookSlot slot_##fn { #fn }
+// The real function behind `fn`, typed like it.
 #define MSPROBE_REAL(fn) ::msprobe::shim::original_of<decltype(&fn)>(slot_##fn)
+
+#define MSPROBE_HOOK_SLOT_ROW_(fn) MSPROBE_HOOK_SLOT(fn);
+#define MSPROBE_HOOK_ENTRY_ROW_(fn) ::msprobe::shim::HookEntry{#fn, &::msprobe::shim::address_of<&fn>, &slot_##fn},
+// The slots of the hooks a family's X-macro `list` names (`list(X)` expands X(name) for each).
+#define MSPROBE_HOOK_SLOTS(list) list(MSPROBE_HOOK_SLOT_ROW_)
+// The family's table, registered by a pointer to it in the section msprobe_hooks (pointers: the section stays an
+// array, where a compiler may align larger objects further). One per file, after its hooks' definitions.
+#define MSPROBE_HOOK_FAMILY(list)                                                                                      \
+  namespace {                                                                                                          \
+  constinit const ::msprobe::shim::HookEntry msprobe_family_entries[] = {list(MSPROBE_HOOK_ENTRY_ROW_)};               \
+  constinit const ::msprobe::shim::HookFamily msprobe_family{msprobe_family_entries,                                   \
+                                                             std::size(msprobe_family_entries)};                       \
+  [[gnu::used, gnu::section("msprobe_hooks")]] constinit const ::msprobe::shim::HookFamily *const msprobe_family_ref = \
+      &msprobe_family;                                                                                                 \
+  }

@@ -8,9 +8,9 @@
 // by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
 #include "runtime/mem.h"
+#include "shim/capture/session.h"
 #include "shim/device/device_allocations.h"
 #include "shim/hooks/hook.h"
-#include "shim/capture/session.h"
 
 using namespace msprobe::shim;
 
@@ -28,47 +28,49 @@ void freeing(void *devPtr) {
 
 }  // namespace
 
-MSPROBE_HOOK_SLOT(aclrtMalloc);
-MSPROBE_HOOK_SLOT(aclrtFree);
-MSPROBE_HOOK_SLOT(rtMalloc);
-MSPROBE_HOOK_SLOT(rtFree);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_MEMORY_HOOKS(X) \
+  X(aclrtMalloc)                \
+  X(aclrtFree)                  \
+  X(rtMalloc)                   \
+  X(rtFree)
+MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)
+
+namespace {
+
+// The allocators' shared body: `missing` when nothing defines `real`; a made allocation is recorded.
+template <typename Real, typename Rc, typename Size, typename... Rest>
+Rc allocate(Real real, Rc missing, void **devPtr, Size size, Rest... rest) {
+  if (!real) return missing;
+  Rc rc = real(devPtr, size, rest...);
+  if (rc == 0 && tracking()) allocated(devPtr, size);  // ACL_SUCCESS, RT_ERROR_NONE
+  return rc;
+}
+
+// The frees' shared body: the record goes before the memory does.
+template <typename Real, typename Rc>
+Rc release(Real real, Rc missing, void *devPtr) {
+  if (!real) return missing;
+  if (tracking()) freeing(devPtr);
+  return real(devPtr);
+}
+
+}  // namespace
 
 MSPROBE_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  auto real = MSPROBE_REAL(aclrtMalloc);
-  if (!real) return ACL_ERROR_BAD_ALLOC;
-  aclError rc = real(devPtr, size, policy);
-  if (rc == ACL_SUCCESS && tracking()) allocated(devPtr, size);
-  return rc;
+  return allocate(MSPROBE_REAL(aclrtMalloc), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
 }
 
 MSPROBE_EXPORT aclError aclrtFree(void *devPtr) {
-  auto real = MSPROBE_REAL(aclrtFree);
-  if (!real) return ACL_ERROR_INVALID_PARAM;
-  if (tracking()) freeing(devPtr);
-  return real(devPtr);
+  return release(MSPROBE_REAL(aclrtFree), aclError{ACL_ERROR_INVALID_PARAM}, devPtr);
 }
 
 MSPROBE_EXPORT rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t type, const uint16_t moduleId) {
-  auto real = MSPROBE_REAL(rtMalloc);
-  if (!real) return ACL_ERROR_RT_MEMORY_ALLOCATION;
-  rtError_t rc = real(devPtr, size, type, moduleId);
-  if (rc == RT_ERROR_NONE && tracking()) allocated(devPtr, size);
-  return rc;
+  return allocate(MSPROBE_REAL(rtMalloc), rtError_t{ACL_ERROR_RT_MEMORY_ALLOCATION}, devPtr, size, type, moduleId);
 }
 
 MSPROBE_EXPORT rtError_t rtFree(void *devPtr) {
-  auto real = MSPROBE_REAL(rtFree);
-  if (!real) return ACL_ERROR_RT_PARAM_INVALID;
-  if (tracking()) freeing(devPtr);
-  return real(devPtr);
+  return release(MSPROBE_REAL(rtFree), rtError_t{ACL_ERROR_RT_PARAM_INVALID}, devPtr);
 }
 
-namespace msprobe::shim {
-
-HookFamily memory_hooks() {
-  static const HookEntry entries[] = {MSPROBE_HOOK_ENTRY(aclrtMalloc), MSPROBE_HOOK_ENTRY(aclrtFree),
-                                      MSPROBE_HOOK_ENTRY(rtMalloc), MSPROBE_HOOK_ENTRY(rtFree)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS)

@@ -5,14 +5,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "shim/hooks/hook.h"
 #include "shim/capture/lifecycle.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
 // For dlsym dispatch only: the real _exit is called through lifecycle, which looked it up in advance.
-MSPROBE_HOOK_SLOT(_exit);
-MSPROBE_HOOK_SLOT(_Exit);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_PROCESS_HOOKS(X) \
+  X(_exit)                       \
+  X(_Exit)
+MSPROBE_HOOK_SLOTS(MSPROBE_PROCESS_HOOKS)
 
 MSPROBE_EXPORT void _exit(int status) { lifecycle::end_process(status); }
 MSPROBE_EXPORT void _Exit(int status) { lifecycle::end_process(status); }
@@ -23,11 +26,4 @@ MSPROBE_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigact
 
 MSPROBE_EXPORT sighandler_t signal(int sig, sighandler_t handler) { return lifecycle::host_signal(sig, handler); }
 
-namespace msprobe::shim {
-
-HookFamily process_hooks() {
-  static const HookEntry entries[] = {MSPROBE_HOOK_ENTRY(_exit), MSPROBE_HOOK_ENTRY(_Exit)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_PROCESS_HOOKS)

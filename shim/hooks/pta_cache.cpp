@@ -15,8 +15,8 @@
 
 #include "aclnn/acl_meta.h"
 #include "shim/aclnn/aclnn_capture.h"
-#include "shim/hooks/hook.h"
 #include "shim/capture/session.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
@@ -39,9 +39,9 @@ ThreadState *thread_state() {
   if (t_state != nullptr) return t_state;
   std::call_once(g_cleanup_once, [] {
     g_cleanup_ok = pthread_key_create(&g_cleanup, [](void *p) {
-      t_state = nullptr;
-      delete static_cast<ThreadState *>(p);
-    }) == 0;
+                     t_state = nullptr;
+                     delete static_cast<ThreadState *>(p);
+                   }) == 0;
   });
   if (!g_cleanup_ok) return nullptr;
   auto *s = new (std::nothrow) ThreadState;
@@ -70,33 +70,44 @@ void on_lookup(aclOpExecutor *executor, const ExecCacheKey &key) {
   s->hit = executor;
 }
 
+// InitPTACacheThreadLocal and UnInitPTACacheThreadLocal.
+template <typename Real>
+void forward_and_start_over(Real real) {
+  if (real) real();
+  try {
+    if (capture_enabled()) start_over();
+  } catch (...) {
+  }
+}
+
+// PTAGetExecCache and PTAFindExecCache: the lookup under the key `key_of()` makes (only when capturing).
+template <typename Real, typename KeyOf, typename... Args>
+aclOpExecutor *look_up(Real real, KeyOf key_of, Args... args) {
+  if (!real) return nullptr;
+  aclOpExecutor *ex = real(args...);
+  try {
+    if (capture_enabled()) on_lookup(ex, key_of());
+  } catch (...) {
+  }
+  return ex;
+}
+
 }  // namespace
 
-MSPROBE_HOOK_SLOT(InitPTACacheThreadLocal);
-MSPROBE_HOOK_SLOT(UnInitPTACacheThreadLocal);
-MSPROBE_HOOK_SLOT(SetPTAHashKey);
-MSPROBE_HOOK_SLOT(SetPTACacheHashKey);
-MSPROBE_HOOK_SLOT(AddTensorAddrToCachedList);
-MSPROBE_HOOK_SLOT(PTAGetExecCache);
-MSPROBE_HOOK_SLOT(PTAFindExecCache);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_PTA_CACHE_HOOKS(X) \
+  X(InitPTACacheThreadLocal)       \
+  X(UnInitPTACacheThreadLocal)     \
+  X(SetPTAHashKey)                 \
+  X(SetPTACacheHashKey)            \
+  X(AddTensorAddrToCachedList)     \
+  X(PTAGetExecCache)               \
+  X(PTAFindExecCache)
+MSPROBE_HOOK_SLOTS(MSPROBE_PTA_CACHE_HOOKS)
 
-MSPROBE_EXPORT void InitPTACacheThreadLocal(void) {
-  auto real = MSPROBE_REAL(InitPTACacheThreadLocal);
-  if (real) real();
-  try {
-    if (capture_enabled()) start_over();
-  } catch (...) {
-  }
-}
+MSPROBE_EXPORT void InitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(InitPTACacheThreadLocal)); }
 
-MSPROBE_EXPORT void UnInitPTACacheThreadLocal(void) {
-  auto real = MSPROBE_REAL(UnInitPTACacheThreadLocal);
-  if (real) real();
-  try {
-    if (capture_enabled()) start_over();
-  } catch (...) {
-  }
-}
+MSPROBE_EXPORT void UnInitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(UnInitPTACacheThreadLocal)); }
 
 MSPROBE_EXPORT void SetPTAHashKey(uint64_t hash) {
   auto real = MSPROBE_REAL(SetPTAHashKey);
@@ -124,37 +135,13 @@ MSPROBE_EXPORT void AddTensorAddrToCachedList(void *addr) {
 }
 
 MSPROBE_EXPORT aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *workspaceSize) {
-  auto real = MSPROBE_REAL(PTAGetExecCache);
-  if (!real) return nullptr;
-  aclOpExecutor *ex = real(hash, workspaceSize);
-  try {
-    if (capture_enabled()) on_lookup(ex, ExecCacheKey::of_hash(hash));
-  } catch (...) {
-  }
-  return ex;
+  return look_up(
+      MSPROBE_REAL(PTAGetExecCache), [&] { return ExecCacheKey::of_hash(hash); }, hash, workspaceSize);
 }
 
 MSPROBE_EXPORT aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_t *workspaceSize) {
-  auto real = MSPROBE_REAL(PTAFindExecCache);
-  if (!real) return nullptr;
-  aclOpExecutor *ex = real(buf, len, workspaceSize);
-  try {
-    if (capture_enabled()) on_lookup(ex, ExecCacheKey::of_bytes(buf, len));
-  } catch (...) {
-  }
-  return ex;
+  return look_up(
+      MSPROBE_REAL(PTAFindExecCache), [&] { return ExecCacheKey::of_bytes(buf, len); }, buf, len, workspaceSize);
 }
 
-namespace msprobe::shim {
-
-HookFamily pta_cache_hooks() {
-  static const HookEntry entries[] = {
-      MSPROBE_HOOK_ENTRY(InitPTACacheThreadLocal), MSPROBE_HOOK_ENTRY(UnInitPTACacheThreadLocal),
-      MSPROBE_HOOK_ENTRY(SetPTAHashKey),           MSPROBE_HOOK_ENTRY(SetPTACacheHashKey),
-      MSPROBE_HOOK_ENTRY(AddTensorAddrToCachedList), MSPROBE_HOOK_ENTRY(PTAGetExecCache),
-      MSPROBE_HOOK_ENTRY(PTAFindExecCache),
-  };
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_PTA_CACHE_HOOKS)

@@ -16,12 +16,12 @@
 #include "acl/acl_base.h"
 #include "format/naming.h"
 #include "runtime/kernel.h"
-#include "shim/device/device_allocations.h"
-#include "shim/device/handles.h"
-#include "shim/hooks/hook.h"
-#include "shim/device/kernel_binaries.h"
 #include "shim/capture/kernel_launch.h"
 #include "shim/capture/session.h"
+#include "shim/device/device_allocations.h"
+#include "shim/device/handles.h"
+#include "shim/device/kernel_binaries.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
@@ -48,8 +48,10 @@ msprobe::format::ValueArg raw_value(const RtArgSlot &s) {
   msprobe::format::ValueArg v;
   v.type = "uint" + std::to_string(8 * s.bytes);
   // JSON integers of the writer are signed 64-bit: the rare larger value is written as its decimal string.
-  if (s.value <= (uint64_t)INT64_MAX) v.value = (int64_t)s.value;
-  else v.value = std::to_string(s.value);
+  if (s.value <= (uint64_t)INT64_MAX)
+    v.value = (int64_t)s.value;
+  else
+    v.value = std::to_string(s.value);
   return v;
 }
 
@@ -94,8 +96,10 @@ rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_
       } else {
         slots = scan_args_blob(blob.args, blob.slot_bytes, device_allocations());
         for (const RtArgSlot &s : slots) {
-          if (s.device_extent) launch->input_tensor(raw_bytes(s.value, *s.device_extent));
-          else launch->input_value(raw_value(s));
+          if (s.device_extent)
+            launch->input_tensor(raw_bytes(s.value, *s.device_extent));
+          else
+            launch->input_value(raw_value(s));
         }
       }
     }
@@ -141,32 +145,58 @@ void registered(const rtDevBinary_t *bin, void **hdl) {
   }
 }
 
-}  // namespace
-
-MSPROBE_HOOK_SLOT(rtDevBinaryRegister);
-MSPROBE_HOOK_SLOT(rtRegisterAllKernel);
-MSPROBE_HOOK_SLOT(rtDevBinaryUnRegister);
-MSPROBE_HOOK_SLOT(rtFunctionRegister);
-MSPROBE_HOOK_SLOT(rtKernelLaunch);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithFlag);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithFlagV2);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithHandle);
-MSPROBE_HOOK_SLOT(rtKernelLaunchWithHandleV2);
-
-MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
-  auto real = MSPROBE_REAL(rtDevBinaryRegister);
+// rtDevBinaryRegister and rtRegisterAllKernel: a binary the runtime accepted is recorded.
+template <typename Real>
+rtError_t register_binary(Real real, const rtDevBinary_t *bin, void **hdl) {
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   rtError_t rc = real(bin, hdl);
   if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
   return rc;
 }
 
-MSPROBE_EXPORT rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
-  auto real = MSPROBE_REAL(rtRegisterAllKernel);
+// How a launch names its kernel: by the stub registered with rtFunctionRegister, or by binary handle and tiling key.
+struct ByStub {
+  const void *stub;
+  std::string op_type() const { return stub_op_type(stub); }
+};
+struct ByHandle {
+  const void *handle;
+  uint64_t tiling_key;
+  std::string op_type() const { return handle_op_type(handle, tiling_key); }
+};
+
+Blob blob_of(const Blob &b) { return b; }
+
+// The launch variants' shared body: `real` gets `args` untouched; a launch of the host's is captured as the kernel
+// `kernel` names, with the arguments `blob` (a Blob, or the rtArgsEx_t read only then) describes.
+template <typename Real, typename Kernel, typename BlobSource, typename... Args>
+rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStream_t stm, Args... args) {
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  rtError_t rc = real(bin, hdl);
-  if (rc == RT_ERROR_NONE && registering()) registered(bin, hdl);
-  return rc;
+  if (!launching()) return real(args...);
+  return capture_launch(kernel.op_type(), blob_of(blob), stm, [&] { return real(args...); });
+}
+
+}  // namespace
+
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_RT_KERNEL_HOOKS(X) \
+  X(rtDevBinaryRegister)           \
+  X(rtRegisterAllKernel)           \
+  X(rtDevBinaryUnRegister)         \
+  X(rtFunctionRegister)            \
+  X(rtKernelLaunch)                \
+  X(rtKernelLaunchWithFlag)        \
+  X(rtKernelLaunchWithFlagV2)      \
+  X(rtKernelLaunchWithHandle)      \
+  X(rtKernelLaunchWithHandleV2)
+MSPROBE_HOOK_SLOTS(MSPROBE_RT_KERNEL_HOOKS)
+
+MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
+  return register_binary(MSPROBE_REAL(rtDevBinaryRegister), bin, hdl);
+}
+
+MSPROBE_EXPORT rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
+  return register_binary(MSPROBE_REAL(rtRegisterAllKernel), bin, hdl);
 }
 
 MSPROBE_EXPORT rtError_t rtDevBinaryUnRegister(void *hdl) {
@@ -199,62 +229,35 @@ MSPROBE_EXPORT rtError_t rtFunctionRegister(void *binHandle, const void *stubFun
 
 MSPROBE_EXPORT rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
                                         rtSmDesc_t *smDesc, rtStream_t stm) {
-  auto real = MSPROBE_REAL(rtKernelLaunch);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(stubFunc, blockDim, args, argsSize, smDesc, stm);
-  return capture_launch(stub_op_type(stubFunc), plain_blob(args, argsSize), stm,
-                        [&] { return real(stubFunc, blockDim, args, argsSize, smDesc, stm); });
+  return launch(MSPROBE_REAL(rtKernelLaunch), ByStub{stubFunc}, plain_blob(args, argsSize), stm, stubFunc, blockDim,
+                args, argsSize, smDesc, stm);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                                 rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithFlag);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags);
-  return capture_launch(stub_op_type(stubFunc), blob_of(argsInfo), stm,
-                        [&] { return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithFlag), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
+                smDesc, stm, flags);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                                   rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
                                                   const rtTaskCfgInfo_t *cfgInfo) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithFlagV2);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags, cfgInfo);
-  return capture_launch(stub_op_type(stubFunc), blob_of(argsInfo), stm,
-                        [&] { return real(stubFunc, blockDim, argsInfo, smDesc, stm, flags, cfgInfo); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithFlagV2), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
+                smDesc, stm, flags, cfgInfo);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
                                                   rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
                                                   const void *kernelInfo) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithHandle);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, kernelInfo);
-  return capture_launch(handle_op_type(hdl, tilingKey), blob_of(argsInfo), stm,
-                        [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, kernelInfo); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithHandle), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
+                blockDim, argsInfo, smDesc, stm, kernelInfo);
 }
 
 MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
                                                     rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
                                                     const rtTaskCfgInfo_t *cfgInfo) {
-  auto real = MSPROBE_REAL(rtKernelLaunchWithHandleV2);
-  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo);
-  return capture_launch(handle_op_type(hdl, tilingKey), blob_of(argsInfo), stm,
-                        [&] { return real(hdl, tilingKey, blockDim, argsInfo, smDesc, stm, cfgInfo); });
+  return launch(MSPROBE_REAL(rtKernelLaunchWithHandleV2), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
+                blockDim, argsInfo, smDesc, stm, cfgInfo);
 }
 
-namespace msprobe::shim {
-
-HookFamily rt_kernel_hooks() {
-  static const HookEntry entries[] = {
-      MSPROBE_HOOK_ENTRY(rtDevBinaryRegister),      MSPROBE_HOOK_ENTRY(rtRegisterAllKernel),
-      MSPROBE_HOOK_ENTRY(rtDevBinaryUnRegister),    MSPROBE_HOOK_ENTRY(rtFunctionRegister),
-      MSPROBE_HOOK_ENTRY(rtKernelLaunch),           MSPROBE_HOOK_ENTRY(rtKernelLaunchWithFlag),
-      MSPROBE_HOOK_ENTRY(rtKernelLaunchWithFlagV2), MSPROBE_HOOK_ENTRY(rtKernelLaunchWithHandle),
-      MSPROBE_HOOK_ENTRY(rtKernelLaunchWithHandleV2)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS)

@@ -1,32 +1,36 @@
 // The runtime calls that end a device's life: everything captured so far must be on disk before the
 // runtime goes away (our copies and events live in it). Also the shim's own C API.
 #include "acl/acl.h"
-#include "shim/hooks/hook.h"
 #include "shim/capture/session.h"
+#include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
 
-MSPROBE_HOOK_SLOT(aclFinalize);
-MSPROBE_HOOK_SLOT(aclrtResetDevice);
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_RUNTIME_HOOKS(X) \
+  X(aclFinalize)                 \
+  X(aclrtResetDevice)
+MSPROBE_HOOK_SLOTS(MSPROBE_RUNTIME_HOOKS)
 
-MSPROBE_EXPORT aclError aclFinalize(void) {
-  auto real = MSPROBE_REAL(aclFinalize);
-  if (!real) return ACL_ERROR_UNINITIALIZE;
+namespace {
+
+// Both calls: the dump flushed, then `real` (or `missing` when nothing defines it).
+template <typename Real, typename... Args>
+aclError flush_then(Real real, aclError missing, Args... args) {
+  if (!real) return missing;
   if (!ReentryGuard::active() && capture_enabled()) {
     ReentryGuard guard;
     session().flush();
   }
-  return real();
+  return real(args...);
 }
 
+}  // namespace
+
+MSPROBE_EXPORT aclError aclFinalize(void) { return flush_then(MSPROBE_REAL(aclFinalize), ACL_ERROR_UNINITIALIZE); }
+
 MSPROBE_EXPORT aclError aclrtResetDevice(int32_t deviceId) {
-  auto real = MSPROBE_REAL(aclrtResetDevice);
-  if (!real) return ACL_ERROR_INVALID_DEVICE;
-  if (!ReentryGuard::active() && capture_enabled()) {
-    ReentryGuard guard;
-    session().flush();
-  }
-  return real(deviceId);
+  return flush_then(MSPROBE_REAL(aclrtResetDevice), ACL_ERROR_INVALID_DEVICE, deviceId);
 }
 
 // The host marks the end of a training step (spec §4: "a step ends when the host calls msprobe_shim_step()").
@@ -34,11 +38,4 @@ MSPROBE_EXPORT void msprobe_shim_step(void) {
   if (capture_enabled()) session().end_step();
 }
 
-namespace msprobe::shim {
-
-HookFamily runtime_hooks() {
-  static const HookEntry entries[] = {MSPROBE_HOOK_ENTRY(aclFinalize), MSPROBE_HOOK_ENTRY(aclrtResetDevice)};
-  return {entries, sizeof entries / sizeof entries[0]};
-}
-
-}  // namespace msprobe::shim
+MSPROBE_HOOK_FAMILY(MSPROBE_RUNTIME_HOOKS)
