@@ -1,5 +1,5 @@
 # shim/aclnn/prototypes.{h,cpp}: aclnn phase-1 prototypes read from CANN headers (fixtures + the stand-in's headers).
-msprobe_gtest(shim_prototypes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prototypes.cpp LINK msprobe_shim_core
+msprobe_gtest(shim_prototypes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prototypes.cpp LINK msprobe_shim_aclnn
               TIMEOUT 120)
 target_compile_definitions(shim_prototypes PRIVATE
   MSPROBE_PROTO_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures"
