@@ -3,3 +3,8 @@
 # children). Linked against msprobe_shim_capture and, where a device is needed, the stand-in's libraries.
 msprobe_gtest(shim_capture_session SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_session.cpp LINK msprobe_shim_capture
               TIMEOUT 120)
+# opapi/nnopbase: the device statistics' reductions (MSPROBE_DEVICE_STATS=on) run on the stand-in.
+msprobe_gtest(shim_capture_kernel_launch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernel_launch.cpp
+              LINK msprobe_shim_capture ascendcl nnopbase opapi runtime TIMEOUT 120)
+msprobe_gtest(shim_capture_lifecycle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_lifecycle.cpp LINK msprobe_shim_capture
+              TIMEOUT 120)
