@@ -4,3 +4,7 @@ msprobe_gtest(shim_prototypes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prototypes.
 target_compile_definitions(shim_prototypes PRIVATE
   MSPROBE_PROTO_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures"
   MSPROBE_ACLNN_SPEC="${CMAKE_SOURCE_DIR}/test/fake_cann/aclnn_ops.spec")
+# aclnn two-phase capture (shim/aclnn/aclnn_capture.h): the stand-in's phase-1 and phase-2 symbols wrapped and called.
+msprobe_gtest(shim_aclnn_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aclnn_capture.cpp
+              LINK msprobe_shim_aclnn ascendcl nnopbase opapi runtime ${CMAKE_DL_LIBS}
+              TIMEOUT 120)
