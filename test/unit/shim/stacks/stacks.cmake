@@ -45,4 +45,6 @@ target_compile_definitions(shim_stacks PRIVATE
 add_dependencies(shim_stacks stack_fixture_pie stack_exception_host stack_probe_preload stack_plugin stack_embed_local
                  stacks_pytest)
 
-msprobe_pytest(test_stacks_python.py TIMEOUT 120)
+# msprobe_pytest takes the file relative to the including CMakeLists.txt (test/unit/shim): the ctest name stays
+# unit.shim.test_stacks_python.
+msprobe_pytest(stacks/test_stacks_python.py TIMEOUT 120)
