@@ -8,3 +8,6 @@ target_compile_definitions(shim_prototypes PRIVATE
 msprobe_gtest(shim_aclnn_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aclnn_capture.cpp
               LINK msprobe_shim_aclnn ascendcl nnopbase opapi runtime ${CMAKE_DL_LIBS}
               TIMEOUT 120)
+add_test(NAME shim_aclnn_capture_async COMMAND shim_aclnn_capture)
+set_tests_properties(shim_aclnn_capture_async PROPERTIES
+                     ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)

@@ -8,3 +8,8 @@ msprobe_gtest(shim_capture_kernel_launch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_
               LINK msprobe_shim_capture ascendcl nnopbase opapi runtime TIMEOUT 120)
 msprobe_gtest(shim_capture_lifecycle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_lifecycle.cpp LINK msprobe_shim_capture
               TIMEOUT 120)
+# Again with every stream task of the stand-in delayed: the bytes captured are valid only because the capture waits
+# for its copies' events, not because the stand-in happened to be done already.
+add_test(NAME shim_capture_kernel_launch_async COMMAND shim_capture_kernel_launch)
+set_tests_properties(shim_capture_kernel_launch_async PROPERTIES
+                     ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)
