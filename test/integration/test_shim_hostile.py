@@ -579,7 +579,10 @@ def test_every_format_string_is_a_literal():
     name): the format argument of each call is a string literal. Together with the %n values above at run time."""
     call = re.compile(r"(?<![\w.>])(?:std::)?(" + "|".join(PRINTF_FORMAT_ARG) + r")\s*\(")
     bad, seen = [], 0
-    for folder in ("shim", "shim/hooks", "collector"):
+    # Every layer of the shim (shim/<layer>/) and what the collector was split into (format/, record/).
+    folders = sorted(os.path.relpath(d, SOURCE) for top in ("shim", "collector", "format", "record")
+                     for d, _, _ in os.walk(os.path.join(SOURCE, top)))
+    for folder in folders:
         d = os.path.join(SOURCE, folder)
         for name in sorted(os.listdir(d)):
             if not name.endswith((".cpp", ".h")):
