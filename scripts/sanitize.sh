@@ -48,7 +48,7 @@ for stage in "${stages[@]}"; do
     # runtime, unrelated to the code under test.
     if (cd "$build" && LD_PRELOAD="$(${CXX:-c++} -print-file-name=libtsan.so)" MSPROBE_BUILD_DIR="$build" \
         PYTHONPATH="$here/test/python" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-        "$here/test/unit/shim/test_stacks_python.py" -k "not thread_holding") 2>&1 | tee "$build/pytest-stacks.log"; then
+        "$here/test/unit/shim/stacks/test_stacks_python.py" -k "not thread_holding") 2>&1 | tee "$build/pytest-stacks.log"; then
       :
     else
       status=1

@@ -1,7 +1,8 @@
 // libFuzzer target: the aclnn header prototype parser (shim/aclnn/prototypes.h), which reads whatever headers a CANN
 // install or a custom op vendor ships. An input whose first line is a bare name (no blank, no '/', '#' or '*')
 // gives the op name to look up, the rest the header text; any other input is all header text, so that the test
-// fixtures' headers (test/unit/shim/fixtures/aclnnop, scripts/fuzz.sh passes them as seeds) are inputs as they are.
+// fixtures' headers (test/unit/shim/aclnn/fixtures/aclnnop, scripts/fuzz.sh passes them as seeds) are inputs as
+// they are.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>

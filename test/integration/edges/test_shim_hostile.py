@@ -580,7 +580,7 @@ def test_every_format_string_is_a_literal():
     call = re.compile(r"(?<![\w.>])(?:std::)?(" + "|".join(PRINTF_FORMAT_ARG) + r")\s*\(")
     bad, seen = [], 0
     sources = sorted(os.path.relpath(os.path.join(dirpath, name), SOURCE)
-                     for top in ("shim", "collector", "format")
+                     for top in ("shim", "collector", "format", "record")
                      for dirpath, _, names in os.walk(os.path.join(SOURCE, top)) for name in names)
     for path in sources:
         folder, name = os.path.split(path)

@@ -1,10 +1,5 @@
-# shim/call/forwarder.{h,cpp} (libffi call forwarding) and shim/base/got_patch.{h,cpp} (GOT redirection).
-msprobe_gtest(shim_forwarder SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forwarder.cpp LINK msprobe_shim_core TIMEOUT 120)
-# The same tests with every forwarder behind a gate trampoline (shim/call/trampoline.h) that lets the hooks run.
-msprobe_gtest(shim_forwarder_gated SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_forwarder.cpp LINK msprobe_shim_core
-              TIMEOUT 120)
-target_compile_definitions(shim_forwarder_gated PRIVATE FORWARDER_GATED=1)
-
+# shim/base/got_patch.{h,cpp} (GOT redirection); the tests forward through shim/call/forwarder.h too, so they link
+# msprobe_shim_call (which brings msprobe_shim_base).
 # The GOT tests need real PLT/GOT traffic: a library with functions (got_target), a library that calls them
 # through its own GOT (got_caller, linked in, used as the skip-list object) and one opened later with dlopen
 # (got_plugin). The test program is built twice: lazy binding (partial RELRO: .got.plt writable) and
@@ -19,7 +14,7 @@ set_target_properties(got_target got_caller got_plugin PROPERTIES LIBRARY_OUTPUT
 
 foreach(mode lazy now)
   msprobe_gtest(shim_got_patch_${mode} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_got_patch.cpp
-                LINK msprobe_shim_core got_target got_caller ${CMAKE_DL_LIBS} TIMEOUT 120)
+                LINK msprobe_shim_call got_target got_caller ${CMAKE_DL_LIBS} TIMEOUT 120)
   target_include_directories(shim_got_patch_${mode} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/got_libs)
   target_compile_definitions(shim_got_patch_${mode} PRIVATE GOT_PLUGIN_PATH="$<TARGET_FILE:got_plugin>")
   add_dependencies(shim_got_patch_${mode} got_plugin)

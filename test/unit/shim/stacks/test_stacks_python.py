@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build"))
+BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "build"))
 LIB = os.path.join(BUILD, "tests", "lib", "libstacks_pytest.so")
 OFF, NATIVE, PYTHON, MIXED = 0, 1, 2, 3
 

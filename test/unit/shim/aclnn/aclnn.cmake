@@ -1,0 +1,13 @@
+# shim/aclnn/prototypes.{h,cpp}: aclnn phase-1 prototypes read from CANN headers (fixtures + the stand-in's headers).
+msprobe_gtest(shim_prototypes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prototypes.cpp LINK msprobe_shim_aclnn
+              TIMEOUT 120)
+target_compile_definitions(shim_prototypes PRIVATE
+  MSPROBE_PROTO_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures"
+  MSPROBE_ACLNN_SPEC="${CMAKE_SOURCE_DIR}/test/fake_cann/aclnn_ops.spec")
+# aclnn two-phase capture (shim/aclnn/aclnn_capture.h): the stand-in's phase-1 and phase-2 symbols wrapped and called.
+msprobe_gtest(shim_aclnn_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aclnn_capture.cpp
+              LINK msprobe_shim_aclnn ascendcl nnopbase opapi runtime ${CMAKE_DL_LIBS}
+              TIMEOUT 120)
+add_test(NAME shim_aclnn_capture_async COMMAND shim_aclnn_capture)
+set_tests_properties(shim_aclnn_capture_async PROPERTIES
+                     ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)

@@ -1,0 +1,12 @@
+# Raw runtime kernels and device memory (shim/device/device_allocations.h, shim/device/kernel_binaries.h): the live
+# allocation table, kernel symbols of registered device binaries, argument blob slots.
+msprobe_gtest(shim_alloc_rt_kernels
+              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_device_allocations.cpp ${CMAKE_CURRENT_LIST_DIR}/test_kernel_binaries.cpp
+              LINK msprobe_shim_device TIMEOUT 120)
+add_dependencies(shim_alloc_rt_kernels fake_cann_device_kernels)  # reads $ASCEND_HOME_PATH/opp/kernel/fake_kernels.o
+# The pinned staging pool (shim/device/staging.h): copies of the stand-in's device memory, pool reuse, the budget.
+msprobe_gtest(shim_device_staging SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_staging.cpp
+              LINK msprobe_shim_device ascendcl runtime TIMEOUT 120)
+add_test(NAME shim_device_staging_async COMMAND shim_device_staging)
+set_tests_properties(shim_device_staging_async PROPERTIES
+                     ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)

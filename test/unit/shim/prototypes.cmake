@@ -1,6 +1,0 @@
-# shim/aclnn/prototypes.{h,cpp}: aclnn phase-1 prototypes read from CANN headers (fixtures + the stand-in's headers).
-msprobe_gtest(shim_prototypes SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_prototypes.cpp LINK msprobe_shim_core
-              TIMEOUT 120)
-target_compile_definitions(shim_prototypes PRIVATE
-  MSPROBE_PROTO_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures"
-  MSPROBE_ACLNN_SPEC="${CMAKE_SOURCE_DIR}/test/fake_cann/aclnn_ops.spec")

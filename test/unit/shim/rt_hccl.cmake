@@ -1,6 +1,0 @@
-# Raw runtime kernels and device memory (shim/device/device_allocations.h, shim/device/kernel_binaries.h): the live
-# allocation table, kernel symbols of registered device binaries, argument blob slots.
-msprobe_gtest(shim_alloc_rt_kernels
-              SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_device_allocations.cpp ${CMAKE_CURRENT_LIST_DIR}/test_kernel_binaries.cpp
-              LINK msprobe_shim_core TIMEOUT 120)
-add_dependencies(shim_alloc_rt_kernels fake_cann_device_kernels)  # reads $ASCEND_HOME_PATH/opp/kernel/fake_kernels.o
