@@ -121,25 +121,6 @@ void Progress::finish() {
 }
 
 // ---- Text -----------------------------------------------------------------------------------------------------------
-std::string csv_cell(std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string csv_row(std::span<const std::string> cells) {
-  std::string out;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (i) out += ',';
-    out += csv_cell(cells[i]);
-  }
-  return out + "\n";
-}
-
 std::string metric_text(std::optional<double> v) {
   if (!v) return "N/A";
   if (std::isnan(*v)) return "nan";

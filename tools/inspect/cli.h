@@ -1,4 +1,4 @@
-// What every msprobe-inspect command shares: argument parsing, exit codes, the progress line, CSV cells.
+// What every msprobe-inspect command shares: argument parsing, exit codes, the progress line, number text.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -66,9 +66,6 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-// One CSV cell, quoted when it holds a comma, quote or line break.
-std::string csv_cell(std::string_view s);
-std::string csv_row(std::span<const std::string> cells);
 // A number for CSV and terminal output: shortest round trip, "N/A" for a missing value (msprobe's spelling).
 std::string metric_text(std::optional<double> v);
 

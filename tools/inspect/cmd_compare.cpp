@@ -3,7 +3,6 @@
 #include <array>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -15,6 +14,7 @@
 #include "collector/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/metrics.h"
 #include "tools/reader/tensor_data.h"
@@ -228,21 +228,37 @@ struct Divergence {
   std::vector<std::string> lines;
 };
 
-class Csv {
+// One result file, created with its header row (mode from the umask). Rows are gathered and appended 64 KiB at a
+// time, and what is gathered when an error ends the run is still written; a write that failed is reported when the
+// file is closed.
+class CompareCsv {
  public:
-  Csv(const fs::path &path, const std::vector<std::string> &columns) : path_(path), out_(path) {
-    if (!out_) throw InputError(path.string() + ": cannot create the file");
-    out_ << csv_row(columns);
+  CompareCsv(const fs::path &path, const std::vector<std::string> &columns)
+      : file_(path, CsvAppender::Open::Replace), pending_(csv_row(columns)) {
+    if (file_.failed()) throw InputError(path.string() + ": cannot create the file");
   }
-  void row(const std::vector<std::string> &cells) { out_ << csv_row(cells); }
+  ~CompareCsv() { flush(); }
+  CompareCsv(const CompareCsv &) = delete;
+  CompareCsv &operator=(const CompareCsv &) = delete;
+  void row(const std::vector<std::string> &cells) {
+    pending_ += csv_row(cells);
+    if (pending_.size() >= 65536) flush();
+  }
   void close() {
-    out_.close();
-    if (!out_) throw InputError(path_.string() + ": write failed");
+    flush();
+    file_.close();
+    if (file_.failed()) throw InputError(file_.path().string() + ": write failed");
   }
 
  private:
-  fs::path path_;
-  std::ofstream out_;
+  void flush() {
+    if (pending_.empty()) return;
+    file_.append(pending_);
+    pending_.clear();
+  }
+
+  CsvAppender file_;
+  std::string pending_;
 };
 
 std::string stat_cell(const TensorInfo *t, int i) { return t ? stat_text(t->stats[i]) : "N/A"; }
@@ -293,7 +309,7 @@ int run_compare(std::span<char *const> argv) {
     result_path = out_dir / ("compare_result_" + ts + "_" + std::to_string(i) + ".csv");
     details_path = out_dir / ("compare_details_" + ts + "_" + std::to_string(i) + ".csv");
   }
-  Csv result_csv(result_path, kResultColumns), details_csv(details_path, kDetailColumns);
+  CompareCsv result_csv(result_path, kResultColumns), details_csv(details_path, kDetailColumns);
 
   std::map<Verdict, uint64_t> tally;
   uint64_t matched = 0;

@@ -2,9 +2,6 @@
 // (tools/replay/refs*.cpp) is re-run on its dumped inputs in float64 and its dumped outputs are judged by the
 // pre-check's rule (tools/replay/precheck.h). Writes msprobe's accuracy_checking_result / details CSVs, a row at a
 // time so that a killed run leaves a valid prefix that --csv-path resumes.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -30,6 +27,7 @@
 #include "collector/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/metrics.h"
 #include "tools/reader/tensor_data.h"
@@ -114,52 +112,7 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// ---- CSV reading (for --csv-path) -----------------------------------------------------------------------------------
-// Splits CSV text into records; `complete` is the byte length of the text up to the end of the last complete
-// record (one ending in a line break outside quotes). A record after it was cut by a kill.
-std::vector<std::vector<std::string>> parse_csv(std::string_view text, size_t &complete) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string cell;
-  bool quoted = false, cell_started = false;
-  complete = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          cell += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        cell += c;
-      }
-      continue;
-    }
-    if (c == '"' && !cell_started) {
-      quoted = cell_started = true;
-    } else if (c == ',') {
-      row.push_back(std::move(cell));
-      cell.clear();
-      cell_started = false;
-    } else if (c == '\n') {
-      if (!cell.empty() && cell.back() == '\r') cell.pop_back();
-      row.push_back(std::move(cell));
-      cell.clear();
-      cell_started = false;
-      rows.push_back(std::move(row));
-      row.clear();
-      complete = i + 1;
-    } else {
-      cell += c;
-      cell_started = true;
-    }
-  }
-  return rows;
-}
-
+// ---- CSV files ------------------------------------------------------------------------------------------------------
 std::string read_file_text(const fs::path &p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) throw InputError(p.string() + ": cannot open the file (" + std::strerror(errno) + ")");
@@ -169,35 +122,17 @@ std::string read_file_text(const fs::path &p) {
   return ss.str();
 }
 
-// An append-only CSV file: each call writes whole records with one write(2), so a kill leaves whole records.
-class AppendCsv {
- public:
-  AppendCsv() = default;
-  AppendCsv(const AppendCsv &) = delete;
-  AppendCsv &operator=(const AppendCsv &) = delete;
-  ~AppendCsv() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void open(const fs::path &path, bool create) {
-    path_ = path;
-    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0644);
-    if (fd_ < 0) throw InputError(path.string() + ": cannot open for writing (" + std::strerror(errno) + ")");
-  }
-  void write(const std::string &s) {
-    size_t done = 0;
-    while (done < s.size()) {
-      const ssize_t n = ::write(fd_, s.data() + done, s.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw InputError(path_.string() + ": write failed (" + std::strerror(errno) + ")");
-      done += static_cast<size_t>(n);
-    }
-  }
-  const fs::path &path() const { return path_; }
+// The result files grow by whole records (a kill leaves whole records behind); an error ends the run.
+void open_csv(std::optional<CsvAppender> &csv, const fs::path &path, CsvAppender::Open how) {
+  csv.emplace(path, how);
+  if (csv->failed())
+    throw InputError(path.string() + ": cannot open for writing (" + std::strerror(csv->error()) + ")");
+}
 
- private:
-  fs::path path_;
-  int fd_ = -1;
-};
+void append_csv(CsvAppender &csv, const std::string &records) {
+  csv.append(records);
+  if (csv.failed()) throw InputError(csv.path().string() + ": write failed (" + std::strerror(csv.error()) + ")");
+}
 
 // ---- One kernel -----------------------------------------------------------------------------------------------------
 struct Folder {
@@ -534,14 +469,13 @@ void replace_file(const fs::path &path, const std::string &text) {
 Resume load_resume(const fs::path &result_path, const fs::path &details_path) {
   Resume res;
   std::string text = read_file_text(result_path);
-  size_t complete = 0;
-  std::vector<std::vector<std::string>> rows = parse_csv(text, complete);
-  if (rows.empty() || rows[0] != kResultColumns)
+  const CsvRecords results = parse_csv(text);
+  if (results.rows.empty() || results.rows[0] != kResultColumns)
     throw InputError(result_path.string() + ": not a result CSV of msprobe-inspect replay (the header differs)");
-  bool dirty = complete != text.size();  // a record cut by a kill: dropped
+  bool dirty = results.complete != text.size();  // a record cut by a kill: dropped
   std::string kept = csv_row(kResultColumns);
-  for (size_t i = 1; i < rows.size(); ++i) {
-    const auto &row = rows[i];
+  for (size_t i = 1; i < results.rows.size(); ++i) {
+    const auto &row = results.rows[i];
     if (row.size() != kResultColumns.size()) {  // cannot be a record this tool wrote whole
       dirty = true;
       continue;
@@ -564,13 +498,13 @@ Resume load_resume(const fs::path &result_path, const fs::path &details_path) {
     return res;
   }
   text = read_file_text(details_path);
-  rows = parse_csv(text, complete);
-  if (rows.empty() || rows[0] != kDetailColumns)
+  const CsvRecords details = parse_csv(text);
+  if (details.rows.empty() || details.rows[0] != kDetailColumns)
     throw InputError(details_path.string() + ": not a details CSV of msprobe-inspect replay (the header differs)");
-  dirty = complete != text.size();
+  dirty = details.complete != text.size();
   std::string kept_details = csv_row(kDetailColumns);
-  for (size_t i = 1; i < rows.size(); ++i) {
-    const auto &row = rows[i];
+  for (size_t i = 1; i < details.rows.size(); ++i) {
+    const auto &row = details.rows[i];
     bool keep = row.size() == kDetailColumns.size();
     if (keep) {
       const std::string &api = row[0];
@@ -633,7 +567,7 @@ int run_replay(std::span<char *const> argv) {
   (void)replay::reference_op_types();  // builds the table before the workers start
 
   // The output files: new ones, or the ones --csv-path resumes.
-  AppendCsv result_csv, details_csv;
+  std::optional<CsvAppender> result_csv, details_csv;
   Resume resume;
   if (csv_path) {
     const fs::path result_path = *csv_path;
@@ -642,8 +576,8 @@ int run_replay(std::span<char *const> argv) {
     if (!fs::is_regular_file(result_path, ec)) throw InputError(result_path.string() + ": not a regular file");
     const fs::path details_path = details_path_for(result_path);
     resume = load_resume(result_path, details_path);
-    result_csv.open(result_path, false);
-    details_csv.open(details_path, false);
+    open_csv(result_csv, result_path, CsvAppender::Open::Existing);
+    open_csv(details_csv, details_path, CsvAppender::Open::Existing);
   } else {
     const fs::path out_dir = args.value("--out").value_or(".");
     std::error_code ec;
@@ -656,10 +590,10 @@ int run_replay(std::span<char *const> argv) {
       rp = out_dir / ("accuracy_checking_result_" + ts + "_" + std::to_string(i) + ".csv");
       dp = out_dir / ("accuracy_checking_details_" + ts + "_" + std::to_string(i) + ".csv");
     }
-    result_csv.open(rp, true);
-    details_csv.open(dp, true);
-    result_csv.write(csv_row(kResultColumns));
-    details_csv.write(csv_row(kDetailColumns));
+    open_csv(result_csv, rp, CsvAppender::Open::New);
+    open_csv(details_csv, dp, CsvAppender::Open::New);
+    append_csv(*result_csv, csv_row(kResultColumns));
+    append_csv(*details_csv, csv_row(kDetailColumns));
   }
 
   // Collectives read input 0 of the same kernel in the other rank folders of the step (loaded once per step).
@@ -808,8 +742,8 @@ int run_replay(std::span<char *const> argv) {
       const KernelEntry &k = f.kernels[todo[i]];
       // Details first, then the result row: a kernel is done once its result row is on disk.
       try {
-        details_csv.write(detail_rows(f, k, r));
-        result_csv.write(result_row(f, k, r));
+        append_csv(*details_csv, detail_rows(f, k, r));
+        append_csv(*result_csv, result_row(f, k, r));
       } catch (...) {
         for (std::thread &t : pool) t.join();
         throw;
@@ -849,7 +783,7 @@ int run_replay(std::span<char *const> argv) {
       "replay: %zu folder(s), %llu kernels%s: %llu compared (%llu pass, %llu warning, %llu error), "
       "%llu skipped\n",
       folders.size(), static_cast<unsigned long long>(replayed + resumed),
-      resumed ? (" (" + std::to_string(resumed) + " already in " + result_csv.path().string() + ", " +
+      resumed ? (" (" + std::to_string(resumed) + " already in " + result_csv->path().string() + ", " +
                  std::to_string(replayed) + " replayed now)")
                     .c_str()
               : "",
@@ -858,7 +792,7 @@ int run_replay(std::span<char *const> argv) {
       static_cast<unsigned long long>(tally[Status::Skip]));
   if (stopped) {
     std::printf("stopped after --max-kernels %llu; resume with --csv-path %s\n",
-                static_cast<unsigned long long>(*max_kernels), result_csv.path().string().c_str());
+                static_cast<unsigned long long>(*max_kernels), result_csv->path().string().c_str());
   }
   if (!no_ref_ops.empty()) {
     std::string s;
@@ -893,7 +827,7 @@ int run_replay(std::span<char *const> argv) {
     }
     if (failing.size() > 50) std::printf("  ... and %zu more (see the CSV)\n", failing.size() - 50);
   }
-  std::printf("results: %s\n         %s\n", result_csv.path().string().c_str(), details_csv.path().string().c_str());
+  std::printf("results: %s\n         %s\n", result_csv->path().string().c_str(), details_csv->path().string().c_str());
   return tally[Status::Error] + tally[Status::Warning] ? kExitFindings : kExitOk;
 }
 

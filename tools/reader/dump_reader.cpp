@@ -4,10 +4,12 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
 #include "collector/json_writer.h"
+#include "tools/reader/csv.h"
 
 namespace msprobe::tools {
 namespace ck = collector::json_key;
@@ -510,25 +512,13 @@ std::vector<std::string> read_construct_names(const fs::path &path) {
 // ---- mapping.csv ----------------------------------------------------------------------------------------------------
 std::vector<MappingRow> read_mapping_csv(const fs::path &tensor_dir) {
   std::vector<MappingRow> rows;
-  std::ifstream in(tensor_dir / collector::kMappingCsv);
+  std::ifstream in(tensor_dir / collector::kMappingCsv, std::ios::binary);
   if (!in) return rows;
-  std::string line;
-  size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    MappingRow r;
-    r.line = n;
-    const size_t comma = line.find(',');
-    if (comma == std::string::npos) {
-      r.new_name = line;
-    } else {
-      r.new_name = line.substr(0, comma);
-      r.original_name = line.substr(comma + 1);
-    }
-    rows.push_back(std::move(r));
-  }
+  std::ostringstream read;
+  read << in.rdbuf();
+  const std::string text = read.str();
+  for (const PlainCsvLine &l : plain_csv_lines(text))
+    rows.push_back({std::string(l.first), std::string(l.rest.value_or("")), l.number});
   return rows;
 }
 
