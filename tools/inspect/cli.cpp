@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "collector/json_writer.h"
+#include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools {
 
@@ -148,6 +149,22 @@ std::string timestamp_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
   return buf;
+}
+
+ResultFiles new_result_files(const std::filesystem::path &out_dir, std::string_view result_prefix,
+                             std::string_view details_prefix) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (!std::filesystem::is_directory(out_dir, ec))
+    throw InputError(out_dir.string() + ": cannot create the output folder");
+  const std::string ts = timestamp_now();
+  auto named = [&](std::string_view prefix, const std::string &suffix) {
+    return out_dir / (std::string(prefix) + ts + suffix + ".csv");
+  };
+  ResultFiles f{named(result_prefix, ""), named(details_prefix, "")};
+  for (int i = 1; std::filesystem::exists(f.result, ec) || std::filesystem::exists(f.details, ec); ++i)
+    f = {named(result_prefix, "_" + std::to_string(i)), named(details_prefix, "_" + std::to_string(i))};
+  return f;
 }
 
 }  // namespace msprobe::tools

@@ -2,6 +2,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -74,5 +75,14 @@ std::string ranges_text(std::span<const uint64_t> sorted_unique);
 
 // Local time as YYYYmmddHHMMSS, for msprobe-style result file names (compare_result_{timestamp}.csv).
 std::string timestamp_now();
+
+// A command's two new CSV files in `out_dir` (created if missing; InputError when it cannot be):
+// {result_prefix}{timestamp}.csv and {details_prefix}{timestamp}.csv, "_1", "_2"... added while a run in the same
+// second holds either name.
+struct ResultFiles {
+  std::filesystem::path result, details;
+};
+ResultFiles new_result_files(const std::filesystem::path &out_dir, std::string_view result_prefix,
+                             std::string_view details_prefix);
 
 }  // namespace msprobe::tools

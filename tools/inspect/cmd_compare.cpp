@@ -105,26 +105,14 @@ void pair_folders(ComparePlan &p) {
   for (const auto &[k, d] : by_key) p.folders_only_b.push_back(d->label());
 }
 
-// compare_result_{timestamp}.csv and compare_details_{timestamp}.csv in the output folder (created if missing).
-void choose_output_files(const fs::path &out_dir, ComparePlan &p) {
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (!fs::is_directory(out_dir, ec)) throw InputError(out_dir.string() + ": cannot create the output folder");
-  const std::string ts = timestamp_now();
-  p.result_path = out_dir / ("compare_result_" + ts + ".csv");
-  p.details_path = out_dir / ("compare_details_" + ts + ".csv");
-  for (int i = 1; fs::exists(p.result_path, ec) || fs::exists(p.details_path, ec); ++i) {  // two runs in one second
-    p.result_path = out_dir / ("compare_result_" + ts + "_" + std::to_string(i) + ".csv");
-    p.details_path = out_dir / ("compare_details_" + ts + "_" + std::to_string(i) + ".csv");
-  }
-}
-
 ComparePlan make_plan(const CompareOptions &o) {
   ComparePlan p;
   p.dirs_a = find_rank_dirs(o.a);
   p.dirs_b = find_rank_dirs(o.b);
   pair_folders(p);
-  choose_output_files(o.out_dir, p);
+  const ResultFiles files = new_result_files(o.out_dir, "compare_result_", "compare_details_");
+  p.result_path = files.result;
+  p.details_path = files.details;
   return p;
 }
 

@@ -579,17 +579,9 @@ int run_replay(std::span<char *const> argv) {
     open_csv(result_csv, result_path, CsvAppender::Open::Existing);
     open_csv(details_csv, details_path, CsvAppender::Open::Existing);
   } else {
-    const fs::path out_dir = args.value("--out").value_or(".");
-    std::error_code ec;
-    fs::create_directories(out_dir, ec);
-    if (!fs::is_directory(out_dir, ec)) throw InputError(out_dir.string() + ": cannot create the output folder");
-    const std::string ts = timestamp_now();
-    fs::path rp = out_dir / ("accuracy_checking_result_" + ts + ".csv");
-    fs::path dp = out_dir / ("accuracy_checking_details_" + ts + ".csv");
-    for (int i = 1; fs::exists(rp, ec) || fs::exists(dp, ec); ++i) {  // two runs in one second
-      rp = out_dir / ("accuracy_checking_result_" + ts + "_" + std::to_string(i) + ".csv");
-      dp = out_dir / ("accuracy_checking_details_" + ts + "_" + std::to_string(i) + ".csv");
-    }
+    const ResultFiles files =
+        new_result_files(args.value("--out").value_or("."), "accuracy_checking_result_", "accuracy_checking_details_");
+    const fs::path &rp = files.result, &dp = files.details;
     open_csv(result_csv, rp, CsvAppender::Open::New);
     open_csv(details_csv, dp, CsvAppender::Open::New);
     append_csv(*result_csv, csv_row(kResultColumns));
