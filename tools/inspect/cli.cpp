@@ -89,6 +89,13 @@ void expect_positional(const Args &args, size_t n, std::string_view what) {
     throw UsageError("unexpected argument '" + args.positional[n] + "' (expected " + std::string(what) + ")");
 }
 
+DirAndFlag parse_dir_and_flag(std::span<char *const> argv, std::string_view flag) {
+  const OptionSpec options[] = {{flag, false}};
+  const Args args = parse_args(argv, options);
+  expect_positional(args, 1, "DIR");
+  return {args.positional[0], args.flag(flag)};
+}
+
 // ---- Progress -------------------------------------------------------------------------------------------------------
 Progress::Progress(std::string label, uint64_t total)
     : label_(std::move(label)),

@@ -49,6 +49,13 @@ Args parse_args(std::span<char *const> argv, std::span<const OptionSpec> options
 // The positional arguments must number exactly `n`; UsageError naming what is missing or extra.
 void expect_positional(const Args &args, size_t n, std::string_view what);
 
+// The options of the commands that take a DIR and one flag (summary --json, convert --keep-bin, repair --dry-run).
+struct DirAndFlag {
+  std::filesystem::path dir;
+  bool flag = false;
+};
+DirAndFlag parse_dir_and_flag(std::span<char *const> argv, std::string_view flag);
+
 // A one-line progress indicator on stderr, shown only when stderr is a terminal and the work takes more than a
 // moment; erased when done.
 class Progress {

@@ -88,18 +88,6 @@ std::string with_npy_suffix(const std::string &name) {
          std::string(collector::file_suffix(collector::FileFormat::Npy));
 }
 
-struct ConvertOptions {
-  fs::path dir;
-  bool keep_bin = false;
-};
-
-ConvertOptions parse_options(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--keep-bin", false}};
-  const Args args = parse_args(argv, kOptions);
-  expect_positional(args, 1, "DIR");
-  return {args.positional[0], args.flag("--keep-bin")};
-}
-
 struct ConvertTally {
   uint64_t converted = 0, failed = 0, already_npy = 0;
 };
@@ -244,10 +232,10 @@ void convert_folder(const RankDir &d, const FolderLog &log, bool keep_bin, Conve
 }  // namespace
 
 int run_convert(std::span<char *const> argv) {
-  const ConvertOptions options = parse_options(argv);
-  const std::vector<RankDir> dirs = find_rank_dirs(options.dir);
+  const auto [dir, keep_bin] = parse_dir_and_flag(argv, "--keep-bin");
+  const std::vector<RankDir> dirs = find_rank_dirs(dir);
   ConvertTally t;
-  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { convert_folder(d, log, options.keep_bin, t); });
+  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { convert_folder(d, log, keep_bin, t); });
   std::printf("convert: %llu converted, %llu already npy, %llu not converted\n",
               static_cast<unsigned long long>(t.converted), static_cast<unsigned long long>(t.already_npy),
               static_cast<unsigned long long>(t.failed));

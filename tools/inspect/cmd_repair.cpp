@@ -42,31 +42,19 @@ being written, 2 when DIR is not a dump.
 
 namespace {
 
-struct RepairOptions {
-  fs::path root;
-  bool dry_run = false;
-};
-
-RepairOptions parse_options(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--dry-run", false}};
-  const Args args = parse_args(argv, kOptions);
-  expect_positional(args, 1, "DIR");
-  return {args.positional[0], args.flag("--dry-run")};
-}
-
 struct RepairTally {
   int unrecoverable = 0, repaired = 0, intact = 0, removed = 0, busy = 0;
 };
 
 // Folders begun with no dump.json yet: readers skip them, repair removes them.
-void remove_unstarted(const RepairOptions &o, RepairTally &t) {
+void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
   std::error_code ec;
-  if (!fs::is_directory(o.root, ec)) return;
-  for (const fs::path &p : remove_unstarted_rank_folders(o.root, o.dry_run)) {
+  if (!fs::is_directory(root, ec)) return;
+  for (const fs::path &p : remove_unstarted_rank_folders(root, dry_run)) {
     ++t.removed;
     std::printf("%s/%s: no kernel was written in it before the run ended (begun as it was killed): %s\n",
                 p.parent_path().filename().string().c_str(), p.filename().string().c_str(),
-                o.dry_run ? "would be removed" : "removed");
+                dry_run ? "would be removed" : "removed");
   }
 }
 
@@ -91,37 +79,36 @@ void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairT
 }
 
 // Lock files of runs that were killed: in the dump root (or above the step folder given).
-void remove_stale_locks(const RepairOptions &o) {
+void remove_stale_locks(const fs::path &root, bool dry_run) {
   std::error_code ec;
-  fs::path lock_dir = o.root;
-  if (parse_step_dir(fs::absolute(o.root, ec).lexically_normal().filename().string())) lock_dir = o.root.parent_path();
+  fs::path lock_dir = root;
+  if (parse_step_dir(fs::absolute(root, ec).lexically_normal().filename().string())) lock_dir = root.parent_path();
   for (const RankLock &lock : rank_locks_in(lock_dir)) {
     if (lock.live) continue;
-    const bool gone = !o.dry_run && remove_stale_lock(lock);
+    const bool gone = !dry_run && remove_stale_lock(lock);
     std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
                 lock.owner.empty() ? "pid unknown" : ("pid " + lock.owner).c_str(),
-                o.dry_run ? "would be removed"
-                : gone    ? "removed"
-                          : "could not be removed");
+                dry_run ? "would be removed"
+                : gone  ? "removed"
+                        : "could not be removed");
   }
 }
 
 }  // namespace
 
 int run_repair(std::span<char *const> argv) {
-  const RepairOptions options = parse_options(argv);
+  const auto [root, dry] = parse_dir_and_flag(argv, "--dry-run");
   RepairTally t;
-  remove_unstarted(options, t);
+  remove_unstarted(root, dry, t);
   std::vector<RankDir> dirs;
   try {
     // find_rank_dirs needs dump.json to exist; an empty one still counts.
-    dirs = find_rank_dirs(options.root);
+    dirs = find_rank_dirs(root);
   } catch (const InputError &) {
     if (t.removed == 0) throw;
   }
-  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { repair_folder(d, log, options.dry_run, t); });
-  remove_stale_locks(options);
-  const bool dry = options.dry_run;
+  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { repair_folder(d, log, dry, t); });
+  remove_stale_locks(root, dry);
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", t.intact, t.repaired,
               dry ? "to repair" : "repaired", t.unrecoverable);
   if (t.removed) std::printf(", %d empty folder(s) %s", t.removed, dry ? "to remove" : "removed");

@@ -65,18 +65,6 @@ std::string json_str(std::string_view s) {
   return out;
 }
 
-struct SummaryOptions {
-  fs::path root;
-  bool json = false;
-};
-
-SummaryOptions parse_options(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--json", false}};
-  const Args args = parse_args(argv, kOptions);
-  expect_positional(args, 1, "DIR");
-  return {args.positional[0], args.flag("--json")};
-}
-
 // One streaming pass over each folder's dump.json.
 struct Scan {
   std::vector<FolderSummary> folders;
@@ -280,14 +268,14 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t) {
 }  // namespace
 
 int run_summary(std::span<char *const> argv) {
-  const SummaryOptions options = parse_options(argv);
-  const std::vector<RankDir> dirs = find_rank_dirs(options.root);
+  const auto [root, json] = parse_dir_and_flag(argv, "--json");
+  const std::vector<RankDir> dirs = find_rank_dirs(root);
   const Scan s = scan(dirs);
   const Totals totals = totals_of(s.folders);
-  if (options.json)
-    print_json(options.root, s, totals);
+  if (json)
+    print_json(root, s, totals);
   else
-    print_text(options.root, s, totals);
+    print_text(root, s, totals);
   return kExitOk;
 }
 
