@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "format/dump_json.h"
+#include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools {
 
@@ -88,6 +89,13 @@ void expect_positional(const Args &args, size_t n, std::string_view what) {
     throw UsageError("unexpected argument '" + args.positional[n] + "' (expected " + std::string(what) + ")");
 }
 
+DirAndFlag parse_dir_and_flag(std::span<char *const> argv, std::string_view flag) {
+  const OptionSpec options[] = {{flag, false}};
+  const Args args = parse_args(argv, options);
+  expect_positional(args, 1, "DIR");
+  return {args.positional[0], args.flag(flag)};
+}
+
 // ---- Progress -------------------------------------------------------------------------------------------------------
 Progress::Progress(std::string label, uint64_t total)
     : label_(std::move(label)),
@@ -121,25 +129,6 @@ void Progress::finish() {
 }
 
 // ---- Text -----------------------------------------------------------------------------------------------------------
-std::string csv_cell(std::string_view s) {
-  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string csv_row(std::span<const std::string> cells) {
-  std::string out;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (i) out += ',';
-    out += csv_cell(cells[i]);
-  }
-  return out + "\n";
-}
-
 std::string metric_text(std::optional<double> v) {
   if (!v) return "N/A";
   if (std::isnan(*v)) return "nan";
@@ -167,6 +156,22 @@ std::string timestamp_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
   return buf;
+}
+
+ResultFiles new_result_files(const std::filesystem::path &out_dir, std::string_view result_prefix,
+                             std::string_view details_prefix) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (!std::filesystem::is_directory(out_dir, ec))
+    throw InputError(out_dir.string() + ": cannot create the output folder");
+  const std::string ts = timestamp_now();
+  auto named = [&](std::string_view prefix, const std::string &suffix) {
+    return out_dir / (std::string(prefix) + ts + suffix + ".csv");
+  };
+  ResultFiles f{named(result_prefix, ""), named(details_prefix, "")};
+  for (int i = 1; std::filesystem::exists(f.result, ec) || std::filesystem::exists(f.details, ec); ++i)
+    f = {named(result_prefix, "_" + std::to_string(i)), named(details_prefix, "_" + std::to_string(i))};
+  return f;
 }
 
 }  // namespace msprobe::tools

@@ -1,7 +1,8 @@
-// What every msprobe-inspect command shares: argument parsing, exit codes, the progress line, CSV cells.
+// What every msprobe-inspect command shares: argument parsing, exit codes, the progress line, number text.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,6 +49,13 @@ Args parse_args(std::span<char *const> argv, std::span<const OptionSpec> options
 // The positional arguments must number exactly `n`; UsageError naming what is missing or extra.
 void expect_positional(const Args &args, size_t n, std::string_view what);
 
+// The options of the commands that take a DIR and one flag (summary --json, convert --keep-bin, repair --dry-run).
+struct DirAndFlag {
+  std::filesystem::path dir;
+  bool flag = false;
+};
+DirAndFlag parse_dir_and_flag(std::span<char *const> argv, std::string_view flag);
+
 // A one-line progress indicator on stderr, shown only when stderr is a terminal and the work takes more than a
 // moment; erased when done.
 class Progress {
@@ -66,9 +74,6 @@ class Progress {
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-// One CSV cell, quoted when it holds a comma, quote or line break.
-std::string csv_cell(std::string_view s);
-std::string csv_row(std::span<const std::string> cells);
 // A number for CSV and terminal output: shortest round trip, "N/A" for a missing value (msprobe's spelling).
 std::string metric_text(std::optional<double> v);
 
@@ -77,5 +82,14 @@ std::string ranges_text(std::span<const uint64_t> sorted_unique);
 
 // Local time as YYYYmmddHHMMSS, for msprobe-style result file names (compare_result_{timestamp}.csv).
 std::string timestamp_now();
+
+// A command's two new CSV files in `out_dir` (created if missing; InputError when it cannot be):
+// {result_prefix}{timestamp}.csv and {details_prefix}{timestamp}.csv, "_1", "_2"... added while a run in the same
+// second holds either name.
+struct ResultFiles {
+  std::filesystem::path result, details;
+};
+ResultFiles new_result_files(const std::filesystem::path &out_dir, std::string_view result_prefix,
+                             std::string_view details_prefix);
 
 }  // namespace msprobe::tools

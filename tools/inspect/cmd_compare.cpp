@@ -1,10 +1,5 @@
 // compare A B: kernels matched by step, rank and name (names are run-invariant: spec §5), tensors by slot.
-#include <algorithm>
-#include <array>
 #include <cstdio>
-#include <ctime>
-#include <fstream>
-#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,9 +10,8 @@
 #include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/inspect/compare.h"
 #include "tools/reader/dump_reader.h"
-#include "tools/reader/metrics.h"
-#include "tools/reader/tensor_data.h"
 
 namespace msprobe::tools {
 
@@ -51,174 +45,8 @@ diverging kernel in launch order (the first whose tensors are not all "pass") wi
 Exit status 0 when the comparison ran (whatever it found), 2 on bad input.
 )";
 
+namespace compare {
 namespace {
-
-enum class Verdict { Pass, Diff, Warning, Different, Error, Unmatched };
-
-const char *verdict_text(Verdict v) {
-  switch (v) {
-    case Verdict::Pass: return "pass";
-    case Verdict::Diff: return "diff";
-    case Verdict::Warning: return "Warning";
-    case Verdict::Different: return "Different";
-    case Verdict::Error: return "error";
-    case Verdict::Unmatched: return "unmatched";
-  }
-  return "?";
-}
-
-bool diverges(Verdict v) { return v != Verdict::Pass && v != Verdict::Unmatched; }
-
-struct KernelInfo {
-  std::string name;
-  uint64_t launch_index = UINT64_MAX;
-  std::vector<TensorInfo> tensors;
-};
-
-struct Side {
-  const RankDir *dir = nullptr;
-  DumpHeader header;
-  std::vector<KernelInfo> kernels;
-  std::unordered_map<std::string, size_t> index;
-};
-
-uint64_t dump_json_size(const RankDir &d) {
-  std::error_code ec;
-  const uint64_t n = fs::file_size(d.path / format::kDumpJson, ec);
-  return ec ? 0 : n;
-}
-
-// Progress counts dump.json bytes read on both sides.
-Side load_side(const RankDir &d, Progress &progress, uint64_t &done) {
-  Side s;
-  s.dir = &d;
-  DumpCallbacks cb;
-  cb.on_header = [&](const DumpHeader &h) { s.header = h; };
-  cb.on_progress = [&](size_t at) { progress.update(done + at); };
-  cb.on_record = [&](KernelRecord &&k) {
-    KernelInfo info;
-    info.tensors = std::move(k.tensors);
-    info.launch_index = k.launch_index.value_or(UINT64_MAX);
-    info.name = std::move(k.name);
-    s.index.emplace(info.name, s.kernels.size());
-    s.kernels.push_back(std::move(info));
-    return true;
-  };
-  read_dump_json(d, cb);
-  done += dump_json_size(d);
-  std::stable_sort(s.kernels.begin(), s.kernels.end(),
-                   [](const KernelInfo &a, const KernelInfo &b) { return a.launch_index < b.launch_index; });
-  s.index.clear();
-  for (size_t i = 0; i < s.kernels.size(); ++i) s.index.emplace(s.kernels[i].name, i);
-  return s;
-}
-
-struct RowResult {
-  Verdict verdict = Verdict::Pass;
-  std::string message;
-  std::optional<TensorMetrics> metrics;
-  std::array<StatDiff, 4> stats{};
-};
-
-void add_message(std::string &m, const std::string &s) {
-  if (s.empty()) return;
-  m += (m.empty() ? "" : "; ") + s;
-}
-
-std::vector<double> load_values(const Side &side, const TensorInfo &t) {
-  const TensorFile f = open_tensor_file(side.dir->path / format::kTensorDir / *t.data_name, t);
-  if (f.file_dtype == format::DType::Raw) throw TensorFileError("raw bytes of an unknown dtype");
-  if (f.shape != t.shape)
-    throw TensorFileError("the file's shape " + shape_text(f.shape) + " is not the entry's " + shape_text(t.shape));
-  return read_tensor_values(f);
-}
-
-RowResult compare_tensor(const Side &A, const TensorInfo &a, const Side &B, const TensorInfo &b, const Thresholds &th) {
-  RowResult r;
-  for (int i = 0; i < 4; ++i) r.stats[i] = stat_diff(a.stats[i], b.stats[i]);
-  if (a.dtype_text != b.dtype_text) add_message(r.message, "dtype differs");
-  if (!a.shape_ok || !b.shape_ok || a.shape != b.shape) {
-    r.verdict = Verdict::Error;
-    add_message(r.message, "shape differs: " + shape_text(a.shape) + " vs " + shape_text(b.shape));
-    return r;
-  }
-  if (a.data_name && b.data_name) {
-    try {
-      const std::vector<double> va = load_values(A, a), vb = load_values(B, b);
-      r.metrics = tensor_metrics(va, vb, relative_zero_eps(b.dtype));
-      add_message(r.message, r.metrics->message);
-      r.verdict = tensor_passes(*r.metrics, th) ? Verdict::Pass : Verdict::Error;
-      return r;
-    } catch (const TensorFileError &e) {
-      add_message(r.message, std::string("tensor data not compared (") + e.what() + "): statistics compared");
-    }
-  }
-  if (a.md5 && b.md5) {
-    r.verdict = *a.md5 == *b.md5 ? Verdict::Pass : Verdict::Different;
-    return r;
-  }
-  double worst = 0;
-  for (int i = 0; i < 4; ++i) {
-    const bool a_null = a.stats[i].is_null(), b_null = b.stats[i].is_null();
-    if (a_null != b_null) {
-      worst = std::numeric_limits<double>::infinity();
-      add_message(r.message, "a statistic is null on one side only");
-    } else if (r.stats[i].rel) {
-      worst = std::max(worst, *r.stats[i].rel);
-    }
-  }
-  if (worst > th.warning) {
-    r.verdict = Verdict::Warning;
-    add_message(r.message, "Need double check api accuracy.");
-  } else if (worst > th.stat_rtol) {
-    r.verdict = Verdict::Diff;
-  }
-  return r;
-}
-
-const std::vector<std::string> kResultColumns = {"Step",       "Rank",        "NPU Name",         "Bench Name",
-                                                 "NPU Dtype",  "Bench Dtype", "NPU Tensor Shape", "Bench Tensor Shape",
-                                                 "Cosine",     "MaxAbsErr",   "MaxRelativeErr",   "Max diff",
-                                                 "Min diff",   "Mean diff",   "L2norm diff",      "Result",
-                                                 "Err_message"};
-const std::vector<std::string> kDetailColumns = {"Step",
-                                                 "Rank",
-                                                 "NPU Name",
-                                                 "Bench Name",
-                                                 "NPU Launch Index",
-                                                 "Bench Launch Index",
-                                                 "NPU Dtype",
-                                                 "Bench Dtype",
-                                                 "NPU Tensor Shape",
-                                                 "Bench Tensor Shape",
-                                                 "Cosine",
-                                                 "EucDist",
-                                                 "MaxAbsErr",
-                                                 "MaxRelativeErr",
-                                                 "One Thousandth Err Ratio",
-                                                 "Five Thousandths Err Ratio",
-                                                 "NPU max",
-                                                 "NPU min",
-                                                 "NPU mean",
-                                                 "NPU l2norm",
-                                                 "Bench max",
-                                                 "Bench min",
-                                                 "Bench mean",
-                                                 "Bench l2norm",
-                                                 "Max diff",
-                                                 "Min diff",
-                                                 "Mean diff",
-                                                 "L2norm diff",
-                                                 "Max RelativeErr",
-                                                 "Min RelativeErr",
-                                                 "Mean RelativeErr",
-                                                 "L2norm RelativeErr",
-                                                 "NPU MD5",
-                                                 "Bench MD5",
-                                                 "Result",
-                                                 "Err_message",
-                                                 "NPU Data_name",
-                                                 "Bench Data_name"};
 
 // A failing tensor of the first diverging kernel, for the terminal.
 struct Divergence {
@@ -228,269 +56,258 @@ struct Divergence {
   std::vector<std::string> lines;
 };
 
-class Csv {
- public:
-  Csv(const fs::path &path, const std::vector<std::string> &columns) : path_(path), out_(path) {
-    if (!out_) throw InputError(path.string() + ": cannot create the file");
-    out_ << csv_row(columns);
-  }
-  void row(const std::vector<std::string> &cells) { out_ << csv_row(cells); }
-  void close() {
-    out_.close();
-    if (!out_) throw InputError(path_.string() + ": write failed");
-  }
-
- private:
-  fs::path path_;
-  std::ofstream out_;
+// ---- Options and plan -----------------------------------------------------------------------------------------------
+struct CompareOptions {
+  std::string a, b;
+  Thresholds th;
+  fs::path out_dir;
 };
 
-std::string stat_cell(const TensorInfo *t, int i) { return t ? stat_text(t->stats[i]) : "N/A"; }
-
-}  // namespace
-
-int run_compare(std::span<char *const> argv) {
+CompareOptions parse_options(std::span<char *const> argv) {
   static const OptionSpec kOptions[] = {{"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}};
   const Args args = parse_args(argv, kOptions);
   expect_positional(args, 2, "A B (two dumps)");
-  Thresholds th;
-  th.atol = args.number("--atol", th.atol, 0, 1e308);
-  th.cosine = args.number("--cos", th.cosine, -1, 1);
-  th.stat_rtol = args.number("--stat-rtol", th.stat_rtol, 0, 1e308);
-  const fs::path out_dir = args.value("--out").value_or(".");
+  CompareOptions o;
+  o.a = args.positional[0];
+  o.b = args.positional[1];
+  o.th.atol = args.number("--atol", o.th.atol, 0, 1e308);
+  o.th.cosine = args.number("--cos", o.th.cosine, -1, 1);
+  o.th.stat_rtol = args.number("--stat-rtol", o.th.stat_rtol, 0, 1e308);
+  o.out_dir = args.value("--out").value_or(".");
+  return o;
+}
 
-  const std::vector<RankDir> dirs_a = find_rank_dirs(args.positional[0]);
-  const std::vector<RankDir> dirs_b = find_rank_dirs(args.positional[1]);
-
-  // Folder pairs: by (step, rank), or the two folders when each side is one folder.
-  std::vector<std::pair<const RankDir *, const RankDir *>> pairs;
+struct ComparePlan {
+  std::vector<RankDir> dirs_a, dirs_b;
+  std::vector<std::pair<const RankDir *, const RankDir *>> pairs;  // into dirs_a, dirs_b
   std::vector<std::string> folders_only_a, folders_only_b;
+  fs::path result_path, details_path;
+};
+
+// Folder pairs: by (step, rank), or the two folders when each side is one folder.
+void pair_folders(ComparePlan &p) {
+  if (p.dirs_a.size() == 1 && p.dirs_b.size() == 1) {
+    p.pairs.emplace_back(&p.dirs_a[0], &p.dirs_b[0]);
+    return;
+  }
   auto key = [](const RankDir &d) { return std::pair(d.step ? static_cast<int64_t>(*d.step) : -1, d.rank_label()); };
-  if (dirs_a.size() == 1 && dirs_b.size() == 1) {
-    pairs.emplace_back(&dirs_a[0], &dirs_b[0]);
-  } else {
-    std::map<std::pair<int64_t, std::string>, const RankDir *> by_key;
-    for (const RankDir &d : dirs_b) by_key[key(d)] = &d;
-    for (const RankDir &d : dirs_a) {
-      auto it = by_key.find(key(d));
-      if (it == by_key.end()) {
-        folders_only_a.push_back(d.label());
-        continue;
-      }
-      pairs.emplace_back(&d, it->second);
-      by_key.erase(it);
+  std::map<std::pair<int64_t, std::string>, const RankDir *> by_key;
+  for (const RankDir &d : p.dirs_b) by_key[key(d)] = &d;
+  for (const RankDir &d : p.dirs_a) {
+    auto it = by_key.find(key(d));
+    if (it == by_key.end()) {
+      p.folders_only_a.push_back(d.label());
+      continue;
     }
-    for (const auto &[k, d] : by_key) folders_only_b.push_back(d->label());
+    p.pairs.emplace_back(&d, it->second);
+    by_key.erase(it);
   }
+  for (const auto &[k, d] : by_key) p.folders_only_b.push_back(d->label());
+}
 
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (!fs::is_directory(out_dir, ec)) throw InputError(out_dir.string() + ": cannot create the output folder");
-  std::string ts = timestamp_now();
-  fs::path result_path = out_dir / ("compare_result_" + ts + ".csv");
-  fs::path details_path = out_dir / ("compare_details_" + ts + ".csv");
-  for (int i = 1; fs::exists(result_path, ec) || fs::exists(details_path, ec); ++i) {  // two runs in one second
-    result_path = out_dir / ("compare_result_" + ts + "_" + std::to_string(i) + ".csv");
-    details_path = out_dir / ("compare_details_" + ts + "_" + std::to_string(i) + ".csv");
-  }
-  Csv result_csv(result_path, kResultColumns), details_csv(details_path, kDetailColumns);
+ComparePlan make_plan(const CompareOptions &o) {
+  ComparePlan p;
+  p.dirs_a = find_rank_dirs(o.a);
+  p.dirs_b = find_rank_dirs(o.b);
+  pair_folders(p);
+  const ResultFiles files = new_result_files(o.out_dir, "compare_result_", "compare_details_");
+  p.result_path = files.result;
+  p.details_path = files.details;
+  return p;
+}
 
-  std::map<Verdict, uint64_t> tally;
-  uint64_t matched = 0;
+// ---- Run ------------------------------------------------------------------------------------------------------------
+// What the run found, for the report.
+struct CompareTally {
+  std::map<Verdict, uint64_t> verdicts;
+  uint64_t kernels_a = 0, matched = 0;
   std::vector<std::string> kernels_only_a, kernels_only_b;
+  std::string mode;  // "tensor", "statistics" or "mixed"; empty when no folder was compared
   std::optional<Divergence> first;
   std::vector<Divergence> per_folder;
-  std::string mode;
+};
 
-  uint64_t total_kernels = 0, total_bytes = 0, done_bytes = 0;
-  for (const auto &[a, b] : pairs) total_bytes += dump_json_size(*a) + dump_json_size(*b);
-  Progress progress("compare", total_bytes);
-  for (size_t pi = 0; pi < pairs.size(); ++pi) {
-    const Side A = load_side(*pairs[pi].first, progress, done_bytes);
-    const Side B = load_side(*pairs[pi].second, progress, done_bytes);
-    const bool tensor_mode = A.header.task == format::task_name(format::Task::Tensor) &&
-                             B.header.task == format::task_name(format::Task::Tensor);
-    const std::string this_mode = tensor_mode ? "tensor" : "statistics";
-    if (mode.empty())
-      mode = this_mode;
-    else if (mode != this_mode)
-      mode = "mixed";
-    const std::string step = A.dir->step ? std::to_string(*A.dir->step) : "";
-    const std::string rank = A.dir->rank_label();
-    const std::string folder =
-        A.dir->label() == B.dir->label() ? A.dir->label() : A.dir->label() + " vs " + B.dir->label();
-    std::optional<Divergence> folder_first;
+RowResult unmatched(std::string message) {
+  RowResult r;
+  r.verdict = Verdict::Unmatched;
+  r.message = std::move(message);
+  return r;
+}
 
-    auto write_rows = [&](const KernelInfo *ka, const TensorInfo *ta, const KernelInfo *kb, const TensorInfo *tb,
-                          const RowResult &r) {
-      const std::string na = ta ? ka->name + "." + ta->row_suffix() : "N/A";
-      const std::string nb = tb ? kb->name + "." + tb->row_suffix() : "N/A";
-      auto dtype = [](const TensorInfo *t) { return t ? t->dtype_text : std::string("N/A"); };
-      auto shape = [](const TensorInfo *t) { return t ? shape_text(t->shape) : std::string("N/A"); };
-      const TensorMetrics *m = r.metrics ? &*r.metrics : nullptr;
-      auto metric = [&](std::optional<double> TensorMetrics::*f) { return metric_text(m ? m->*f : std::nullopt); };
-      auto sd = [&](int i) { return metric_text(r.stats[i].diff); };
-      auto srel = [&](int i) { return metric_text(r.stats[i].rel); };
-      result_csv.row({step, rank, na, nb, dtype(ta), dtype(tb), shape(ta), shape(tb), metric(&TensorMetrics::cosine),
-                      metric(&TensorMetrics::max_abs_err), metric(&TensorMetrics::max_rel_err), sd(0), sd(1), sd(2),
-                      sd(3), verdict_text(r.verdict), r.message});
-      auto li = [](const KernelInfo *k) {
-        return k && k->launch_index != UINT64_MAX ? std::to_string(k->launch_index) : std::string("N/A");
-      };
-      auto opt = [](const TensorInfo *t, std::optional<std::string> TensorInfo::*f) {
-        return t && t->*f ? *(t->*f) : std::string("N/A");
-      };
-      details_csv.row({step,
-                       rank,
-                       na,
-                       nb,
-                       li(ta ? ka : nullptr),
-                       li(tb ? kb : nullptr),
-                       dtype(ta),
-                       dtype(tb),
-                       shape(ta),
-                       shape(tb),
-                       metric(&TensorMetrics::cosine),
-                       metric(&TensorMetrics::euc_dist),
-                       metric(&TensorMetrics::max_abs_err),
-                       metric(&TensorMetrics::max_rel_err),
-                       metric(&TensorMetrics::one_thousandth),
-                       metric(&TensorMetrics::five_thousandths),
-                       stat_cell(ta, 0),
-                       stat_cell(ta, 1),
-                       stat_cell(ta, 2),
-                       stat_cell(ta, 3),
-                       stat_cell(tb, 0),
-                       stat_cell(tb, 1),
-                       stat_cell(tb, 2),
-                       stat_cell(tb, 3),
-                       sd(0),
-                       sd(1),
-                       sd(2),
-                       sd(3),
-                       srel(0),
-                       srel(1),
-                       srel(2),
-                       srel(3),
-                       opt(ta, &TensorInfo::md5),
-                       opt(tb, &TensorInfo::md5),
-                       verdict_text(r.verdict),
-                       r.message,
-                       opt(ta, &TensorInfo::data_name),
-                       opt(tb, &TensorInfo::data_name)});
-      ++tally[r.verdict];
-    };
+// The kernels of one folder pair, compared: their rows written, the findings tallied.
+class PairComparison {
+ public:
+  PairComparison(const Side &A, const Side &B, size_t pair, const Thresholds &th, CompareCsv &result,
+                 CompareCsv &details, CompareTally &tally)
+      : A_(A), B_(B), pair_(pair), th_(th), result_(result), details_(details), tally_(tally) {
+    step_ = A.dir->step ? std::to_string(*A.dir->step) : "";
+    rank_ = A.dir->rank_label();
+    folder_ = A.dir->label() == B.dir->label() ? A.dir->label() : A.dir->label() + " vs " + B.dir->label();
+  }
 
-    for (const KernelInfo &ka : A.kernels) {
-      ++total_kernels;
-      auto it = B.index.find(ka.name);
-      if (it == B.index.end()) {
-        kernels_only_a.push_back(folder + " " + ka.name);
-        RowResult r;
-        r.verdict = Verdict::Unmatched;
-        r.message = "No bench data matched.";
-        for (const TensorInfo &t : ka.tensors) write_rows(&ka, &t, nullptr, nullptr, r);
+  void run() {
+    for (const KernelInfo &ka : A_.kernels) kernel(ka);
+    for (const KernelInfo &kb : B_.kernels) {
+      if (A_.index.count(kb.name)) continue;
+      tally_.kernels_only_b.push_back(folder_ + " " + kb.name);
+      for (const TensorInfo &t : kb.tensors) write({nullptr, nullptr, &kb, &t}, unmatched("No NPU data matched."));
+    }
+    if (!first_) return;
+    if (!tally_.first ||
+        std::pair(first_->step, first_->launch_index) < std::pair(tally_.first->step, tally_.first->launch_index))
+      tally_.first = first_;
+    tally_.per_folder.push_back(*first_);
+  }
+
+ private:
+  void kernel(const KernelInfo &ka) {
+    ++tally_.kernels_a;
+    auto it = B_.index.find(ka.name);
+    if (it == B_.index.end()) {
+      tally_.kernels_only_a.push_back(folder_ + " " + ka.name);
+      for (const TensorInfo &t : ka.tensors) write({&ka, &t, nullptr, nullptr}, unmatched("No bench data matched."));
+      return;
+    }
+    ++tally_.matched;
+    std::vector<std::string> failing = tensors(ka, B_.kernels[it->second]);
+    if (failing.empty() || first_) return;
+    first_ = Divergence{folder_, ka.name, A_.dir->step.value_or(0), ka.launch_index, pair_, std::move(failing)};
+  }
+
+  // The rows of two matched kernels; returns the lines of the tensors that diverge.
+  std::vector<std::string> tensors(const KernelInfo &ka, const KernelInfo &kb) {
+    std::unordered_map<std::string, const TensorInfo *> b_tensors;
+    for (const TensorInfo &t : kb.tensors) b_tensors.emplace(t.row_suffix(), &t);
+    std::vector<std::string> failing;
+    for (const TensorInfo &ta : ka.tensors) {
+      auto bt = b_tensors.find(ta.row_suffix());
+      if (bt == b_tensors.end()) {
+        write({&ka, &ta, &kb, nullptr}, unmatched("No bench data matched."));
         continue;
       }
-      ++matched;
-      const KernelInfo &kb = B.kernels[it->second];
-      std::unordered_map<std::string, const TensorInfo *> b_tensors;
-      for (const TensorInfo &t : kb.tensors) b_tensors.emplace(t.row_suffix(), &t);
-      std::vector<std::string> failing;
-      for (const TensorInfo &ta : ka.tensors) {
-        auto bt = b_tensors.find(ta.row_suffix());
-        if (bt == b_tensors.end()) {
-          RowResult r;
-          r.verdict = Verdict::Unmatched;
-          r.message = "No bench data matched.";
-          write_rows(&ka, &ta, &kb, nullptr, r);
-          continue;
-        }
-        const TensorInfo &tb = *bt->second;
-        b_tensors.erase(bt);
-        const RowResult r = compare_tensor(A, ta, B, tb, th);
-        write_rows(&ka, &ta, &kb, &tb, r);
-        if (!diverges(r.verdict)) continue;
-        std::string line = ta.row_suffix() + ": " + verdict_text(r.verdict);
-        if (r.metrics)
-          line += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " + metric_text(r.metrics->max_abs_err) +
-                  ", MaxRelativeErr " + metric_text(r.metrics->max_rel_err) + ")";
-        else
-          line += " (Max diff " + metric_text(r.stats[0].diff) + ", Mean diff " + metric_text(r.stats[2].diff) +
-                  ", L2norm diff " + metric_text(r.stats[3].diff) + ")";
-        if (!r.message.empty()) line += " " + r.message;
-        failing.push_back(std::move(line));
-      }
-      for (const TensorInfo &tb : kb.tensors) {
-        if (!b_tensors.count(tb.row_suffix())) continue;
-        RowResult r;
-        r.verdict = Verdict::Unmatched;
-        r.message = "No NPU data matched.";
-        write_rows(&ka, nullptr, &kb, &tb, r);
-      }
-      if (failing.empty() || folder_first) continue;
-      folder_first = Divergence{folder, ka.name, A.dir->step.value_or(0), ka.launch_index, pi, std::move(failing)};
+      const TensorInfo &tb = *bt->second;
+      b_tensors.erase(bt);
+      const RowResult r = compare_tensor(A_, ta, B_, tb, th_);
+      write({&ka, &ta, &kb, &tb}, r);
+      if (diverges(r.verdict)) failing.push_back(failing_line(ta, r));
     }
-    for (const KernelInfo &kb : B.kernels) {
-      if (A.index.count(kb.name)) continue;
-      kernels_only_b.push_back(folder + " " + kb.name);
-      RowResult r;
-      r.verdict = Verdict::Unmatched;
-      r.message = "No NPU data matched.";
-      for (const TensorInfo &t : kb.tensors) write_rows(nullptr, nullptr, &kb, &t, r);
-    }
-    if (folder_first) {
-      if (!first ||
-          std::pair(folder_first->step, folder_first->launch_index) < std::pair(first->step, first->launch_index))
-        first = folder_first;
-      per_folder.push_back(*folder_first);
-    }
+    for (const TensorInfo &tb : kb.tensors)
+      if (b_tensors.count(tb.row_suffix())) write({&ka, nullptr, &kb, &tb}, unmatched("No NPU data matched."));
+    return failing;
+  }
+
+  static std::string failing_line(const TensorInfo &ta, const RowResult &r) {
+    std::string line = ta.row_suffix() + ": " + verdict_text(r.verdict);
+    if (r.metrics)
+      line += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " + metric_text(r.metrics->max_abs_err) +
+              ", MaxRelativeErr " + metric_text(r.metrics->max_rel_err) + ")";
+    else
+      line += " (Max diff " + metric_text(r.stats[0].diff) + ", Mean diff " + metric_text(r.stats[2].diff) +
+              ", L2norm diff " + metric_text(r.stats[3].diff) + ")";
+    if (!r.message.empty()) line += " " + r.message;
+    return line;
+  }
+
+  void write(const RowSides &s, const RowResult &r) {
+    const std::vector<std::string> detail_row = detail_cells(step_, rank_, s, r);
+    result_.row(result_cells(detail_row));
+    details_.row(detail_row);
+    ++tally_.verdicts[r.verdict];
+  }
+
+  const Side &A_, &B_;
+  size_t pair_;
+  const Thresholds &th_;
+  CompareCsv &result_, &details_;
+  CompareTally &tally_;
+  std::string step_, rank_, folder_;  // the rows' Step and Rank cells; the folder as listed
+  std::optional<Divergence> first_;
+};
+
+void note_mode(const Side &A, const Side &B, std::string &mode) {
+  const std::string_view tensor = format::task_name(format::Task::Tensor);
+  const std::string this_mode = A.header.task == tensor && B.header.task == tensor ? "tensor" : "statistics";
+  if (mode.empty())
+    mode = this_mode;
+  else if (mode != this_mode)
+    mode = "mixed";
+}
+
+CompareTally run_plan(const ComparePlan &p, const Thresholds &th) {
+  CompareCsv result_csv(p.result_path, kResultColumns), details_csv(p.details_path, kDetailColumns);
+  CompareTally tally;
+  uint64_t total_bytes = 0, done_bytes = 0;
+  for (const auto &[a, b] : p.pairs) total_bytes += dump_json_size(*a) + dump_json_size(*b);
+  Progress progress("compare", total_bytes);
+  for (size_t i = 0; i < p.pairs.size(); ++i) {
+    const Side A = load_side(*p.pairs[i].first, progress, done_bytes);
+    const Side B = load_side(*p.pairs[i].second, progress, done_bytes);
+    note_mode(A, B, tally.mode);
+    PairComparison(A, B, i, th, result_csv, details_csv, tally).run();
   }
   progress.finish();
   result_csv.close();
   details_csv.close();
+  return tally;
+}
 
+// ---- Report ---------------------------------------------------------------------------------------------------------
+void print_first_divergence(const ComparePlan &p, const CompareTally &t) {
+  const Divergence &first = *t.first;
+  std::printf("first diverging kernel (launch order): %s %s (launch_index %s)\n", first.folder.c_str(),
+              first.kernel.c_str(),
+              first.launch_index == UINT64_MAX ? "?" : std::to_string(first.launch_index).c_str());
+  for (const std::string &l : first.lines) std::printf("  %s\n", l.c_str());
+  auto print_stack = [&](const char *side, const RankDir &dir) {
+    const auto frames = find_stack(dir, first.kernel);
+    if (!frames) {
+      std::printf("  %s stack: not recorded\n", side);
+      return;
+    }
+    std::printf("  %s stack:\n", side);
+    for (const std::string &f : *frames) std::printf("    %s\n", f.c_str());
+  };
+  print_stack("A", *p.pairs[first.pair].first);
+  print_stack("B", *p.pairs[first.pair].second);
+  if (t.per_folder.size() > 1) {
+    std::printf("first diverging kernel per folder:\n");
+    for (const Divergence &d : t.per_folder)
+      std::printf("  %s %s (launch_index %s)\n", d.folder.c_str(), d.kernel.c_str(),
+                  d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str());
+  }
+}
+
+void report(const ComparePlan &p, const CompareTally &t) {
   std::printf("compare: %s mode, %zu folder pair(s), %llu kernels in A, %llu matched, %zu only in A, %zu only in B\n",
-              mode.empty() ? "no" : mode.c_str(), pairs.size(), static_cast<unsigned long long>(total_kernels),
-              static_cast<unsigned long long>(matched), kernels_only_a.size(), kernels_only_b.size());
-  std::string t;
-  for (const auto &[v, n] : tally) t += (t.empty() ? "" : ", ") + std::to_string(n) + " " + verdict_text(v);
-  std::printf("tensors: %s\n", t.empty() ? "none" : t.c_str());
-  for (const std::string &f : folders_only_a) std::printf("folder only in A: %s\n", f.c_str());
-  for (const std::string &f : folders_only_b) std::printf("folder only in B: %s\n", f.c_str());
+              t.mode.empty() ? "no" : t.mode.c_str(), p.pairs.size(), static_cast<unsigned long long>(t.kernels_a),
+              static_cast<unsigned long long>(t.matched), t.kernels_only_a.size(), t.kernels_only_b.size());
+  std::string verdicts;
+  for (const auto &[v, n] : t.verdicts)
+    verdicts += (verdicts.empty() ? "" : ", ") + std::to_string(n) + " " + verdict_text(v);
+  std::printf("tensors: %s\n", verdicts.empty() ? "none" : verdicts.c_str());
+  for (const std::string &f : p.folders_only_a) std::printf("folder only in A: %s\n", f.c_str());
+  for (const std::string &f : p.folders_only_b) std::printf("folder only in B: %s\n", f.c_str());
   auto list_only = [](const char *side, const std::vector<std::string> &v) {
     for (size_t i = 0; i < v.size() && i < 20; ++i) std::printf("kernel only in %s: %s\n", side, v[i].c_str());
     if (v.size() > 20) std::printf("... and %zu more kernels only in %s (see the CSV files)\n", v.size() - 20, side);
   };
-  list_only("A", kernels_only_a);
-  list_only("B", kernels_only_b);
-
-  if (!first) {
+  list_only("A", t.kernels_only_a);
+  list_only("B", t.kernels_only_b);
+  if (!t.first)
     std::printf("no divergence: every matched tensor passes\n");
-  } else {
-    std::printf("first diverging kernel (launch order): %s %s (launch_index %s)\n", first->folder.c_str(),
-                first->kernel.c_str(),
-                first->launch_index == UINT64_MAX ? "?" : std::to_string(first->launch_index).c_str());
-    for (const std::string &l : first->lines) std::printf("  %s\n", l.c_str());
-    auto print_stack = [&](const char *side, const RankDir &dir) {
-      const auto frames = find_stack(dir, first->kernel);
-      if (!frames) {
-        std::printf("  %s stack: not recorded\n", side);
-        return;
-      }
-      std::printf("  %s stack:\n", side);
-      for (const std::string &f : *frames) std::printf("    %s\n", f.c_str());
-    };
-    print_stack("A", *pairs[first->pair].first);
-    print_stack("B", *pairs[first->pair].second);
-    if (per_folder.size() > 1) {
-      std::printf("first diverging kernel per folder:\n");
-      for (const Divergence &d : per_folder)
-        std::printf("  %s %s (launch_index %s)\n", d.folder.c_str(), d.kernel.c_str(),
-                    d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str());
-    }
-  }
-  std::printf("results: %s\n         %s\n", result_path.string().c_str(), details_path.string().c_str());
+  else
+    print_first_divergence(p, t);
+  std::printf("results: %s\n         %s\n", p.result_path.string().c_str(), p.details_path.string().c_str());
+}
+
+}  // namespace
+}  // namespace compare
+
+int run_compare(std::span<char *const> argv) {
+  const compare::CompareOptions options = compare::parse_options(argv);
+  const compare::ComparePlan plan = compare::make_plan(options);
+  const compare::CompareTally tally = compare::run_plan(plan, options.th);
+  compare::report(plan, tally);
   return kExitOk;
 }
 

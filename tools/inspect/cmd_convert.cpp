@@ -13,6 +13,7 @@
 #include "format/npy.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/inspect/folder_log.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/repair.h"
 #include "tools/reader/tensor_data.h"
@@ -87,131 +88,158 @@ std::string with_npy_suffix(const std::string &name) {
          std::string(format::file_suffix(format::FileFormat::Npy));
 }
 
+struct ConvertTally {
+  uint64_t converted = 0, failed = 0, already_npy = 0;
+};
+
+// A tensor file to turn into .npy.
+struct Job {
+  std::string kernel;
+  TensorInfo tensor;
+};
+
+// The folder's .bin and .lz4 tensor files; npy ones are counted, others reported and left alone.
+std::vector<Job> plan_folder(const RankDir &d, const FolderLog &log, ConvertTally &t) {
+  std::vector<Job> jobs;
+  DumpCallbacks cb;
+  cb.on_record = [&](KernelRecord &&k) {
+    for (TensorInfo &ti : k.tensors) {
+      if (!ti.data_name) continue;
+      switch (tensor_file_kind(*ti.data_name)) {
+        case TensorFileKind::Bin:
+        case TensorFileKind::Lz4: jobs.push_back({k.name, std::move(ti)}); break;
+        case TensorFileKind::Npy: ++t.already_npy; break;
+        case TensorFileKind::Unknown:
+          log.say("%s/%s: not a .bin or .npy file; left as is", std::string(format::kTensorDir).c_str(),
+                  ti.data_name->c_str());
+          ++t.failed;
+          break;
+      }
+    }
+    return true;
+  };
+  read_dump_json(d, cb);
+  return jobs;
+}
+
+// The new name of one converted file (written beside it; the old one stays until the folder is done).
+std::string convert_file(const fs::path &tensor_dir, const Job &j) {
+  const std::string &old_name = *j.tensor.data_name;
+  if (!format::is_safe_file_name(old_name)) throw TensorFileError("data_name is not a plain file name");
+  const TensorFile f = open_tensor_file(tensor_dir / old_name, j.tensor);
+  const bool no_npy_form = f.file_dtype == format::DType::Raw || !format::npy_can_store(f.file_dtype);
+  if (no_npy_form && !f.compressed)
+    throw TensorFileError("dtype " + j.tensor.dtype_text + " has no npy form; left as .bin");
+  if (f.compressed && (no_npy_form || f.kind == TensorFileKind::Npy)) {
+    // The content is the file an uncompressed run writes (npy, or raw bytes): decompressed as is.
+    std::string content;
+    format::lz4_decompress_file(tensor_dir / old_name,
+                                   [&](const void *p, size_t n) { content.append(static_cast<const char *>(p), n); });
+    const std::string new_name = no_npy_form ? without_lz4(old_name) : with_npy_suffix(old_name);
+    format::write_file_atomic(tensor_dir / new_name, content);
+    return new_name;
+  }
+  std::string data;
+  data.reserve(static_cast<size_t>(f.data_bytes));
+  read_tensor_chunks(f, [&](const void *p, uint64_t n) {
+    data.append(static_cast<const char *>(p), n * format::element_size(f.file_dtype));
+  });
+  const std::string new_name = with_npy_suffix(old_name);
+  const fs::path tmp = tensor_dir / (new_name + ".tmp");
+  format::write_npy_file(tmp, f.file_dtype, f.shape, data.data());
+  fs::rename(tmp, tensor_dir / new_name);
+  return new_name;
+}
+
+// What converting a folder's files did.
+struct Converted {
+  std::unordered_map<std::string, std::string> renames;  // quoted old data_name -> quoted new one
+  std::unordered_map<std::string, std::string> done;     // old name -> new name
+  std::vector<fs::path> to_remove;
+};
+
+Converted convert_files(const RankDir &d, const std::vector<Job> &jobs, const FolderLog &log, ConvertTally &t) {
+  const fs::path tensor_dir = d.path / format::kTensorDir;
+  Converted c;
+  for (const Job &j : jobs) {
+    const std::string &old_name = *j.tensor.data_name;
+    try {
+      const std::string new_name = convert_file(tensor_dir, j);
+      c.renames.emplace(json_quoted(old_name), json_quoted(new_name));
+      c.done.emplace(old_name, new_name);
+      c.to_remove.push_back(tensor_dir / old_name);
+      ++t.converted;
+    } catch (const std::exception &e) {
+      const std::string where = std::string(format::kTensorDir) + "/" + old_name;
+      log.say("%s: %s", where.c_str(), e.what());
+      ++t.failed;
+    }
+  }
+  return c;
+}
+
+// dump.json: only the data_name tokens change; everything else stays byte for byte. Returns the fields replaced
+// and where the original is kept.
+std::pair<uint64_t, fs::path> rename_in_dump_json(const RankDir &d, const Converted &c) {
+  const fs::path dump_path = d.path / format::kDumpJson;
+  std::string original;
+  {
+    MappedFile m(dump_path);
+    original.assign(m.text());
+  }
+  uint64_t replaced = 0;
+  const std::string updated = replace_string_tokens(original, c.renames, &replaced);
+  const fs::path bak = free_backup_name(dump_path);
+  format::write_file_atomic(bak, original);
+  format::write_file_atomic(dump_path, updated);
+  return {replaced, bak};
+}
+
+// mapping.csv: a renamed long name keeps its row, with both names' suffixes changed.
+void rename_in_mapping_csv(const fs::path &tensor_dir, const Converted &c, bool keep_bin) {
+  const std::vector<MappingRow> rows = read_mapping_csv(tensor_dir);
+  if (rows.empty()) return;
+  std::string csv;
+  for (const MappingRow &r : rows) {
+    auto it = c.done.find(r.new_name);
+    if (it == c.done.end() || keep_bin) csv += r.new_name + "," + r.original_name + "\n";
+    if (it != c.done.end())
+      csv += it->second + "," +
+             (tensor_file_kind(it->second) == TensorFileKind::Npy ? with_npy_suffix(r.original_name)
+                                                                  : without_lz4(r.original_name)) +
+             "\n";
+  }
+  format::write_file_atomic(tensor_dir / format::kMappingCsv, csv);
+}
+
+void convert_folder(const RankDir &d, const FolderLog &log, bool keep_bin, ConvertTally &t) {
+  const std::vector<Job> jobs = plan_folder(d, log, t);
+  if (jobs.empty()) return;
+  const Converted c = convert_files(d, jobs, log, t);
+  if (c.renames.empty()) return;
+  const auto [replaced, bak] = rename_in_dump_json(d, c);
+  rename_in_mapping_csv(d.path / format::kTensorDir, c, keep_bin);
+  if (!keep_bin)
+    for (const fs::path &p : c.to_remove) {
+      std::error_code ec;
+      fs::remove(p, ec);
+      if (ec) log.say("cannot remove %s: %s", p.string().c_str(), ec.message().c_str());
+    }
+  log.say("%zu file(s) converted to npy, dump.json updated (%llu data_name fields; original kept as %s)", c.done.size(),
+          static_cast<unsigned long long>(replaced), bak.filename().string().c_str());
+}
+
 }  // namespace
 
 int run_convert(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--keep-bin", false}};
-  const Args args = parse_args(argv, kOptions);
-  expect_positional(args, 1, "DIR");
-  const bool keep_bin = args.flag("--keep-bin");
-  const std::vector<RankDir> dirs = find_rank_dirs(args.positional[0]);
-  uint64_t converted = 0, failed = 0, already_npy = 0;
-  for (const RankDir &d : dirs) {
-    const fs::path tensor_dir = d.path / format::kTensorDir;
-    struct Job {
-      std::string kernel;
-      TensorInfo tensor;
-    };
-    std::vector<Job> jobs;
-    DumpHeader header;
-    DumpCallbacks cb;
-    cb.on_header = [&](const DumpHeader &h) { header = h; };
-    cb.on_record = [&](KernelRecord &&k) {
-      for (TensorInfo &t : k.tensors) {
-        if (!t.data_name) continue;
-        switch (tensor_file_kind(*t.data_name)) {
-          case TensorFileKind::Bin:
-          case TensorFileKind::Lz4: jobs.push_back({k.name, std::move(t)}); break;
-          case TensorFileKind::Npy: ++already_npy; break;
-          case TensorFileKind::Unknown:
-            std::printf("%s: %s/%s: not a .bin or .npy file; left as is\n", d.label().c_str(),
-                        std::string(format::kTensorDir).c_str(), t.data_name->c_str());
-            ++failed;
-            break;
-        }
-      }
-      return true;
-    };
-    read_dump_json(d, cb);
-    if (jobs.empty()) continue;
-
-    std::unordered_map<std::string, std::string> renames;  // quoted old data_name -> quoted new one
-    std::unordered_map<std::string, std::string> done;     // old name -> new name
-    std::vector<fs::path> to_remove;
-    for (const Job &j : jobs) {
-      const std::string &old_name = *j.tensor.data_name;
-      const std::string where = d.label() + ": " + std::string(format::kTensorDir) + "/" + old_name;
-      try {
-        if (!format::is_safe_file_name(old_name)) throw TensorFileError("data_name is not a plain file name");
-        const TensorFile f = open_tensor_file(tensor_dir / old_name, j.tensor);
-        const bool no_npy_form = f.file_dtype == format::DType::Raw || !format::npy_can_store(f.file_dtype);
-        if (no_npy_form && !f.compressed)
-          throw TensorFileError("dtype " + j.tensor.dtype_text + " has no npy form; left as .bin");
-        if (f.compressed && (no_npy_form || f.kind == TensorFileKind::Npy)) {
-          // The content is the file an uncompressed run writes (npy, or raw bytes): decompressed as is.
-          std::string content;
-          format::lz4_decompress_file(
-              tensor_dir / old_name, [&](const void *p, size_t n) { content.append(static_cast<const char *>(p), n); });
-          const std::string new_name = no_npy_form ? without_lz4(old_name) : with_npy_suffix(old_name);
-          format::write_file_atomic(tensor_dir / new_name, content);
-          renames.emplace(json_quoted(old_name), json_quoted(new_name));
-          done.emplace(old_name, new_name);
-          to_remove.push_back(tensor_dir / old_name);
-          ++converted;
-          continue;
-        }
-        std::string data;
-        data.reserve(static_cast<size_t>(f.data_bytes));
-        read_tensor_chunks(f, [&](const void *p, uint64_t n) {
-          data.append(static_cast<const char *>(p), n * format::element_size(f.file_dtype));
-        });
-        const std::string new_name = with_npy_suffix(old_name);
-        const fs::path tmp = tensor_dir / (new_name + ".tmp");
-        format::write_npy_file(tmp, f.file_dtype, f.shape, data.data());
-        fs::rename(tmp, tensor_dir / new_name);
-        renames.emplace(json_quoted(old_name), json_quoted(new_name));
-        done.emplace(old_name, new_name);
-        to_remove.push_back(tensor_dir / old_name);
-        ++converted;
-      } catch (const std::exception &e) {
-        std::printf("%s: %s\n", where.c_str(), e.what());
-        ++failed;
-      }
-    }
-    if (renames.empty()) continue;
-
-    // dump.json: only the data_name tokens change; everything else stays byte for byte.
-    const fs::path dump_path = d.path / format::kDumpJson;
-    std::string original;
-    {
-      MappedFile m(dump_path);
-      original.assign(m.text());
-    }
-    uint64_t replaced = 0;
-    const std::string updated = replace_string_tokens(original, renames, &replaced);
-    const fs::path bak = free_backup_name(dump_path);
-    format::write_file_atomic(bak, original);
-    format::write_file_atomic(dump_path, updated);
-
-    // mapping.csv: a renamed long name keeps its row, with both names' suffixes changed.
-    std::vector<MappingRow> rows = read_mapping_csv(tensor_dir);
-    if (!rows.empty()) {
-      std::string csv;
-      for (const MappingRow &r : rows) {
-        auto it = done.find(r.new_name);
-        if (it == done.end() || keep_bin) csv += r.new_name + "," + r.original_name + "\n";
-        if (it != done.end())
-          csv += it->second + "," +
-                 (tensor_file_kind(it->second) == TensorFileKind::Npy ? with_npy_suffix(r.original_name)
-                                                                      : without_lz4(r.original_name)) +
-                 "\n";
-      }
-      format::write_file_atomic(tensor_dir / format::kMappingCsv, csv);
-    }
-    if (!keep_bin)
-      for (const fs::path &p : to_remove) {
-        std::error_code ec;
-        fs::remove(p, ec);
-        if (ec) std::printf("%s: cannot remove %s: %s\n", d.label().c_str(), p.string().c_str(), ec.message().c_str());
-      }
-    std::printf("%s: %zu file(s) converted to npy, dump.json updated (%llu data_name fields; original kept as %s)\n",
-                d.label().c_str(), done.size(), static_cast<unsigned long long>(replaced),
-                bak.filename().string().c_str());
-  }
+  const auto [dir, keep_bin] = parse_dir_and_flag(argv, "--keep-bin");
+  const std::vector<RankDir> dirs = find_rank_dirs(dir);
+  ConvertTally t;
+  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { convert_folder(d, log, keep_bin, t); });
   std::printf("convert: %llu converted, %llu already npy, %llu not converted\n",
-              static_cast<unsigned long long>(converted), static_cast<unsigned long long>(already_npy),
-              static_cast<unsigned long long>(failed));
-  return failed ? kExitFindings : kExitOk;
+              static_cast<unsigned long long>(t.converted), static_cast<unsigned long long>(t.already_npy),
+              static_cast<unsigned long long>(t.failed));
+  return t.failed ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

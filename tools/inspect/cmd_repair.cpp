@@ -9,6 +9,7 @@
 #include "format/dump_json.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/inspect/folder_log.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/repair.h"
 
@@ -39,64 +40,81 @@ Prints one line per file acted on. Exit status 0 when every folder is intact or 
 being written, 2 when DIR is not a dump.
 )";
 
-int run_repair(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--dry-run", false}};
-  const Args args = parse_args(argv, kOptions);
-  expect_positional(args, 1, "DIR");
-  const bool dry = args.flag("--dry-run");
-  const fs::path root = args.positional[0];
-  int unrecoverable = 0, repaired = 0, intact = 0, removed = 0;
-  // Folders begun with no dump.json yet: readers skip them, repair removes them.
+namespace {
+
+struct RepairTally {
+  int unrecoverable = 0, repaired = 0, intact = 0, removed = 0, busy = 0;
+};
+
+// Folders begun with no dump.json yet: readers skip them, repair removes them.
+void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
   std::error_code ec;
-  if (fs::is_directory(root, ec)) {
-    for (const fs::path &p : remove_unstarted_rank_folders(root, dry)) {
-      ++removed;
-      std::printf("%s/%s: no kernel was written in it before the run ended (begun as it was killed): %s\n",
-                  p.parent_path().filename().string().c_str(), p.filename().string().c_str(),
-                  dry ? "would be removed" : "removed");
-    }
+  if (!fs::is_directory(root, ec)) return;
+  for (const fs::path &p : remove_unstarted_rank_folders(root, dry_run)) {
+    ++t.removed;
+    std::printf("%s/%s: no kernel was written in it before the run ended (begun as it was killed): %s\n",
+                p.parent_path().filename().string().c_str(), p.filename().string().c_str(),
+                dry_run ? "would be removed" : "removed");
   }
+}
+
+void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairTally &t) {
+  if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
+    ++t.busy;
+    log.say("being written by a running process (%s): left alone; repair it after the run ends",
+            lock->owner.empty() ? "pid unknown" : ("pid " + lock->owner).c_str());
+    return;
+  }
+  const FolderRepair r = repair_rank_folder(d.path, dry_run);
+  for (const std::string &line : r.lines) {
+    if (r.removed)
+      log.say("%s", line.c_str());
+    else
+      log.say_in("%s", line.c_str());
+  }
+  t.intact += r.intact;
+  t.repaired += r.repaired;
+  t.unrecoverable += r.unrecoverable;
+  t.removed += r.removed;
+}
+
+// Lock files of runs that were killed: in the dump root (or above the step folder given).
+void remove_stale_locks(const fs::path &root, bool dry_run) {
+  std::error_code ec;
+  fs::path lock_dir = root;
+  if (parse_step_dir(fs::absolute(root, ec).lexically_normal().filename().string())) lock_dir = root.parent_path();
+  for (const RankLock &lock : rank_locks_in(lock_dir)) {
+    if (lock.live) continue;
+    const bool gone = !dry_run && remove_stale_lock(lock);
+    std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
+                lock.owner.empty() ? "pid unknown" : ("pid " + lock.owner).c_str(),
+                dry_run ? "would be removed"
+                : gone  ? "removed"
+                        : "could not be removed");
+  }
+}
+
+}  // namespace
+
+int run_repair(std::span<char *const> argv) {
+  const auto [root, dry] = parse_dir_and_flag(argv, "--dry-run");
+  RepairTally t;
+  remove_unstarted(root, dry, t);
   std::vector<RankDir> dirs;
   try {
     // find_rank_dirs needs dump.json to exist; an empty one still counts.
     dirs = find_rank_dirs(root);
   } catch (const InputError &) {
-    if (removed == 0) throw;
+    if (t.removed == 0) throw;
   }
-  int busy = 0;
-  for (const RankDir &d : dirs) {
-    if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
-      ++busy;
-      std::printf("%s: being written by a running process (%s): left alone; repair it after the run ends\n",
-                  d.label().c_str(), lock->owner.empty() ? "pid unknown" : ("pid " + lock->owner).c_str());
-      continue;
-    }
-    const FolderRepair r = repair_rank_folder(d.path, dry);
-    for (const std::string &line : r.lines)
-      std::printf("%s%s%s\n", d.label().c_str(), r.removed ? ": " : "/", line.c_str());
-    intact += r.intact;
-    repaired += r.repaired;
-    unrecoverable += r.unrecoverable;
-    removed += r.removed;
-  }
-  // Lock files of runs that were killed: in the dump root (or above the step folder given).
-  fs::path lock_dir = root;
-  if (parse_step_dir(fs::absolute(root, ec).lexically_normal().filename().string())) lock_dir = root.parent_path();
-  for (const RankLock &lock : rank_locks_in(lock_dir)) {
-    if (lock.live) continue;
-    const bool gone = !dry && remove_stale_lock(lock);
-    std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
-                lock.owner.empty() ? "pid unknown" : ("pid " + lock.owner).c_str(),
-                dry    ? "would be removed"
-                : gone ? "removed"
-                       : "could not be removed");
-  }
-  std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", intact, repaired,
-              dry ? "to repair" : "repaired", unrecoverable);
-  if (removed) std::printf(", %d empty folder(s) %s", removed, dry ? "to remove" : "removed");
-  if (busy) std::printf(", %d folder(s) still being written", busy);
+  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { repair_folder(d, log, dry, t); });
+  remove_stale_locks(root, dry);
+  std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", t.intact, t.repaired,
+              dry ? "to repair" : "repaired", t.unrecoverable);
+  if (t.removed) std::printf(", %d empty folder(s) %s", t.removed, dry ? "to remove" : "removed");
+  if (t.busy) std::printf(", %d folder(s) still being written", t.busy);
   std::printf("\n");
-  return unrecoverable || busy ? kExitFindings : kExitOk;
+  return t.unrecoverable || t.busy ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

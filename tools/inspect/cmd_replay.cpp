@@ -2,39 +2,26 @@
 // (tools/replay/refs*.cpp) is re-run on its dumped inputs in float64 and its dumped outputs are judged by the
 // pre-check's rule (tools/replay/precheck.h). Writes msprobe's accuracy_checking_result / details CSVs, a row at a
 // time so that a killed run leaves a valid prefix that --csv-path resumes.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <fstream>
-#include <functional>
-#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <thread>
-#include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/inspect/replay.h"
+#include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
-#include "tools/reader/metrics.h"
-#include "tools/reader/tensor_data.h"
-#include "tools/replay/precheck.h"
-#include "tools/replay/refs.h"
 
 namespace msprobe::tools {
 
@@ -73,548 +60,57 @@ Exit status 0 when every compared kernel passes, 1 when one has an error or a wa
 (including a dump without tensor data).
 )";
 
+namespace replay {
 namespace {
 
-using replay::Status;
-namespace fs = std::filesystem;
-
-const std::vector<std::string> kResultColumns = {
-    "API name", "Forward Test Success", "Backward Test Success", "Message", "Step", "Rank", "Launch Index"};
-const std::vector<std::string> kDetailColumns = {"API Name",
-                                                 "Bench Dtype",
-                                                 "DEVICE Dtype",
-                                                 "Shape",
-                                                 "余弦相似度",
-                                                 "最大绝对误差",
-                                                 "双百指标",
-                                                 "双千指标",
-                                                 "双万指标",
-                                                 "二进制一致错误率",
-                                                 "误差均衡性",
-                                                 "均方根误差",
-                                                 "小值域错误占比",
-                                                 "相对误差最大值",
-                                                 "相对误差平均值",
-                                                 "inf/nan错误率",
-                                                 "相对误差错误率",
-                                                 "绝对误差错误率",
-                                                 "ULP误差最大值",
-                                                 "ULP误差平均值",
-                                                 "ULP误差大于阈值占比",
-                                                 "Status",
-                                                 "Message",
-                                                 "Step",
-                                                 "Rank"};
-constexpr size_t kResultStep = 4, kResultRank = 5, kResultLaunch = 6;
-constexpr size_t kDetailStatus = 21, kDetailStep = 23, kDetailRank = 24;
-
-std::string one_line(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  std::replace(s.begin(), s.end(), '\r', ' ');
-  return s;
-}
-
-// ---- CSV reading (for --csv-path) -----------------------------------------------------------------------------------
-// Splits CSV text into records; `complete` is the byte length of the text up to the end of the last complete
-// record (one ending in a line break outside quotes). A record after it was cut by a kill.
-std::vector<std::vector<std::string>> parse_csv(std::string_view text, size_t &complete) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string cell;
-  bool quoted = false, cell_started = false;
-  complete = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          cell += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        cell += c;
-      }
-      continue;
-    }
-    if (c == '"' && !cell_started) {
-      quoted = cell_started = true;
-    } else if (c == ',') {
-      row.push_back(std::move(cell));
-      cell.clear();
-      cell_started = false;
-    } else if (c == '\n') {
-      if (!cell.empty() && cell.back() == '\r') cell.pop_back();
-      row.push_back(std::move(cell));
-      cell.clear();
-      cell_started = false;
-      rows.push_back(std::move(row));
-      row.clear();
-      complete = i + 1;
-    } else {
-      cell += c;
-      cell_started = true;
-    }
-  }
-  return rows;
-}
-
-std::string read_file_text(const fs::path &p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw InputError(p.string() + ": cannot open the file (" + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw InputError(p.string() + ": read failed");
-  return ss.str();
-}
-
-// An append-only CSV file: each call writes whole records with one write(2), so a kill leaves whole records.
-class AppendCsv {
- public:
-  AppendCsv() = default;
-  AppendCsv(const AppendCsv &) = delete;
-  AppendCsv &operator=(const AppendCsv &) = delete;
-  ~AppendCsv() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void open(const fs::path &path, bool create) {
-    path_ = path;
-    fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0644);
-    if (fd_ < 0) throw InputError(path.string() + ": cannot open for writing (" + std::strerror(errno) + ")");
-  }
-  void write(const std::string &s) {
-    size_t done = 0;
-    while (done < s.size()) {
-      const ssize_t n = ::write(fd_, s.data() + done, s.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw InputError(path_.string() + ": write failed (" + std::strerror(errno) + ")");
-      done += static_cast<size_t>(n);
-    }
-  }
-  const fs::path &path() const { return path_; }
-
- private:
-  fs::path path_;
-  int fd_ = -1;
+// ---- Options and plan -----------------------------------------------------------------------------------------------
+struct ReplayOptions {
+  bool list_ops = false;
+  std::string dir;
+  PrecheckThresholds th;
+  size_t jobs = 1;
+  std::optional<uint64_t> max_kernels;
+  std::optional<std::string> csv_path;  // resume
+  fs::path out_dir;                     // new files
 };
 
-// ---- One kernel -----------------------------------------------------------------------------------------------------
-struct Folder {
-  const RankDir *dir = nullptr;
-  std::string step, rank;  // CSV cells
-  DumpHeader header;
-  std::vector<KernelEntry> kernels;  // launch order
-};
-
-struct OutputRow {
-  std::string slot;
-  Status status = Status::Skip;
-  std::string bench_dtype, device_dtype, shape;
-  replay::PrecheckMetrics m;
-};
-
-struct KernelResult {
-  Status status = Status::Skip;
-  std::string message;
-  std::vector<OutputRow> rows;
-  bool no_reference = false;
-};
-
-replay::Tensor load_tensor(const Folder &f, const TensorInfo &t) {
-  if (!t.data_name) throw replay::RefError(t.row_suffix() + ": tensor data not saved (no data_name)");
-  if (!t.dtype) throw replay::RefError(t.row_suffix() + ": unknown dtype '" + t.dtype_text + "'");
-  try {
-    const TensorFile file = open_tensor_file(f.dir->path / format::kTensorDir / *t.data_name, t);
-    if (file.file_dtype == format::DType::Raw) throw TensorFileError("raw bytes of an unknown dtype");
-    replay::Tensor out;
-    out.v = read_tensor_values(file);
-    out.shape = t.shape_ok && static_cast<uint64_t>(replay::numel(t.shape)) == out.v.size() ? t.shape : file.shape;
-    out.dtype = t.dtype;
-    return out;
-  } catch (const TensorFileError &e) {
-    throw replay::RefError(t.row_suffix() + ": " + e.what());
-  }
-}
-
-// One input_args element as the references see it; tensors are loaded into `store`.
-replay::Arg make_arg(const Folder &f, const Json &v, const std::string &slot,
-                     const std::unordered_map<std::string, const TensorInfo *> &inputs,
-                     std::vector<std::unique_ptr<replay::Tensor>> &store) {
-  using Kind = replay::Arg::Kind;
-  replay::Arg a;
-  auto tensor_at = [&](const std::string &s) -> const replay::Tensor * {
-    auto it = inputs.find(s);
-    if (it == inputs.end()) throw replay::RefError("input." + s + ": not a tensor the reader recognizes");
-    store.push_back(std::make_unique<replay::Tensor>(load_tensor(f, *it->second)));
-    return store.back().get();
-  };
-  if (v.is_null()) return a;
-  if (v.is_array()) {
-    // A non-empty list of scalar leaves is a sequence (aclIntArray...); an empty list stays an empty tensor list,
-    // which Call::int_list / bool_list also accept as an empty array.
-    if (auto seq = read_value_arg(v); !seq || seq->values.empty()) {
-      a.kind = Kind::TensorList;
-      for (size_t i = 0; i < v.size(); ++i) a.tensors.push_back(tensor_at(slot + "." + std::to_string(i)));
-      return a;
-    }
-  } else if (!v.is_object()) {
-    throw replay::RefError("input." + slot + ": not an object");
-  } else if (inputs.count(slot)) {
-    a.kind = Kind::Tensor;
-    a.tensor = tensor_at(slot);
-    return a;
-  }
-  const std::optional<ValueArgRead> read = read_value_arg(v);
-  if (!read) throw replay::RefError("input." + slot + ": a non-tensor argument without a value");
-  auto as_int = [](const Json &e) {
-    // 2^64 - 1 wraps to -1, as the C argument
-    return e.is_number_unsigned() ? static_cast<int64_t>(e.get<uint64_t>()) : e.get<int64_t>();
-  };
-  if (read->is_list) {
-    const auto &xs = read->values;
-    const bool bools = std::all_of(xs.begin(), xs.end(), [](const Json &e) { return e.is_boolean(); });
-    const bool ints = std::all_of(xs.begin(), xs.end(), [](const Json &e) { return e.is_number_integer(); });
-    if (bools && !xs.empty()) {
-      a.kind = Kind::BoolList;
-      for (const Json &e : xs) a.bools.push_back(e.get<bool>());
-    } else if (ints) {
-      a.kind = Kind::IntList;
-      for (const Json &e : xs) a.ints.push_back(as_int(e));
-    } else {
-      throw replay::RefError("input." + slot + ": an array value the references do not use");
-    }
-    return a;
-  }
-  const Json &x = read->values.front();
-  if (x.is_boolean()) {
-    a.kind = Kind::Bool;
-    a.b = x.get<bool>();
-    a.i = a.b;
-    a.f = a.b;
-  } else if (x.is_number_integer()) {
-    a.kind = Kind::Int;
-    a.i = as_int(x);
-    a.f = static_cast<double>(a.i);
-    a.b = a.i != 0;
-  } else if (x.is_number()) {
-    a.kind = Kind::Float;
-    a.f = x.get<double>();
-  } else if (x.is_string()) {
-    a.kind = Kind::Text;
-    a.text = x.get<std::string>();
-  } else {
-    throw replay::RefError("input." + slot + ": a value the references do not use");
-  }
-  return a;
-}
-
-struct Context {
-  replay::PrecheckThresholds th;
-  // Collectives: (step, kernel name) -> input 0 of that kernel in every rank folder of the step.
-  std::function<std::vector<const replay::Tensor *>(const Folder &, const std::string &)> peers;
-};
-
-KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context &ctx) {
-  KernelResult r;
-  const std::string op(op_type_of(k.name));
-  const replay::RefEntry *ref = replay::find_reference(op);
-  const std::vector<TensorInfo> tensors = entry_tensors(k.entry, f.header);
-  std::unordered_map<std::string, const TensorInfo *> inputs;
-  std::vector<const TensorInfo *> outputs;  // by output slot; nested lists are not outputs of aclnn kernels
-  for (const TensorInfo &t : tensors) {
-    if (t.io == format::IoKind::Input) inputs.emplace(t.slot, &t);
-  }
-  const Json *out_json = nullptr;
-  if (auto it = k.entry.find(std::string(format::json_key::kOutput)); it != k.entry.end() && it->is_array())
-    out_json = &*it;
-  const size_t n_out = out_json ? out_json->size() : 0;
-  outputs.assign(n_out, nullptr);
-  for (const TensorInfo &t : tensors)
-    if (t.io == format::IoKind::Output)
-      for (size_t i = 0; i < n_out; ++i)
-        if (t.slot == std::to_string(i)) outputs[i] = &t;
-
-  auto skip_all = [&](const std::string &why) {
-    r.status = Status::Skip;
-    r.message = one_line(why);
-    for (size_t i = 0; i < n_out; ++i) {
-      if (!outputs[i]) continue;
-      OutputRow row;
-      row.slot = std::to_string(i);
-      row.device_dtype = outputs[i]->dtype_text;
-      row.shape = shape_text(outputs[i]->shape);
-      row.bench_dtype = "N/A";
-      row.m.message = r.message;
-      r.rows.push_back(std::move(row));
-    }
-    return r;
-  };
-  if (!ref) {
-    r.no_reference = true;
-    return skip_all("No CPU reference for op type " + op + ".");
-  }
-
-  std::vector<std::unique_ptr<replay::Tensor>> store;
-  replay::Outputs want;
-  replay::Call call;
-  call.op = ref->op_type;
-  try {
-    const Json *in_json = nullptr;
-    if (auto it = k.entry.find(std::string(format::json_key::kInputArgs)); it != k.entry.end() && it->is_array())
-      in_json = &*it;
-    if (in_json)
-      for (size_t i = 0; i < in_json->size(); ++i)
-        call.args.push_back(make_arg(f, (*in_json)[i], std::to_string(i), inputs, store));
-    for (size_t i = 0; i < n_out; ++i) {
-      replay::OutSpec s;
-      if (outputs[i]) {
-        s.present = true;
-        s.shape = outputs[i]->shape;
-        s.dtype = outputs[i]->dtype;
-      }
-      call.outputs.push_back(std::move(s));
-    }
-    if (ref->collective) call.peer_inputs = ctx.peers(f, k.name);
-    want = ref->fn(call);
-  } catch (const replay::RefError &e) {
-    return skip_all(std::string("The reference could not run: ") + e.what());
-  } catch (const std::exception &e) {
-    return skip_all(std::string("The reference could not run: ") + e.what());
-  }
-
-  bool any = false;
-  for (size_t i = 0; i < n_out; ++i) {
-    const TensorInfo *t = outputs[i];
-    if (!t) continue;
-    OutputRow row;
-    row.slot = std::to_string(i);
-    row.device_dtype = t->dtype_text;
-    row.shape = shape_text(t->shape);
-    row.bench_dtype = "N/A";
-    if (i >= want.size() || !want[i]) {
-      row.m.message = "The reference computes nothing for this output.";
-      r.rows.push_back(std::move(row));
-      continue;
-    }
-    replay::Tensor bench = std::move(*want[i]);
-    try {
-      const replay::Tensor device = load_tensor(f, *t);
-      const format::DType dt = *t->dtype;
-      // The benchmark: float64, or the value a correct kernel stores where the output dtype is coarser than the
-      // reference's error (half types, integers, bool) or the op is a conversion (Cast).
-      const bool round = ref->round_to_output || !(dt == format::DType::F32 || dt == format::DType::F64);
-      double eps = relative_zero_eps(format::DType::F64);
-      row.bench_dtype = "Float64";
-      if (round) {
-        for (double &x : bench.v) x = replay::round_to_dtype(x, dt);
-        eps = relative_zero_eps(dt);
-        row.bench_dtype = t->dtype_text;
-      }
-      if (bench.size() != device.size()) {
-        row.status = Status::Error;
-        row.m.message =
-            "The shape of bench" + shape_text(bench.shape) + " and npu" + shape_text(device.shape) + " not equal.";
-      } else {
-        row.status = replay::precheck(device.v, bench.v, dt, eps, ctx.th, row.m);
-      }
-      any = true;
-      r.status = r.rows.empty() && r.status == Status::Skip ? row.status : replay::worse(r.status, row.status);
-    } catch (const replay::RefError &e) {
-      row.m.message = std::string("Output not compared: ") + e.what();
-    }
-    r.rows.push_back(std::move(row));
-  }
-  if (!any) {
-    r.status = Status::Skip;
-    r.message = "No output could be compared.";
-  } else {
-    std::string skipped;
-    for (const OutputRow &row : r.rows)
-      if (row.status == Status::Skip) skipped += (skipped.empty() ? "" : ", ") + std::string("output.") + row.slot;
-    if (!skipped.empty()) r.message = "Not compared: " + skipped + ".";
-  }
-  // A kernel that fails names its failing outputs.
-  if (r.status == Status::Error || r.status == Status::Warning) {
-    std::string bad;
-    for (const OutputRow &row : r.rows)
-      if (row.status == Status::Error || row.status == Status::Warning)
-        bad += (bad.empty() ? "" : ", ") + std::string("output.") + row.slot + " " + replay::status_text(row.status);
-    r.message = bad + (r.message.empty() ? "" : ". " + r.message);
-  }
-  return r;
-}
-
-std::string result_row(const Folder &f, const KernelEntry &k, const KernelResult &r) {
-  const std::vector<std::string> cells = {k.name,
-                                          replay::status_text(r.status),
-                                          r.status == Status::Skip ? "SKIP" : " ",
-                                          one_line(r.message),
-                                          f.step,
-                                          f.rank,
-                                          k.launch_index ? std::to_string(*k.launch_index) : "N/A"};
-  return csv_row(cells);
-}
-
-std::string detail_rows(const Folder &f, const KernelEntry &k, const KernelResult &r) {
-  std::string out;
-  for (const OutputRow &row : r.rows) {
-    const replay::PrecheckMetrics &m = row.m;
-    const std::string na = "N/A";
-    const std::vector<std::string> cells = {k.name + ".output." + row.slot,
-                                            row.bench_dtype,
-                                            row.device_dtype,
-                                            row.shape,
-                                            metric_text(m.cosine),
-                                            metric_text(m.max_abs_err),
-                                            metric_text(m.hundredth),
-                                            metric_text(m.thousandth),
-                                            metric_text(m.ten_thousandth),
-                                            metric_text(m.error_rate),
-                                            metric_text(m.error_balance),
-                                            metric_text(m.rmse),
-                                            metric_text(m.small_value_err_ratio),
-                                            metric_text(m.max_rel_err),
-                                            metric_text(m.mean_rel_err),
-                                            na,
-                                            na,
-                                            na,
-                                            na,
-                                            na,
-                                            na,
-                                            replay::status_text(row.status),
-                                            one_line(m.message),
-                                            f.step,
-                                            f.rank};
-    out += csv_row(cells);
-  }
-  return out;
-}
-
-// A kernel as the summary lists it.
-struct Listed {
-  size_t folder = 0;
-  uint64_t launch = UINT64_MAX;
-  std::string folder_label, name, status, message;
-  std::vector<std::string> lines;  // failing outputs with metrics (kernels replayed in this run)
-};
-
-using Key = std::tuple<std::string, std::string, std::string>;  // step, rank, kernel
-
-// --csv-path: the kernels already done, the statuses they got, and the files to append to.
-struct Resume {
-  std::set<Key> done;
-  std::vector<std::vector<std::string>> rows;  // the result rows kept
-};
-
-fs::path details_path_for(const fs::path &result) {
-  const std::string name = result.filename().string();
-  const std::string prefix = "accuracy_checking_result_";
-  if (name.rfind(prefix, 0) != 0)
-    throw InputError(result.string() +
-                     ": not an accuracy_checking_result_*.csv file (its details file is found by "
-                     "that name)");
-  return result.parent_path() / ("accuracy_checking_details_" + name.substr(prefix.size()));
-}
-
-// Rewrites `path` as `text` atomically (temporary file + rename).
-void replace_file(const fs::path &path, const std::string &text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) throw InputError(tmp.string() + ": write failed");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw InputError(path.string() + ": cannot replace the file (" + ec.message() + ")");
-}
-
-Resume load_resume(const fs::path &result_path, const fs::path &details_path) {
-  Resume res;
-  std::string text = read_file_text(result_path);
-  size_t complete = 0;
-  std::vector<std::vector<std::string>> rows = parse_csv(text, complete);
-  if (rows.empty() || rows[0] != kResultColumns)
-    throw InputError(result_path.string() + ": not a result CSV of msprobe-inspect replay (the header differs)");
-  bool dirty = complete != text.size();  // a record cut by a kill: dropped
-  std::string kept = csv_row(kResultColumns);
-  for (size_t i = 1; i < rows.size(); ++i) {
-    const auto &row = rows[i];
-    if (row.size() != kResultColumns.size()) {  // cannot be a record this tool wrote whole
-      dirty = true;
-      continue;
-    }
-    const Key key{row[kResultStep], row[kResultRank], row[0]};
-    if (!res.done.insert(key).second) {
-      dirty = true;
-      continue;
-    }
-    kept += csv_row(row);
-    res.rows.push_back(row);
-  }
-  if (dirty) replace_file(result_path, kept);
-
-  // Details: keep the rows of kernels in the result file (a kill between a kernel's details and its result row
-  // leaves details the resumed run writes again).
-  std::error_code ec;
-  if (!fs::exists(details_path, ec)) {
-    replace_file(details_path, csv_row(kDetailColumns));
-    return res;
-  }
-  text = read_file_text(details_path);
-  rows = parse_csv(text, complete);
-  if (rows.empty() || rows[0] != kDetailColumns)
-    throw InputError(details_path.string() + ": not a details CSV of msprobe-inspect replay (the header differs)");
-  dirty = complete != text.size();
-  std::string kept_details = csv_row(kDetailColumns);
-  for (size_t i = 1; i < rows.size(); ++i) {
-    const auto &row = rows[i];
-    bool keep = row.size() == kDetailColumns.size();
-    if (keep) {
-      const std::string &api = row[0];
-      const size_t cut = api.rfind(".output.");
-      keep = cut != std::string::npos && res.done.count(Key{row[kDetailStep], row[kDetailRank], api.substr(0, cut)});
-    }
-    if (!keep) {
-      dirty = true;
-      continue;
-    }
-    kept_details += csv_row(row);
-  }
-  if (dirty) replace_file(details_path, kept_details);
-  return res;
-}
-
-}  // namespace
-
-int run_replay(std::span<char *const> argv) {
+ReplayOptions parse_options(std::span<char *const> argv) {
   static const OptionSpec kOptions[] = {{"--out", true}, {"--csv-path", true},    {"-csv_path", true},
                                         {"-j", true},    {"--jobs", true},        {"--atol", true},
                                         {"--cos", true}, {"--max-kernels", true}, {"--list-ops", false}};
   const Args args = parse_args(argv, kOptions);
-  if (args.flag("--list-ops")) {
+  ReplayOptions o;
+  o.list_ops = args.flag("--list-ops");
+  if (o.list_ops) {
     expect_positional(args, 0, "no DIR with --list-ops");
-    for (std::string_view op : replay::reference_op_types())
-      std::printf("%.*s\n", static_cast<int>(op.size()), op.data());
-    return kExitOk;
+    return o;
   }
   expect_positional(args, 1, "DIR (a tensor dump)");
-  Context ctx;
-  ctx.th.atol = args.number("--atol", ctx.th.atol, 0, 1e308);
-  ctx.th.cosine = args.number("--cos", ctx.th.cosine, -1, 1);
+  o.dir = args.positional[0];
+  o.th.atol = args.number("--atol", o.th.atol, 0, 1e308);
+  o.th.cosine = args.number("--cos", o.th.cosine, -1, 1);
   std::optional<uint64_t> jobs = args.count("-j");
   if (!jobs) jobs = args.count("--jobs");
   if (jobs && *jobs == 0) throw UsageError("-j '0': at least one job is needed");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const size_t n_jobs = static_cast<size_t>(std::min<uint64_t>(jobs.value_or(cores), 256));
-  const std::optional<uint64_t> max_kernels = args.count("--max-kernels");
-  std::optional<std::string> csv_path = args.value("--csv-path");
-  if (!csv_path) csv_path = args.value("-csv_path");
+  o.jobs = static_cast<size_t>(std::min<uint64_t>(jobs.value_or(cores), 256));
+  o.max_kernels = args.count("--max-kernels");
+  o.csv_path = args.value("--csv-path");
+  if (!o.csv_path) o.csv_path = args.value("-csv_path");
+  o.out_dir = args.value("--out").value_or(".");
+  return o;
+}
 
-  const std::vector<RankDir> dirs = find_rank_dirs(args.positional[0]);
-  // Every folder must hold tensor data: check the headers before writing anything.
+struct ReplayPlan {
+  std::vector<RankDir> dirs;
+  std::vector<Folder> folders;  // one per dir
+  fs::path result_path, details_path;
+  bool resuming = false;  // the files exist: append to them
+  Resume resume;
+};
+
+// Every folder must hold tensor data: the headers are checked before anything is written.
+std::vector<Folder> read_headers(const std::vector<RankDir> &dirs) {
   std::vector<Folder> folders(dirs.size());
   for (size_t i = 0; i < dirs.size(); ++i) {
     Folder &f = folders[i];
@@ -630,122 +126,244 @@ int run_replay(std::span<char *const> argv) {
       throw InputError((dirs[i].path / format::kDumpJson).string() + ": task '" + f.header.task +
                        "': replay needs tensor data (a dump made with MSPROBE_TASK=tensor)");
   }
-  (void)replay::reference_op_types();  // builds the table before the workers start
+  return folders;
+}
 
-  // The output files: new ones, or the ones --csv-path resumes.
-  AppendCsv result_csv, details_csv;
-  Resume resume;
-  if (csv_path) {
-    const fs::path result_path = *csv_path;
-    std::error_code ec;
-    if (!fs::exists(result_path, ec)) throw InputError(result_path.string() + ": no such file");
-    if (!fs::is_regular_file(result_path, ec)) throw InputError(result_path.string() + ": not a regular file");
-    const fs::path details_path = details_path_for(result_path);
-    resume = load_resume(result_path, details_path);
-    result_csv.open(result_path, false);
-    details_csv.open(details_path, false);
+// --csv-path: the files of the earlier run, their rows taken up.
+void plan_resumed_files(const fs::path &result_path, ReplayPlan &p) {
+  std::error_code ec;
+  if (!fs::exists(result_path, ec)) throw InputError(result_path.string() + ": no such file");
+  if (!fs::is_regular_file(result_path, ec)) throw InputError(result_path.string() + ": not a regular file");
+  p.resuming = true;
+  p.result_path = result_path;
+  p.details_path = details_path_for(result_path);
+  p.resume = load_resume(p.result_path, p.details_path);
+}
+
+ReplayPlan make_plan(const ReplayOptions &o) {
+  ReplayPlan p;
+  p.dirs = find_rank_dirs(o.dir);
+  p.folders = read_headers(p.dirs);
+  (void)reference_op_types();  // builds the table before the workers start
+  if (o.csv_path) {
+    plan_resumed_files(*o.csv_path, p);
   } else {
-    const fs::path out_dir = args.value("--out").value_or(".");
-    std::error_code ec;
-    fs::create_directories(out_dir, ec);
-    if (!fs::is_directory(out_dir, ec)) throw InputError(out_dir.string() + ": cannot create the output folder");
-    const std::string ts = timestamp_now();
-    fs::path rp = out_dir / ("accuracy_checking_result_" + ts + ".csv");
-    fs::path dp = out_dir / ("accuracy_checking_details_" + ts + ".csv");
-    for (int i = 1; fs::exists(rp, ec) || fs::exists(dp, ec); ++i) {  // two runs in one second
-      rp = out_dir / ("accuracy_checking_result_" + ts + "_" + std::to_string(i) + ".csv");
-      dp = out_dir / ("accuracy_checking_details_" + ts + "_" + std::to_string(i) + ".csv");
-    }
-    result_csv.open(rp, true);
-    details_csv.open(dp, true);
-    result_csv.write(csv_row(kResultColumns));
-    details_csv.write(csv_row(kDetailColumns));
+    const ResultFiles files = new_result_files(o.out_dir, "accuracy_checking_result_", "accuracy_checking_details_");
+    p.result_path = files.result;
+    p.details_path = files.details;
   }
+  return p;
+}
 
-  // Collectives read input 0 of the same kernel in the other rank folders of the step (loaded once per step).
-  std::mutex peer_mu;
-  std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<replay::Tensor>>> peer_cache;
-  ctx.peers = [&](const Folder &f, const std::string &name) {
-    std::lock_guard<std::mutex> lock(peer_mu);
-    auto &slot = peer_cache[{f.step, name}];
-    if (slot.empty()) {
-      for (const Folder &p : folders) {
-        if (p.step != f.step) continue;
-        DumpCallbacks cb;
-        std::optional<KernelEntry> found;
-        cb.on_kernel = [&](KernelEntry &&k) {
-          if (k.name != name) return true;
-          found = std::move(k);
-          return false;
-        };
-        const Folder *src = &p;
-        Folder loaded;
-        if (&p == &f) {
-          for (const KernelEntry &k : f.kernels)
-            if (k.name == name) found = k;
-        } else {
-          loaded.dir = p.dir;
-          loaded.header = read_dump_json(*p.dir, cb);
-          src = &loaded;
-        }
-        if (!found) continue;
-        for (const TensorInfo &t : entry_tensors(found->entry, src->header))
-          if (t.io == format::IoKind::Input && t.slot == "0") {
-            slot.push_back(std::make_unique<replay::Tensor>(load_tensor(*src, t)));
-            break;
-          }
-      }
-    }
-    std::vector<const replay::Tensor *> out;
+// ---- Run ------------------------------------------------------------------------------------------------------------
+// Collectives read input 0 of the same kernel in the other rank folders of the step (loaded once per step).
+class PeerInputs {
+ public:
+  explicit PeerInputs(const std::vector<Folder> &folders) : folders_(folders) {}
+
+  std::vector<const Tensor *> of(const Folder &f, const std::string &name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto &slot = cache_[{f.step, name}];
+    if (slot.empty())
+      for (const Folder &p : folders_)
+        if (p.step == f.step) load_input0(p, f, name, slot);
+    std::vector<const Tensor *> out;
     for (const auto &t : slot) out.push_back(t.get());
     return out;
-  };
+  }
 
-  std::map<Status, uint64_t> tally;
+ private:
+  // Input 0 of kernel `name` in folder p (the folder being replayed, f, has its kernels in memory).
+  static void load_input0(const Folder &p, const Folder &f, const std::string &name,
+                          std::vector<std::unique_ptr<Tensor>> &slot) {
+    std::optional<KernelEntry> found;
+    const Folder *src = &p;
+    Folder loaded;
+    if (&p == &f) {
+      for (const KernelEntry &k : f.kernels)
+        if (k.name == name) found = k;
+    } else {
+      DumpCallbacks cb;
+      cb.on_kernel = [&](KernelEntry &&k) {
+        if (k.name != name) return true;
+        found = std::move(k);
+        return false;
+      };
+      loaded.dir = p.dir;
+      loaded.header = read_dump_json(*p.dir, cb);
+      src = &loaded;
+    }
+    if (!found) return;
+    for (const TensorInfo &t : entry_tensors(found->entry, src->header))
+      if (t.io == format::IoKind::Input && t.slot == "0") {
+        slot.push_back(std::make_unique<Tensor>(load_tensor(*src, t)));
+        return;
+      }
+  }
+
+  const std::vector<Folder> &folders_;
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<Tensor>>> cache_;
+};
+
+// A kernel as the report lists it.
+struct Listed {
+  size_t folder = 0;
+  uint64_t launch = UINT64_MAX;
+  std::string folder_label, name, status, message;
+  std::vector<std::string> lines;  // failing outputs with metrics (kernels replayed in this run)
+};
+
+struct ReplayTally {
+  std::map<Status, uint64_t> statuses;
   std::map<std::string, uint64_t> no_ref_ops;
   std::vector<Listed> failing, skipped_other;
-  // Kernels from the resumed file count as they were recorded.
+  uint64_t resumed = 0, replayed = 0;
+  bool stopped = false;  // --max-kernels left kernels undone
+};
+
+// Kernels from the resumed file count as they were recorded.
+void count_resumed(const ReplayPlan &p, ReplayTally &t) {
   std::map<std::pair<std::string, std::string>, size_t> folder_index;
-  for (size_t i = 0; i < folders.size(); ++i) folder_index[{folders[i].step, folders[i].rank}] = i;
-  for (const auto &row : resume.rows) {
+  for (size_t i = 0; i < p.folders.size(); ++i) folder_index[{p.folders[i].step, p.folders[i].rank}] = i;
+  for (const auto &row : p.resume.rows) {
     const std::string &st = row[1];
     const Status s = st == "pass"      ? Status::Pass
                      : st == "warning" ? Status::Warning
                      : st == "error"   ? Status::Error
                                        : Status::Skip;
-    ++tally[s];
+    ++t.statuses[s];
     if (s == Status::Error || s == Status::Warning) {
       Listed l;
       auto it = folder_index.find({row[kResultStep], row[kResultRank]});
       l.folder = it == folder_index.end() ? SIZE_MAX : it->second;
       l.folder_label = it == folder_index.end() ? "step" + row[kResultStep] + "/" + row[kResultRank]
-                                                : folders[it->second].dir->label();
+                                                : p.folders[it->second].dir->label();
       char *end = nullptr;
       const unsigned long long li = std::strtoull(row[kResultLaunch].c_str(), &end, 10);
       l.launch = end && *end == '\0' && !row[kResultLaunch].empty() ? li : UINT64_MAX;
       l.name = row[0];
       l.status = st;
       l.message = row[3] + " (from the resumed CSV)";
-      failing.push_back(std::move(l));
+      t.failing.push_back(std::move(l));
     } else if (s == Status::Skip && row[3].rfind("No CPU reference for op type ", 0) == 0) {
-      ++no_ref_ops[std::string(op_type_of(row[0]))];
+      ++t.no_ref_ops[std::string(op_type_of(row[0]))];
     }
   }
-  const uint64_t resumed = resume.rows.size();
+  t.resumed = p.resume.rows.size();
+}
 
-  uint64_t budget = max_kernels.value_or(UINT64_MAX), replayed = 0;
-  // One progress line over the whole run, measured in dump.json bytes (each folder's share split by its kernels).
-  auto json_size = [](const Folder &f) {
-    std::error_code ec;
-    const uint64_t n = fs::file_size(f.dir->path / format::kDumpJson, ec);
-    return ec ? uint64_t{1} : std::max<uint64_t>(n, 1);
+// Replays f's kernels `todo` on up to `jobs` threads; `take(i, result)` receives them in order on this thread, as
+// they complete.
+void replay_in_order(const Folder &f, const std::vector<size_t> &todo, const Context &ctx, size_t jobs,
+                     const std::function<void(size_t, KernelResult &&)> &take) {
+  std::vector<std::optional<KernelResult>> results(todo.size());
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= todo.size()) return;
+        i = next++;
+      }
+      KernelResult r;
+      try {
+        r = replay_kernel(f, f.kernels[todo[i]], ctx);
+      } catch (const std::exception &e) {
+        r.status = Status::Skip;
+        r.message = one_line(std::string("The kernel could not be replayed: ") + e.what());
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        results[i] = std::move(r);
+      }
+      cv.notify_all();
+    }
   };
-  uint64_t total_bytes = 0, done_bytes = 0;
-  for (const Folder &f : folders) total_bytes += json_size(f);
-  Progress progress("replay", total_bytes);
-  bool stopped = false;  // --max-kernels left kernels undone
-  for (size_t fi = 0; fi < folders.size() && budget > 0; ++fi) {
-    Folder &f = folders[fi];
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < std::min(jobs, todo.size()); ++t) pool.emplace_back(worker);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    KernelResult r;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return results[i].has_value(); });
+      r = std::move(*results[i]);
+      results[i].reset();
+    }
+    try {
+      take(i, std::move(r));
+    } catch (...) {
+      for (std::thread &t : pool) t.join();
+      throw;
+    }
+  }
+  for (std::thread &t : pool) t.join();
+}
+
+// The result files grow by whole records (a kill leaves whole records behind); an error ends the run.
+void open_csv(std::optional<CsvAppender> &csv, const fs::path &path, CsvAppender::Open how) {
+  csv.emplace(path, how);
+  if (csv->failed())
+    throw InputError(path.string() + ": cannot open for writing (" + std::strerror(csv->error()) + ")");
+}
+
+void append_csv(CsvAppender &csv, const std::string &records) {
+  csv.append(records);
+  if (csv.failed()) throw InputError(csv.path().string() + ": write failed (" + std::strerror(csv.error()) + ")");
+}
+
+// dump.json bytes, for the progress line (each folder's share split by its kernels).
+uint64_t progress_bytes(const Folder &f) {
+  std::error_code ec;
+  const uint64_t n = fs::file_size(f.dir->path / format::kDumpJson, ec);
+  return ec ? uint64_t{1} : std::max<uint64_t>(n, 1);
+}
+
+// The folders replayed in order, each kernel's rows written as it completes (details first, then the result row: a
+// kernel is done once its result row is on disk).
+class ReplayRun {
+ public:
+  ReplayRun(ReplayPlan &p, const ReplayOptions &o, ReplayTally &tally)
+      : plan_(p), jobs_(o.jobs), budget_(o.max_kernels.value_or(UINT64_MAX)), tally_(tally), peers_(p.folders) {
+    const CsvAppender::Open how = p.resuming ? CsvAppender::Open::Existing : CsvAppender::Open::New;
+    open_csv(result_csv_, p.result_path, how);
+    open_csv(details_csv_, p.details_path, how);
+    if (!p.resuming) {
+      append_csv(*result_csv_, csv_row(kResultColumns));
+      append_csv(*details_csv_, csv_row(kDetailColumns));
+    }
+    ctx_.th = o.th;
+    ctx_.peers = [this](const Folder &f, const std::string &name) { return peers_.of(f, name); };
+  }
+
+  void run() {
+    uint64_t total_bytes = 0;
+    for (const Folder &f : plan_.folders) total_bytes += progress_bytes(f);
+    Progress progress("replay", total_bytes);
+    uint64_t done_bytes = 0;
+    for (size_t fi = 0; fi < plan_.folders.size() && budget_ > 0; ++fi) {
+      Folder &f = plan_.folders[fi];
+      read_kernels(f);
+      const std::vector<size_t> todo = pick_kernels(fi);
+      const uint64_t folder_bytes = progress_bytes(f);
+      replay_in_order(f, todo, ctx_, jobs_, [&](size_t i, KernelResult &&r) {
+        const KernelEntry &k = f.kernels[todo[i]];
+        append_csv(*details_csv_, detail_rows(f, k, r));
+        append_csv(*result_csv_, result_row(f, k, r));
+        record(fi, k, r);
+        progress.update(done_bytes + folder_bytes * (i + 1) / todo.size());
+      });
+      done_bytes += folder_bytes;
+      if (fi + 1 < plan_.folders.size()) std::vector<KernelEntry>().swap(f.kernels);  // peers re-read what they need
+    }
+    progress.finish();
+  }
+
+ private:
+  static void read_kernels(Folder &f) {
     DumpCallbacks cb;
     cb.on_kernel = [&](KernelEntry &&k) {
       f.kernels.push_back(std::move(k));
@@ -755,146 +373,131 @@ int run_replay(std::span<char *const> argv) {
     std::stable_sort(f.kernels.begin(), f.kernels.end(), [](const KernelEntry &a, const KernelEntry &b) {
       return a.launch_index.value_or(UINT64_MAX) < b.launch_index.value_or(UINT64_MAX);
     });
+  }
+
+  // The folder's kernels not done yet, as many as --max-kernels leaves.
+  std::vector<size_t> pick_kernels(size_t fi) {
+    const Folder &f = plan_.folders[fi];
     std::vector<size_t> todo;
     for (size_t i = 0; i < f.kernels.size(); ++i) {
-      if (resume.done.count(Key{f.step, f.rank, f.kernels[i].name})) continue;
-      if (todo.size() == budget) {
-        stopped = true;
+      if (plan_.resume.done.count(Key{f.step, f.rank, f.kernels[i].name})) continue;
+      if (todo.size() == budget_) {
+        tally_.stopped = true;
         break;
       }
       todo.push_back(i);
     }
-    budget -= std::min<uint64_t>(budget, todo.size());
-    if (budget == 0 && fi + 1 < folders.size()) stopped = true;  // a later folder may be all done: close enough
-
-    // Workers replay kernels in any order; this thread writes them in launch order as they complete.
-    std::vector<std::optional<KernelResult>> results(todo.size());
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t next = 0;
-    auto worker = [&] {
-      for (;;) {
-        size_t i;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (next >= todo.size()) return;
-          i = next++;
-        }
-        KernelResult r;
-        try {
-          r = replay_kernel(f, f.kernels[todo[i]], ctx);
-        } catch (const std::exception &e) {
-          r.status = Status::Skip;
-          r.message = one_line(std::string("The kernel could not be replayed: ") + e.what());
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          results[i] = std::move(r);
-        }
-        cv.notify_all();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 0; t < std::min(n_jobs, todo.size()); ++t) pool.emplace_back(worker);
-    const uint64_t folder_bytes = json_size(f);
-    for (size_t i = 0; i < todo.size(); ++i) {
-      KernelResult r;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return results[i].has_value(); });
-        r = std::move(*results[i]);
-        results[i].reset();
-      }
-      const KernelEntry &k = f.kernels[todo[i]];
-      // Details first, then the result row: a kernel is done once its result row is on disk.
-      try {
-        details_csv.write(detail_rows(f, k, r));
-        result_csv.write(result_row(f, k, r));
-      } catch (...) {
-        for (std::thread &t : pool) t.join();
-        throw;
-      }
-      ++replayed;
-      ++tally[r.status];
-      progress.update(done_bytes + folder_bytes * (i + 1) / todo.size());
-      if (r.no_reference) {
-        ++no_ref_ops[std::string(op_type_of(k.name))];
-      } else if (r.status == Status::Skip) {
-        skipped_other.push_back(
-            {fi, k.launch_index.value_or(UINT64_MAX), f.dir->label(), k.name, "SKIP", r.message, {}});
-      } else if (r.status != Status::Pass) {
-        Listed l{fi,     k.launch_index.value_or(UINT64_MAX), f.dir->label(),
-                 k.name, replay::status_text(r.status),       r.message,
-                 {}};
-        for (const OutputRow &row : r.rows) {
-          if (row.status != Status::Error && row.status != Status::Warning) continue;
-          l.lines.push_back("output." + row.slot + ": " + replay::status_text(row.status) + " (Cosine " +
-                            metric_text(row.m.cosine) + ", MaxAbsErr " + metric_text(row.m.max_abs_err) +
-                            ", within 0.1% " + metric_text(row.m.thousandth) + ", MaxRelErr " +
-                            metric_text(row.m.max_rel_err) + ") " + one_line(row.m.message));
-        }
-        failing.push_back(std::move(l));
-      }
-    }
-    for (std::thread &t : pool) t.join();
-    done_bytes += folder_bytes;
-    if (fi + 1 < folders.size()) std::vector<KernelEntry>().swap(f.kernels);  // peers re-read what they need
+    budget_ -= std::min<uint64_t>(budget_, todo.size());
+    if (budget_ == 0 && fi + 1 < plan_.folders.size()) tally_.stopped = true;  // a later folder may be all done
+    return todo;
   }
 
-  progress.finish();
+  void record(size_t fi, const KernelEntry &k, const KernelResult &r) {
+    const Folder &f = plan_.folders[fi];
+    ++tally_.replayed;
+    ++tally_.statuses[r.status];
+    if (r.no_reference) {
+      ++tally_.no_ref_ops[std::string(op_type_of(k.name))];
+    } else if (r.status == Status::Skip) {
+      tally_.skipped_other.push_back(
+          {fi, k.launch_index.value_or(UINT64_MAX), f.dir->label(), k.name, "SKIP", r.message, {}});
+    } else if (r.status != Status::Pass) {
+      Listed l{fi, k.launch_index.value_or(UINT64_MAX), f.dir->label(), k.name, status_text(r.status), r.message, {}};
+      for (const OutputRow &row : r.rows) {
+        if (row.status != Status::Error && row.status != Status::Warning) continue;
+        l.lines.push_back("output." + row.slot + ": " + status_text(row.status) + " (Cosine " +
+                          metric_text(row.m.cosine) + ", MaxAbsErr " + metric_text(row.m.max_abs_err) +
+                          ", within 0.1% " + metric_text(row.m.thousandth) + ", MaxRelErr " +
+                          metric_text(row.m.max_rel_err) + ") " + one_line(row.m.message));
+      }
+      tally_.failing.push_back(std::move(l));
+    }
+  }
 
-  // ---- Summary ----
-  const uint64_t compared = tally[Status::Pass] + tally[Status::Warning] + tally[Status::Error];
+  ReplayPlan &plan_;
+  size_t jobs_;
+  uint64_t budget_;  // kernels --max-kernels still allows
+  ReplayTally &tally_;
+  PeerInputs peers_;
+  Context ctx_;
+  std::optional<CsvAppender> result_csv_, details_csv_;
+};
+
+// ---- Report ---------------------------------------------------------------------------------------------------------
+void print_counts(const ReplayPlan &p, const ReplayOptions &o, ReplayTally &t) {
+  const uint64_t compared = t.statuses[Status::Pass] + t.statuses[Status::Warning] + t.statuses[Status::Error];
   std::printf(
       "replay: %zu folder(s), %llu kernels%s: %llu compared (%llu pass, %llu warning, %llu error), "
       "%llu skipped\n",
-      folders.size(), static_cast<unsigned long long>(replayed + resumed),
-      resumed ? (" (" + std::to_string(resumed) + " already in " + result_csv.path().string() + ", " +
-                 std::to_string(replayed) + " replayed now)")
-                    .c_str()
-              : "",
-      static_cast<unsigned long long>(compared), static_cast<unsigned long long>(tally[Status::Pass]),
-      static_cast<unsigned long long>(tally[Status::Warning]), static_cast<unsigned long long>(tally[Status::Error]),
-      static_cast<unsigned long long>(tally[Status::Skip]));
-  if (stopped) {
+      p.folders.size(), static_cast<unsigned long long>(t.replayed + t.resumed),
+      t.resumed ? (" (" + std::to_string(t.resumed) + " already in " + p.result_path.string() + ", " +
+                   std::to_string(t.replayed) + " replayed now)")
+                      .c_str()
+                : "",
+      static_cast<unsigned long long>(compared), static_cast<unsigned long long>(t.statuses[Status::Pass]),
+      static_cast<unsigned long long>(t.statuses[Status::Warning]),
+      static_cast<unsigned long long>(t.statuses[Status::Error]),
+      static_cast<unsigned long long>(t.statuses[Status::Skip]));
+  if (t.stopped) {
     std::printf("stopped after --max-kernels %llu; resume with --csv-path %s\n",
-                static_cast<unsigned long long>(*max_kernels), result_csv.path().string().c_str());
+                static_cast<unsigned long long>(*o.max_kernels), p.result_path.string().c_str());
   }
-  if (!no_ref_ops.empty()) {
+  if (!t.no_ref_ops.empty()) {
     std::string s;
-    for (const auto &[op, n] : no_ref_ops) s += (s.empty() ? "" : ", ") + op + " (" + std::to_string(n) + ")";
+    for (const auto &[op, n] : t.no_ref_ops) s += (s.empty() ? "" : ", ") + op + " (" + std::to_string(n) + ")";
     std::printf("skipped op types (no CPU reference): %s\n", s.c_str());
   }
-  for (size_t i = 0; i < skipped_other.size() && i < 20; ++i)
-    std::printf("skipped: %s %s: %s\n", skipped_other[i].folder_label.c_str(), skipped_other[i].name.c_str(),
-                skipped_other[i].message.c_str());
-  if (skipped_other.size() > 20)
-    std::printf("... and %zu more skipped kernels (see the CSV)\n", skipped_other.size() - 20);
+  for (size_t i = 0; i < t.skipped_other.size() && i < 20; ++i)
+    std::printf("skipped: %s %s: %s\n", t.skipped_other[i].folder_label.c_str(), t.skipped_other[i].name.c_str(),
+                t.skipped_other[i].message.c_str());
+  if (t.skipped_other.size() > 20)
+    std::printf("... and %zu more skipped kernels (see the CSV)\n", t.skipped_other.size() - 20);
+}
 
+void print_failing(const ReplayPlan &p, std::vector<Listed> &failing) {
   std::stable_sort(failing.begin(), failing.end(), [](const Listed &a, const Listed &b) {
     return std::pair(a.folder, a.launch) < std::pair(b.folder, b.launch);
   });
   if (failing.empty()) {
     std::printf("every compared kernel passes\n");
-  } else {
-    std::printf("failing kernels (launch order):\n");
-    for (size_t i = 0; i < failing.size() && i < 50; ++i) {
-      const Listed &l = failing[i];
-      std::printf("  %s %s (launch_index %s): %s\n", l.folder_label.c_str(), l.name.c_str(),
-                  l.launch == UINT64_MAX ? "?" : std::to_string(l.launch).c_str(), l.status.c_str());
-      for (const std::string &line : l.lines) std::printf("    %s\n", line.c_str());
-      if (l.lines.empty() && !l.message.empty()) std::printf("    %s\n", l.message.c_str());
-      if (i < 10 && l.folder < folders.size()) {
-        if (const auto frames = find_stack(*folders[l.folder].dir, l.name)) {
-          std::printf("    stack:\n");
-          for (const std::string &fr : *frames) std::printf("      %s\n", fr.c_str());
-        }
+    return;
+  }
+  std::printf("failing kernels (launch order):\n");
+  for (size_t i = 0; i < failing.size() && i < 50; ++i) {
+    const Listed &l = failing[i];
+    std::printf("  %s %s (launch_index %s): %s\n", l.folder_label.c_str(), l.name.c_str(),
+                l.launch == UINT64_MAX ? "?" : std::to_string(l.launch).c_str(), l.status.c_str());
+    for (const std::string &line : l.lines) std::printf("    %s\n", line.c_str());
+    if (l.lines.empty() && !l.message.empty()) std::printf("    %s\n", l.message.c_str());
+    if (i < 10 && l.folder < p.folders.size()) {
+      if (const auto frames = find_stack(*p.folders[l.folder].dir, l.name)) {
+        std::printf("    stack:\n");
+        for (const std::string &fr : *frames) std::printf("      %s\n", fr.c_str());
       }
     }
-    if (failing.size() > 50) std::printf("  ... and %zu more (see the CSV)\n", failing.size() - 50);
   }
-  std::printf("results: %s\n         %s\n", result_csv.path().string().c_str(), details_csv.path().string().c_str());
-  return tally[Status::Error] + tally[Status::Warning] ? kExitFindings : kExitOk;
+  if (failing.size() > 50) std::printf("  ... and %zu more (see the CSV)\n", failing.size() - 50);
+}
+
+}  // namespace
+}  // namespace replay
+
+int run_replay(std::span<char *const> argv) {
+  const replay::ReplayOptions options = replay::parse_options(argv);
+  if (options.list_ops) {
+    for (std::string_view op : replay::reference_op_types())
+      std::printf("%.*s\n", static_cast<int>(op.size()), op.data());
+    return kExitOk;
+  }
+  replay::ReplayPlan plan = replay::make_plan(options);
+  replay::ReplayTally tally;
+  replay::count_resumed(plan, tally);
+  replay::ReplayRun(plan, options, tally).run();
+  replay::print_counts(plan, options, tally);
+  replay::print_failing(plan, tally.failing);
+  std::printf("results: %s\n         %s\n", plan.result_path.string().c_str(), plan.details_path.string().c_str());
+  using replay::Status;
+  return tally.statuses[Status::Error] + tally.statuses[Status::Warning] ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

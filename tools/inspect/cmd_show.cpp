@@ -131,16 +131,29 @@ struct Printer {
   }
 };
 
-}  // namespace
+struct ShowOptions {
+  std::string dir, selector;
+  bool json = false;
+  Args args;  // --step and --rank, read once the dump is found (a dump that is missing is the error to report first)
+};
 
-int run_show(std::span<char *const> argv) {
+ShowOptions parse_options(std::span<char *const> argv) {
   static const OptionSpec kOptions[] = {{"--json", false}, {"--step", true}, {"--rank", true}};
-  const Args args = parse_args(argv, kOptions);
+  Args args = parse_args(argv, kOptions);
   expect_positional(args, 2, "DIR KERNEL");
-  const std::vector<RankDir> dirs = find_rank_dirs(args.positional[0]);
-  const RankDir &dir = pick_rank_dir(dirs, args);
-  const std::string &selector = args.positional[1];
+  const bool json = args.flag("--json");
+  return {args.positional[0], args.positional[1], json, std::move(args)};
+}
 
+// The kernel to show, with all that is printed about it.
+struct Shown {
+  RankDir dir;
+  DumpHeader header;
+  KernelEntry kernel;
+  std::optional<std::vector<std::string>> stack;
+};
+
+std::string selected_name(const RankDir &dir, const std::string &selector) {
   std::vector<KernelRef> refs;
   DumpCallbacks names;
   names.on_kernel = [&](KernelEntry &&k) {
@@ -155,59 +168,80 @@ int run_show(std::span<char *const> argv) {
     if (sel.candidates.size() < 10 && !sel.candidates.empty()) msg += "\n(give more of the name)";
     throw InputError(msg);
   }
+  return *sel.name;
+}
 
-  DumpHeader header;
+Shown find_kernel(const ShowOptions &o) {
+  const std::vector<RankDir> dirs = find_rank_dirs(o.dir);
+  Shown s;
+  s.dir = pick_rank_dir(dirs, o.args);
+  const std::string name = selected_name(s.dir, o.selector);
   std::optional<KernelEntry> found;
   DumpCallbacks cb;
-  cb.on_header = [&](const DumpHeader &h) { header = h; };
+  cb.on_header = [&](const DumpHeader &h) { s.header = h; };
   cb.on_kernel = [&](KernelEntry &&k) {
-    if (k.name != *sel.name) return true;
+    if (k.name != name) return true;
     found = std::move(k);
     return false;
   };
-  read_dump_json(dir, cb);
-  if (!found) throw InputError(dir.label() + ": kernel " + *sel.name + " vanished while reading");
-  const auto stack = find_stack(dir, found->name);
+  read_dump_json(s.dir, cb);
+  if (!found) throw InputError(s.dir.label() + ": kernel " + name + " vanished while reading");
+  s.kernel = std::move(*found);
+  s.stack = find_stack(s.dir, s.kernel.name);
+  return s;
+}
 
-  if (args.flag("--json")) {
-    std::string o = "{\"folder\": ";
-    format::append_json_string(o, dir.label());
-    o += ", \"kernel\": ";
-    format::append_json_string(o, found->name);
-    o += ", \"entry\": " + to_json_text(found->entry) + ", \"stack\": ";
-    if (stack) {
-      Json frames = Json::array();
-      for (const std::string &f : *stack) frames.push_back(f);
-      o += to_json_text(frames);
-    } else {
-      o += "null";
-    }
-    o += "}\n";
-    std::fwrite(o.data(), 1, o.size(), stdout);
-    return kExitOk;
+void print_json(const Shown &s) {
+  std::string o = "{\"folder\": ";
+  format::append_json_string(o, s.dir.label());
+  o += ", \"kernel\": ";
+  format::append_json_string(o, s.kernel.name);
+  o += ", \"entry\": " + to_json_text(s.kernel.entry) + ", \"stack\": ";
+  if (s.stack) {
+    Json frames = Json::array();
+    for (const std::string &f : *s.stack) frames.push_back(f);
+    o += to_json_text(frames);
+  } else {
+    o += "null";
   }
+  o += "}\n";
+  std::fwrite(o.data(), 1, o.size(), stdout);
+}
 
-  Printer p{dir, header, read_mapping_csv(dir.path / format::kTensorDir)};
-  std::printf("%s  (%s, %s)\n", found->name.c_str(), dir.label().c_str(), header.task.c_str());
+void print_text(const Shown &s) {
+  const RankDir &dir = s.dir;
+  Printer p{dir, s.header, read_mapping_csv(dir.path / format::kTensorDir)};
+  std::printf("%s  (%s, %s)\n", s.kernel.name.c_str(), dir.label().c_str(), s.header.task.c_str());
   std::string fields;
-  for (const auto &[k, v] : found->entry.items()) {
+  for (const auto &[k, v] : s.kernel.entry.items()) {
     if (k == ck::kInputArgs || k == "input" || k == "input_kwargs" || k == ck::kOutput) continue;
     fields += k + " " + value_text(v) + "   ";
   }
   if (!fields.empty()) std::printf("  %s\n", fields.c_str());
   auto member = [&](std::string_view k) -> const Json * {
-    auto it = found->entry.find(std::string(k));
-    return it == found->entry.end() ? nullptr : &*it;
+    auto it = s.kernel.entry.find(std::string(k));
+    return it == s.kernel.entry.end() ? nullptr : &*it;
   };
   p.print_args(member(ck::kInputArgs) ? member(ck::kInputArgs) : member("input"), "input_args");
   p.print_args(member("input_kwargs"), "input_kwargs");
   p.print_args(member(ck::kOutput), "output");
-  if (!stack) {
+  if (!s.stack) {
     std::printf("  stack: not recorded\n");
   } else {
-    std::printf("  stack (%zu frames)\n", stack->size());
-    for (const std::string &f : *stack) std::printf("    %s\n", f.c_str());
+    std::printf("  stack (%zu frames)\n", s.stack->size());
+    for (const std::string &f : *s.stack) std::printf("    %s\n", f.c_str());
   }
+}
+
+}  // namespace
+
+int run_show(std::span<char *const> argv) {
+  const ShowOptions options = parse_options(argv);
+  const Shown s = find_kernel(options);
+  if (options.json)
+    print_json(s);
+  else
+    print_text(s);
   return kExitOk;
 }
 

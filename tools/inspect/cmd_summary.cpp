@@ -65,15 +65,46 @@ std::string json_str(std::string_view s) {
   return out;
 }
 
-}  // namespace
+// One streaming pass over each folder's dump.json.
+struct Scan {
+  std::vector<FolderSummary> folders;
+  std::map<std::string, uint64_t> op_counts;
+};
 
-int run_summary(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--json", false}};
-  const Args args = parse_args(argv, kOptions);
-  expect_positional(args, 1, "DIR");
-  const fs::path root = args.positional[0];
-  const std::vector<RankDir> dirs = find_rank_dirs(root);
+FolderSummary scan_folder(const RankDir &d, Progress &progress, uint64_t done_bytes,
+                          std::map<std::string, uint64_t> &op_counts) {
+  FolderSummary s;
+  s.dir = &d;
+  DumpHeader header;
+  DumpCallbacks cb;
+  cb.on_header = [&](const DumpHeader &h) { header = h; };
+  cb.on_progress = [&](size_t at) { progress.update(done_bytes + at); };
+  cb.on_record = [&](KernelRecord &&k) {
+    ++s.kernels;
+    ++op_counts[std::string(op_type_of(k.name))];
+    const std::vector<TensorInfo> &tensors = k.tensors;
+    s.tensors += tensors.size();
+    const uint64_t li = k.launch_index.value_or(UINT64_MAX);
+    if (s.first_nan && s.first_nan->launch_index <= li) return true;
+    for (const TensorInfo &t : tensors) {
+      for (int i = 0; i < 4; ++i) {
+        const auto &v = t.stats[i];
+        if (v.kind != format::StatValue::Kind::Real || std::isfinite(v.real)) continue;
+        s.first_nan = NanHit{k.name, t.row_suffix(), kStatNames[i], v.real, d.step.value_or(0), li, &d, {}};
+        return true;
+      }
+    }
+    return true;
+  };
+  read_dump_json(d, cb);
+  s.task = header.task;
+  s.framework = header.framework;
+  s.host_framework = header.host_framework;
+  count_files(d, s);
+  return s;
+}
 
+Scan scan(const std::vector<RankDir> &dirs) {
   uint64_t total_bytes = 0;
   for (const RankDir &d : dirs) {
     std::error_code ec;
@@ -81,160 +112,117 @@ int run_summary(std::span<char *const> argv) {
   }
   Progress progress("summary", total_bytes);
   uint64_t done_bytes = 0;
-
-  std::vector<FolderSummary> folders;
-  std::map<std::string, uint64_t> op_counts;
+  Scan out;
   for (const RankDir &d : dirs) {
-    FolderSummary s;
-    s.dir = &d;
-    DumpHeader header;
-    DumpCallbacks cb;
-    cb.on_header = [&](const DumpHeader &h) { header = h; };
-    cb.on_progress = [&](size_t at) { progress.update(done_bytes + at); };
-    cb.on_record = [&](KernelRecord &&k) {
-      ++s.kernels;
-      ++op_counts[std::string(op_type_of(k.name))];
-      const std::vector<TensorInfo> &tensors = k.tensors;
-      s.tensors += tensors.size();
-      const uint64_t li = k.launch_index.value_or(UINT64_MAX);
-      if (s.first_nan && s.first_nan->launch_index <= li) return true;
-      for (const TensorInfo &t : tensors) {
-        for (int i = 0; i < 4; ++i) {
-          const auto &v = t.stats[i];
-          if (v.kind != format::StatValue::Kind::Real || std::isfinite(v.real)) continue;
-          s.first_nan = NanHit{k.name, t.row_suffix(), kStatNames[i], v.real, d.step.value_or(0), li, &d, {}};
-          return true;
-        }
-      }
-      return true;
-    };
-    read_dump_json(d, cb);
+    out.folders.push_back(scan_folder(d, progress, done_bytes, out.op_counts));
     std::error_code ec;
     done_bytes += fs::file_size(d.path / format::kDumpJson, ec);
-    s.task = header.task;
-    s.framework = header.framework;
-    s.host_framework = header.host_framework;
-    count_files(d, s);
-    folders.push_back(std::move(s));
   }
   progress.finish();
+  return out;
+}
 
-  // Per rank, the first hit over all steps.
-  std::map<std::string, std::optional<NanHit>> per_rank;  // keyed by rank label, ordered by rank below
-  std::vector<std::string> rank_order;
-  std::set<uint64_t> steps_set, ranks_set;
+// The whole dump: the folders' counts summed, and per rank the first hit over all steps.
+struct Totals {
+  std::map<std::string, std::optional<NanHit>> per_rank;  // keyed by rank label
+  std::vector<std::string> rank_order;                    // as the folders come (by rank within a step)
+  std::vector<uint64_t> steps, ranks;
   uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0;
   std::set<std::string> tasks, frameworks, hosts;
-  for (FolderSummary &s : folders) {
+};
+
+Totals totals_of(const std::vector<FolderSummary> &folders) {
+  Totals t;
+  std::set<uint64_t> steps_set, ranks_set;
+  for (const FolderSummary &s : folders) {
     const std::string rl = s.dir->rank_label();
-    if (!per_rank.count(rl)) {
-      per_rank[rl] = std::nullopt;
-      rank_order.push_back(rl);
+    if (!t.per_rank.count(rl)) {
+      t.per_rank[rl] = std::nullopt;
+      t.rank_order.push_back(rl);
     }
-    auto &best = per_rank[rl];
+    auto &best = t.per_rank[rl];
     if (s.first_nan &&
         (!best || std::pair(s.first_nan->step, s.first_nan->launch_index) < std::pair(best->step, best->launch_index)))
       best = s.first_nan;
     if (s.dir->step) steps_set.insert(*s.dir->step);
     if (s.dir->rank) ranks_set.insert(*s.dir->rank);
-    kernels += s.kernels;
-    tensors += s.tensors;
-    files += s.files;
-    bytes += s.bytes;
-    if (!s.task.empty()) tasks.insert(s.task);
-    if (!s.framework.empty()) frameworks.insert(s.framework);
-    if (!s.host_framework.empty()) hosts.insert(s.host_framework);
+    t.kernels += s.kernels;
+    t.tensors += s.tensors;
+    t.files += s.files;
+    t.bytes += s.bytes;
+    if (!s.task.empty()) t.tasks.insert(s.task);
+    if (!s.framework.empty()) t.frameworks.insert(s.framework);
+    if (!s.host_framework.empty()) t.hosts.insert(s.host_framework);
   }
-  for (auto &[rl, hit] : per_rank)
+  for (auto &[rl, hit] : t.per_rank)
     if (hit) hit->stack = find_stack(*hit->where, hit->kernel);
+  t.steps.assign(steps_set.begin(), steps_set.end());
+  t.ranks.assign(ranks_set.begin(), ranks_set.end());
+  return t;
+}
 
-  auto joined = [](const std::set<std::string> &s) {
-    std::string out;
-    for (const std::string &x : s) out += (out.empty() ? "" : ", ") + x;
-    return out.empty() ? std::string("?") : out;
-  };
-  const std::vector<uint64_t> steps(steps_set.begin(), steps_set.end()), ranks(ranks_set.begin(), ranks_set.end());
+// ---- Report ---------------------------------------------------------------------------------------------------------
+std::string folder_json(const FolderSummary &s) {
+  return "{\"folder\": " + json_str(s.dir->label()) + ", \"path\": " + json_str(s.dir->path.string()) +
+         ", \"step\": " + (s.dir->step ? std::to_string(*s.dir->step) : "null") +
+         ", \"rank\": " + (s.dir->rank ? std::to_string(*s.dir->rank) : "null") + ", \"task\": " + json_str(s.task) +
+         ", \"framework\": " + json_str(s.framework) + ", \"host_framework\": " + json_str(s.host_framework) +
+         ", \"kernels\": " + std::to_string(s.kernels) + ", \"tensors\": " + std::to_string(s.tensors) +
+         ", \"tensor_files\": " + std::to_string(s.files) + ", \"tensor_bytes\": " + std::to_string(s.bytes) + "}";
+}
 
-  if (args.flag("--json")) {
-    std::string o = "{";
-    o += "\"dump\": " + json_str(root.string());
-    o += ", \"tasks\": [";
-    bool first = true;
-    for (const std::string &t : tasks) o += (first ? "" : ", ") + json_str(t), first = false;
-    o += "], \"steps\": [";
-    for (size_t i = 0; i < steps.size(); ++i) o += (i ? ", " : "") + std::to_string(steps[i]);
-    o += "], \"ranks\": [";
-    first = true;
-    for (const std::string &rl : rank_order) o += (first ? "" : ", ") + json_str(rl), first = false;
-    o += "], \"kernels\": " + std::to_string(kernels) + ", \"tensors\": " + std::to_string(tensors) +
-         ", \"tensor_files\": " + std::to_string(files) + ", \"tensor_bytes\": " + std::to_string(bytes);
-    o += ", \"op_types\": {";
-    first = true;
-    for (const auto &[op, n] : op_counts)
-      o += (first ? "" : ", ") + json_str(op) + ": " + std::to_string(n), first = false;
-    o += "}, \"folders\": [";
-    for (size_t i = 0; i < folders.size(); ++i) {
-      const FolderSummary &s = folders[i];
-      o += i ? ", " : "";
-      o += "{\"folder\": " + json_str(s.dir->label()) + ", \"path\": " + json_str(s.dir->path.string()) +
-           ", \"step\": " + (s.dir->step ? std::to_string(*s.dir->step) : "null") +
-           ", \"rank\": " + (s.dir->rank ? std::to_string(*s.dir->rank) : "null") + ", \"task\": " + json_str(s.task) +
-           ", \"framework\": " + json_str(s.framework) + ", \"host_framework\": " + json_str(s.host_framework) +
-           ", \"kernels\": " + std::to_string(s.kernels) + ", \"tensors\": " + std::to_string(s.tensors) +
-           ", \"tensor_files\": " + std::to_string(s.files) + ", \"tensor_bytes\": " + std::to_string(s.bytes) + "}";
-    }
-    o += "], \"first_nan_inf\": {";
-    first = true;
-    for (const std::string &rl : rank_order) {
-      const auto &hit = per_rank[rl];
-      o += (first ? "" : ", ") + json_str(rl) + ": ";
-      first = false;
-      if (!hit) {
-        o += "null";
-        continue;
-      }
-      o += "{\"folder\": " + json_str(hit->where->label()) + ", \"kernel\": " + json_str(hit->kernel) +
-           ", \"launch_index\": " + (hit->launch_index == UINT64_MAX ? "null" : std::to_string(hit->launch_index)) +
-           ", \"tensor\": " + json_str(hit->tensor) + ", \"stat\": " + json_str(hit->stat) +
-           ", \"value\": " + json_str(metric_text(hit->value)) + ", \"stack\": ";
-      if (!hit->stack) {
-        o += "null}";
-        continue;
-      }
-      o += "[";
-      for (size_t i = 0; i < hit->stack->size(); ++i) o += (i ? ", " : "") + json_str((*hit->stack)[i]);
-      o += "]}";
-    }
-    o += "}}\n";
-    std::fwrite(o.data(), 1, o.size(), stdout);
-    return kExitOk;
+std::string hit_json(const std::optional<NanHit> &hit) {
+  if (!hit) return "null";
+  std::string o =
+      "{\"folder\": " + json_str(hit->where->label()) + ", \"kernel\": " + json_str(hit->kernel) +
+      ", \"launch_index\": " + (hit->launch_index == UINT64_MAX ? "null" : std::to_string(hit->launch_index)) +
+      ", \"tensor\": " + json_str(hit->tensor) + ", \"stat\": " + json_str(hit->stat) +
+      ", \"value\": " + json_str(metric_text(hit->value)) + ", \"stack\": ";
+  if (!hit->stack) return o + "null}";
+  o += "[";
+  for (size_t i = 0; i < hit->stack->size(); ++i) o += (i ? ", " : "") + json_str((*hit->stack)[i]);
+  return o + "]}";
+}
+
+void print_json(const fs::path &root, const Scan &scan, const Totals &t) {
+  std::string o = "{";
+  o += "\"dump\": " + json_str(root.string());
+  o += ", \"tasks\": [";
+  bool first = true;
+  for (const std::string &task : t.tasks) o += (first ? "" : ", ") + json_str(task), first = false;
+  o += "], \"steps\": [";
+  for (size_t i = 0; i < t.steps.size(); ++i) o += (i ? ", " : "") + std::to_string(t.steps[i]);
+  o += "], \"ranks\": [";
+  first = true;
+  for (const std::string &rl : t.rank_order) o += (first ? "" : ", ") + json_str(rl), first = false;
+  o += "], \"kernels\": " + std::to_string(t.kernels) + ", \"tensors\": " + std::to_string(t.tensors) +
+       ", \"tensor_files\": " + std::to_string(t.files) + ", \"tensor_bytes\": " + std::to_string(t.bytes);
+  o += ", \"op_types\": {";
+  first = true;
+  for (const auto &[op, n] : scan.op_counts)
+    o += (first ? "" : ", ") + json_str(op) + ": " + std::to_string(n), first = false;
+  o += "}, \"folders\": [";
+  for (size_t i = 0; i < scan.folders.size(); ++i) o += (i ? ", " : "") + folder_json(scan.folders[i]);
+  o += "], \"first_nan_inf\": {";
+  first = true;
+  for (const std::string &rl : t.rank_order) {
+    o += (first ? "" : ", ") + json_str(rl) + ": " + hit_json(t.per_rank.at(rl));
+    first = false;
   }
+  o += "}}\n";
+  std::fwrite(o.data(), 1, o.size(), stdout);
+}
 
-  std::printf("dump        %s\n", root.string().c_str());
-  std::printf("task        %s (framework %s, host %s)\n", joined(tasks).c_str(), joined(frameworks).c_str(),
-              joined(hosts).c_str());
-  std::printf("steps       %zu%s%s\n", steps.size(), steps.empty() ? "" : ": ", ranges_text(steps).c_str());
-  std::string rank_list;
-  for (const std::string &rl : rank_order) rank_list += (rank_list.empty() ? "" : ", ") + rl;
-  std::printf("ranks       %zu: %s\n", rank_order.size(), rank_list.c_str());
-  std::printf("kernels     %llu in %zu folder(s)\n", static_cast<unsigned long long>(kernels), folders.size());
-  std::printf("tensors     %llu recorded, %llu file(s), %s\n", static_cast<unsigned long long>(tensors),
-              static_cast<unsigned long long>(files), human_bytes(bytes).c_str());
-  std::printf("\nkernels per op type\n");
-  size_t width = 8;
-  for (const auto &[op, n] : op_counts) width = std::max(width, op.size());
-  for (const auto &[op, n] : op_counts)
-    std::printf("  %-*s %llu\n", static_cast<int>(width), op.c_str(), static_cast<unsigned long long>(n));
-  if (folders.size() > 1) {
-    std::printf("\nper folder\n");
-    for (const FolderSummary &s : folders)
-      std::printf("  %-16s %-10s kernels %-8llu files %-8llu %s\n", s.dir->label().c_str(), s.task.c_str(),
-                  static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.files),
-                  human_bytes(s.bytes).c_str());
-  }
+std::string joined(const std::set<std::string> &s) {
+  std::string out;
+  for (const std::string &x : s) out += (out.empty() ? "" : ", ") + x;
+  return out.empty() ? std::string("?") : out;
+}
+
+void print_first_nans(const Totals &t) {
   std::printf("\nfirst NaN/Inf per rank (by step, then launch_index)\n");
-  for (const std::string &rl : rank_order) {
-    const auto &hit = per_rank[rl];
+  for (const std::string &rl : t.rank_order) {
+    const auto &hit = t.per_rank.at(rl);
     if (!hit) {
       std::printf("  %-8s none\n", rl.c_str());
       continue;
@@ -249,6 +237,45 @@ int run_summary(std::span<char *const> argv) {
       for (const std::string &f : *hit->stack) std::printf("             %s\n", f.c_str());
     }
   }
+}
+
+void print_text(const fs::path &root, const Scan &scan, const Totals &t) {
+  std::printf("dump        %s\n", root.string().c_str());
+  std::printf("task        %s (framework %s, host %s)\n", joined(t.tasks).c_str(), joined(t.frameworks).c_str(),
+              joined(t.hosts).c_str());
+  std::printf("steps       %zu%s%s\n", t.steps.size(), t.steps.empty() ? "" : ": ", ranges_text(t.steps).c_str());
+  std::string rank_list;
+  for (const std::string &rl : t.rank_order) rank_list += (rank_list.empty() ? "" : ", ") + rl;
+  std::printf("ranks       %zu: %s\n", t.rank_order.size(), rank_list.c_str());
+  std::printf("kernels     %llu in %zu folder(s)\n", static_cast<unsigned long long>(t.kernels), scan.folders.size());
+  std::printf("tensors     %llu recorded, %llu file(s), %s\n", static_cast<unsigned long long>(t.tensors),
+              static_cast<unsigned long long>(t.files), human_bytes(t.bytes).c_str());
+  std::printf("\nkernels per op type\n");
+  size_t width = 8;
+  for (const auto &[op, n] : scan.op_counts) width = std::max(width, op.size());
+  for (const auto &[op, n] : scan.op_counts)
+    std::printf("  %-*s %llu\n", static_cast<int>(width), op.c_str(), static_cast<unsigned long long>(n));
+  if (scan.folders.size() > 1) {
+    std::printf("\nper folder\n");
+    for (const FolderSummary &s : scan.folders)
+      std::printf("  %-16s %-10s kernels %-8llu files %-8llu %s\n", s.dir->label().c_str(), s.task.c_str(),
+                  static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.files),
+                  human_bytes(s.bytes).c_str());
+  }
+  print_first_nans(t);
+}
+
+}  // namespace
+
+int run_summary(std::span<char *const> argv) {
+  const auto [root, json] = parse_dir_and_flag(argv, "--json");
+  const std::vector<RankDir> dirs = find_rank_dirs(root);
+  const Scan s = scan(dirs);
+  const Totals totals = totals_of(s.folders);
+  if (json)
+    print_json(root, s, totals);
+  else
+    print_text(root, s, totals);
   return kExitOk;
 }
 

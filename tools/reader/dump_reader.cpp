@@ -4,10 +4,12 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
 #include "format/dump_json.h"
+#include "tools/reader/csv.h"
 
 namespace msprobe::tools {
 namespace ck = format::json_key;
@@ -87,37 +89,92 @@ std::optional<std::string> string_member(const Json &obj, std::string_view key) 
   return j->get<std::string>();
 }
 
+// One tensor dict read member by member: msprobe's leaf rule (a dict with "dtype" and "shape" is a tensor), shared
+// by the tree reader (a Json object's members) and the streaming one (the members as the text holds them). Of
+// duplicate keys the first counts, as a Json lookup finds it.
+class TensorObjectReader {
+ public:
+  enum class Field { Type, Dtype, Shape, Max, Min, Mean, Norm, Md5, DataName };
+
+  TensorObjectReader(IoKind io, const std::string &slot) {
+    t_.io = io;
+    t_.slot = slot;
+  }
+
+  // The field `key` names when a tensor uses it and it was not read yet; nullopt: skip the member.
+  std::optional<Field> wanted(std::string_view key) const {
+    const std::optional<Field> f = field_of(key);
+    if (!f || (seen_ & bit(*f))) return std::nullopt;
+    return f;
+  }
+
+  void read(Field f, const Json &v) {
+    seen_ |= bit(f);
+    switch (f) {
+      case Field::Type:
+        if (v.is_string()) t_.type = v.get<std::string>();
+        break;
+      case Field::Dtype: t_.dtype_text = v.is_string() ? v.get<std::string>() : to_json_text(v); break;
+      case Field::Shape: read_shape(v); break;
+      case Field::Max:
+      case Field::Min:
+      case Field::Mean:
+      case Field::Norm: t_.stats[static_cast<size_t>(f) - static_cast<size_t>(Field::Max)] = stat_from_json(&v); break;
+      case Field::Md5:
+      case Field::DataName:
+        if (v.is_string()) (f == Field::Md5 ? t_.md5 : t_.data_name) = v.get<std::string>();
+        break;
+    }
+  }
+
+  // Adds the tensor to `out` when the dict was one.
+  void finish(const DumpHeader &header, std::vector<TensorInfo> &out) {
+    if (!(seen_ & bit(Field::Dtype)) || !(seen_ & bit(Field::Shape))) return;
+    t_.dtype = parse_any_dtype(t_.dtype_text, header.framework_kind);
+    out.push_back(std::move(t_));
+  }
+
+ private:
+  static std::optional<Field> field_of(std::string_view key) {
+    static constexpr std::pair<std::string_view, Field> kFields[] = {
+        {ck::kType, Field::Type}, {ck::kDtype, Field::Dtype}, {ck::kShape, Field::Shape},
+        {ck::kMax, Field::Max},   {ck::kMin, Field::Min},     {ck::kMean, Field::Mean},
+        {ck::kNorm, Field::Norm}, {ck::kMd5, Field::Md5},     {ck::kDataName, Field::DataName}};
+    for (const auto &[name, f] : kFields)
+      if (key == name) return f;
+    return std::nullopt;
+  }
+  static unsigned bit(Field f) { return 1u << static_cast<unsigned>(f); }
+
+  void read_shape(const Json &v) {
+    if (!v.is_array()) {
+      t_.shape_ok = false;
+      return;
+    }
+    for (const Json &d : v) {
+      if (!d.is_number_integer()) {
+        t_.shape_ok = false;
+        return;
+      }
+      t_.shape.push_back(d.get<int64_t>());
+    }
+  }
+
+  TensorInfo t_;
+  unsigned seen_ = 0;
+};
+
 void walk_arg(const Json &v, IoKind io, const std::string &slot, const DumpHeader &header,
               std::vector<TensorInfo> &out) {
   if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) walk_arg(v[i], io, slot + "." + std::to_string(i), header, out);
     return;
   }
-  if (!v.is_object() || member(v, ck::kDtype) == nullptr || member(v, ck::kShape) == nullptr) return;
-  TensorInfo t;
-  t.io = io;
-  t.slot = slot;
-  t.type = string_member(v, ck::kType).value_or("");
-  const Json *dt = member(v, ck::kDtype);
-  t.dtype_text = dt->is_string() ? dt->get<std::string>() : to_json_text(*dt);
-  t.dtype = parse_any_dtype(t.dtype_text, header.framework_kind);
-  const Json *sh = member(v, ck::kShape);
-  if (sh->is_array()) {
-    for (const Json &d : *sh) {
-      if (!d.is_number_integer()) {
-        t.shape_ok = false;
-        break;
-      }
-      t.shape.push_back(d.get<int64_t>());
-    }
-  } else {
-    t.shape_ok = false;
-  }
-  t.stats = {stat_from_json(member(v, ck::kMax)), stat_from_json(member(v, ck::kMin)),
-             stat_from_json(member(v, ck::kMean)), stat_from_json(member(v, ck::kNorm))};
-  t.md5 = string_member(v, ck::kMd5);
-  t.data_name = string_member(v, ck::kDataName);
-  out.push_back(std::move(t));
+  if (!v.is_object()) return;
+  TensorObjectReader tensor(io, slot);
+  for (const auto &[key, value] : v.items())
+    if (const auto f = tensor.wanted(key)) tensor.read(*f, value);
+  tensor.finish(header, out);
 }
 
 void walk_args(const Json *args, IoKind io, const DumpHeader &header, std::vector<TensorInfo> &out) {
@@ -134,48 +191,14 @@ void walk_args(const Json *args, IoKind io, const DumpHeader &header, std::vecto
 // ---- The DOM-free reading of an entry (KernelRecord): the same leaf rule as walk_arg, on the cursor. ----
 void stream_tensor_object(JsonStream &s, IoKind io, const std::string &slot, const DumpHeader &header,
                           std::vector<TensorInfo> &out) {
-  TensorInfo t;
-  t.io = io;
-  t.slot = slot;
-  bool has_dtype = false, has_shape = false;
+  TensorObjectReader tensor(io, slot);
   s.members([&](std::string &&key) {
-    if (key == ck::kType) {
-      if (s.peek() == '"')
-        t.type = s.value().get<std::string>();
-      else
-        s.skip();
-    } else if (key == ck::kDtype) {
-      has_dtype = true;
-      const Json v = s.value();
-      t.dtype_text = v.is_string() ? v.get<std::string>() : to_json_text(v);
-    } else if (key == ck::kShape) {
-      has_shape = true;
-      const Json v = s.value();
-      if (v.is_array()) {
-        for (const Json &d : v) {
-          if (!d.is_number_integer()) {
-            t.shape_ok = false;
-            break;
-          }
-          t.shape.push_back(d.get<int64_t>());
-        }
-      } else {
-        t.shape_ok = false;
-      }
-    } else if (key == ck::kMax || key == ck::kMin || key == ck::kMean || key == ck::kNorm) {
-      const int i = key == ck::kMax ? 0 : key == ck::kMin ? 1 : key == ck::kMean ? 2 : 3;
-      const Json v = s.value();
-      t.stats[i] = stat_from_json(&v);
-    } else if (key == ck::kMd5 || key == ck::kDataName) {
-      const Json v = s.value();
-      if (v.is_string()) (key == ck::kMd5 ? t.md5 : t.data_name) = v.get<std::string>();
-    } else {
+    if (const auto f = tensor.wanted(key))
+      tensor.read(*f, s.value());
+    else
       s.skip();
-    }
   });
-  if (!has_dtype || !has_shape) return;
-  t.dtype = parse_any_dtype(t.dtype_text, header.framework_kind);
-  out.push_back(std::move(t));
+  tensor.finish(header, out);
 }
 
 void stream_arg(JsonStream &s, IoKind io, const std::string &slot, const DumpHeader &header,
@@ -510,25 +533,13 @@ std::vector<std::string> read_construct_names(const fs::path &path) {
 // ---- mapping.csv ----------------------------------------------------------------------------------------------------
 std::vector<MappingRow> read_mapping_csv(const fs::path &tensor_dir) {
   std::vector<MappingRow> rows;
-  std::ifstream in(tensor_dir / format::kMappingCsv);
+  std::ifstream in(tensor_dir / format::kMappingCsv, std::ios::binary);
   if (!in) return rows;
-  std::string line;
-  size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    MappingRow r;
-    r.line = n;
-    const size_t comma = line.find(',');
-    if (comma == std::string::npos) {
-      r.new_name = line;
-    } else {
-      r.new_name = line.substr(0, comma);
-      r.original_name = line.substr(comma + 1);
-    }
-    rows.push_back(std::move(r));
-  }
+  std::ostringstream read;
+  read << in.rdbuf();
+  const std::string text = read.str();
+  for (const PlainCsvLine &l : plain_csv_lines(text))
+    rows.push_back({std::string(l.first), std::string(l.rest.value_or("")), l.number});
   return rows;
 }
 

@@ -318,135 +318,151 @@ MappingReconcile reconcile_mapping(std::string_view content, const std::unordere
   return out;
 }
 
-FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
-  FolderRepair out;
-  auto say = [&](std::string s) { out.lines.push_back(std::move(s)); };
-  const std::optional<std::string> dump = read_if_exists(dir / format::kDumpJson);
+namespace {
 
-  // A folder begun with no kernel in it: nothing to keep.
-  if (holds_no_kernel(dir, dump)) {
-    if (!dry_run) remove_folder_and_empty_step(dir);
-    say(std::string("no kernel was written in it before the run ended (begun as it was killed): ") +
-        (dry_run ? "would be removed" : "removed"));
-    out.removed = true;
-    return out;
+// Temporaries of a rewrite the kill cut short (stack.json's, or a killed repair's).
+void remove_temporaries(const fs::path &dir, bool dry_run, FolderRepair &out) {
+  std::vector<fs::path> tmps;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (is_temporary_of_ours(it->path().filename().string())) tmps.push_back(it->path());
+  std::sort(tmps.begin(), tmps.end());
+  for (const fs::path &t : tmps) {
+    if (!dry_run) fs::remove(t, ec);
+    out.lines.push_back(t.filename().string() + ": temporary of a rewrite cut short, " +
+                        (dry_run ? "would be removed" : "removed"));
   }
+}
 
-  // Temporaries of a rewrite the kill cut short (stack.json's, or a killed repair's).
-  {
-    std::vector<fs::path> tmps;
-    std::error_code ec;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (is_temporary_of_ours(it->path().filename().string())) tmps.push_back(it->path());
-    std::sort(tmps.begin(), tmps.end());
-    for (const fs::path &t : tmps) {
-      if (!dry_run) fs::remove(t, ec);
-      say(t.filename().string() + ": temporary of a rewrite cut short, " + (dry_run ? "would be removed" : "removed"));
-    }
-  }
-
-  // dump.json: the truth everything else is made to agree with.
-  if (!dump) {
-    ++out.unrecoverable;
-    say(std::string(format::kDumpJson) + ": cannot repair: missing");
-    return out;
-  }
-  const JournalRepair d = repair_journal(*dump, JournalKind::DumpJson);
+// dump.json: the truth everything else is made to agree with.
+JournalRepair repair_dump_json(const fs::path &dir, const std::optional<std::string> &dump, bool dry_run,
+                               FolderRepair &out) {
+  JournalRepair d = repair_journal(*dump, JournalKind::DumpJson);
   switch (d.state) {
     case JournalRepair::State::Intact: ++out.intact; break;
     case JournalRepair::State::Unrecoverable:
       ++out.unrecoverable;
-      say(std::string(format::kDumpJson) + ": cannot repair: " + d.error);
-      return out;  // nothing to make the other files agree with
+      out.lines.push_back(std::string(format::kDumpJson) + ": cannot repair: " + d.error);
+      break;
     case JournalRepair::State::Repaired: {
       ++out.repaired;
       const std::string note = dry_run ? "" : replace_keeping_backup(dir / format::kDumpJson, dump, d.text);
       const std::string dropped = d.dropped_bytes ? std::to_string(d.dropped_bytes) + " bytes of a cut entry dropped"
                                                   : std::string("nothing was cut, the file was not closed");
-      say(std::string(format::kDumpJson) + ": " + (dry_run ? "would be repaired" : "repaired") + ", " +
-          std::to_string(d.entries) + " entries survived (" + dropped + note + ")");
+      out.lines.push_back(std::string(format::kDumpJson) + ": " + (dry_run ? "would be repaired" : "repaired") +
+                          ", " + std::to_string(d.entries) + " entries survived (" + dropped + note + ")");
       break;
     }
   }
-  const std::string_view dump_text = d.state == JournalRepair::State::Repaired ? d.text : *dump;
+  return d;
+}
+
+// construct.json: exactly dump.json's kernels, in its order. The collector appends to it after dump.json, so a kill
+// between the two leaves it one kernel behind; rebuilding it from dump.json loses nothing.
+void repair_construct_json(const fs::path &dir, const std::vector<std::string> &names, bool dry_run,
+                           FolderRepair &out) {
+  const fs::path path = dir / format::kConstructJson;
+  const std::optional<std::string> text = read_if_exists(path);
+  const std::string_view view = text ? std::string_view(*text) : std::string_view();
+  const ConstructReconcile c = reconcile_construct(text ? &view : nullptr, names);
+  if (!c.rebuilt) {
+    ++out.intact;
+    return;
+  }
+  ++out.repaired;
+  const std::string note = dry_run ? "" : replace_keeping_backup(path, text, c.text);
+  out.lines.push_back(std::string(format::kConstructJson) + ": " + (dry_run ? "would be rebuilt" : "rebuilt") +
+                      " from dump.json, " + std::to_string(names.size()) + " entries (" + c.why + note + ")");
+}
+
+// stack.json: rewritten whole by the collector, so it only lags; it must not name a kernel dump.json lacks.
+void repair_stack_json(const fs::path &dir, const std::unordered_set<std::string> &names, bool dry_run,
+                       FolderRepair &out) {
+  const fs::path path = dir / format::kStackJson;
+  const std::optional<std::string> text = read_if_exists(path);
+  if (!text) {
+    ++out.repaired;
+    if (!dry_run) format::write_file_atomic(path, "{}\n");
+    out.lines.push_back(std::string(format::kStackJson) + ": missing, " +
+                        (dry_run ? "would be written" : "written") +
+                        " empty (the stacks of its last kernels are lost)");
+    return;
+  }
+  const StackReconcile s = reconcile_stack(*text, names);
+  if (!s.changed) {
+    ++out.intact;
+    return;
+  }
+  ++out.repaired;
+  const std::string note = dry_run ? "" : replace_keeping_backup(path, text, s.text);
+  out.lines.push_back(std::string(format::kStackJson) + ": " +
+                      (s.was_invalid ? std::string("not valid JSON, ") + (dry_run ? "would be replaced" : "replaced") +
+                                           " by an empty one (its stacks are lost" + note + ")"
+                                     : std::string(dry_run ? "would drop " : "dropped ") +
+                                           plural(s.dropped_names, "kernel", "kernels") + " dump.json lacks (" +
+                                           (note.empty() ? std::string("") : note.substr(2)) + ")"));
+}
+
+// dump_tensor_data/: a kernel's files are written before its entry, so a kill leaves the files (and mapping.csv
+// rows) of the kernel that was being written. Only a folder whose dump.json was not closed has such leftovers; in
+// a closed one, verify reports any orphan and nothing is deleted.
+void repair_tensor_dir(const fs::path &dir, std::string_view dump_text, bool dry_run, FolderRepair &out) {
+  const fs::path tensor_dir = dir / format::kTensorDir;
+  const std::unordered_set<std::string> data_names = dump_data_names(dump_text);
+  if (const std::optional<std::string> mapping = read_if_exists(tensor_dir / format::kMappingCsv)) {
+    const MappingReconcile m = reconcile_mapping(*mapping, data_names);
+    if (m.changed) {
+      ++out.repaired;
+      // No .bak here: dump_tensor_data/ holds only tensor files and mapping.csv.
+      if (!dry_run) format::write_file_atomic(tensor_dir / format::kMappingCsv, m.text);
+      out.lines.push_back(std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) + ": " +
+                          (dry_run ? "would drop " : "dropped ") + plural(m.dropped_rows, "row", "rows") +
+                          " of files no data_name names");
+    }
+  }
+  std::vector<fs::path> orphans;
+  std::error_code ec;
+  for (fs::directory_iterator it(tensor_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name != format::kMappingCsv && !data_names.count(name)) orphans.push_back(it->path());
+  }
+  if (orphans.empty()) return;
+  std::sort(orphans.begin(), orphans.end());
+  if (!dry_run)
+    for (const fs::path &o : orphans) fs::remove(o, ec);
+  out.lines.push_back(std::string(format::kTensorDir) + ": " + plural(orphans.size(), "file", "files") +
+                      " of kernels that never reached dump.json " + (dry_run ? "would be removed" : "removed") + " (" +
+                      orphans.front().filename().string() + (orphans.size() > 1 ? ", ..." : "") + ")");
+}
+
+}  // namespace
+
+FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
+  FolderRepair out;
+  const std::optional<std::string> dump = read_if_exists(dir / format::kDumpJson);
+
+  // A folder begun with no kernel in it: nothing to keep.
+  if (holds_no_kernel(dir, dump)) {
+    if (!dry_run) remove_folder_and_empty_step(dir);
+    out.lines.push_back(std::string("no kernel was written in it before the run ended (begun as it was killed): ") +
+                        (dry_run ? "would be removed" : "removed"));
+    out.removed = true;
+    return out;
+  }
+  remove_temporaries(dir, dry_run, out);
+  if (!dump) {
+    ++out.unrecoverable;
+    out.lines.push_back(std::string(format::kDumpJson) + ": cannot repair: missing");
+    return out;
+  }
+  const JournalRepair d = repair_dump_json(dir, dump, dry_run, out);
+  if (d.state == JournalRepair::State::Unrecoverable) return out;  // nothing to make the other files agree with
+  const bool repaired = d.state == JournalRepair::State::Repaired;
+  const std::string_view dump_text = repaired ? d.text : *dump;
   const std::vector<std::string> names = dump_kernel_names(dump_text);
-  const std::unordered_set<std::string> name_set(names.begin(), names.end());
-
-  // construct.json: exactly dump.json's kernels, in its order. The collector appends to it after dump.json, so
-  // a kill between the two leaves it one kernel behind; rebuilding it from dump.json loses nothing.
-  {
-    const fs::path path = dir / format::kConstructJson;
-    const std::optional<std::string> text = read_if_exists(path);
-    const std::string_view view = text ? std::string_view(*text) : std::string_view();
-    const ConstructReconcile c = reconcile_construct(text ? &view : nullptr, names);
-    if (!c.rebuilt) {
-      ++out.intact;
-    } else {
-      ++out.repaired;
-      const std::string note = dry_run ? "" : replace_keeping_backup(path, text, c.text);
-      say(std::string(format::kConstructJson) + ": " + (dry_run ? "would be rebuilt" : "rebuilt") +
-          " from dump.json, " + std::to_string(names.size()) + " entries (" + c.why + note + ")");
-    }
-  }
-
-  // stack.json: rewritten whole by the collector, so it only lags; it must not name a kernel dump.json lacks.
-  {
-    const fs::path path = dir / format::kStackJson;
-    const std::optional<std::string> text = read_if_exists(path);
-    if (!text) {
-      ++out.repaired;
-      if (!dry_run) format::write_file_atomic(path, "{}\n");
-      say(std::string(format::kStackJson) + ": missing, " + (dry_run ? "would be written" : "written") +
-          " empty (the stacks of its last kernels are lost)");
-    } else {
-      const StackReconcile s = reconcile_stack(*text, name_set);
-      if (!s.changed) {
-        ++out.intact;
-      } else {
-        ++out.repaired;
-        const std::string note = dry_run ? "" : replace_keeping_backup(path, text, s.text);
-        say(std::string(format::kStackJson) + ": " +
-            (s.was_invalid
-                 ? std::string("not valid JSON, ") + (dry_run ? "would be replaced" : "replaced") +
-                       " by an empty one (its stacks are lost" + note + ")"
-                 : std::string(dry_run ? "would drop " : "dropped ") + plural(s.dropped_names, "kernel", "kernels") +
-                       " dump.json lacks (" + (note.empty() ? std::string("") : note.substr(2)) + ")"));
-      }
-    }
-  }
-
-  // dump_tensor_data/: a kernel's files are written before its entry, so a kill leaves the files (and mapping.csv
-  // rows) of the kernel that was being written. Only a folder whose dump.json was not closed has such leftovers;
-  // in a closed one, verify reports any orphan and nothing is deleted.
-  if (d.state == JournalRepair::State::Repaired) {
-    const fs::path tensor_dir = dir / format::kTensorDir;
-    const std::unordered_set<std::string> data_names = dump_data_names(dump_text);
-    if (const std::optional<std::string> mapping = read_if_exists(tensor_dir / format::kMappingCsv)) {
-      const MappingReconcile m = reconcile_mapping(*mapping, data_names);
-      if (m.changed) {
-        ++out.repaired;
-        // No .bak here: dump_tensor_data/ holds only tensor files and mapping.csv.
-        if (!dry_run) format::write_file_atomic(tensor_dir / format::kMappingCsv, m.text);
-        say(std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) + ": " +
-            (dry_run ? "would drop " : "dropped ") + plural(m.dropped_rows, "row", "rows") +
-            " of files no data_name names");
-      }
-    }
-    std::vector<fs::path> orphans;
-    std::error_code ec;
-    for (fs::directory_iterator it(tensor_dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name != format::kMappingCsv && !data_names.count(name)) orphans.push_back(it->path());
-    }
-    if (!orphans.empty()) {
-      std::sort(orphans.begin(), orphans.end());
-      if (!dry_run)
-        for (const fs::path &o : orphans) fs::remove(o, ec);
-      say(std::string(format::kTensorDir) + ": " + plural(orphans.size(), "file", "files") +
-          " of kernels that never reached dump.json " + (dry_run ? "would be removed" : "removed") + " (" +
-          orphans.front().filename().string() + (orphans.size() > 1 ? ", ..." : "") + ")");
-    }
-  }
+  repair_construct_json(dir, names, dry_run, out);
+  repair_stack_json(dir, std::unordered_set<std::string>(names.begin(), names.end()), dry_run, out);
+  if (repaired) repair_tensor_dir(dir, dump_text, dry_run, out);
   return out;
 }
 

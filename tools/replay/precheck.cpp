@@ -24,37 +24,32 @@ Status worse(Status a, Status b) {
 }
 
 namespace {
+
 void note(std::string &m, const std::string &s) { m += (m.empty() ? "" : " ") + s; }
-}  // namespace
 
-Status precheck(std::span<const double> device, std::span<const double> bench, format::DType dtype, double bench_eps,
-                const PrecheckThresholds &th, PrecheckMetrics &m) {
-  using format::DType;
+// Integer and bool outputs: msprobe's "Only judged by Error Rate".
+Status binary_consistency(std::span<const double> device, std::span<const double> bench, format::DType dtype,
+                          PrecheckMetrics &m) {
   const size_t n = device.size();
-  if (bench.size() != n) {
-    note(m.message,
-         "The reference has " + std::to_string(bench.size()) + " elements, the output " + std::to_string(n) + ".");
-    return Status::Error;
-  }
-  if (!format::is_floating(dtype)) {  // msprobe: "Only judged by Error Rate."
-    size_t differ = 0;
-    for (size_t k = 0; k < n; ++k) differ += !(device[k] == bench[k]);
-    m.error_rate = n ? static_cast<double>(differ) / static_cast<double>(n) : 0.0;
-    note(m.message, "Compare algorithm is not supported for " +
-                        std::string(format::dtype_name(dtype, format::Framework::MindSpore)) +
-                        " data. Only judged by Error Rate.");
-    return differ ? Status::Error : Status::Pass;
-  }
+  size_t differ = 0;
+  for (size_t k = 0; k < n; ++k) differ += !(device[k] == bench[k]);
+  m.error_rate = n ? static_cast<double>(differ) / static_cast<double>(n) : 0.0;
+  note(m.message, "Compare algorithm is not supported for " +
+                      std::string(format::dtype_name(dtype, format::Framework::MindSpore)) +
+                      " data. Only judged by Error Rate.");
+  return differ ? Status::Error : Status::Pass;
+}
 
-  // compare's metrics: Cosine, MaxAbsErr (same NaN/Inf on both sides left out), EucDist.
-  const TensorMetrics tm = tensor_metrics(device, bench, bench_eps);
-  m.cosine = tm.cosine;
-  m.max_abs_err = tm.max_abs_err;
-  m.euc_dist = tm.euc_dist;
-  if (!tm.message.empty()) note(m.message, tm.message);
+bool is_low_precision(format::DType dtype) {
+  return dtype == format::DType::F16 || dtype == format::DType::BF16;
+}
 
-  // The pre-check's columns: relative-error shares, small values, error balance, RMSE, max / mean relative error.
-  const bool low = dtype == DType::F16 || dtype == DType::BF16;
+// The pre-check's columns: relative-error shares, small values, error balance, RMSE, max / mean relative error.
+// Returns how many elements are finite on both sides.
+size_t relative_error_metrics(std::span<const double> device, std::span<const double> bench, format::DType dtype,
+                              double bench_eps, PrecheckMetrics &m) {
+  const size_t n = device.size();
+  const bool low = is_low_precision(dtype);
   const double small_value = low ? 1e-3 : 1e-6, small_atol = low ? 1e-5 : 1e-9;
   size_t finite = 0, within2 = 0, within3 = 0, within4 = 0, small = 0, small_bad = 0, normal = 0, larger = 0,
          smaller = 0;
@@ -99,10 +94,11 @@ Status precheck(std::span<const double> device, std::span<const double> bench, f
   } else if (finite) {
     m.rmse = m.max_rel_err = m.mean_rel_err = 0.0;
   }
+  return finite;
+}
 
-  if (tm.nonfinite_mismatch) return Status::Error;  // tensor_metrics' message says where
-  if (n == 0) return Status::Pass;
-  if (finite == 0) return Status::Pass;  // every element the same NaN/Inf on both sides
+// msprobe's run_ut benchmark rule on the metrics of a float output with finite elements.
+Status float_verdict(format::DType dtype, const PrecheckThresholds &th, PrecheckMetrics &m) {
   if (m.cosine && !(*m.cosine > th.cosine)) {
     note(m.message, "Cosine similarity is not above " + std::to_string(th.cosine) + ": error.");
     return Status::Error;
@@ -111,7 +107,7 @@ Status precheck(std::span<const double> device, std::span<const double> bench, f
     note(m.message, "Max abs error is below the threshold: pass.");
     return Status::Pass;
   }
-  if (low) {
+  if (is_low_precision(dtype)) {
     if (!(*m.hundredth > 1 - 0.01)) {
       note(m.message, "Relative error is greater than 0.01: error.");
       return Status::Error;
@@ -133,6 +129,32 @@ Status precheck(std::span<const double> device, std::span<const double> bench, f
   }
   note(m.message, "Relative error is less than 0.0001: pass.");
   return Status::Pass;
+}
+
+}  // namespace
+
+Status precheck(std::span<const double> device, std::span<const double> bench, format::DType dtype, double bench_eps,
+                const PrecheckThresholds &th, PrecheckMetrics &m) {
+  const size_t n = device.size();
+  if (bench.size() != n) {
+    note(m.message,
+         "The reference has " + std::to_string(bench.size()) + " elements, the output " + std::to_string(n) + ".");
+    return Status::Error;
+  }
+  if (!format::is_floating(dtype)) return binary_consistency(device, bench, dtype, m);
+
+  // compare's metrics: Cosine, MaxAbsErr (same NaN/Inf on both sides left out), EucDist.
+  const TensorMetrics tm = tensor_metrics(device, bench, bench_eps);
+  m.cosine = tm.cosine;
+  m.max_abs_err = tm.max_abs_err;
+  m.euc_dist = tm.euc_dist;
+  if (!tm.message.empty()) note(m.message, tm.message);
+  const size_t finite = relative_error_metrics(device, bench, dtype, bench_eps, m);
+
+  if (tm.nonfinite_mismatch) return Status::Error;  // tensor_metrics' message says where
+  if (n == 0) return Status::Pass;
+  if (finite == 0) return Status::Pass;  // every element the same NaN/Inf on both sides
+  return float_verdict(dtype, th, m);
 }
 
 }  // namespace msprobe::tools::replay

@@ -5,22 +5,17 @@
 #include <limits>
 
 #include "format/half.h"
+#include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools::replay {
 
 int64_t numel(const Shape &s) {
   int64_t n = 1;
   for (int64_t d : s) {
-    if (d < 0) throw RefError("negative dimension in shape " + shape_str(s));
+    if (d < 0) throw RefError("negative dimension in shape " + shape_text(s));
     n *= d;
   }
   return n;
-}
-
-std::string shape_str(const Shape &s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
 }
 
 // ---- Call -----------------------------------------------------------------------------------------------------------
@@ -120,7 +115,7 @@ Shape broadcast_shapes(const Shape &a, const Shape &b) {
     const int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
     const int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
     if (x != y && x != 1 && y != 1)
-      throw RefError("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+      throw RefError("shapes " + shape_text(a) + " and " + shape_text(b) + " do not broadcast");
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -128,7 +123,7 @@ Shape broadcast_shapes(const Shape &a, const Shape &b) {
 
 std::vector<double> broadcast_to(const Tensor &t, const Shape &to) {
   if (t.shape == to) return t.v;
-  if (t.shape.size() > to.size()) throw RefError("cannot broadcast " + shape_str(t.shape) + " to " + shape_str(to));
+  if (t.shape.size() > to.size()) throw RefError("cannot broadcast " + shape_text(t.shape) + " to " + shape_text(to));
   const size_t lead = to.size() - t.shape.size();
   const Shape src = strides_of(t.shape);
   Shape st(to.size(), 0);  // source stride per output dim; 0 where the source repeats
@@ -136,7 +131,7 @@ std::vector<double> broadcast_to(const Tensor &t, const Shape &to) {
     if (t.shape[i] == to[lead + i])
       st[lead + i] = src[i];
     else if (t.shape[i] != 1)
-      throw RefError("cannot broadcast " + shape_str(t.shape) + " to " + shape_str(to));
+      throw RefError("cannot broadcast " + shape_text(t.shape) + " to " + shape_text(to));
   }
   const auto n = static_cast<size_t>(numel(to));
   std::vector<double> out(n);

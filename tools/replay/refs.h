@@ -28,7 +28,6 @@ class RefError : public std::runtime_error {
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape &s);
-std::string shape_str(const Shape &s);
 
 // A tensor's values in C order, as doubles.
 struct Tensor {

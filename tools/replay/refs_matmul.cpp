@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "format/half.h"
+#include "tools/reader/dump_reader.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -32,7 +33,7 @@ Tensor matmul(Tensor a, Tensor b) {
   if (b_vec) b.shape.push_back(1);
   const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back();
   const int64_t k2 = b.shape[b.shape.size() - 2], n = b.shape.back();
-  if (k != k2) throw RefError("matmul: inner dimensions differ: " + shape_str(a.shape) + " @ " + shape_str(b.shape));
+  if (k != k2) throw RefError("matmul: inner dimensions differ: " + shape_text(a.shape) + " @ " + shape_text(b.shape));
   const Shape a_batch(a.shape.begin(), a.shape.end() - 2), b_batch(b.shape.begin(), b.shape.end() - 2);
   const Shape batch = broadcast_shapes(a_batch, b_batch);
   // Broadcast the batch dims of each operand by broadcasting a tensor of matrix indices.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tools/reader/dump_reader.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -65,7 +66,8 @@ struct Rows {
 Rows norm_rows(const Tensor &x, const std::vector<int64_t> &normalized) {
   const size_t k = normalized.size();
   if (k > x.shape.size() || !std::equal(normalized.begin(), normalized.end(), x.shape.end() - static_cast<long>(k)))
-    throw RefError("normalizedShape " + shape_str(normalized) + " is not the trailing shape of " + shape_str(x.shape));
+    throw RefError("normalizedShape " + shape_text(normalized) + " is not the trailing shape of " +
+                   shape_text(x.shape));
   Rows r;
   for (size_t i = 0; i < x.shape.size(); ++i) {
     const bool lead = i < x.shape.size() - k;

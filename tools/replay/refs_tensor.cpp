@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tools/reader/dump_reader.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -55,7 +56,7 @@ Outputs cat(const Call &c) {  // (tensors, dim); empty 1-D tensors are skipped, 
   for (const Tensor *t : parts) {
     for (size_t k = 0; k < first.size(); ++k)
       if (k != d && (t->shape.size() != first.size() || t->shape[k] != first[k]))
-        throw RefError("Cat: shapes " + shape_str(first) + " and " + shape_str(t->shape) + " do not fit");
+        throw RefError("Cat: shapes " + shape_text(first) + " and " + shape_text(t->shape) + " do not fit");
     out_shape[d] += t->shape[d];
   }
   size_t outer = 1, inner = 1;

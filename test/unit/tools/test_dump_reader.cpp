@@ -235,7 +235,10 @@ TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
       R"( "launch_index": 4},)"
       R"("B.x.0": {"input_kwargs": {"alpha": {"type": "float", "value": 2}, "t": {"type": "t", "dtype": 7,)"
       R"( "shape": [1, 2], "Min": -1}}, "input": [{"type": "t", "dtype": "Float32", "shape": [2]}],)"
-      R"( "output": {"type": "t", "dtype": "float64", "shape": [1]}, "launch_index": -3}}})";
+      R"( "output": {"type": "t", "dtype": "float64", "shape": [1]}, "launch_index": -3},)"
+      // Duplicate keys: the first counts in both readers, as a Json lookup finds it.
+      R"("C.x.0": {"output": [{"type": 1, "type": "late", "dtype": "float32", "dtype": "int8", "shape": [2],)"
+      R"( "shape": [3, "x"], "Max": 1, "Max": 2, "md5": "first", "md5": 5, "data_name": 7, "data_name": "n"}]}}})";
   std::vector<std::vector<mt::TensorInfo>> from_entries, from_records;
   std::vector<std::optional<uint64_t>> li_entries, li_records;
   mt::DumpHeader h;
@@ -254,12 +257,12 @@ TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
     return true;
   };
   mt::stream_dump_json(text, b);
-  ASSERT_EQ(from_entries.size(), 2u);
-  ASSERT_EQ(from_records.size(), 2u);
+  ASSERT_EQ(from_entries.size(), 3u);
+  ASSERT_EQ(from_records.size(), 3u);
   EXPECT_EQ(li_entries, li_records);
   EXPECT_EQ(li_records[0], 4u);
   EXPECT_FALSE(li_records[1]);  // negative: not a launch index
-  for (int i = 0; i < 2; ++i) expect_same_tensors(from_entries[i], from_records[i]);
+  for (int i = 0; i < 3; ++i) expect_same_tensors(from_entries[i], from_records[i]);
   // input_args wins over msprobe's "input"; then kwargs; then output.
   ASSERT_EQ(from_records[0].size(), 2u);
   EXPECT_EQ(from_records[0][0].dtype, mc::DType::Bool);
@@ -270,6 +273,15 @@ TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
   EXPECT_EQ(from_records[1][1].dtype_text, "7");
   EXPECT_FALSE(from_records[1][1].dtype);
   EXPECT_EQ(from_records[1][2].dtype, mc::DType::F64);
+  ASSERT_EQ(from_records[2].size(), 1u);
+  const mt::TensorInfo &dup = from_records[2][0];
+  EXPECT_EQ(dup.type, "");
+  EXPECT_EQ(dup.dtype, mc::DType::F32);
+  EXPECT_EQ(dup.shape, (std::vector<int64_t>{2}));
+  EXPECT_TRUE(dup.shape_ok);
+  EXPECT_EQ(mt::stat_text(dup.stats[0]), "1");
+  EXPECT_EQ(dup.md5, "first");
+  EXPECT_FALSE(dup.data_name);
 }
 
 TEST(StackJson, GroupedAndFlat) {
