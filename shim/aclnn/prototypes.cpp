@@ -18,6 +18,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "format/io.h"
+
 namespace msprobe::shim {
 namespace {
 
@@ -769,14 +771,8 @@ bool read_file(const std::string &path, std::string *out) {
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) <= kMaxHeaderBytes;
   if (ok) {
     out->resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < out->size()) {
-      const ssize_t r = ::read(fd, out->data() + got, out->size() - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += static_cast<size_t>(r);
-    }
-    out->resize(got);
+    const ssize_t got = format::read_full(fd, out->data(), out->size());
+    out->resize(got > 0 ? static_cast<size_t>(got) : 0);
   }
   ::close(fd);
   return ok;

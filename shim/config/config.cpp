@@ -11,6 +11,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "format/io.h"
+
 namespace msprobe::shim {
 
 using json = nlohmann::json;
@@ -428,26 +430,15 @@ std::optional<size_t> ConfigFile::regular_file_size(int fd) {
 // Reads to EOF (st_size may lie for /proc-like files), never more than the cap.
 std::optional<std::string> ConfigFile::read_text(int fd, size_t size) {
   std::string text;
-  text.resize(size + 1);
-  size_t got = 0;
-  while (true) {
-    if (got == text.size()) {
-      if (text.size() > kMaxConfigBytes) {
-        fail("is more than the 16 MiB a config.json may have");
-        return std::nullopt;
-      }
-      text.resize(std::min(text.size() * 2 + 4096, kMaxConfigBytes + 1));
-    }
-    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      fail(std::string("cannot be read: ") + std::strerror(errno));
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
+  text.reserve(std::min(size + 1, kMaxConfigBytes + 1));
+  if (!format::read_to_end(fd, &text, kMaxConfigBytes + 1)) {
+    fail(std::string("cannot be read: ") + std::strerror(errno));
+    return std::nullopt;
   }
-  text.resize(got);
+  if (text.size() > kMaxConfigBytes) {
+    fail("is more than the 16 MiB a config.json may have");
+    return std::nullopt;
+  }
   return text;
 }
 

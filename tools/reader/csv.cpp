@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "format/io.h"
+
 namespace msprobe::tools {
 
 std::string csv_cell(std::string_view s) {
@@ -110,16 +112,9 @@ CsvAppender::~CsvAppender() {
 }
 
 void CsvAppender::append(std::string_view records) {
-  for (size_t done = 0; !failed_ && done < records.size();) {
-    const ssize_t n = ::write(fd_, records.data() + done, records.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed_ = true;
-      error_ = errno;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
+  if (failed_ || format::write_all(fd_, records.data(), records.size())) return;
+  failed_ = true;
+  error_ = errno;
 }
 
 void CsvAppender::close() {

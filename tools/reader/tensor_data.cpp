@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "format/half.h"
+#include "format/io.h"
 #include "format/lz4.h"
 #include "format/npy.h"
 
@@ -232,14 +233,10 @@ void read_tensor_chunks(const TensorFile &f, const std::function<void(const void
   uint64_t done = 0;
   while (done < f.data_bytes) {
     const uint64_t want = std::min<uint64_t>(buf.size(), f.data_bytes - done);
-    uint64_t got = 0;
-    while (got < want) {
-      const ssize_t r = ::pread(fd.get(), buf.data() + got, want - got, static_cast<off_t>(f.data_offset + done + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) throw TensorFileError(std::string("read error: ") + std::strerror(errno));
-      if (r == 0) throw TensorFileError("file shorter than its header says (changed while reading?)");
-      got += static_cast<uint64_t>(r);
-    }
+    const ssize_t r = format::read_full(fd.get(), buf.data(), want, static_cast<int64_t>(f.data_offset + done));
+    if (r < 0) throw TensorFileError(std::string("read error: ") + std::strerror(errno));
+    if (static_cast<uint64_t>(r) < want)
+      throw TensorFileError("file shorter than its header says (changed while reading?)");
     fn(buf.data(), want / esize);
     done += want;
   }
