@@ -74,6 +74,15 @@ inline constexpr char kFloat[] = "float";
 inline constexpr char kBool[] = "bool";
 inline constexpr char kStr[] = "str";
 inline constexpr char kAclDataType[] = "aclDataType";
+inline constexpr char kAclScalar[] = "aclScalar";  // a scalar of a dtype with no JSON number (fp16, complex): type only
+inline constexpr char kAclScalarList[] = "aclScalarList";
+inline constexpr char kAclIntArray[] = "aclIntArray";  // these three with a null value: a handle the shim never saw made
+inline constexpr char kAclFloatArray[] = "aclFloatArray";
+inline constexpr char kAclBoolArray[] = "aclBoolArray";
+inline constexpr char kPointer[] = "pointer";
+inline constexpr char kListInt[] = "list[int]";  // aclop list attributes
+inline constexpr char kListFloat[] = "list[float]";
+inline constexpr char kListBool[] = "list[bool]";
 }  // namespace value_type
 inline constexpr std::string_view kIntLeafType = value_type::kInt;
 inline constexpr std::string_view kFloatLeafType = value_type::kFloat;

@@ -34,6 +34,10 @@ inline constexpr std::string_view kUnknownOpType = "Unknown";
 std::string kernel_base_name(std::string_view op_type, std::string_view op_name);
 // "{base}.{ordinal}".
 std::string kernel_name(std::string_view base, uint64_t ordinal);
+// The reverse, for readers: the OpType of a kernel name, the part before the first '.' (a sanitized OpType has none).
+constexpr std::string_view op_type_of(std::string_view kernel_name) {
+  return kernel_name.substr(0, kernel_name.find('.'));
+}
 
 // The n of `{OpType}.{OpName}.{n}`: how many kernels with the same base name came before in this step and rank.
 // Not thread-safe: call it in launch order from one thread (or under the caller's lock).

@@ -14,17 +14,17 @@
 #include <utility>
 
 #include "format/naming.h"
-#include "shim/device/acl_types.h"
-#include "shim/call/forwarder.h"
-#include "shim/device/handles.h"
-#include "shim/capture/kernel_launch.h"
-#include "shim/base/log.h"
 #include "shim/aclnn/prototypes.h"
+#include "shim/base/log.h"
 #include "shim/base/reentry.h"
-#include "shim/capture/session.h"
-#include "shim/device/runtime_api.h"
 #include "shim/base/symbols.h"
+#include "shim/call/forwarder.h"
 #include "shim/call/trampoline.h"
+#include "shim/capture/kernel_launch.h"
+#include "shim/capture/session.h"
+#include "shim/device/acl_types.h"
+#include "shim/device/handles.h"
+#include "shim/device/runtime_api.h"
 
 namespace msprobe::shim {
 namespace {
@@ -145,7 +145,7 @@ std::string dtype_value_name(int32_t acl_dtype) {
 ValueArg scalar_value(const void *handle) {
   auto h = handles().get(handle);
   const ScalarMeta *s = h ? std::get_if<ScalarMeta>(&*h) : nullptr;
-  if (!s) return {"aclScalar", std::monostate{}};
+  if (!s) return {vt::kAclScalar, std::monostate{}};
   format::DType d = acl_to_dtype(s->dtype);
   const void *p = s->raw.data();
   auto load = [p](auto v) {
@@ -164,7 +164,7 @@ ValueArg scalar_value(const void *handle) {
     case format::DType::U16: return {vt::kInt, (int64_t)load(uint16_t{})};
     case format::DType::U32: return {vt::kInt, (int64_t)load(uint32_t{})};
     case format::DType::U64: return {vt::kInt, (int64_t)load(uint64_t{})};
-    default: return {"aclScalar", dtype_value_name(s->dtype)};  // fp16/bf16/complex scalars: type only
+    default: return {vt::kAclScalar, dtype_value_name(s->dtype)};  // fp16/bf16/complex scalars: type only
   }
 }
 
@@ -182,7 +182,7 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
     case ParamKind::UInt16: return ValueArg{vt::kInt, read_int(a, loc, 16, false)};
     case ParamKind::Int8: return ValueArg{vt::kInt, read_int(a, loc, 8, true)};
     case ParamKind::UInt8: return ValueArg{vt::kInt, read_int(a, loc, 8, false)};
-    case ParamKind::Bool: return ValueArg{"bool", read_int(a, loc, 8, false) != 0};
+    case ParamKind::Bool: return ValueArg{vt::kBool, read_int(a, loc, 8, false) != 0};
     case ParamKind::DataType: return ValueArg{vt::kAclDataType, dtype_value_name((int32_t)read_int(a, loc, 32, true))};
     default: break;
   }
@@ -192,15 +192,15 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
   switch (kind) {
     case ParamKind::Scalar: return scalar_value(p);
     case ParamKind::IntArray:
-      if (auto *v = h ? std::get_if<std::vector<int64_t>>(&*h) : nullptr) return ValueArg{"aclIntArray", *v};
-      return ValueArg{"aclIntArray", std::monostate{}};
+      if (auto *v = h ? std::get_if<std::vector<int64_t>>(&*h) : nullptr) return ValueArg{vt::kAclIntArray, *v};
+      return ValueArg{vt::kAclIntArray, std::monostate{}};
     case ParamKind::FloatArray:
       if (auto *v = h ? std::get_if<std::vector<float>>(&*h) : nullptr)
-        return ValueArg{"aclFloatArray", std::vector<double>(v->begin(), v->end())};
-      return ValueArg{"aclFloatArray", std::monostate{}};
+        return ValueArg{vt::kAclFloatArray, std::vector<double>(v->begin(), v->end())};
+      return ValueArg{vt::kAclFloatArray, std::monostate{}};
     case ParamKind::BoolArray:
-      if (auto *v = h ? std::get_if<std::vector<bool>>(&*h) : nullptr) return ValueArg{"aclBoolArray", *v};
-      return ValueArg{"aclBoolArray", std::monostate{}};
+      if (auto *v = h ? std::get_if<std::vector<bool>>(&*h) : nullptr) return ValueArg{vt::kAclBoolArray, *v};
+      return ValueArg{vt::kAclBoolArray, std::monostate{}};
     case ParamKind::ScalarList: {
       std::vector<double> values;
       if (auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
@@ -213,7 +213,7 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
           else if (auto *b = std::get_if<bool>(&v.value))
             values.push_back(*b ? 1.0 : 0.0);
         }
-      return ValueArg{"aclScalarList", values};
+      return ValueArg{vt::kAclScalarList, values};
     }
     case ParamKind::CString: {
       char buf[256];
@@ -225,7 +225,7 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
       }
       return ValueArg{vt::kStr, std::string(buf, n)};
     }
-    default: return ValueArg{"pointer", std::monostate{}};
+    default: return ValueArg{vt::kPointer, std::monostate{}};
   }
 }
 

@@ -16,6 +16,7 @@
 
 using namespace msprobe::shim;
 using msprobe::format::ValueArg;
+namespace vt = msprobe::format::value_type;  // the dump's value types
 
 namespace {
 
@@ -173,12 +174,12 @@ MSPROBE_EXPORT void aclopDestroyAttr(const aclopAttr *attr) {
     if (rc == ACL_SUCCESS && capture_enabled()) attrs().set(attr, attrName, make_value); \
     return rc;                                                                           \
   }
-MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{"bool", attrValue != 0}))
-MSPROBE_SET_ATTR_HOOK(aclopSetAttrInt, int64_t, (ValueArg{"int", attrValue}))
-MSPROBE_SET_ATTR_HOOK(aclopSetAttrFloat, float, (ValueArg{"float", (double)attrValue}))
-MSPROBE_SET_ATTR_HOOK(aclopSetAttrString, const char *, (ValueArg{"str", std::string(attrValue ? attrValue : "")}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{vt::kBool, attrValue != 0}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrInt, int64_t, (ValueArg{vt::kInt, attrValue}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrFloat, float, (ValueArg{vt::kFloat, (double)attrValue}))
+MSPROBE_SET_ATTR_HOOK(aclopSetAttrString, const char *, (ValueArg{vt::kStr, std::string(attrValue ? attrValue : "")}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
-                      (ValueArg{"aclDataType", std::string(msprobe::format::dtype_id(acl_to_dtype(attrValue)))}))
+                      (ValueArg{vt::kAclDataType, std::string(msprobe::format::dtype_id(acl_to_dtype(attrValue)))}))
 #undef MSPROBE_SET_ATTR_HOOK
 
 #define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                            \
@@ -193,9 +194,9 @@ MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
     }                                                                                                 \
     return rc;                                                                                        \
   }
-MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListInt, int64_t, "list[int]", int64_t)
-MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListFloat, float, "list[float]", double)
-MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListBool, uint8_t, "list[bool]", bool)
+MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListInt, int64_t, vt::kListInt, int64_t)
+MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListFloat, float, vt::kListFloat, double)
+MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListBool, uint8_t, vt::kListBool, bool)
 #undef MSPROBE_SET_LIST_ATTR_HOOK
 
 MSPROBE_EXPORT aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],

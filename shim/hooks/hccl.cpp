@@ -17,6 +17,7 @@
 
 using namespace msprobe::shim;
 using msprobe::format::ValueArg;
+namespace vt = msprobe::format::value_type;  // the dump's value types
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
 #define MSPROBE_HCCL_HOOKS(X) \
@@ -80,7 +81,7 @@ std::optional<uint64_t> times_rank_size(uint64_t count, HcclComm comm) {
 ValueArg reduce_op(HcclReduceOp op) {
   const char *names[] = {"sum", "prod", "max", "min"};
   std::string v = (unsigned)op < 4 ? names[(int)op] : "reduce_op_" + std::to_string((int)op);
-  return ValueArg{"str", std::move(v), "op"};
+  return ValueArg{vt::kStr, std::move(v), "op"};
 }
 
 // A communicator's creation (`args` forwarded untouched): the rank it was created with is the rank hint.
@@ -150,7 +151,7 @@ MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType 
   auto forward = [&] { return real(buf, count, dataType, root, comm, stream); };
   if (!capturing()) return forward();
   auto t = buffer(buf, count, dataType);
-  return capture_collective("HcclBroadcast", stream, t, {ValueArg{"int", (int64_t)root, "root"}}, t, forward);
+  return capture_collective("HcclBroadcast", stream, t, {ValueArg{vt::kInt, (int64_t)root, "root"}}, t, forward);
 }
 
 MSPROBE_EXPORT HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,

@@ -471,7 +471,6 @@ DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks) {
   }
 }
 
-std::string_view op_type_of(std::string_view kernel_name) { return kernel_name.substr(0, kernel_name.find('.')); }
 
 // ---- stack.json -----------------------------------------------------------------------------------------------------
 namespace {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/naming.h"
 #include "format/stats.h"
 #include "tools/reader/json_reader.h"
 
@@ -125,8 +126,8 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &callback
 // Opens rank/dump.json and streams it; errors name the file.
 DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks);
 
-// The kernel's op type: the part of `{OpType}.{OpName}.{n}` before the first '.'.
-std::string_view op_type_of(std::string_view kernel_name);
+// The kernel's op type (the naming rule's reverse lives with the rule, in format/naming.h).
+using format::op_type_of;
 
 // ---- stack.json -----------------------------------------------------------------------------------------------------
 // The frames recorded for `kernel` in rank/stack.json (grouped {"0": [[names], [frames]]} or flat {name: [frames]}),
