@@ -76,7 +76,8 @@ inline constexpr char kStr[] = "str";
 inline constexpr char kAclDataType[] = "aclDataType";
 inline constexpr char kAclScalar[] = "aclScalar";  // a scalar of a dtype with no JSON number (fp16, complex): type only
 inline constexpr char kAclScalarList[] = "aclScalarList";
-inline constexpr char kAclIntArray[] = "aclIntArray";  // these three with a null value: a handle the shim never saw made
+inline constexpr char kAclIntArray[] =
+    "aclIntArray";  // these three with a null value: a handle the shim never saw made
 inline constexpr char kAclFloatArray[] = "aclFloatArray";
 inline constexpr char kAclBoolArray[] = "aclBoolArray";
 inline constexpr char kPointer[] = "pointer";

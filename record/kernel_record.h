@@ -54,8 +54,8 @@ class PrecomputedStats {
 // One tensor argument: its description (stride and offset as the device gave them) and the view over its staged
 // bytes: element block_offset + sum(i_k * block_strides_k) of `block` is element i.
 struct TensorCapture : TensorDescription {
-  std::vector<int64_t> block_strides;  // elements
-  int64_t block_offset = 0;            // elements from block->data()
+  std::vector<int64_t> block_strides;      // elements
+  int64_t block_offset = 0;                // elements from block->data()
   std::shared_ptr<const HostBlock> block;  // null: metadata only (structure task, data not taken)
   // Set: the statistics written for this tensor (Max, Min, Mean, Norm, with the NaN/Inf counts for
   // overflow_check), exactly as if computed from `block`; `block` is then only read for files and md5.
@@ -83,7 +83,7 @@ class StackRenderer {
 
 // One kernel: its header (name, step, rank, indices), stack id and arguments.
 struct KernelCapture : KernelHeader {
-  uint64_t stack_id = 0;  // 0: no stack
+  uint64_t stack_id = 0;                // 0: no stack
   std::optional<CapturedList> inputs;   // nullopt: left out (data_mode "output")
   std::optional<CapturedList> outputs;  // nullopt: left out (data_mode "input")
   std::shared_ptr<Completion> ready;    // null: the bytes are valid already

@@ -44,8 +44,8 @@ enum class GotSlotKind : uint8_t { JumpSlot, GlobDat };
 struct GotSlot {
   std::string object;  // the object's path as the loader knows it (dlpi_name); "" for the main program
   std::string symbol;
-  void** slot = nullptr;   // the GOT entry
-  void* target = nullptr;  // what it held when listed (before the write, for PatchOptions::patched)
+  void **slot = nullptr;   // the GOT entry
+  void *target = nullptr;  // what it held when listed (before the write, for PatchOptions::patched)
   GotSlotKind kind = GotSlotKind::JumpSlot;
   bool relro = false;  // on a page the loader made read-only after relocation
   bool bound = true;   // false: lazy entry not yet resolved; `target` is the object's own PLT stub
@@ -54,27 +54,27 @@ struct GotSlot {
 // Returns the new target for `symbol_name`, or nullptr to leave the entry alone. current_target is the
 // function the entry calls now, or nullptr when that is unknown (a lazy entry that PatchOptions::resolve did
 // not resolve). Returning current_target leaves the entry alone too (a lazy entry stays lazy).
-using ReplacementFor = std::function<void*(const char* symbol_name, void* current_target)>;
+using ReplacementFor = std::function<void *(const char *symbol_name, void *current_target)>;
 
 struct PatchOptions {
   // Objects to leave alone, by path (dlpi_name; "" for the main program). Runs with no lock held.
-  std::function<bool(const char* object_path)> skip;
+  std::function<bool(const char *object_path)> skip;
   // Names worth looking at; others are neither resolved nor offered. Set it whenever resolve is not cheap:
   // in a lazily bound process nearly every entry is unbound at start-up. Runs with no lock held.
-  std::function<bool(const char* symbol_name)> wants;
+  std::function<bool(const char *symbol_name)> wants;
   // Finds the real function behind a lazy entry that is not bound yet. The shim passes a lookup that does
   // not go through its own dlsym hook (find_original); tests may pass dlsym(RTLD_DEFAULT, name).
-  std::function<void*(const char* symbol_name)> resolve;
+  std::function<void *(const char *symbol_name)> resolve;
   // The object containing this address is never patched: by default the one containing patch_got (the
   // shim), so that the shim's own calls to the real functions stay direct. Unit tests that link the shim's
   // code into the executable they patch set skip_self = false.
-  const void* self_address = nullptr;
+  const void *self_address = nullptr;
   bool skip_self = true;
   // Also re-examine objects that an earlier call of the same patcher has already visited (normally only
   // objects loaded since are). Entries that still hold the value this patcher wrote are left alone.
   bool rescan = false;
   // If set, receives one GotSlot per entry written (target = the value it held before).
-  std::vector<GotSlot>* patched = nullptr;
+  std::vector<GotSlot> *patched = nullptr;
 };
 
 // Remembers which objects it visited and what it wrote, so that calling it again (after each dlopen)
@@ -84,22 +84,22 @@ class GotPatcher {
  public:
   GotPatcher();
   ~GotPatcher();
-  GotPatcher(const GotPatcher&) = delete;
-  GotPatcher& operator=(const GotPatcher&) = delete;
+  GotPatcher(const GotPatcher &) = delete;
+  GotPatcher &operator=(const GotPatcher &) = delete;
 
   // Returns how many entries were written.
-  int patch(const ReplacementFor& replacement_for, const PatchOptions& options = {}) noexcept;
+  int patch(const ReplacementFor &replacement_for, const PatchOptions &options = {}) noexcept;
 
  private:
   struct State;
-  State* state_;
+  State *state_;
 };
 
 // The process-wide patcher (immortal: patching may happen during exit).
-int patch_got(const ReplacementFor& replacement_for, const PatchOptions& options = {}) noexcept;
+int patch_got(const ReplacementFor &replacement_for, const PatchOptions &options = {}) noexcept;
 
 // Every function GOT entry of the objects patch_got would visit (skip, self_address and skip_self apply;
 // nothing is written). For diagnostics and tests.
-std::vector<GotSlot> list_got_slots(const PatchOptions& options = {}) noexcept;
+std::vector<GotSlot> list_got_slots(const PatchOptions &options = {}) noexcept;
 
 }  // namespace msprobe::shim

@@ -39,9 +39,7 @@ void write_all(int fd, const char *p, size_t n) {
 
 void set_log_level(LogLevel level) noexcept { g_level.store(static_cast<int>(level), std::memory_order_relaxed); }
 LogLevel log_level() noexcept { return static_cast<LogLevel>(g_level.load(std::memory_order_relaxed)); }
-bool log_enabled(LogLevel level) noexcept {
-  return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed);
-}
+bool log_enabled(LogLevel level) noexcept { return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed); }
 void set_log_fd(int fd) noexcept { g_fd.store(fd, std::memory_order_relaxed); }
 
 void log_message(LogLevel level, const char *fmt, va_list args) noexcept {
@@ -73,13 +71,13 @@ void log_message(LogLevel level, const char *fmt, va_list args) noexcept {
   errno = saved_errno;
 }
 
-#define MSPROBE_SHIM_LOG_FN(name, level)          \
-  void name(const char *fmt, ...) noexcept {      \
-    if (!log_enabled(level)) return;              \
-    va_list args;                                 \
-    va_start(args, fmt);                          \
-    log_message(level, fmt, args);                \
-    va_end(args);                                 \
+#define MSPROBE_SHIM_LOG_FN(name, level)     \
+  void name(const char *fmt, ...) noexcept { \
+    if (!log_enabled(level)) return;         \
+    va_list args;                            \
+    va_start(args, fmt);                     \
+    log_message(level, fmt, args);           \
+    va_end(args);                            \
   }
 MSPROBE_SHIM_LOG_FN(log_error, LogLevel::Error)
 MSPROBE_SHIM_LOG_FN(log_warn, LogLevel::Warn)

@@ -6,7 +6,8 @@
 // message filtered out by the level costs one relaxed atomic load. Control characters in the formatted text become
 // spaces, so every call prints exactly one line (long messages are cut at ~1 KiB and end with "...").
 //
-// Line format: `msprobe-shim: <text>` for error and info, `msprobe-shim: warning: <text>`, `msprobe-shim: debug: <text>`.
+// Line format: `msprobe-shim: <text>` for error and info, `msprobe-shim: warning: <text>`, `msprobe-shim: debug:
+// <text>`.
 #pragma once
 #include <cstdarg>
 

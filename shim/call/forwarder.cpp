@@ -20,9 +20,9 @@ constexpr int kReturnKinds = static_cast<int>(ReturnKind::Float64) + 1;
 
 // Argument types of the maximal signature. A cif with s stack slots uses the first kRegisterArgs + s entries,
 // so one array serves every slot count. libffi keeps the pointer, hence static storage.
-ffi_type** maximal_arg_types() {
-  static std::array<ffi_type*, kRegisterArgs + kMaxStackSlots> types = [] {
-    std::array<ffi_type*, kRegisterArgs + kMaxStackSlots> t{};
+ffi_type **maximal_arg_types() {
+  static std::array<ffi_type *, kRegisterArgs + kMaxStackSlots> types = [] {
+    std::array<ffi_type *, kRegisterArgs + kMaxStackSlots> t{};
     for (int i = 0; i < kGprArgs; ++i) t[i] = &ffi_type_sint64;
     for (int i = kGprArgs; i < kRegisterArgs; ++i) t[i] = &ffi_type_double;
     for (int i = kRegisterArgs; i < kRegisterArgs + kMaxStackSlots; ++i) t[i] = &ffi_type_sint64;
@@ -31,7 +31,7 @@ ffi_type** maximal_arg_types() {
   return types.data();
 }
 
-ffi_type* return_type(ReturnKind kind) {
+ffi_type *return_type(ReturnKind kind) {
   switch (kind) {
     case ReturnKind::Void: return &ffi_type_void;
     case ReturnKind::Int32: return &ffi_type_sint32;
@@ -45,14 +45,14 @@ ffi_type* return_type(ReturnKind kind) {
 
 // One immutable cif per (return kind, stack slots), shared by every forwarder of that shape and never freed
 // (closures refer to it for the rest of the process).
-ffi_cif* shared_cif(ReturnKind kind, int stack_slots) {
-  static std::array<std::atomic<ffi_cif*>, kReturnKinds*(kMaxStackSlots + 1)> cache{};
+ffi_cif *shared_cif(ReturnKind kind, int stack_slots) {
+  static std::array<std::atomic<ffi_cif *>, kReturnKinds *(kMaxStackSlots + 1)> cache{};
   static std::mutex mutex;
-  auto& entry = cache[static_cast<int>(kind) * (kMaxStackSlots + 1) + stack_slots];
-  if (ffi_cif* cif = entry.load(std::memory_order_acquire)) return cif;
+  auto &entry = cache[static_cast<int>(kind) * (kMaxStackSlots + 1) + stack_slots];
+  if (ffi_cif *cif = entry.load(std::memory_order_acquire)) return cif;
   std::lock_guard<std::mutex> lock(mutex);
-  if (ffi_cif* cif = entry.load(std::memory_order_relaxed)) return cif;
-  auto* cif = new (std::nothrow) ffi_cif;
+  if (ffi_cif *cif = entry.load(std::memory_order_relaxed)) return cif;
+  auto *cif = new (std::nothrow) ffi_cif;
   if (!cif) return nullptr;
   if (ffi_prep_cif(cif, FFI_DEFAULT_ABI, static_cast<unsigned>(kRegisterArgs + stack_slots), return_type(kind),
                    maximal_arg_types()) != FFI_OK) {
@@ -73,22 +73,22 @@ void report_hook_exception() {
 // (abi::__forced_unwind) is let through: it has to unwind to the thread's start, and libffi's trampolines
 // carry unwind information.
 template <class F>
-void run_hook(F&& call) {
+void run_hook(F &&call) {
   try {
     call();
-  } catch (abi::__forced_unwind&) {
+  } catch (abi::__forced_unwind &) {
     throw;
   } catch (...) {
     report_hook_exception();
   }
 }
 
-uint64_t return_bits(ReturnKind kind, const void* ret) {
+uint64_t return_bits(ReturnKind kind, const void *ret) {
   switch (kind) {
     case ReturnKind::Void: return 0;
     case ReturnKind::Int32:
       // libffi widens integral returns narrower than a register to a full ffi_arg.
-      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(*static_cast<const ffi_sarg*>(ret))));
+      return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(*static_cast<const ffi_sarg *>(ret))));
     case ReturnKind::Float32: {
       uint32_t bits;
       std::memcpy(&bits, ret, sizeof bits);
@@ -108,7 +108,7 @@ uint64_t return_bits(ReturnKind kind, const void* ret) {
 // One slot of the caller's outgoing argument area. Slots past the arguments the caller really passed lie in the
 // caller's own frame (its locals, and ASan's redzones around them): they are copied as raw bits and forwarded,
 // never interpreted (forwarder.h), so this read is exempt from ASan.
-__attribute__((no_sanitize("address"))) uint64_t caller_slot(const void* slot) {
+__attribute__((no_sanitize("address"))) uint64_t caller_slot(const void *slot) {
   uint64_t bits;
   __builtin_memcpy(&bits, slot, sizeof bits);
   return bits;
@@ -120,12 +120,12 @@ struct ForwarderAccess {
   // The closure body. libffi hands over pointers to the argument values it saved from the registers and the
   // caller's stack, and the same cif describes the real call, so `args` is forwarded as is: the hooks see a
   // copy and cannot change what the real function receives.
-  static void dispatch(ffi_cif* cif, void* ret, void** args, void* self) {
-    const auto* f = static_cast<const Forwarder*>(self);
+  static void dispatch(ffi_cif *cif, void *ret, void **args, void *self) {
+    const auto *f = static_cast<const Forwarder *>(self);
     RawArgs raw;
     // The real call gets the register values as libffi saved them and the stack slots from `raw`: libffi's
     // memcpy of a slot in the caller's frame would be a read past the caller's arguments (caller_slot()).
-    void* forwarded[kRegisterArgs + kMaxStackSlots];
+    void *forwarded[kRegisterArgs + kMaxStackSlots];
     for (int i = 0; i < kRegisterArgs; ++i) forwarded[i] = args[i];
     for (int i = 0; i < f->stack_slots_; ++i) {
       raw.stack[i] = caller_slot(args[kRegisterArgs + i]);
@@ -149,12 +149,12 @@ struct ForwarderAccess {
   }
 
   // The gate trampoline's decision: the closure (hooks) or the real function (no hooks).
-  static void* decide(void* self, const uint64_t* gpr) {
-    const auto* f = static_cast<const Forwarder*>(self);
+  static void *decide(void *self, const uint64_t *gpr) {
+    const auto *f = static_cast<const Forwarder *>(self);
     bool hooks = false;
     try {
       hooks = f->gate_(f->user_, gpr);
-    } catch (abi::__forced_unwind&) {
+    } catch (abi::__forced_unwind &) {
       throw;  // thread cancellation: the trampoline's frame has unwind information
     } catch (...) {
       report_hook_exception();
@@ -162,24 +162,24 @@ struct ForwarderAccess {
     return hooks ? f->closure_ : f->real_;
   }
 
-  static Forwarder* make(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user, int stack_slots,
+  static Forwarder *make(void *real_fn, ReturnKind ret, PreHook pre, PostHook post, void *user, int stack_slots,
                          Gate gate) {
     if (!real_fn || stack_slots < 0 || stack_slots > kMaxStackSlots || !return_type(ret)) {
       log_error("Forwarder::create: invalid arguments");
       return nullptr;
     }
-    ffi_cif* cif = shared_cif(ret, stack_slots);
+    ffi_cif *cif = shared_cif(ret, stack_slots);
     if (!cif) {
       log_error("Forwarder::create: ffi_prep_cif failed");
       return nullptr;
     }
-    void* code = nullptr;
-    auto* closure = static_cast<ffi_closure*>(ffi_closure_alloc(sizeof(ffi_closure), &code));
+    void *code = nullptr;
+    auto *closure = static_cast<ffi_closure *>(ffi_closure_alloc(sizeof(ffi_closure), &code));
     if (!closure || !code) {
       log_error("Forwarder::create: cannot allocate an executable closure");
       return nullptr;
     }
-    auto* f = new (std::nothrow) Forwarder();
+    auto *f = new (std::nothrow) Forwarder();
     if (!f) {
       ffi_closure_free(closure);
       return nullptr;
@@ -199,12 +199,12 @@ struct ForwarderAccess {
     f->closure_ = f->entry_ = code;
     f->gate_ = gate;
     if (gate)
-      if (void* t = make_gate_trampoline(&ForwarderAccess::decide, f)) f->entry_ = t;
+      if (void *t = make_gate_trampoline(&ForwarderAccess::decide, f)) f->entry_ = t;
     return f;
   }
 };
 
-Forwarder* Forwarder::create(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user, int stack_slots,
+Forwarder *Forwarder::create(void *real_fn, ReturnKind ret, PreHook pre, PostHook post, void *user, int stack_slots,
                              Gate gate) noexcept {
   try {
     return ForwarderAccess::make(real_fn, ret, pre, post, user, stack_slots, gate);
@@ -215,7 +215,7 @@ Forwarder* Forwarder::create(void* real_fn, ReturnKind ret, PreHook pre, PostHoo
 
 // ---- Argument locations ----
 
-std::vector<ArgLocation> locate_args(const std::vector<ArgClass>& params, CallAbi abi) {
+std::vector<ArgLocation> locate_args(const std::vector<ArgClass> &params, CallAbi abi) {
   const int gpr_count = abi == CallAbi::SysV_x86_64 ? 6 : 8;
   const int fpr_count = 8;
   std::vector<ArgLocation> out;
@@ -231,14 +231,14 @@ std::vector<ArgLocation> locate_args(const std::vector<ArgClass>& params, CallAb
   return out;
 }
 
-int stack_slots_needed(const std::vector<ArgClass>& params, CallAbi abi) {
+int stack_slots_needed(const std::vector<ArgClass> &params, CallAbi abi) {
   int slots = 0;
-  for (const ArgLocation& loc : locate_args(params, abi))
+  for (const ArgLocation &loc : locate_args(params, abi))
     if (loc.where == ArgLocation::Stack) slots = loc.index + 1;
   return slots;
 }
 
-uint64_t read_bits(const RawArgs& args, ArgLocation loc) noexcept {
+uint64_t read_bits(const RawArgs &args, ArgLocation loc) noexcept {
   if (loc.index < 0) return 0;
   switch (loc.where) {
     case ArgLocation::Gpr: return loc.index < kGprArgs ? args.gpr[loc.index] : 0;
@@ -249,7 +249,7 @@ uint64_t read_bits(const RawArgs& args, ArgLocation loc) noexcept {
   return 0;
 }
 
-int64_t read_int(const RawArgs& args, ArgLocation loc, int bits, bool is_signed) noexcept {
+int64_t read_int(const RawArgs &args, ArgLocation loc, int bits, bool is_signed) noexcept {
   if (bits <= 0) return 0;
   const uint64_t raw = read_bits(args, loc);
   if (bits >= 64) return static_cast<int64_t>(raw);
@@ -258,18 +258,18 @@ int64_t read_int(const RawArgs& args, ArgLocation loc, int bits, bool is_signed)
   return static_cast<int64_t>(raw & ((uint64_t{1} << bits) - 1));
 }
 
-void* read_ptr(const RawArgs& args, ArgLocation loc) noexcept {
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(read_bits(args, loc)));
+void *read_ptr(const RawArgs &args, ArgLocation loc) noexcept {
+  return reinterpret_cast<void *>(static_cast<uintptr_t>(read_bits(args, loc)));
 }
 
-double read_f64(const RawArgs& args, ArgLocation loc) noexcept {
+double read_f64(const RawArgs &args, ArgLocation loc) noexcept {
   const uint64_t raw = read_bits(args, loc);
   double v;
   std::memcpy(&v, &raw, sizeof v);
   return v;
 }
 
-float read_f32(const RawArgs& args, ArgLocation loc) noexcept {
+float read_f32(const RawArgs &args, ArgLocation loc) noexcept {
   const auto raw = static_cast<uint32_t>(read_bits(args, loc));
   float v;
   std::memcpy(&v, &raw, sizeof v);

@@ -60,16 +60,16 @@ enum class ReturnKind : uint8_t {
 // (forwarders are reentrant) and must not throw: an exception is caught, reported once on stderr and
 // otherwise ignored, and the call is forwarded regardless. The arguments are const: what is forwarded is
 // always exactly what the caller passed, whatever a hook does.
-using PreHook = void (*)(void* user, const RawArgs& args);
+using PreHook = void (*)(void *user, const RawArgs &args);
 // ret: Int32 sign-extended to 64 bits; Int64/Pointer as is; Float64 its bits; Float32 its bits in the low 32
 // bits; Void 0.
-using PostHook = void (*)(void* user, const RawArgs& args, uint64_t ret);
+using PostHook = void (*)(void *user, const RawArgs &args, uint64_t ret);
 // Decides per call whether the hooks run at all. gpr: the integer argument registers as the caller set them
-// (kGprArgs values). false sends the call to the real function through a trampoline (shim/call/trampoline.h): no libffi,
-// no hooks, a few nanoseconds. true takes the libffi path with the hooks. Must not throw (an exception counts as
-// false). A gate is only a shortcut: when no trampoline is available the hooks run for every call, so they must
-// make the same decision themselves.
-using Gate = bool (*)(void* user, const uint64_t* gpr);
+// (kGprArgs values). false sends the call to the real function through a trampoline (shim/call/trampoline.h): no
+// libffi, no hooks, a few nanoseconds. true takes the libffi path with the hooks. Must not throw (an exception counts
+// as false). A gate is only a shortcut: when no trampoline is available the hooks run for every call, so they must make
+// the same decision themselves.
+using Gate = bool (*)(void *user, const uint64_t *gpr);
 
 class Forwarder {
  public:
@@ -97,24 +97,24 @@ class Forwarder {
   //
   // With a gate, entry() is a trampoline in front of the closure (unless the trampoline pool is used up: then the
   // closure itself), and a call the gate turns away costs a few nanoseconds instead.
-  static Forwarder* create(void* real_fn, ReturnKind ret, PreHook pre, PostHook post, void* user,
+  static Forwarder *create(void *real_fn, ReturnKind ret, PreHook pre, PostHook post, void *user,
                            int stack_slots = kMaxStackSlots, Gate gate = nullptr) noexcept;
 
-  void* entry() const noexcept { return entry_; }             // the stand-in: call it exactly like real()
-  void* closure() const noexcept { return closure_; }         // the libffi stand-in (hooks always run)
+  void *entry() const noexcept { return entry_; }             // the stand-in: call it exactly like real()
+  void *closure() const noexcept { return closure_; }         // the libffi stand-in (hooks always run)
   bool gated() const noexcept { return entry_ != closure_; }  // entry() is a gate trampoline
-  void* real() const noexcept { return real_; }
-  void* user() const noexcept { return user_; }
+  void *real() const noexcept { return real_; }
+  void *user() const noexcept { return user_; }
   ReturnKind return_kind() const noexcept { return ret_; }
   int stack_slots() const noexcept { return stack_slots_; }
 
  private:
   friend struct ForwarderAccess;
   Forwarder() = default;
-  void* real_ = nullptr;
-  void* entry_ = nullptr;
-  void* closure_ = nullptr;
-  void* user_ = nullptr;
+  void *real_ = nullptr;
+  void *entry_ = nullptr;
+  void *closure_ = nullptr;
+  void *user_ = nullptr;
   Gate gate_ = nullptr;
   PreHook pre_ = nullptr;
   PostHook post_ = nullptr;
@@ -130,7 +130,7 @@ enum class ArgClass : uint8_t { Integer, Float32, Float64 };
 struct ArgLocation {
   enum Where : uint8_t { Gpr, Fpr, Stack } where;
   int index;  // register number within its class, or stack slot number
-  bool operator==(const ArgLocation&) const = default;
+  bool operator==(const ArgLocation &) const = default;
 };
 
 enum class CallAbi : uint8_t { SysV_x86_64, Aapcs64 };
@@ -144,22 +144,22 @@ inline constexpr CallAbi kNativeAbi = CallAbi::Aapcs64;
 // (x86-64: 6, aarch64: 8), floating-point parameters fill the FP registers (8) independently, and whatever
 // does not fit goes to consecutive 8-byte stack slots in parameter order, integers and FP interleaved.
 // Both ABIs give every scalar a full 8-byte stack slot (Linux AAPCS64, unlike Apple's, does not pack).
-std::vector<ArgLocation> locate_args(const std::vector<ArgClass>& params, CallAbi abi = kNativeAbi);
+std::vector<ArgLocation> locate_args(const std::vector<ArgClass> &params, CallAbi abi = kNativeAbi);
 // Stack slots a prototype uses (0 when everything fits in registers). More than kMaxStackSlots: the call
 // cannot be forwarded exactly and must not be wrapped.
-int stack_slots_needed(const std::vector<ArgClass>& params, CallAbi abi = kNativeAbi);
+int stack_slots_needed(const std::vector<ArgClass> &params, CallAbi abi = kNativeAbi);
 
 // The 64 bits of a location (0 for a stack slot that was not captured).
-uint64_t read_bits(const RawArgs& args, ArgLocation loc) noexcept;
+uint64_t read_bits(const RawArgs &args, ArgLocation loc) noexcept;
 // An integer parameter of `bits` width (8, 16, 32 or 64). Neither ABI defines the bits above a narrow
 // parameter: callers may leave anything there (a narrow value moved with a narrow instruction, a stack slot
 // written with a narrow store). So only the low `bits` are used, sign-extended if is_signed, zero-extended if
 // not. bool is read as read_int(args, loc, 8, false) != 0.
-int64_t read_int(const RawArgs& args, ArgLocation loc, int bits, bool is_signed) noexcept;
-void* read_ptr(const RawArgs& args, ArgLocation loc) noexcept;
+int64_t read_int(const RawArgs &args, ArgLocation loc, int bits, bool is_signed) noexcept;
+void *read_ptr(const RawArgs &args, ArgLocation loc) noexcept;
 // Floating-point parameters: the register image or stack slot, reinterpreted without conversion (a float is
 // the low 32 bits).
-double read_f64(const RawArgs& args, ArgLocation loc) noexcept;
-float read_f32(const RawArgs& args, ArgLocation loc) noexcept;
+double read_f64(const RawArgs &args, ArgLocation loc) noexcept;
+float read_f32(const RawArgs &args, ArgLocation loc) noexcept;
 
 }  // namespace msprobe::shim

@@ -1,9 +1,9 @@
 #include "shim/capture/kernel_launch.h"
 
 #include "format/naming.h"
-#include "shim/device/acl_types.h"
-#include "shim/config/config.h"
 #include "shim/base/reentry.h"
+#include "shim/config/config.h"
+#include "shim/device/acl_types.h"
 #include "shim/device/staging.h"
 
 namespace msprobe::shim {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "record/kernel_record.h"
+#include "shim/capture/session.h"
 #include "shim/device/device_stats.h"
 #include "shim/device/handles.h"
-#include "shim/capture/session.h"
 #include "shim/stacks/stacks.h"
 
 namespace msprobe::shim {

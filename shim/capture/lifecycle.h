@@ -19,9 +19,9 @@ namespace msprobe::shim::lifecycle {
 // What lifecycle does to the dump, given by whoever made the session (plain functions: they run from signal
 // handlers' helpers and fork handlers, where nothing may allocate).
 struct Callbacks {
-  void (*close_dump)() = nullptr;         // finish the dump for good (the session's shutdown)
-  void (*flush_dump)() = nullptr;         // everything so far on disk, stack.json refreshed
-  void (*in_fork_child)() = nullptr;      // a child of fork() without exec: capture off for good
+  void (*close_dump)() = nullptr;     // finish the dump for good (the session's shutdown)
+  void (*flush_dump)() = nullptr;     // everything so far on disk, stack.json refreshed
+  void (*in_fork_child)() = nullptr;  // a child of fork() without exec: capture off for good
 };
 
 // Once, when the session becomes active: records this process as the dump's owner, starts the finisher

@@ -235,7 +235,7 @@ void Session::submit(record::KernelCapture kernel) {
       o.host_framework = detect_host_framework();
       // msprobe reads two conventions only: pytorch's for torch_npu hosts, mindspore's for the rest.
       o.framework = o.host_framework == format::HostFramework::PyTorch ? format::Framework::PyTorch
-                                                                          : format::Framework::MindSpore;
+                                                                       : format::Framework::MindSpore;
       o.precision = c.precision;
       o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck;
       o.overflow_only = c.task == Task::OverflowCheck;

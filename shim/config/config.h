@@ -19,8 +19,8 @@
 
 #include "format/format.h"
 #include "format/stats.h"
-#include "shim/config/kernel_filter.h"
 #include "shim/base/log.h"
+#include "shim/config/kernel_filter.h"
 
 namespace msprobe::shim {
 

@@ -119,9 +119,7 @@ class Parser {
     error_ = std::move(what);
     return std::nullopt;
   }
-  std::nullopt_t fail_at(size_t at, const std::string &what) {
-    return fail(what + " at offset " + std::to_string(at));
-  }
+  std::nullopt_t fail_at(size_t at, const std::string &what) { return fail(what + " at offset " + std::to_string(at)); }
 
   uint32_t add(Node n) {
     nodes_.push_back(std::move(n));
@@ -183,8 +181,8 @@ class Parser {
         return true;
       }
       if (pos_ < p_.size() && p_[pos_] == '?') ++pos_;  // lazy: same yes/no answer for a full match
-      if (pos_ < p_.size() && (p_[pos_] == '*' || p_[pos_] == '+' || p_[pos_] == '?' ||
-                               (p_[pos_] == '{' && looks_like_count(pos_)))) {
+      if (pos_ < p_.size() &&
+          (p_[pos_] == '*' || p_[pos_] == '+' || p_[pos_] == '?' || (p_[pos_] == '{' && looks_like_count(pos_)))) {
         fail_at(pos_, "bad repetition operator " + std::string(p_.substr(at, pos_ + 1 - at)));
         return false;
       }
@@ -297,10 +295,15 @@ class Parser {
     };
     switch (e) {
       case 'd': range('0', '9'); return true;
-      case 'D': range('0', '9'); set->flip(); return true;
+      case 'D':
+        range('0', '9');
+        set->flip();
+        return true;
       case 'w': range('0', '9'), range('A', 'Z'), range('a', 'z'), set->set('_'); return true;
       case 'W': range('0', '9'), range('A', 'Z'), range('a', 'z'), set->set('_'), set->flip(); return true;
-      case 's': set->set(' '), set->set('\t'), set->set('\n'), set->set('\r'), set->set('\f'), set->set('\v'); return true;
+      case 's':
+        set->set(' '), set->set('\t'), set->set('\n'), set->set('\r'), set->set('\f'), set->set('\v');
+        return true;
       case 'S':
         set->set(' '), set->set('\t'), set->set('\n'), set->set('\r'), set->set('\f'), set->set('\v'), set->flip();
         return true;
@@ -429,20 +432,34 @@ class Parser {
     for (int c = 0; c < 128; ++c) {
       const unsigned char b = static_cast<unsigned char>(c);
       bool in;
-      if (name == "alnum") in = is_alnum(b);
-      else if (name == "alpha") in = is_alpha(b);
-      else if (name == "ascii") in = true;
-      else if (name == "blank") in = b == ' ' || b == '\t';
-      else if (name == "cntrl") in = b < 0x20 || b == 0x7f;
-      else if (name == "digit") in = is_digit(b);
-      else if (name == "graph") in = b > 0x20 && b < 0x7f;
-      else if (name == "lower") in = b >= 'a' && b <= 'z';
-      else if (name == "print") in = b >= 0x20 && b < 0x7f;
-      else if (name == "punct") in = b > 0x20 && b < 0x7f && !is_alnum(b);
-      else if (name == "space") in = b == ' ' || (b >= '\t' && b <= '\r');
-      else if (name == "upper") in = b >= 'A' && b <= 'Z';
-      else if (name == "word") in = is_alnum(b) || b == '_';
-      else if (name == "xdigit") in = is_digit(b) || ((b | 0x20) >= 'a' && (b | 0x20) <= 'f');
+      if (name == "alnum")
+        in = is_alnum(b);
+      else if (name == "alpha")
+        in = is_alpha(b);
+      else if (name == "ascii")
+        in = true;
+      else if (name == "blank")
+        in = b == ' ' || b == '\t';
+      else if (name == "cntrl")
+        in = b < 0x20 || b == 0x7f;
+      else if (name == "digit")
+        in = is_digit(b);
+      else if (name == "graph")
+        in = b > 0x20 && b < 0x7f;
+      else if (name == "lower")
+        in = b >= 'a' && b <= 'z';
+      else if (name == "print")
+        in = b >= 0x20 && b < 0x7f;
+      else if (name == "punct")
+        in = b > 0x20 && b < 0x7f && !is_alnum(b);
+      else if (name == "space")
+        in = b == ' ' || (b >= '\t' && b <= '\r');
+      else if (name == "upper")
+        in = b >= 'A' && b <= 'Z';
+      else if (name == "word")
+        in = is_alnum(b) || b == '_';
+      else if (name == "xdigit")
+        in = is_digit(b) || ((b | 0x20) >= 'a' && (b | 0x20) <= 'f');
       else {
         fail("unknown character class [:" + std::string(name.substr(0, 32)) + ":]");
         return false;
@@ -643,7 +660,8 @@ bool run(const Program &prog, std::string_view text) {
     for (uint32_t k = 0; k < cur->size; ++k) {
       const uint32_t pc = cur->dense[k];
       const Program::Inst &i = prog.code[pc];
-      if (i.op == Program::kClass && prog.classes[i.x].test(c)) add_thread(prog, *next, stack, pc + 1, pos + 1, text.size());
+      if (i.op == Program::kClass && prog.classes[i.x].test(c))
+        add_thread(prog, *next, stack, pc + 1, pos + 1, text.size());
     }
     std::swap(cur, next);
   }
@@ -813,8 +831,7 @@ bool KernelFilter::add_item(std::string_view raw, std::string *error, std::strin
       return false;
     }
     std::string why;
-    std::optional<NameRegex> re =
-        NameRegex::compile(item.substr(kRegexPrefix.size(), end - kRegexPrefix.size()), &why);
+    std::optional<NameRegex> re = NameRegex::compile(item.substr(kRegexPrefix.size(), end - kRegexPrefix.size()), &why);
     if (!re) {
       err = "bad regular expression in name-regex(...): " + why;
       return false;

@@ -6,12 +6,26 @@ using format::DType;
 
 size_t acl_dtype_size(int32_t t) {
   switch (t) {
-    case 0: case 3: case 8: case 33: return 4;   // FLOAT, INT32, UINT32, COMPLEX32
-    case 1: case 6: case 7: case 27: return 2;   // FLOAT16, INT16, UINT16, BF16
-    case 2: case 4: case 12: return 1;           // INT8, UINT8, BOOL
-    case 9: case 10: case 11: case 16: return 8; // INT64, UINT64, DOUBLE, COMPLEX64
-    case 17: return 16;                          // COMPLEX128
-    case 34: case 35: case 36: case 37: return 1;  // HIFLOAT8, FLOAT8_*
+    case 0:
+    case 3:
+    case 8:
+    case 33: return 4;  // FLOAT, INT32, UINT32, COMPLEX32
+    case 1:
+    case 6:
+    case 7:
+    case 27: return 2;  // FLOAT16, INT16, UINT16, BF16
+    case 2:
+    case 4:
+    case 12: return 1;  // INT8, UINT8, BOOL
+    case 9:
+    case 10:
+    case 11:
+    case 16: return 8;   // INT64, UINT64, DOUBLE, COMPLEX64
+    case 17: return 16;  // COMPLEX128
+    case 34:
+    case 35:
+    case 36:
+    case 37: return 1;  // HIFLOAT8, FLOAT8_*
     default: return 0;
   }
 }

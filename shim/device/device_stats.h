@@ -41,10 +41,10 @@ class Staging;
 
 // What the configuration asks of device statistics (filled by the session from its Config).
 struct DeviceStatsSettings {
-  bool enabled = false;           // statistics or overflow_check task, statistics summary mode, MSPROBE_DEVICE_STATS on
-  bool overflow = false;          // overflow_check: outputs' NaN/Inf counted, tensors kept on the device
-  bool high_precision = false;    // MSPROBE_PRECISION=high: means and norms in fp32
-  uint64_t snapshot_budget = 0;   // device bytes overflow_check may hold in snapshots (MSPROBE_BUFFER_MB)
+  bool enabled = false;          // statistics or overflow_check task, statistics summary mode, MSPROBE_DEVICE_STATS on
+  bool overflow = false;         // overflow_check: outputs' NaN/Inf counted, tensors kept on the device
+  bool high_precision = false;   // MSPROBE_PRECISION=high: means and norms in fp32
+  uint64_t snapshot_budget = 0;  // device bytes overflow_check may hold in snapshots (MSPROBE_BUFFER_MB)
 };
 
 // The device statistics of one captured kernel. Not thread-safe: one launch, one thread.

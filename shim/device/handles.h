@@ -22,7 +22,7 @@ struct TensorMeta {
   std::array<int64_t, kMaxDims> shape{};
   std::array<int64_t, kMaxDims> strides{};  // elements
   std::array<int64_t, kMaxDims> storage{};
-  int64_t offset = 0;  // elements from data
+  int64_t offset = 0;    // elements from data
   void *data = nullptr;  // device address of the storage base
 
   int64_t numel() const;
@@ -35,9 +35,9 @@ struct ScalarMeta {
   std::array<unsigned char, 16> raw{};
 };
 
-using HandleMeta = std::variant<TensorMeta, ScalarMeta, std::vector<int64_t> /*IntArray*/,
-                                std::vector<float> /*FloatArray*/, std::vector<bool> /*BoolArray*/,
-                                std::vector<const void *> /*TensorList or ScalarList members*/>;
+using HandleMeta =
+    std::variant<TensorMeta, ScalarMeta, std::vector<int64_t> /*IntArray*/, std::vector<float> /*FloatArray*/,
+                 std::vector<bool> /*BoolArray*/, std::vector<const void *> /*TensorList or ScalarList members*/>;
 
 class HandleTable {
  public:

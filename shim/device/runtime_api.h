@@ -10,35 +10,34 @@
 #include "shim/base/symbols.h"
 
 // X(name, function pointer type)
-#define MSPROBE_RUNTIME_API(X)                                                                                   \
-  /* memory, copies and events: staging, device statistics */                                                   \
-  X(aclrtMalloc, int32_t (*)(void **, size_t, int32_t))                                                         \
-  X(aclrtFree, int32_t (*)(void *))                                                                             \
-  X(aclrtMallocHost, int32_t (*)(void **, size_t))                                                              \
-  X(aclrtFreeHost, int32_t (*)(void *))                                                                         \
-  X(aclrtMemcpy, int32_t (*)(void *, size_t, const void *, size_t, int32_t))                                    \
-  X(aclrtMemcpyAsync, int32_t (*)(void *, size_t, const void *, size_t, int32_t, void *))                       \
-  X(aclrtGetDevice, int32_t (*)(int32_t *))                                                                     \
-  X(aclrtSetDevice, int32_t (*)(int32_t))                                                                       \
-  X(aclrtCreateEvent, int32_t (*)(void **))                                                                     \
-  X(aclrtRecordEvent, int32_t (*)(void *, void *))                                                              \
-  X(aclrtSynchronizeEvent, int32_t (*)(void *))                                                                 \
-  X(aclrtDestroyEvent, int32_t (*)(void *))                                                                     \
-  /* aclnn argument objects: the device statistics' own kernels */                                              \
-  X(aclCreateTensor,                                                                                            \
-    void *(*)(const int64_t *, uint64_t, int32_t, const int64_t *, int64_t, int32_t, const int64_t *, uint64_t, \
-              void *))                                                                                          \
-  X(aclDestroyTensor, int32_t (*)(const void *))                                                                \
-  X(aclCreateIntArray, void *(*)(const int64_t *, uint64_t))                                                    \
-  X(aclDestroyIntArray, int32_t (*)(const void *))                                                              \
-  X(aclCreateScalar, void *(*)(void *, int32_t))                                                                \
-  X(aclDestroyScalar, int32_t (*)(const void *))                                                                \
-  /* a tensor created before capture started, described by the runtime */                                      \
-  X(aclGetViewShape, int32_t (*)(const void *, int64_t **, uint64_t *))                                         \
-  X(aclGetViewStrides, int32_t (*)(const void *, int64_t **, uint64_t *))                                       \
-  X(aclGetViewOffset, int32_t (*)(const void *, int64_t *))                                                     \
-  X(aclGetDataType, int32_t (*)(const void *, int32_t *))                                                       \
-  X(aclGetFormat, int32_t (*)(const void *, int32_t *))                                                         \
+#define MSPROBE_RUNTIME_API(X)                                                                                         \
+  /* memory, copies and events: staging, device statistics */                                                          \
+  X(aclrtMalloc, int32_t (*)(void **, size_t, int32_t))                                                                \
+  X(aclrtFree, int32_t (*)(void *))                                                                                    \
+  X(aclrtMallocHost, int32_t (*)(void **, size_t))                                                                     \
+  X(aclrtFreeHost, int32_t (*)(void *))                                                                                \
+  X(aclrtMemcpy, int32_t (*)(void *, size_t, const void *, size_t, int32_t))                                           \
+  X(aclrtMemcpyAsync, int32_t (*)(void *, size_t, const void *, size_t, int32_t, void *))                              \
+  X(aclrtGetDevice, int32_t (*)(int32_t *))                                                                            \
+  X(aclrtSetDevice, int32_t (*)(int32_t))                                                                              \
+  X(aclrtCreateEvent, int32_t (*)(void **))                                                                            \
+  X(aclrtRecordEvent, int32_t (*)(void *, void *))                                                                     \
+  X(aclrtSynchronizeEvent, int32_t (*)(void *))                                                                        \
+  X(aclrtDestroyEvent, int32_t (*)(void *))                                                                            \
+  /* aclnn argument objects: the device statistics' own kernels */                                                     \
+  X(aclCreateTensor, void *(*)(const int64_t *, uint64_t, int32_t, const int64_t *, int64_t, int32_t, const int64_t *, \
+                               uint64_t, void *))                                                                      \
+  X(aclDestroyTensor, int32_t (*)(const void *))                                                                       \
+  X(aclCreateIntArray, void *(*)(const int64_t *, uint64_t))                                                           \
+  X(aclDestroyIntArray, int32_t (*)(const void *))                                                                     \
+  X(aclCreateScalar, void *(*)(void *, int32_t))                                                                       \
+  X(aclDestroyScalar, int32_t (*)(const void *))                                                                       \
+  /* a tensor created before capture started, described by the runtime */                                              \
+  X(aclGetViewShape, int32_t (*)(const void *, int64_t **, uint64_t *))                                                \
+  X(aclGetViewStrides, int32_t (*)(const void *, int64_t **, uint64_t *))                                              \
+  X(aclGetViewOffset, int32_t (*)(const void *, int64_t *))                                                            \
+  X(aclGetDataType, int32_t (*)(const void *, int32_t *))                                                              \
+  X(aclGetFormat, int32_t (*)(const void *, int32_t *))                                                                \
   X(aclGetRawTensorAddr, int32_t (*)(const void *, void **))
 
 namespace msprobe::shim::runtime {

@@ -8,11 +8,11 @@
 #include <map>
 #include <optional>
 
-#include "shim/stacks/modules.h"
-#include "shim/stacks/symbolize.h"
 #include "shim/base/log.h"
+#include "shim/stacks/modules.h"
 #include "shim/stacks/stack_python.h"
 #include "shim/stacks/stack_unwind.h"
+#include "shim/stacks/symbolize.h"
 
 namespace msprobe::shim {
 

@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "format/format.h"
 #include "format/dump_json.h"
+#include "format/format.h"
 #include "format/lz4.h"
 #include "format/naming.h"
 #include "format/npy.h"
@@ -84,8 +84,7 @@ std::string with_npy_suffix(const std::string &name) {
   const size_t dot = base.rfind('.');
   const bool has_format = dot != std::string::npos && (tensor_file_kind(base) == TensorFileKind::Npy ||
                                                        tensor_file_kind(base) == TensorFileKind::Bin);
-  return (has_format ? base.substr(0, dot) : base) + "." +
-         std::string(format::file_suffix(format::FileFormat::Npy));
+  return (has_format ? base.substr(0, dot) : base) + "." + std::string(format::file_suffix(format::FileFormat::Npy));
 }
 
 struct ConvertTally {
@@ -134,7 +133,7 @@ std::string convert_file(const fs::path &tensor_dir, const Job &j) {
     // The content is the file an uncompressed run writes (npy, or raw bytes): decompressed as is.
     std::string content;
     format::lz4_decompress_file(tensor_dir / old_name,
-                                   [&](const void *p, size_t n) { content.append(static_cast<const char *>(p), n); });
+                                [&](const void *p, size_t n) { content.append(static_cast<const char *>(p), n); });
     const std::string new_name = no_npy_form ? without_lz4(old_name) : with_npy_suffix(old_name);
     format::write_file_atomic(tensor_dir / new_name, content);
     return new_name;

@@ -5,8 +5,8 @@
 #include <system_error>
 #include <vector>
 
-#include "format/format.h"
 #include "format/dump_json.h"
+#include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/inspect/folder_log.h"

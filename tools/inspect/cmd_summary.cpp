@@ -8,8 +8,8 @@
 #include <system_error>
 #include <vector>
 
-#include "format/format.h"
 #include "format/dump_json.h"
+#include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"

@@ -262,8 +262,8 @@ class FolderVerifier {
 
   void check_mapping() {
     for (const MappingRow &r : read_mapping_csv(tensor_dir_)) {
-      const std::string where = std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) +
-                                " line " + std::to_string(r.line) + ": ";
+      const std::string where = std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) + " line " +
+                                std::to_string(r.line) + ": ";
       if (r.original_name.empty()) {
         problem(where + "expected new_name,original_name");
         continue;

@@ -471,7 +471,6 @@ DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks) {
   }
 }
 
-
 // ---- stack.json -----------------------------------------------------------------------------------------------------
 namespace {
 std::vector<std::string> frames_of(const Json &list) {

@@ -62,12 +62,12 @@ format::StatValue stat_from_json(const Json *j);
 // One tensor of an entry, as read.
 struct TensorInfo {
   format::IoKind io = format::IoKind::Input;
-  std::string slot;                       // "0", or "1.2" inside a list
-  std::string type;                       // "mindspore.Tensor"...
-  std::string dtype_text;                 // as written ("Float32", "torch.bfloat16")
+  std::string slot;                    // "0", or "1.2" inside a list
+  std::string type;                    // "mindspore.Tensor"...
+  std::string dtype_text;              // as written ("Float32", "torch.bfloat16")
   std::optional<format::DType> dtype;  // nullopt when the spelling is unknown
   std::vector<int64_t> shape;
-  bool shape_ok = true;                       // false when "shape" is missing or not a list of integers
+  bool shape_ok = true;                    // false when "shape" is missing or not a list of integers
   std::array<format::StatValue, 4> stats;  // Max, Min, Mean, Norm
   std::optional<std::string> md5, data_name;
 
@@ -162,7 +162,7 @@ KernelSelection select_kernel(std::span<const KernelRef> kernels, std::string_vi
 
 // ---- Small helpers --------------------------------------------------------------------------------------------------
 std::string shape_text(std::span<const int64_t> shape);  // "[2, 3]"
-std::string stat_text(const format::StatValue &v);    // "1.5", "NaN", "true", "null"
+std::string stat_text(const format::StatValue &v);       // "1.5", "NaN", "true", "null"
 std::string human_bytes(uint64_t bytes);                 // "12.3 MiB"
 
 }  // namespace msprobe::tools

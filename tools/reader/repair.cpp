@@ -10,8 +10,8 @@
 #include <optional>
 #include <system_error>
 
-#include "format/format.h"
 #include "format/dump_json.h"
+#include "format/format.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/json_reader.h"
 
@@ -349,8 +349,8 @@ JournalRepair repair_dump_json(const fs::path &dir, const std::optional<std::str
       const std::string note = dry_run ? "" : replace_keeping_backup(dir / format::kDumpJson, dump, d.text);
       const std::string dropped = d.dropped_bytes ? std::to_string(d.dropped_bytes) + " bytes of a cut entry dropped"
                                                   : std::string("nothing was cut, the file was not closed");
-      out.lines.push_back(std::string(format::kDumpJson) + ": " + (dry_run ? "would be repaired" : "repaired") +
-                          ", " + std::to_string(d.entries) + " entries survived (" + dropped + note + ")");
+      out.lines.push_back(std::string(format::kDumpJson) + ": " + (dry_run ? "would be repaired" : "repaired") + ", " +
+                          std::to_string(d.entries) + " entries survived (" + dropped + note + ")");
       break;
     }
   }
@@ -383,8 +383,7 @@ void repair_stack_json(const fs::path &dir, const std::unordered_set<std::string
   if (!text) {
     ++out.repaired;
     if (!dry_run) format::write_file_atomic(path, "{}\n");
-    out.lines.push_back(std::string(format::kStackJson) + ": missing, " +
-                        (dry_run ? "would be written" : "written") +
+    out.lines.push_back(std::string(format::kStackJson) + ": missing, " + (dry_run ? "would be written" : "written") +
                         " empty (the stacks of its last kernels are lost)");
     return;
   }

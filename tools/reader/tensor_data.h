@@ -28,10 +28,10 @@ TensorFileKind tensor_file_kind(std::string_view name);
 
 struct TensorFile {
   std::filesystem::path path;
-  TensorFileKind kind = TensorFileKind::Npy;  // of the content: Npy or Bin, also for a compressed file
-  bool compressed = false;                    // an LZ4 frame of that content (offsets below are in the content)
+  TensorFileKind kind = TensorFileKind::Npy;      // of the content: Npy or Bin, also for a compressed file
+  bool compressed = false;                        // an LZ4 frame of that content (offsets below are in the content)
   format::DType file_dtype = format::DType::F32;  // what the bytes are: the npy descr, or the entry's dtype
-  std::vector<int64_t> shape;                           // npy: its header; bin: the entry's
+  std::vector<int64_t> shape;                     // npy: its header; bin: the entry's
   uint64_t data_offset = 0, element_count = 0, data_bytes = 0;
   bool fortran_order = false;  // npy only; the collector writes C order
 };
@@ -55,7 +55,7 @@ std::vector<double> read_tensor_values(const TensorFile &f);
 // collector hashed: the tensor's own bytes, except bf16 under the mindspore convention, hashed as float32.
 struct Recomputed {
   format::TensorStats low, high;  // StatPrecision Low and High (dump.json does not record which one was used)
-  std::string crc;                   // crc32_hex
+  std::string crc;                // crc32_hex
 };
 Recomputed recompute(const TensorFile &f, format::DType entry_dtype, bool zero_dim, format::Framework framework);
 

@@ -21,8 +21,7 @@ double hf32(double x) {
 Tensor cube_operand(const Tensor &t, int64_t cube) {
   if (t.dtype != format::DType::F32 || cube == 0 || cube == 4) return t;
   Tensor out = t;
-  for (double &x : out.v)
-    x = cube == 2 ? format::half_to_float(format::float_to_half(static_cast<float>(x))) : hf32(x);
+  for (double &x : out.v) x = cube == 2 ? format::half_to_float(format::float_to_half(static_cast<float>(x))) : hf32(x);
   return out;
 }
 
