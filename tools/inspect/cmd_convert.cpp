@@ -231,8 +231,9 @@ void convert_folder(const RankDir &d, const FolderLog &log, bool keep_bin, Conve
 }  // namespace
 
 int run_convert(std::span<char *const> argv) {
-  const auto [dir, keep_bin] = parse_dir_and_flag(argv, "--keep-bin");
-  const std::vector<RankDir> dirs = find_rank_dirs(dir);
+  const DirAndFlag options = parse_dir_and_flag(argv, "--keep-bin");
+  const bool keep_bin = options.flag;  // a plain variable: clang 14 cannot capture a structured binding
+  const std::vector<RankDir> dirs = find_rank_dirs(options.dir);
   ConvertTally t;
   for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { convert_folder(d, log, keep_bin, t); });
   std::printf("convert: %llu converted, %llu already npy, %llu not converted\n",

@@ -97,7 +97,9 @@ void remove_stale_locks(const fs::path &root, bool dry_run) {
 }  // namespace
 
 int run_repair(std::span<char *const> argv) {
-  const auto [root, dry] = parse_dir_and_flag(argv, "--dry-run");
+  const DirAndFlag options = parse_dir_and_flag(argv, "--dry-run");
+  const fs::path &root = options.dir;
+  const bool dry = options.flag;  // a plain variable: clang 14 cannot capture a structured binding
   RepairTally t;
   remove_unstarted(root, dry, t);
   std::vector<RankDir> dirs;
