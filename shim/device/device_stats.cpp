@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -23,20 +24,15 @@ constexpr int32_t kAclFloat = 0, kAclFloat16 = 1, kAclInt64 = 9, kAclDouble = 11
 constexpr int32_t kD2H = 2, kD2D = 3;  // aclrtMemcpyKind
 constexpr int32_t kFormatNchw = 0, kFormatNhwc = 1, kFormatNd = 2;
 
-// The runtime functions the shim calls for its own kernels (shim/device/runtime_api.h): the real ones, never its
-// hooks (so its kernels and their argument objects are never captured or recorded).
-HookSlot &slot_create_tensor = runtime::aclCreateTensor.slot;
-HookSlot &slot_destroy_tensor = runtime::aclDestroyTensor.slot;
-HookSlot &slot_create_int_array = runtime::aclCreateIntArray.slot;
-HookSlot &slot_destroy_int_array = runtime::aclDestroyIntArray.slot;
-HookSlot &slot_create_scalar = runtime::aclCreateScalar.slot;
-HookSlot &slot_destroy_scalar = runtime::aclDestroyScalar.slot;
-HookSlot &slot_malloc = runtime::aclrtMalloc.slot;
-HookSlot &slot_free = runtime::aclrtFree.slot;
-HookSlot &slot_memcpy = runtime::aclrtMemcpy.slot;
-HookSlot &slot_memcpy_async = runtime::aclrtMemcpyAsync.slot;
-HookSlot &slot_get_device = runtime::aclrtGetDevice.slot;
-HookSlot &slot_set_device = runtime::aclrtSetDevice.slot;
+// The runtime functions the shim calls for its own kernels come from shim/device/runtime_api.h: the real ones, never
+// its hooks (so its kernels and their argument objects are never captured or recorded). The argument objects' own:
+HookSlot *const kArgumentObjectSlots[] = {&runtime::aclCreateTensor.slot,   &runtime::aclDestroyTensor.slot,
+                                          &runtime::aclCreateIntArray.slot, &runtime::aclDestroyIntArray.slot,
+                                          &runtime::aclCreateScalar.slot,   &runtime::aclDestroyScalar.slot};
+// ... and the device memory ones.
+HookSlot *const kMemorySlots[] = {&runtime::aclrtMalloc.slot,    &runtime::aclrtFree.slot,
+                                  &runtime::aclrtMemcpy.slot,    &runtime::aclrtMemcpyAsync.slot,
+                                  &runtime::aclrtGetDevice.slot, &runtime::aclrtSetDevice.slot};
 
 // One reduction op: phase 1 and phase 2.
 struct Op {
@@ -50,12 +46,7 @@ Op op_is_pos_inf{{"aclnnIsPosInfGetWorkspaceSize"}, {"aclnnIsPosInf"}};
 Op op_is_neg_inf{{"aclnnIsNegInfGetWorkspaceSize"}, {"aclnnIsNegInf"}};
 Op op_reduce_sum{{"aclnnReduceSumGetWorkspaceSize"}, {"aclnnReduceSum"}};
 
-using CreateTensorFn = void *(*)(const int64_t *, uint64_t, int32_t, const int64_t *, int64_t, int32_t, const int64_t *,
-                                 uint64_t, void *);
-using DestroyFn = int (*)(const void *);
-using CreateIntArrayFn = void *(*)(const int64_t *, uint64_t);
-using CreateScalarFn = void *(*)(void *, int32_t);
-using MallocFn = int (*)(void **, size_t, int32_t);
+using DestroyFn = decltype(runtime::aclDestroyTensor.get());  // all three argument objects' destructors
 using Phase2Fn = int (*)(void *, uint64_t, void *, void *);
 
 template <typename F>
@@ -83,7 +74,7 @@ Pool &pool() {
 }
 
 void *device_alloc(uint64_t bytes) {
-  auto m = fn<MallocFn>(slot_malloc);
+  auto m = runtime::aclrtMalloc.get();
   void *p = nullptr;
   if (m == nullptr || m(&p, bytes, 0 /*ACL_MEM_MALLOC_HUGE_FIRST*/) != ACL_SUCCESS) return nullptr;
   return p;
@@ -131,8 +122,8 @@ struct Args {
     for (auto &[destroy, h] : owned)
       if (destroy && h) destroy(h);
   }
-  void *keep(void *h, HookSlot &destroy) {
-    if (h) owned.emplace_back(fn<DestroyFn>(destroy), h);
+  void *keep(void *h, DestroyFn destroy) {
+    if (h) owned.emplace_back(destroy, h);
     return h;
   }
 };
@@ -246,7 +237,7 @@ class DeviceSnapshot final : public record::HostBlock {
   DeviceSnapshot(void *dev, uint64_t bytes, int32_t device) : dev_(dev), bytes_(bytes), device_(device) {}
   ~DeviceSnapshot() override {
     ReentryGuard guard;
-    if (auto f = fn<int (*)(void *)>(slot_free)) f(dev_);
+    if (auto f = runtime::aclrtFree.get()) f(dev_);
     std::lock_guard<std::mutex> lk(pool().mu);
     pool().snapshot_bytes -= bytes_;
   }
@@ -257,8 +248,8 @@ class DeviceSnapshot final : public record::HostBlock {
       fetched_ = true;
       ReentryGuard guard;
       host_.assign(bytes_, 0);
-      auto set_device = fn<int (*)(int32_t)>(slot_set_device);
-      auto memcpy_fn = fn<int (*)(void *, size_t, const void *, size_t, int32_t)>(slot_memcpy);
+      auto set_device = runtime::aclrtSetDevice.get();
+      auto memcpy_fn = runtime::aclrtMemcpy.get();
       if (set_device) set_device(device_);  // the collector's thread has no device of its own
       if (memcpy_fn && memcpy_fn(host_.data(), bytes_, dev_, bytes_, kD2H) == ACL_SUCCESS) {
         std::lock_guard<std::mutex> lk(pool().mu);
@@ -306,15 +297,13 @@ bool DeviceStatsBatch::enabled(const DeviceStatsSettings &settings) {
   // The argument objects come from the op library's own dependencies (the libnnopbase it links), the way
   // the ops themselves reach them: another interposer's global aclCreateTensor must not see the shim's.
   if (void *ops_lib = object_containing(op_aminmax.phase1.resolve()))
-    for (HookSlot *s : {&slot_create_tensor, &slot_destroy_tensor, &slot_create_int_array, &slot_destroy_int_array,
-                        &slot_create_scalar, &slot_destroy_scalar}) {
+    for (HookSlot *s : kArgumentObjectSlots) {
       void *expected = nullptr;
       if (void *f = real_dlsym(ops_lib, s->name)) s->original.compare_exchange_strong(expected, f);
     }
-  for (HookSlot *s : {&slot_create_tensor, &slot_destroy_tensor, &slot_create_int_array, &slot_destroy_int_array,
-                      &slot_create_scalar, &slot_destroy_scalar, &slot_malloc, &slot_free, &slot_memcpy,
-                      &slot_memcpy_async, &slot_get_device, &slot_set_device})
-    if (!s->resolve()) return false;
+  for (const auto &slots : {std::span(kArgumentObjectSlots), std::span(kMemorySlots)})
+    for (HookSlot *s : slots)
+      if (!s->resolve()) return false;
   available.store(true, std::memory_order_release);
   return true;
 }
@@ -362,18 +351,17 @@ void *view_of_host_tensor(Args &args, const TensorMeta &m, int32_t dt) {
   int64_t flat_storage = m.offset + hi + 1;
   const int64_t *storage = m.storage_ndim ? m.storage.data() : &flat_storage;
   uint64_t storage_nd = m.storage_ndim ? m.storage_ndim : 1;
-  return args.keep(
-      fn<CreateTensorFn>(slot_create_tensor)(m.shape.data(), m.ndim, dt, m.strides.data(), m.offset,
-                                             m.format < 0 ? kFormatNd : m.format, storage, storage_nd, m.data),
-      slot_destroy_tensor);
+  return args.keep(runtime::aclCreateTensor.get()(m.shape.data(), m.ndim, dt, m.strides.data(), m.offset,
+                                                  m.format < 0 ? kFormatNd : m.format, storage, storage_nd, m.data),
+                   runtime::aclDestroyTensor.get());
 }
 
 // A 0-d tensor of dtype `t` at byte `offset` of the results block.
 void *result_slot(Args &args, void *block, int32_t t, uint64_t offset) {
   int64_t elems = (int64_t)kBlockBytes / (int64_t)size_of(t);
-  return args.keep(fn<CreateTensorFn>(slot_create_tensor)(nullptr, 0, t, nullptr, (int64_t)(offset / size_of(t)),
-                                                          kFormatNd, &elems, 1, block),
-                   slot_destroy_tensor);
+  return args.keep(runtime::aclCreateTensor.get()(nullptr, 0, t, nullptr, (int64_t)(offset / size_of(t)), kFormatNd,
+                                                  &elems, 1, block),
+                   runtime::aclDestroyTensor.get());
 }
 
 }  // namespace
@@ -393,9 +381,9 @@ std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const Tens
   void *self = view_of_host_tensor(args, m, dt);
   int64_t dims[kMaxDims];
   for (int i = 0; i < m.ndim; ++i) dims[i] = i;
-  void *all_dims = args.keep(fn<CreateIntArrayFn>(slot_create_int_array)(dims, m.ndim), slot_destroy_int_array);
+  void *all_dims = args.keep(runtime::aclCreateIntArray.get()(dims, m.ndim), runtime::aclDestroyIntArray.get());
   double two = 2.0;
-  void *ord = args.keep(fn<CreateScalarFn>(slot_create_scalar)(&two, kAclDouble), slot_destroy_scalar);
+  void *ord = args.keep(runtime::aclCreateScalar.get()(&two, kAclDouble), runtime::aclDestroyScalar.get());
   void *out[4];
   for (int i = 0; i < 4; ++i) out[i] = result_slot(args, results_->block, i < 2 ? dt : mean_dt, slots.stats[i]);
   if (!self || !all_dims || !ord || !out[0] || !out[1] || !out[2] || !out[3]) return nullptr;
@@ -408,11 +396,10 @@ std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const Tens
   if (ok && counts) {
     // finite, +inf, -inf: a BOOL mask of the tensor's shape (per-stream scratch), summed into an int64.
     void *mask_mem = scratch_for(&Pool::masks, stream_, (uint64_t)m.numel());
-    void *mask = mask_mem
-                     ? args.keep(fn<CreateTensorFn>(slot_create_tensor)(m.shape.data(), m.ndim, kAclBool, nullptr, 0,
-                                                                        kFormatNd, m.shape.data(), m.ndim, mask_mem),
-                                 slot_destroy_tensor)
-                     : nullptr;
+    void *mask = mask_mem ? args.keep(runtime::aclCreateTensor.get()(m.shape.data(), m.ndim, kAclBool, nullptr, 0,
+                                                                     kFormatNd, m.shape.data(), m.ndim, mask_mem),
+                                      runtime::aclDestroyTensor.get())
+                          : nullptr;
     Op *tests[3] = {&op_is_finite, &op_is_pos_inf, &op_is_neg_inf};
     ok = mask != nullptr;
     for (int i = 0; ok && i < 3; ++i) {
@@ -445,15 +432,15 @@ std::shared_ptr<const record::HostBlock> DeviceStatsBatch::snapshot(const Tensor
   }
   int32_t device = 0;
   void *dev = nullptr;
-  if (auto get = fn<int (*)(int32_t *)>(slot_get_device)) get(&device);
-  if (fn<MallocFn>(slot_malloc)(&dev, bytes, 0) != ACL_SUCCESS || dev == nullptr) {
+  if (auto get = runtime::aclrtGetDevice.get()) get(&device);
+  if (runtime::aclrtMalloc.get()(&dev, bytes, 0) != ACL_SUCCESS || dev == nullptr) {
     std::lock_guard<std::mutex> lk(pool().mu);
     pool().snapshot_bytes -= bytes;
     return nullptr;
   }
   auto snap = std::make_shared<DeviceSnapshot>(dev, bytes, device);  // frees and releases the budget
   const char *first = static_cast<const char *>(m.data) + lo * (int64_t)size_of(m.dtype);
-  auto copy = fn<int (*)(void *, size_t, const void *, size_t, int32_t, void *)>(slot_memcpy_async);
+  auto copy = runtime::aclrtMemcpyAsync.get();
   if (copy(dev, bytes, first, bytes, kD2D, stream_) != ACL_SUCCESS) return nullptr;
   launched_ = true;  // the copy must be complete before the batch's event
   *offset = m.offset - lo;
