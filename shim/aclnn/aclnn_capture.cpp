@@ -430,15 +430,13 @@ std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b,
 // Whether phase 1 records anything: not for an op type that is never captured, nor once nothing launched from
 // now on can be captured (steps past the last selected one, a rank not selected). Kept calls of the executor
 // cache are not needed then either: a later hit could not be captured.
-bool phase1_records(const Binding &b) {
-  const Session *s = active_session();
-  return s != nullptr && b.type_may_capture && s->captures_ahead();
-}
+bool phase1_records(const Session &session, const Binding &b) { return b.type_may_capture && session.captures_ahead(); }
 
 // The gate in front of phase 1's closure (shim/call/forwarder.h): false sends the call straight to the real function.
 bool phase1_gate(void *user, const uint64_t *) {
-  if (ReentryGuard::active() || !active_session()) return false;
-  if (phase1_records(*static_cast<const Binding *>(user))) return true;
+  const Session *session = active_session();
+  if (ReentryGuard::active() || session == nullptr) return false;
+  if (phase1_records(*session, *static_cast<const Binding *>(user))) return true;
   // Cache keys set for this call would otherwise be taken by the next recorded phase 1 on this thread.
   if (t_cache_keys[0].kind != ExecCacheKey::None || t_cache_keys[1].kind != ExecCacheKey::None)
     t_cache_keys[0] = t_cache_keys[1] = {};
@@ -452,7 +450,7 @@ void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
   Session *session = active_session();
   if (session == nullptr) return;
   const auto &b = *static_cast<const Binding *>(user);
-  if (!phase1_records(b)) return;
+  if (!phase1_records(*session, b)) return;
   auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
   if (!rec) return;
   rec->second.stack = launch_stack(*session);
@@ -531,7 +529,7 @@ int32_t phase2_entry(Binding *b, void *workspace, uint64_t size, void *executor,
   auto real = reinterpret_cast<Phase2Fn>(b->real);
   Session *session = active_session();
   if (ReentryGuard::active() || session == nullptr) return real(workspace, size, executor, stream);
-  if (!state().calls.contains(executor) && !phase1_records(*b)) {
+  if (!state().calls.contains(executor) && !phase1_records(*session, *b)) {
     session->skip_launch(b->op, stream, b->step_marker);
     KernelLaunch::Uncaptured inside;  // the kernels the op launches are its own, not the host's
     return real(workspace, size, executor, stream);
