@@ -71,7 +71,7 @@ std::optional<DType> parse_dtype_name(std::string_view s, Framework f) {
 }
 
 std::optional<Task> parse_task(std::string_view s) {
-  for (Task t : {Task::Statistics, Task::Tensor, Task::OverflowCheck, Task::Structure})
+  for (Task t : {Task::Statistics, Task::Tensor, Task::OverflowCheck, Task::Structure, Task::Flight})
     if (task_name(t) == s) return t;
   return std::nullopt;
 }

@@ -69,17 +69,22 @@ std::string_view dtype_name(DType t, Framework f);
 std::optional<DType> parse_dtype_name(std::string_view s, Framework f);
 
 // ---- Tasks --------------------------------------------------------------------------------------------------------
-enum class Task : uint8_t { Statistics, Tensor, OverflowCheck, Structure };
+// Flight keeps the last kernels' tensors and writes them only when a kernel's output goes non-finite (or at exit when
+// asked); what it writes is a tensor-task dump, so dump.json says "tensor" (dump_task_name).
+enum class Task : uint8_t { Statistics, Tensor, OverflowCheck, Structure, Flight };
 // constexpr: the shim's configuration builds its keyword tables from these at compile time.
 constexpr std::string_view task_name(Task t) {
   switch (t) {
     case Task::Tensor: return "tensor";
     case Task::OverflowCheck: return "overflow_check";
     case Task::Structure: return "structure";
+    case Task::Flight: return "flight";
     case Task::Statistics: break;
   }
   return "statistics";
 }
+// The task dump.json names: a flight record is read as the tensor dump it is.
+constexpr Task dump_task(Task t) { return t == Task::Flight ? Task::Tensor : t; }
 std::optional<Task> parse_task(std::string_view s);
 
 // ---- Layout: {dump_path}/step{N}/rank{R}/{dump.json, stack.json, construct.json, dump_tensor_data/} ----------
@@ -145,6 +150,13 @@ inline constexpr std::string_view kLaunchIndex = "launch_index";
 inline constexpr std::string_view kTaskId = "task_id";
 inline constexpr std::string_view kStreamId = "stream_id";
 inline constexpr std::string_view kTimestamp = "timestamp";
+// overflow_check and flight: the NaN/Inf found in the kernel's outputs ("output.0: 0 NaN, 3 +Inf, 0 -Inf").
+inline constexpr std::string_view kOverflow = "overflow";
+// A flight record: on every kernel it wrote, what triggered it ("overflow", "exit", "signal SIGTERM"), the kernel
+// whose output went non-finite (overflow only), and a note on a tensor kept as statistics only.
+inline constexpr std::string_view kFlightTrigger = "flight_trigger";
+inline constexpr std::string_view kFlightTriggerKernel = "flight_trigger_kernel";
+inline constexpr std::string_view kFlightNote = "flight_note";
 // A tensor, in msprobe's key order: type, dtype, shape, Max, Min, Mean, Norm, then the rest.
 inline constexpr std::string_view kType = "type";
 inline constexpr std::string_view kDtype = "dtype";

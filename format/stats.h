@@ -54,6 +54,7 @@ struct TensorStats {
   StatValue max, min, mean, norm;
   uint64_t count = 0;  // elements seen (bytes for Raw)
   uint64_t nan_count = 0, pos_inf_count = 0, neg_inf_count = 0;
+  bool counts_exact = true;  // false: the counts only say which kinds are there (1: at least one)
   bool has_nan_or_inf() const { return nan_count + pos_inf_count + neg_inf_count != 0; }
 };
 

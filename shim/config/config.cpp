@@ -33,6 +33,7 @@ constexpr int kMaxJsonDepth = 64;              // msprobe's schema nests 3 level
 constexpr size_t kMaxPathBytes = 4095;         // PATH_MAX - 1
 constexpr uint64_t kMaxBufferMb = 1u << 20;    // 1 TiB
 constexpr int64_t kMaxOverflowNums = 2147483647;
+constexpr int64_t kMaxFlightKernels = 1000000;
 
 // ---- text helpers ------------------------------------------------------------------------------------------------
 
@@ -144,7 +145,8 @@ struct Keyword {
 constexpr Keyword<Task> kTasks[] = {{format::task_name(Task::Statistics), Task::Statistics},
                                     {format::task_name(Task::Tensor), Task::Tensor},
                                     {format::task_name(Task::OverflowCheck), Task::OverflowCheck},
-                                    {format::task_name(Task::Structure), Task::Structure}};
+                                    {format::task_name(Task::Structure), Task::Structure},
+                                    {format::task_name(Task::Flight), Task::Flight}};
 constexpr Keyword<DataMode> kDataModes[] = {
     {"all", DataMode::All}, {"input", DataMode::Input}, {"output", DataMode::Output}};
 constexpr Keyword<SummaryMode> kSummaryModes[] = {{"statistics", SummaryMode::Statistics}, {"md5", SummaryMode::Md5}};
@@ -502,6 +504,7 @@ std::optional<std::string> checked_path(std::string_view path, std::string *why)
 }
 
 bool overflow_nums_fit(int64_t n) { return n == -1 || (n >= 1 && n <= kMaxOverflowNums); }
+bool flight_kernels_fit(int64_t n) { return n >= 1 && n <= kMaxFlightKernels; }
 bool buffer_mb_fit(int64_t n) { return n >= 1 && static_cast<uint64_t>(n) <= kMaxBufferMb; }
 
 // A whole number that fits; else *why says how it is not.
@@ -590,6 +593,18 @@ bool env_overflow_nums(const EnvValue &v, Config &into, std::string *why, Messag
   int64_t n = 0;
   if (!whole_number(v.text, overflow_nums_fit, &n, why)) return false;
   into.overflow_nums = n;
+  return true;
+}
+
+// "auto" (as many as the budget holds) or a count.
+bool env_flight_kernels(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  if (v.text == "auto") {
+    into.flight_kernels = 0;
+    return true;
+  }
+  int64_t n = 0;
+  if (!whole_number(v.text, flight_kernels_fit, &n, why)) return false;
+  into.flight_kernels = static_cast<uint64_t>(n);
   return true;
 }
 
@@ -821,6 +836,30 @@ bool file_overflow_nums(const FileValue &f, Config &into, Messages &m) {
   return true;
 }
 
+bool file_flight_kernels(const FileValue &f, Config &into, Messages &m) {
+  const json &v = f.value;
+  if (v.is_string() && v.get_ref<const std::string &>() == "auto") {
+    into.flight_kernels = 0;
+    return true;
+  }
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t)kMaxFlightKernels) ||
+      !flight_kernels_fit(v.get<int64_t>())) {
+    m.reject(f, v.is_number_integer() ? "" : it_is(v, "a whole number or \"auto\""));
+    return false;
+  }
+  into.flight_kernels = v.get<uint64_t>();
+  return true;
+}
+
+bool file_flight_on_exit(const FileValue &f, Config &into, Messages &m) {
+  if (!f.value.is_boolean()) {
+    m.reject(f, it_is(f.value, "a boolean"));
+    return false;
+  }
+  into.flight_on_exit = f.value.get<bool>();
+  return true;
+}
+
 // msprobe's KBK statistics: where the statistics are computed.
 bool file_device_stats(const FileValue &f, Config &into, Messages &m) {
   static constexpr std::string_view kPlaces[] = {"device", "host"};
@@ -923,7 +962,7 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_TASK",
      .field = Field::Task,
      .parse_env = env_keyword<&Config::task, kTasks>,
-     .accepted = "statistics, tensor, overflow_check, structure",
+     .accepted = "statistics, tensor, overflow_check, structure, flight",
      .section = Section::Top,
      .key = "task",
      .parse_file = file_task,
@@ -1016,6 +1055,24 @@ constexpr Setting kSettings[] = {
      .key = "overflow_nums",
      .parse_file = file_overflow_nums,
      .take = take<&Config::overflow_nums>},
+    {.env = "MSPROBE_FLIGHT_KERNELS",
+     .field = Field::FlightKernels,
+     .parse_env = env_flight_kernels,
+     .accepted = "auto (as many as MSPROBE_BUFFER_MB holds) or a whole number in [1, 1000000]",
+     .section = Section::Task,
+     .key = "kernels",
+     .parse_file = file_flight_kernels,
+     .file_accepted = "\"auto\" or a whole number in [1, 1000000]",
+     .take = take<&Config::flight_kernels>},
+    {.env = "MSPROBE_FLIGHT_ON_EXIT",
+     .field = Field::FlightOnExit,
+     .parse_env = env_keyword<&Config::flight_on_exit, kBools>,
+     .accepted = "1 or 0 (also true/false, on/off, yes/no)",
+     .section = Section::Task,
+     .key = "on_exit",
+     .parse_file = file_flight_on_exit,
+     .file_accepted = "true, false",
+     .take = take<&Config::flight_on_exit>},
     {.env = "MSPROBE_STACK",
      .field = Field::Stack,
      .parse_env = env_keyword<&Config::stack, kStackModes>,
@@ -1110,7 +1167,7 @@ class Loader {
   void require_top_keys(const json &root);
   void read_file_task_section(const json &root, Task task);
   void pick(const Setting &s);
-  void warn_if_inert(Field f, Task needed, const char *why);
+  void warn_if_inert(Field f, std::initializer_list<Task> needed, const char *why);
 
   const std::function<const char *(const char *)> &getenv_;
   ConfigLoad &out_;
@@ -1220,9 +1277,9 @@ void Loader::pick(const Setting &s) {
   }
 }
 
-void Loader::warn_if_inert(Field f, Task needed, const char *why) {
+void Loader::warn_if_inert(Field f, std::initializer_list<Task> needed, const char *why) {
   const Task task = out_.config.task;
-  if (in_env_[slot(f)] && task != needed) {
+  if (in_env_[slot(f)] && std::find(needed.begin(), needed.end(), task) == needed.end()) {
     m_.warn(std::string(setting(f)->env) + " has no effect: " + why + " (task is " + to_string(task) + ")");
   }
 }
@@ -1248,8 +1305,11 @@ void Loader::run() {
   for (const Setting &s : kSettings) {
     if (s.field != Field::Task) pick(s);
   }
-  warn_if_inert(Field::FileFormat, Task::Tensor, "only the tensor task writes tensor files");
-  warn_if_inert(Field::OverflowNums, Task::OverflowCheck, "it applies to the overflow_check task");
+  warn_if_inert(Field::FileFormat, {Task::Tensor, Task::Flight}, "only the tensor and flight tasks write tensor files");
+  warn_if_inert(Field::OverflowNums, {Task::OverflowCheck, Task::Flight},
+                "it applies to the overflow_check and flight tasks");
+  warn_if_inert(Field::FlightKernels, {Task::Flight}, "it applies to the flight task");
+  warn_if_inert(Field::FlightOnExit, {Task::Flight}, "it applies to the flight task");
 }
 
 // Levenshtein distance, for "did you mean".
@@ -1416,6 +1476,11 @@ std::string describe(const Config &c) {
   add("compress", to_string(c.compress), Field::Compress);
   add("buffer_mb", std::to_string(c.buffer_bytes >> 20), Field::BufferMb);
   add("overflow_nums", std::to_string(c.overflow_nums), Field::OverflowNums);
+  if (c.task == Task::Flight) {
+    add("flight_kernels", c.flight_kernels ? std::to_string(c.flight_kernels) : std::string("auto"),
+        Field::FlightKernels);
+    add("flight_on_exit", c.flight_on_exit ? "1" : "0", Field::FlightOnExit);
+  }
   add("step_marker",
       c.step_marker.empty()                            ? std::string("off")
       : c.source(Field::StepMarker) == Source::Default ? std::string("optimizer kernels")

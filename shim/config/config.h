@@ -79,6 +79,8 @@ enum class Field {
   LogLevel,
   Precision,
   DeviceStats,
+  FlightKernels,
+  FlightOnExit,
   kCount
 };
 enum class Source { Default, Env, File };
@@ -108,6 +110,10 @@ struct Config {
   // Statistics computed on the device (MSPROBE_DEVICE_STATS, config.json statistics.device): only scalars
   // cross the host link. false: every tensor is copied and reduced on the host.
   bool device_stats = true;
+  // The flight task: the most kernels its ring keeps (MSPROBE_FLIGHT_KERNELS; 0: as many as MSPROBE_BUFFER_MB holds),
+  // and whether the ring is written at any exit or fatal signal too (MSPROBE_FLIGHT_ON_EXIT).
+  uint64_t flight_kernels = 0;
+  bool flight_on_exit = false;
   std::string config_path;  // MSPROBE_CONFIG as given, empty if none
 
   std::array<Source, static_cast<size_t>(Field::kCount)> sources{};  // all Default

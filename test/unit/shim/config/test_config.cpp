@@ -164,8 +164,9 @@ std::vector<KeywordCase> keyword_cases() {
         {"tensor", is(&Config::task, Task::Tensor)},
         {"overflow_check", is(&Config::task, Task::OverflowCheck)},
         {"structure", is(&Config::task, Task::Structure)},
+        {"flight", is(&Config::task, Task::Flight)},
         {" Tensor\t", is(&Config::task, Task::Tensor)}},
-       "statistics, tensor, overflow_check, structure"},
+       "statistics, tensor, overflow_check, structure, flight"},
       {"MSPROBE_DATA_MODE",
        {{"all", is(&Config::data_mode, DataMode::All)},
         {"input", is(&Config::data_mode, DataMode::Input)},
@@ -245,7 +246,7 @@ TEST(Config, KeywordVariablesRejectEverythingElse) {
 
 TEST(Config, MessageFormatIsExact) {
   EXPECT_EQ(one_error({{"MSPROBE_TASK", "tesnor"}}, "MSPROBE_TASK"),
-            "MSPROBE_TASK=\"tesnor\" is not valid; accepted: statistics, tensor, overflow_check, structure");
+            "MSPROBE_TASK=\"tesnor\" is not valid; accepted: statistics, tensor, overflow_check, structure, flight");
   EXPECT_EQ(one_error({{"MSPROBE_DATA_MODE", "  "}}, "MSPROBE_DATA_MODE"),
             "MSPROBE_DATA_MODE=\"  \" is empty; accepted: all, input, output");
   EXPECT_EQ(
@@ -371,6 +372,59 @@ TEST(Config, OverflowNums) {
   ASSERT_EQ(f.warnings.size(), 1u);
   EXPECT_NE(f.warnings[0].find("MSPROBE_FILE_FORMAT has no effect"), std::string::npos);
   EXPECT_TRUE(ok({{"MSPROBE_FILE_FORMAT", "bin"}, {"MSPROBE_TASK", "tensor"}}).warnings.empty());
+}
+
+TEST(Config, FlightSettings) {
+  const ConfigLoad d = ok({{"MSPROBE_TASK", "flight"}});
+  EXPECT_EQ(d.config.flight_kernels, 0u);  // auto: as many as the budget holds
+  EXPECT_FALSE(d.config.flight_on_exit);
+  const ConfigLoad l =
+      ok({{"MSPROBE_TASK", "flight"}, {"MSPROBE_FLIGHT_KERNELS", "64"}, {"MSPROBE_FLIGHT_ON_EXIT", "yes"},
+          {"MSPROBE_OVERFLOW_NUMS", "2"}, {"MSPROBE_FILE_FORMAT", "bin"}});
+  EXPECT_TRUE(l.warnings.empty()) << ::testing::PrintToString(l.warnings);
+  EXPECT_EQ(l.config.flight_kernels, 64u);
+  EXPECT_TRUE(l.config.flight_on_exit);
+  EXPECT_EQ(l.config.overflow_nums, 2);
+  EXPECT_EQ(ok({{"MSPROBE_TASK", "flight"}, {"MSPROBE_FLIGHT_KERNELS", "auto"}}).config.flight_kernels, 0u);
+  EXPECT_EQ(ok({{"MSPROBE_TASK", "flight"}, {"MSPROBE_FLIGHT_KERNELS", "1000000"}}).config.flight_kernels, 1000000u);
+  for (const char *bad : {"0", "-1", "1000001", "lots", "2.5"}) {
+    const std::string e = one_error({{"MSPROBE_FLIGHT_KERNELS", bad}}, "MSPROBE_FLIGHT_KERNELS");
+    EXPECT_NE(e.find("accepted: auto (as many as MSPROBE_BUFFER_MB holds) or a whole number in [1, 1000000]"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_NE(one_error({{"MSPROBE_FLIGHT_ON_EXIT", "maybe"}}, "MSPROBE_FLIGHT_ON_EXIT").find("accepted: 1 or 0"),
+            std::string::npos);
+  // Valid but pointless outside the flight task: a warning each.
+  const ConfigLoad w = ok({{"MSPROBE_FLIGHT_KERNELS", "8"}, {"MSPROBE_FLIGHT_ON_EXIT", "1"}});
+  ASSERT_EQ(w.warnings.size(), 2u) << ::testing::PrintToString(w.warnings);
+  EXPECT_NE(w.warnings[0].find("MSPROBE_FLIGHT_KERNELS has no effect: it applies to the flight task"),
+            std::string::npos);
+}
+
+TEST(ConfigJson, FlightSection) {
+  TempDir d;
+  const std::string p = d.write("c.json", R"J({
+    "task": "flight", "dump_path": "/data/dump", "level": "L2",
+    "flight": {"list": ["Matmul"], "kernels": 32, "on_exit": true, "overflow_nums": -1}
+  })J");
+  const ConfigLoad l = ok({{"MSPROBE_CONFIG", p}});
+  EXPECT_TRUE(l.warnings.empty()) << ::testing::PrintToString(l.warnings);
+  EXPECT_EQ(l.config.task, Task::Flight);
+  EXPECT_EQ(l.config.flight_kernels, 32u);
+  EXPECT_TRUE(l.config.flight_on_exit);
+  EXPECT_EQ(l.config.overflow_nums, -1);
+  EXPECT_EQ(l.config.source_of(Field::FlightKernels), "config.json field flight.kernels");
+  const std::string bad = d.write("b.json", R"J({"task": "flight", "level": "L2", "dump_path": "/d", "flight": {"kernels": 0, "on_exit": "yes"}})J");
+  const ConfigLoad b = load({{"MSPROBE_CONFIG", bad}});
+  ASSERT_EQ(b.errors.size(), 2u) << ::testing::PrintToString(b.errors);
+  EXPECT_NE(b.errors[0].find("field \"flight.kernels\" = 0 is not valid; accepted: \"auto\" or a whole number in [1, "
+                            "1000000]"),
+            std::string::npos)
+      << b.errors[0];
+  EXPECT_NE(b.errors[1].find("field \"flight.on_exit\" = \"yes\" is not valid: it is a string, not a boolean"),
+            std::string::npos)
+      << b.errors[1];
 }
 
 TEST(Config, DumpPath) {
@@ -685,7 +739,7 @@ TEST(ConfigJson, FieldErrors) {
   EXPECT_NE(file_error(R"({"level": "L2", "dump_path": "a\u0000b"})", "dump_path").find("NUL"), std::string::npos);
   // task
   EXPECT_NE(file_error(head + R"("task": "tesnor"})", "task")
-                .find("= \"tesnor\" is not valid; accepted: statistics, tensor, overflow_check, structure"),
+                .find("= \"tesnor\" is not valid; accepted: statistics, tensor, overflow_check, structure, flight"),
             std::string::npos);
   EXPECT_NE(file_error(head + R"("task": "free_benchmark"})", "task").find("not a kernel dump"), std::string::npos);
   EXPECT_NE(file_error(head + R"("task": ["tensor"]})", "task").find("it is a list, not a string"), std::string::npos);
@@ -1027,7 +1081,7 @@ TEST(Log, ReportConfig) {
   report_config(load({{"MSPROBE_TASK", "tesnor"}, {"MSPROBE_LOG_LEVEL", "error"}, {"MSPROBE_OVERFLOW_NUMS", "3"}}));
   EXPECT_EQ(cap.take(),
             "msprobe-shim: MSPROBE_TASK=\"tesnor\" is not valid; accepted: statistics, tensor, overflow_check, "
-            "structure\nmsprobe-shim: the configuration is invalid: capture is disabled and the program runs as "
+            "structure, flight\nmsprobe-shim: the configuration is invalid: capture is disabled and the program runs as "
             "without msprobe-shim\n");  // the warning is below MSPROBE_LOG_LEVEL=error
   report_config(load({{"MSPROBE_LOG_LEVEL", "info"}}));
   const std::string info = cap.take();
