@@ -10,3 +10,10 @@ msprobe_gtest(shim_device_staging SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_staging
 add_test(NAME shim_device_staging_async COMMAND shim_device_staging)
 set_tests_properties(shim_device_staging_async PROPERTIES
                      ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)
+# The flight task's ring (shim/device/device_ring.h): device copies read back, first-in first-out reuse, eviction,
+# refusals, waiting for a kernel being checked.
+msprobe_gtest(shim_device_ring SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_device_ring.cpp
+              LINK msprobe_shim_device ascendcl runtime TIMEOUT 120)
+add_test(NAME shim_device_ring_async COMMAND shim_device_ring)
+set_tests_properties(shim_device_ring_async PROPERTIES
+                     ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)
