@@ -81,6 +81,7 @@ const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned ch
   *bytes = n * es;
   if (!t.block) return nullptr;
   const auto *base = static_cast<const unsigned char *>(t.block->data());
+  if (base == nullptr) return nullptr;  // the producer could not give the bytes back
   if (n == 0) return base;
   int64_t lo = t.block_offset, hi = t.block_offset;
   bool contiguous = true;
@@ -132,9 +133,21 @@ struct Prepared {
   std::string member;  // the dump.json member, serialized by the writer thread
   bool have_data = true;
   bool skip = false;      // nothing to append (the kernel could not be prepared)
-  bool deferred = false;  // overflow_check: whether it is written depends on the kernels before it
-  std::string overflow;   // overflow_check: the NaN/Inf found in its outputs
+  bool deferred = false;  // overflow_check, flight: whether it is written depends on the kernels before it
+  std::string overflow;   // overflow_check, flight: the NaN/Inf found in its outputs
 };
+
+// Every tensor of an argument list, lists included.
+template <typename F>
+void for_each_tensor(std::optional<CapturedList> &args, F &&f) {
+  if (!args) return;
+  std::function<void(CapturedArg &)> visit = [&](CapturedArg &a) {
+    if (auto *t = std::get_if<TensorCapture>(&a.v)) f(*t);
+    if (auto *l = std::get_if<CapturedList>(&a.v))
+      for (CapturedArg &x : *l) visit(x);
+  };
+  for (CapturedArg &a : *args) visit(a);
+}
 
 }  // namespace
 
@@ -152,7 +165,11 @@ struct Collector::Impl {
   // Appends happen one at a time and in submission order (journals are not thread-safe, and a journal on disk
   // must be a prefix of the truth): a kernel prepared early waits in `ready` for the ones before it.
   std::mutex write_mu;
-  uint64_t next_commit = 0;            // under write_mu
+  uint64_t next_commit = 0;  // under write_mu
+  // flight: the clean kernels kept, oldest first. Its own lock: the producer lets the oldest go (drop_oldest_kept)
+  // while a flight record is being written under write_mu.
+  std::mutex kept_mu;
+  std::deque<Prepared> kept;
   std::map<uint64_t, Prepared> ready;  // under write_mu
   // Test seam (test/integration/crash/kill_stress.py): SHIM_TEST_JOURNAL_GAP_US widens the moment between a kernel's
   // dump.json and construct.json appends, so that random SIGKILLs land in it. Read once, at construction.
@@ -169,7 +186,7 @@ struct Collector::Impl {
     try {
       make_dir(options.dump_path, w.dir);
       DumpHeader h;
-      h.task = options.task;
+      h.task = dump_task(options.task);
       h.framework = options.framework;
       h.host_framework = options.host_framework;
       if (options.save_tensors) h.dump_data_dir = fs::absolute(w.tensor_dir).string();
@@ -395,8 +412,17 @@ struct Collector::Impl {
       TensorStats st = pre ? *pre : compute_stats(t->dtype, data, t->shape, options.precision);
       if (!st.has_nan_or_inf()) return;
       if (!found.empty()) found += "; ";
-      found += "output" + path + ": " + std::to_string(st.nan_count) + " NaN, " + std::to_string(st.pos_inf_count) +
-               " +Inf, " + std::to_string(st.neg_inf_count) + " -Inf";
+      found += "output" + path + ": ";
+      if (st.counts_exact) {
+        found += std::to_string(st.nan_count) + " NaN, " + std::to_string(st.pos_inf_count) + " +Inf, " +
+                 std::to_string(st.neg_inf_count) + " -Inf";
+        return;
+      }
+      // Only the device's extremes were taken (a flight tensor kept as statistics only): which kinds, not how many.
+      std::string kinds;
+      for (auto [n, kind] : {std::pair{st.nan_count, "NaN"}, {st.pos_inf_count, "+Inf"}, {st.neg_inf_count, "-Inf"}})
+        if (n) kinds += (kinds.empty() ? "" : ", ") + std::string(kind);
+      found += kinds + " (not counted)";
     };
     if (k.outputs)
       for (size_t i = 0; i < k.outputs->size(); ++i) visit((*k.outputs)[i], "." + std::to_string(i));
@@ -415,7 +441,7 @@ struct Collector::Impl {
     e.input_args = convert_all(k.inputs, k.name, IoKind::Input, w, have_data, rng);
     e.output = convert_all(k.outputs, k.name, IoKind::Output, w, have_data, rng);
     e.extra = std::move(k.extra);
-    if (!overflow.empty()) e.extra.emplace_back("overflow", overflow);
+    if (!overflow.empty()) e.extra.emplace_back(json_key::kOverflow, overflow);
     // Release the staged bytes now, not when the capture object dies later.
     k.inputs.reset();
     k.outputs.reset();
@@ -431,10 +457,17 @@ struct Collector::Impl {
       p.have_data = false;
     }
     k.ready.reset();
-    if (options.overflow_only) {
+    if (options.overflow_only || options.flight) {
       // Which overflowing kernels are written (the first N) depends on the order: decided at commit time.
       if (p.have_data) p.overflow = overflow_in(k);
       p.deferred = true;
+      // A kept tensor's statistics are computed from its bytes if it is ever written: the device's results (and the
+      // pinned memory they came back in) need not stay for as long as the ring keeps the kernel.
+      if (options.flight)
+        for (auto *args : {&k.inputs, &k.outputs})
+          for_each_tensor(*args, [](TensorCapture &t) {
+            if (t.block) t.device_stats.reset();
+          });
     } else {
       p.w = &locked_writer_for(k.step, k.rank);
       p.member = build_member(k, *p.w, p.have_data, "", rng);
@@ -476,28 +509,92 @@ struct Collector::Impl {
   // Caller holds write_mu.
   void append(Prepared &q, std::mt19937_64 &rng) {
     if (q.skip) return;
-    KernelCapture &k = q.k;
+    if (q.deferred && options.flight) return append_flight(q, rng);
     if (q.deferred) {
       if (!q.have_data || q.overflow.empty()) return;  // a clean kernel: nothing to write
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit) return;
-        ++counters.overflows;
-        if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit)
-          overflow_limit_reached.store(true, std::memory_order_relaxed);
-      }
-      std::string where = k.name + " (step " + std::to_string(k.step) + ", " + rank_dir_name(k.rank) + ", launch " +
-                          std::to_string(k.launch_index) + "): " + q.overflow;
-      // The innermost frames say where it came from (the whole stack is in stack.json).
-      if (uint64_t g = options.stacks ? options.stacks->group(k.stack_id) : 0; g != 0) {
-        std::vector<std::string> frames = options.stacks->frames(g);
-        where += "; launched at ";
-        for (size_t i = 0; i < frames.size() && i < 3; ++i) where += (i ? " <- " : "") + frames[i];
-      }
-      std::fprintf(stderr, "msprobe-shim: overflow: %s\n", where.c_str());  // every one: they are the findings
-      q.w = &locked_writer_for(k.step, k.rank);
-      q.member = build_member(k, *q.w, q.have_data, q.overflow, rng);
+      if (!count_overflow()) return;
+      // Every one on stderr: they are the findings.
+      std::fprintf(stderr, "msprobe-shim: overflow: %s\n", where(q.k, q.overflow).c_str());
+      q.w = &locked_writer_for(q.k.step, q.k.rank);
+      q.member = build_member(q.k, *q.w, q.have_data, q.overflow, rng);
     }
+    append_journal(q);
+  }
+
+  // One more overflow found: false when the limit had been reached before it. Caller holds write_mu.
+  bool count_overflow() {
+    std::lock_guard<std::mutex> lk(mu);
+    if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit) return false;
+    ++counters.overflows;
+    if (options.overflow_limit >= 0 && counters.overflows >= (uint64_t)options.overflow_limit)
+      overflow_limit_reached.store(true, std::memory_order_relaxed);
+    return true;
+  }
+
+  // "Muls.x.0 (step 1, rank0, launch 12): output.0: ...; launched at f <- g <- h".
+  std::string where(const KernelCapture &k, const std::string &overflow) {
+    std::string w = k.name + " (step " + std::to_string(k.step) + ", " + rank_dir_name(k.rank) + ", launch " +
+                    std::to_string(k.launch_index) + "): " + overflow;
+    // The innermost frames say where it came from (the whole stack is in stack.json).
+    if (uint64_t g = options.stacks ? options.stacks->group(k.stack_id) : 0; g != 0) {
+      std::vector<std::string> frames = options.stacks->frames(g);
+      w += "; launched at ";
+      for (size_t i = 0; i < frames.size() && i < 3; ++i) w += (i ? " <- " : "") + frames[i];
+    }
+    return w;
+  }
+
+  // flight, in submission order: a clean kernel is kept, one with NaN/Inf is written with the kept ones before it.
+  void append_flight(Prepared &q, std::mt19937_64 &rng) {
+    if (overflow_limit_reached.load(std::memory_order_relaxed)) return;  // the records asked for are written
+    if (q.overflow.empty()) return keep(std::move(q));
+    if (!count_overflow()) return;
+    // The check may have read the device's extremes only; the record says how many, from the bytes.
+    if (std::string exact = overflow_in(q.k); !exact.empty()) q.overflow = std::move(exact);
+    std::deque<Prepared> record = take_kept();
+    std::fprintf(stderr, "msprobe-shim: flight record: overflow: %s; written with the %zu kernels before it\n",
+                 where(q.k, q.overflow).c_str(), record.size());
+    const std::string trigger_kernel = q.k.name;
+    record.push_back(std::move(q));
+    write_record(record, "overflow", trigger_kernel, rng);
+    if (overflow_limit_reached.load(std::memory_order_relaxed)) take_kept();  // nothing more will be written
+  }
+
+  void keep(Prepared &&q) {
+    std::deque<Prepared> dropped;  // let go outside the lock: their bytes go back to the producer
+    std::lock_guard<std::mutex> lk(kept_mu);
+    kept.push_back(std::move(q));
+    while (kept.size() > options.flight_kernels) {
+      dropped.push_back(std::move(kept.front()));
+      kept.pop_front();
+    }
+    std::lock_guard<std::mutex> lk2(mu);
+    counters.kept_high_water = std::max<uint64_t>(counters.kept_high_water, kept.size());
+  }
+
+  std::deque<Prepared> take_kept() {
+    std::lock_guard<std::mutex> lk(kept_mu);
+    return std::exchange(kept, {});
+  }
+
+  // A flight record, oldest first: each kernel is written as the tensor task writes it, marked with the trigger.
+  // Caller holds write_mu.
+  void write_record(std::deque<Prepared> &record, const std::string &trigger, const std::string &trigger_kernel,
+                    std::mt19937_64 &rng) {
+    while (!record.empty()) {
+      Prepared r = std::move(record.front());
+      record.pop_front();
+      r.k.extra.emplace_back(json_key::kFlightTrigger, trigger);
+      if (!trigger_kernel.empty()) r.k.extra.emplace_back(json_key::kFlightTriggerKernel, trigger_kernel);
+      r.w = &locked_writer_for(r.k.step, r.k.rank);
+      r.member = build_member(r.k, *r.w, r.have_data, r.overflow, rng);
+      append_journal(r);
+    }
+  }
+
+  // Appends a prepared kernel's member to its folder's journals. Caller holds write_mu.
+  void append_journal(Prepared &q) {
+    KernelCapture &k = q.k;
     RankWriter *w = q.w;
     if (w->broken) return;
     try {
@@ -579,6 +676,7 @@ void Collector::close() {
   for (std::thread &t : m.workers)
     if (t.joinable()) t.join();
   m.workers.clear();
+  m.take_kept();  // flight: what was kept and not asked for is let go
   std::lock_guard<std::mutex> wl(m.write_mu);
   m.write_stacks();
   std::lock_guard<std::mutex> lk(m.mu);
@@ -602,6 +700,32 @@ const CollectorOptions &Collector::options() const { return impl_->options; }
 
 bool Collector::overflow_limit_reached() const noexcept {
   return impl_->overflow_limit_reached.load(std::memory_order_relaxed);
+}
+
+bool Collector::drop_oldest_kept() {
+  Impl &m = *impl_;
+  Prepared dropped;  // let go outside the lock
+  std::lock_guard<std::mutex> lk(m.kept_mu);
+  if (m.kept.empty()) return false;
+  dropped = std::move(m.kept.front());
+  m.kept.pop_front();
+  return true;
+}
+
+void Collector::write_kept(const std::string &trigger) {
+  Impl &m = *impl_;
+  if (!m.options.flight) return;
+  flush();  // every kernel submitted so far is checked: kept, or written by its own trigger
+  std::lock_guard<std::mutex> wl(m.write_mu);
+  if (m.overflow_limit_reached.load(std::memory_order_relaxed)) return;
+  std::deque<Prepared> record = m.take_kept();
+  if (record.empty()) return;
+  std::fprintf(stderr, "msprobe-shim: flight record: %s: writing the last %zu kernels (step %llu to step %llu)\n",
+               trigger.c_str(), record.size(), (unsigned long long)record.front().k.step,
+               (unsigned long long)record.back().k.step);
+  std::mt19937_64 rng{std::random_device{}()};
+  m.write_record(record, trigger, "", rng);
+  m.write_stacks();
 }
 
 }  // namespace msprobe::collector

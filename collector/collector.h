@@ -33,6 +33,12 @@ struct CollectorOptions {
   // them (-1: no limit), each reported on stderr and marked with an "overflow" field.
   bool overflow_only = false;
   int64_t overflow_limit = -1;
+  // flight: each kernel's outputs are checked the same way, but a clean kernel is kept (the last `flight_kernels`)
+  // instead of dropped; a kernel with NaN/Inf is written with the kept ones before it, oldest first (a flight
+  // record, each kernel marked with json_key::kFlightTrigger), at most `overflow_limit` times. The kept kernels' bytes
+  // stay where the producer put them (its blocks) until they are written or let go.
+  bool flight = false;
+  uint64_t flight_kernels = 1;
   std::shared_ptr<StackRenderer> stacks;  // null: stack.json holds only {}
   // lz4: each tensor file is an LZ4 frame named {file}.lz4.
   Compression compress = Compression::Off;
@@ -43,9 +49,10 @@ struct CollectorOptions {
 
 struct CollectorCounters {
   uint64_t submitted = 0, written = 0, without_data = 0, tensor_files = 0, tensor_bytes = 0, write_errors = 0;
-  uint64_t after_close = 0;  // submitted after close(): reported, not written
-  uint64_t overflows = 0;    // overflow_check: kernels found with NaN/Inf outputs (and written)
-  uint64_t file_bytes = 0;   // bytes on disk for the tensor files (compressed size with lz4)
+  uint64_t after_close = 0;      // submitted after close(): reported, not written
+  uint64_t overflows = 0;        // overflow_check: kernels found with NaN/Inf outputs (and written); flight: records
+  uint64_t kept_high_water = 0;  // flight: most kernels kept at once
+  uint64_t file_bytes = 0;       // bytes on disk for the tensor files (compressed size with lz4)
   // Most kernels prepared but waiting for an earlier one to be appended.
   uint64_t reorder_high_water = 0;
 };
@@ -68,6 +75,12 @@ class Collector {
   // overflow_check: overflow_limit kernels have been found; later ones will not be written. One atomic load, for
   // the launching threads (which then stop copying).
   bool overflow_limit_reached() const noexcept;
+  // flight: lets go of the oldest kept kernel (its bytes are released); false when none is kept. Thread-safe; it
+  // waits for no write.
+  bool drop_oldest_kept();
+  // flight: waits until everything submitted is checked, then writes the kept kernels as a flight record whose
+  // trigger is `trigger` ("exit", "signal SIGTERM"). Nothing when none is kept or the record limit was reached.
+  void write_kept(const std::string &trigger);
 
  private:
   struct Impl;

@@ -216,8 +216,12 @@ class TensorResult final : public record::PrecomputedStats {
       s.pos_inf_count = (uint64_t)pinf;
       s.neg_inf_count = (uint64_t)ninf;
       s.nan_count = count_ - (uint64_t)finite - s.pos_inf_count - s.neg_inf_count;
-    } else if (std::isnan(s.max.real) || std::isnan(s.min.real)) {
-      s.nan_count = 1;  // not counted on the device: at least one (only the overflow check reads counts)
+    } else {
+      // Not counted on the device: at least one of each the extremes show (only the overflow checks read counts).
+      s.counts_exact = false;
+      if (std::isnan(s.max.real) || std::isnan(s.min.real)) s.nan_count = 1;
+      if (s.max.real == HUGE_VAL) s.pos_inf_count = 1;
+      if (s.min.real == -HUGE_VAL) s.neg_inf_count = 1;
     }
     return s;
   }
