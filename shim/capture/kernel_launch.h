@@ -71,7 +71,11 @@ class KernelLaunch {
   void add_tensor(Side side, const TensorMeta &t);
   void add_tensor_list(Side side, const std::vector<TensorMeta> &ts);
   void add_null(Side side);
-  record::CapturedArg tensor(const TensorMeta &m, bool output);
+  // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
+  record::CapturedArg tensor(const TensorMeta &m, Side side, size_t slot, int64_t item = -1);
+  // The flight task: the bytes into the ring, the outputs' extremes on the device for the check.
+  void flight_tensor(const TensorMeta &m, Side side, record::TensorCapture &t, std::string_view where);
+  DeviceStatsBatch &device_stats_batch();
   Session &session_;
   void *stream_;
   StackId stack_ = kEmptyStack;
@@ -81,6 +85,7 @@ class KernelLaunch {
   bool use_device_stats_ = false;
   bool staged_ = false;
   bool finished_ = false;
+  std::string notes_;  // flight: tensors kept as statistics only, and why
   static thread_local int open_ __attribute__((tls_model("initial-exec")));
 };
 

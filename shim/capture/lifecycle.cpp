@@ -61,6 +61,7 @@ sem_t g_request;
 enum : int { kIdle, kFinishing, kFinished };
 std::atomic<int> g_finish{kIdle};
 std::atomic<int> g_deferred_signal{0};
+std::atomic<int> g_ending_signal{0};  // the signal whose default action is ending the process (ending_signal_name)
 thread_local bool t_finisher __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_exit_shutdown __attribute__((tls_model("initial-exec"))) = false;
 
@@ -242,6 +243,7 @@ void on_signal(int sig, siginfo_t *info, void *uc) {
     errno = saved_errno;
     return;
   }
+  g_ending_signal.store(sig);
   finish_before_death();
   restore_default(sig);
   errno = saved_errno;
@@ -319,6 +321,22 @@ void install(const Callbacks &callbacks) {
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   g_installed.store(true);
+}
+
+const char *ending_signal_name() noexcept {
+  switch (g_ending_signal.load()) {
+    case 0: return nullptr;
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGABRT: return "SIGABRT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    default: return "a signal";
+  }
 }
 
 void finish_before_death() noexcept {

@@ -33,6 +33,10 @@ void install(const Callbacks &callbacks);
 // on the calling side; a no-op in a child process, on the finisher itself and once finished.
 void finish_before_death() noexcept;
 
+// The name of the signal ("SIGTERM") whose default action is ending the process, while the dump is finished before
+// it; nullptr otherwise (exit, _exit).
+const char *ending_signal_name() noexcept;
+
 // _exit/_Exit: finish_before_death(), then the next _exit in the process (looked up when the session started, so
 // that a vfork child never takes the dynamic linker's lock), or the exit_group system call.
 [[noreturn]] void end_process(int status) noexcept;

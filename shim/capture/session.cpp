@@ -17,6 +17,7 @@
 #include "shim/base/log.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
+#include "shim/device/device_ring.h"
 #include "shim/device/device_stats.h"
 #include "shim/device/staging.h"
 #include "shim/stacks/stacks.h"
@@ -27,6 +28,7 @@ struct Session::Impl {
   Config config;
   DeviceStatsSettings device_stats;
   std::unique_ptr<Staging> staging;
+  std::unique_ptr<DeviceRing> ring;  // flight only
 
   std::mutex mu;  // launch order: everything below
   std::unique_ptr<collector::Collector> collector;
@@ -44,6 +46,10 @@ struct Session::Impl {
 };
 
 namespace {
+
+// MSPROBE_FLIGHT_KERNELS=auto: as many as the ring holds, up to this many (each kept kernel's description stays on the
+// host, about a kilobyte: this bounds them to tens of MB beside the budget).
+constexpr uint64_t kAutoFlightKernels = 16384;
 
 void update_ahead(Session::Impl &m);
 
@@ -109,12 +115,26 @@ Session::Session(Config config) : impl_(new Impl) {
   impl_->config = std::move(config);
   const Config &c = impl_->config;
   DeviceStatsSettings &d = impl_->device_stats;
-  d.enabled = c.device_stats && c.summary_mode == SummaryMode::Statistics &&
-              (c.task == Task::Statistics || c.task == Task::OverflowCheck);
+  // flight: the outputs' extremes are its check (whatever the summary mode: what it writes comes from the bytes).
+  d.enabled =
+      c.device_stats &&
+      ((c.summary_mode == SummaryMode::Statistics && (c.task == Task::Statistics || c.task == Task::OverflowCheck)) ||
+       c.task == Task::Flight);
   d.overflow = c.task == Task::OverflowCheck;
   d.high_precision = c.precision == Precision::High;
   d.snapshot_budget = c.buffer_bytes;
   impl_->staging = std::make_unique<Staging>(c.buffer_bytes);
+  if (c.task == Task::Flight) {
+    // A full ring lets the oldest kept kernel go (the collector keeps them, in order).
+    impl_->ring = std::make_unique<DeviceRing>(c.buffer_bytes, [m = impl_] {
+      collector::Collector *col;
+      {
+        std::lock_guard<std::mutex> lk(m->mu);
+        col = m->collector.get();
+      }
+      return col != nullptr && col->drop_oldest_kept();
+    });
+  }
   update_ahead(*impl_);  // MSPROBE_RANK against a rank known from the environment is decided at the first launch
 }
 
@@ -127,6 +147,7 @@ const DeviceStatsSettings &Session::device_stats() const { return impl_->device_
 
 const Config &Session::config() const { return impl_->config; }
 Staging &Session::staging() { return *impl_->staging; }
+DeviceRing *Session::flight_ring() { return impl_->ring.get(); }
 
 bool Session::may_capture(std::string_view op_type) const {
   const Config &c = impl_->config;
@@ -209,7 +230,8 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
   if (selected && !c.list.empty()) selected = c.list.matches(op_type, t.name);
   // overflow_check stops copying once the collector has found MSPROBE_OVERFLOW_NUMS overflows (it finds
   // them after the kernels ran, so a few more may be copied; the collector writes only the first N).
-  if (selected && c.task == Task::OverflowCheck && m.collector && m.collector->overflow_limit_reached())
+  if (selected && (c.task == Task::OverflowCheck || c.task == Task::Flight) && m.collector &&
+      m.collector->overflow_limit_reached())
     selected = false;
   t.capture = selected;
   t.with_inputs = c.data_mode != DataMode::Output;
@@ -237,8 +259,10 @@ void Session::submit(record::KernelCapture kernel) {
       o.framework = o.host_framework == format::HostFramework::PyTorch ? format::Framework::PyTorch
                                                                        : format::Framework::MindSpore;
       o.precision = c.precision;
-      o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck;
+      o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck || c.task == Task::Flight;
       o.overflow_only = c.task == Task::OverflowCheck;
+      o.flight = c.task == Task::Flight;
+      o.flight_kernels = c.flight_kernels ? c.flight_kernels : kAutoFlightKernels;
       o.overflow_limit = c.overflow_nums;
       o.stacks = std::make_shared<StackTableRenderer>(c.stack);
       o.compress = c.compress;
@@ -278,6 +302,21 @@ void Session::flush() {
   if (col) col->flush();
 }
 
+void Session::device_ending(const char *call) {
+  flush();
+  if (!impl_->ring) return;
+  collector::Collector *col;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    col = impl_->collector.get();
+  }
+  if (col && impl_->config.flight_on_exit) col->write_kept(call);
+  if (col)
+    while (col->drop_oldest_kept()) {
+    }
+  impl_->ring->forget_memory();
+}
+
 void Session::shutdown() {
   collector::Collector *col;
   {
@@ -287,6 +326,11 @@ void Session::shutdown() {
     col = impl_->collector.get();
   }
   if (!col) return;
+  // MSPROBE_FLIGHT_ON_EXIT: the kept kernels are the record of how the process ended.
+  if (impl_->ring && impl_->config.flight_on_exit) {
+    const char *sig = lifecycle::ending_signal_name();
+    col->write_kept(sig ? std::string("signal ") + sig : std::string("exit"));
+  }
   col->close();
   lifecycle::release_rank_outputs();
   collector::CollectorCounters n = col->counters();
@@ -313,6 +357,18 @@ void Session::shutdown() {
         (unsigned long long)d.tensors, (unsigned long long)d.kernels, (unsigned long long)d.result_bytes,
         (unsigned long long)d.batches, (unsigned long long)d.refused, (unsigned long long)d.snapshots,
         (unsigned long long)d.snapshot_bytes, (unsigned long long)d.fetched, (unsigned long long)d.fetched_bytes);
+  if (impl_->ring) {
+    DeviceRingCounters r = impl_->ring->counters();
+    log_info(
+        "flight: ring of %llu bytes in %s memory, high water %llu; %llu tensors copied in (%llu bytes), %llu read back "
+        "(%llu bytes); %llu kernels let go for room, %llu waits (%.3f s); refused: %llu larger than the ring, %llu "
+        "for lack of room; %llu kernels kept at most; %llu flight records on overflow",
+        (unsigned long long)r.capacity, r.on_device ? "device" : "host", (unsigned long long)r.high_water,
+        (unsigned long long)r.copies, (unsigned long long)r.bytes, (unsigned long long)r.fetched,
+        (unsigned long long)r.fetched_bytes, (unsigned long long)r.evictions, (unsigned long long)r.waits,
+        (double)r.wait_ns / 1e9, (unsigned long long)r.too_large, (unsigned long long)r.no_room,
+        (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
+  }
   if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
 }
 

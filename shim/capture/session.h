@@ -15,6 +15,7 @@
 namespace msprobe::shim {
 
 struct Config;
+class DeviceRing;
 class Staging;
 
 // What the session decided for one kernel launch. Every launch gets a name and indices (so names stay
@@ -51,6 +52,8 @@ class Session {
   bool is_step_marker(std::string_view op_type) const;
   void submit(record::KernelCapture kernel);
   Staging &staging();
+  // The flight task's ring (shim/device/device_ring.h); null for every other task.
+  DeviceRing *flight_ring();
   const Config &config() const;
   // What device statistics the configuration asks for (shim/device/device_stats.h).
   const DeviceStatsSettings &device_stats() const;
@@ -62,6 +65,9 @@ class Session {
   void set_rank_hint(uint32_t rank);
   // Everything captured so far is on disk (called at exit, aclFinalize, device reset).
   void flush();
+  // aclFinalize / aclrtResetDevice (`call`): flush(), and the flight ring, whose memory the runtime takes back, is
+  // written (MSPROBE_FLIGHT_ON_EXIT) or let go.
+  void device_ending(const char *call);
   void shutdown();
 
   struct Impl;

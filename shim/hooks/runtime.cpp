@@ -14,23 +14,26 @@ MSPROBE_HOOK_SLOTS(MSPROBE_RUNTIME_HOOKS)
 
 namespace {
 
-// Both calls: the dump flushed, then `real` (or `missing` when nothing defines it).
+// Both calls: the dump flushed (and the flight ring written or let go), then `real` (or `missing` when nothing defines
+// it).
 template <typename Real, typename... Args>
-aclError flush_then(Real real, aclError missing, Args... args) {
+aclError flush_then(const char *call, Real real, aclError missing, Args... args) {
   if (!real) return missing;
   if (!ReentryGuard::active() && capture_enabled()) {
     ReentryGuard guard;
-    session().flush();
+    session().device_ending(call);
   }
   return real(args...);
 }
 
 }  // namespace
 
-MSPROBE_EXPORT aclError aclFinalize(void) { return flush_then(MSPROBE_REAL(aclFinalize), ACL_ERROR_UNINITIALIZE); }
+MSPROBE_EXPORT aclError aclFinalize(void) {
+  return flush_then("aclFinalize", MSPROBE_REAL(aclFinalize), ACL_ERROR_UNINITIALIZE);
+}
 
 MSPROBE_EXPORT aclError aclrtResetDevice(int32_t deviceId) {
-  return flush_then(MSPROBE_REAL(aclrtResetDevice), ACL_ERROR_INVALID_DEVICE, deviceId);
+  return flush_then("aclrtResetDevice", MSPROBE_REAL(aclrtResetDevice), ACL_ERROR_INVALID_DEVICE, deviceId);
 }
 
 // The host marks the end of a training step (spec §4: "a step ends when the host calls msprobe_shim_step()").
