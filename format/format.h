@@ -145,6 +145,13 @@ inline constexpr std::string_view kLaunchIndex = "launch_index";
 inline constexpr std::string_view kTaskId = "task_id";
 inline constexpr std::string_view kStreamId = "stream_id";
 inline constexpr std::string_view kTimestamp = "timestamp";
+// Extra fields of a kernel entry: overflow_check's finding ("output.0: 0 NaN, 512 +Inf, 0 -Inf"), and on every
+// kernel a flight record writes (MSPROBE_TASK=flight) its trigger ("overflow", "exit", "signal SIGTERM"), for an
+// overflow the kernel that tripped it, and optionally a note (a tensor kept as statistics only...).
+inline constexpr std::string_view kOverflow = "overflow";
+inline constexpr std::string_view kFlightTrigger = "flight_trigger";
+inline constexpr std::string_view kFlightTriggerKernel = "flight_trigger_kernel";
+inline constexpr std::string_view kFlightNote = "flight_note";
 // A tensor, in msprobe's key order: type, dtype, shape, Max, Min, Mean, Norm, then the rest.
 inline constexpr std::string_view kType = "type";
 inline constexpr std::string_view kDtype = "dtype";
