@@ -56,6 +56,12 @@ Writes accuracy_checking_result_{timestamp}.csv (one row per kernel: API name, F
 accuracy_checking_details_{timestamp}.csv (one row per output tensor with msprobe's columns, then Step, Rank).
 Prints the counts, the op types skipped, and the failing kernels in launch order with their stacks.
 
+On a flight record (MSPROBE_TASK=flight: a tensor dump of the kernels kept before a trigger), then per record (per
+rank and trigger): the first recorded kernel, in launch order, whose status is error or warning (step/rank folder,
+launch_index); or, when none departs, the first kernel whose output is NaN/Inf although its input tensors are
+finite: every kernel computed correctly, so the values ran out of range (data or scale, not a kernel bug); and the
+recorded kernels that could not be judged (no CPU reference, no tensor data, ...).
+
 Exit status 0 when every compared kernel passes, 1 when one has an error or a warning, 2 on bad usage or input
 (including a dump without tensor data).
 )";
@@ -219,7 +225,9 @@ struct ReplayTally {
   std::map<std::string, uint64_t> no_ref_ops;
   std::vector<Listed> failing, skipped_other;
   uint64_t resumed = 0, replayed = 0;
-  bool stopped = false;  // --max-kernels left kernels undone
+  bool stopped = false;              // --max-kernels left kernels undone
+  std::vector<FlightKernel> flight;  // kernels written by a flight record, as their folders are read
+  Outcomes outcomes;                 // every kernel judged, for the flight report
 };
 
 // Kernels from the resumed file count as they were recorded.
@@ -233,6 +241,8 @@ void count_resumed(const ReplayPlan &p, ReplayTally &t) {
                      : st == "error"   ? Status::Error
                                        : Status::Skip;
     ++t.statuses[s];
+    const bool no_reference = s == Status::Skip && row[3].rfind("No CPU reference for op type ", 0) == 0;
+    t.outcomes[Key{row[kResultStep], row[kResultRank], row[0]}] = {s, no_reference};
     if (s == Status::Error || s == Status::Warning) {
       Listed l;
       auto it = folder_index.find({row[kResultStep], row[kResultRank]});
@@ -246,7 +256,7 @@ void count_resumed(const ReplayPlan &p, ReplayTally &t) {
       l.status = st;
       l.message = row[3] + " (from the resumed CSV)";
       t.failing.push_back(std::move(l));
-    } else if (s == Status::Skip && row[3].rfind("No CPU reference for op type ", 0) == 0) {
+    } else if (no_reference) {
       ++t.no_ref_ops[std::string(op_type_of(row[0]))];
     }
   }
@@ -347,6 +357,7 @@ class ReplayRun {
     for (size_t fi = 0; fi < plan_.folders.size() && budget_ > 0; ++fi) {
       Folder &f = plan_.folders[fi];
       read_kernels(f);
+      note_flight_kernels(fi);
       const std::vector<size_t> todo = pick_kernels(fi);
       const uint64_t folder_bytes = progress_bytes(f);
       replay_in_order(f, todo, ctx_, jobs_, [&](size_t i, KernelResult &&r) {
@@ -375,6 +386,17 @@ class ReplayRun {
     });
   }
 
+  void note_flight_kernels(size_t fi) {
+    const Folder &f = plan_.folders[fi];
+    for (const KernelEntry &k : f.kernels) {
+      const FlightFields fields = flight_fields(k.entry);
+      if (!fields.recorded()) continue;  // the tensors are read only for a flight record's kernels
+      const std::vector<TensorInfo> tensors = entry_tensors(k.entry, f.header);
+      if (auto fk = flight_kernel(fi, *f.dir, k.name, k.launch_index, fields, tensors))
+        tally_.flight.push_back(std::move(*fk));
+    }
+  }
+
   // The folder's kernels not done yet, as many as --max-kernels leaves.
   std::vector<size_t> pick_kernels(size_t fi) {
     const Folder &f = plan_.folders[fi];
@@ -396,6 +418,7 @@ class ReplayRun {
     const Folder &f = plan_.folders[fi];
     ++tally_.replayed;
     ++tally_.statuses[r.status];
+    tally_.outcomes[Key{f.step, f.rank, k.name}] = {r.status, r.no_reference};
     if (r.no_reference) {
       ++tally_.no_ref_ops[std::string(op_type_of(k.name))];
     } else if (r.status == Status::Skip) {
@@ -496,6 +519,7 @@ int run_replay(std::span<char *const> argv) {
   replay::print_counts(plan, options, tally);
   replay::print_failing(plan, tally.failing);
   std::printf("results: %s\n         %s\n", plan.result_path.string().c_str(), plan.details_path.string().c_str());
+  replay::print_flight_report(plan.folders, std::move(tally.flight), tally.outcomes);
   using replay::Status;
   return tally.statuses[Status::Error] + tally.statuses[Status::Warning] ? kExitFindings : kExitOk;
 }

@@ -1,4 +1,5 @@
 // summary DIR [--json]: one streaming pass over every dump.json; tensors are never opened.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -13,6 +14,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/flight.h"
 
 namespace msprobe::tools {
 
@@ -21,6 +23,10 @@ const std::string_view kSummaryHelp = R"(usage: msprobe-inspect summary DIR [--j
 What a dump holds: steps, ranks, kernels per op type, tensor files and their bytes, the task, and for each rank
 the first kernel (by step, then launch_index) whose statistics hold a NaN or an infinity (Max, Min, Mean or Norm),
 with its stack when stack.json records one.
+
+A flight record (MSPROBE_TASK=flight: kernels carrying flight_trigger) is named as one, with each record (per rank
+and trigger): the trigger (overflow in KERNEL at step S with its overflow text, exit, or signal NAME), how many
+kernels it kept, the steps and launch_index range they span, and the kernels with a flight_note.
 
   DIR        the dump root (step*/rank*/), one step folder, or one rank folder
   --json     print one JSON object instead of text
@@ -69,10 +75,10 @@ std::string json_str(std::string_view s) {
 struct Scan {
   std::vector<FolderSummary> folders;
   std::map<std::string, uint64_t> op_counts;
+  std::vector<FlightKernel> flight;  // kernels written by a flight record, in folder order
 };
 
-FolderSummary scan_folder(const RankDir &d, Progress &progress, uint64_t done_bytes,
-                          std::map<std::string, uint64_t> &op_counts) {
+FolderSummary scan_folder(const RankDir &d, size_t index, Progress &progress, uint64_t done_bytes, Scan &out) {
   FolderSummary s;
   s.dir = &d;
   DumpHeader header;
@@ -81,9 +87,10 @@ FolderSummary scan_folder(const RankDir &d, Progress &progress, uint64_t done_by
   cb.on_progress = [&](size_t at) { progress.update(done_bytes + at); };
   cb.on_record = [&](KernelRecord &&k) {
     ++s.kernels;
-    ++op_counts[std::string(op_type_of(k.name))];
+    ++out.op_counts[std::string(op_type_of(k.name))];
     const std::vector<TensorInfo> &tensors = k.tensors;
     s.tensors += tensors.size();
+    if (auto fk = flight_kernel(index, d, k.name, k.launch_index, k.flight, tensors)) out.flight.push_back(*fk);
     const uint64_t li = k.launch_index.value_or(UINT64_MAX);
     if (s.first_nan && s.first_nan->launch_index <= li) return true;
     for (const TensorInfo &t : tensors) {
@@ -114,7 +121,7 @@ Scan scan(const std::vector<RankDir> &dirs) {
   uint64_t done_bytes = 0;
   Scan out;
   for (const RankDir &d : dirs) {
-    out.folders.push_back(scan_folder(d, progress, done_bytes, out.op_counts));
+    out.folders.push_back(scan_folder(d, out.folders.size(), progress, done_bytes, out));
     std::error_code ec;
     done_bytes += fs::file_size(d.path / format::kDumpJson, ec);
   }
@@ -184,7 +191,25 @@ std::string hit_json(const std::optional<NanHit> &hit) {
   return o + "]}";
 }
 
-void print_json(const fs::path &root, const Scan &scan, const Totals &t) {
+std::string optional_json(const std::optional<uint64_t> &v) { return v ? std::to_string(*v) : "null"; }
+std::string optional_json(const std::string &v) { return v.empty() ? "null" : json_str(v); }
+
+std::string flight_json(const FlightRecord &r) {
+  const FlightKernel *t = r.trigger_entry();
+  std::string steps;
+  for (uint64_t s : r.steps()) steps += (steps.empty() ? "" : ", ") + std::to_string(s);
+  return "{\"rank\": " + json_str(r.rank) + ", \"trigger\": " + json_str(r.trigger) +
+         ", \"trigger_kernel\": " + optional_json(r.trigger_kernel) +
+         ", \"trigger_step\": " + (t ? optional_json(t->step) : "null") +
+         ", \"trigger_launch_index\": " + (t ? optional_json(t->launch_index) : "null") +
+         ", \"overflow\": " + (t ? optional_json(t->fields.overflow) : "null") +
+         ", \"kernels\": " + std::to_string(r.kernels.size()) + ", \"steps\": [" + steps +
+         "], \"first_launch_index\": " + optional_json(r.kernels.front().launch_index) +
+         ", \"last_launch_index\": " + optional_json(r.kernels.back().launch_index) +
+         ", \"flight_notes\": " + std::to_string(r.notes()) + "}";
+}
+
+void print_json(const fs::path &root, const Scan &scan, const Totals &t, const std::vector<FlightRecord> &flight) {
   std::string o = "{";
   o += "\"dump\": " + json_str(root.string());
   o += ", \"tasks\": [";
@@ -209,7 +234,13 @@ void print_json(const fs::path &root, const Scan &scan, const Totals &t) {
     o += (first ? "" : ", ") + json_str(rl) + ": " + hit_json(t.per_rank.at(rl));
     first = false;
   }
-  o += "}}\n";
+  o += "}";
+  if (!flight.empty()) {  // only for a flight record: other dumps print what they always did
+    o += ", \"flight_records\": [";
+    for (size_t i = 0; i < flight.size(); ++i) o += (i ? ", " : "") + flight_json(flight[i]);
+    o += "]";
+  }
+  o += "}\n";
   std::fwrite(o.data(), 1, o.size(), stdout);
 }
 
@@ -239,10 +270,40 @@ void print_first_nans(const Totals &t) {
   }
 }
 
-void print_text(const fs::path &root, const Scan &scan, const Totals &t) {
+// "overflow in Muls.TinyModel.blow_up.0 at step 1 (launch_index 52): output.0: 0 NaN, 512 +Inf, 0 -Inf"
+std::string trigger_line(const FlightRecord &r) {
+  std::string line = r.trigger_text();
+  if (const FlightKernel *t = r.trigger_entry()) {
+    if (t->step) line += " at step " + std::to_string(*t->step);
+    if (t->launch_index) line += " (launch_index " + std::to_string(*t->launch_index) + ")";
+    if (!t->fields.overflow.empty()) line += ": " + t->fields.overflow;
+  }
+  return line;
+}
+
+void print_flight(const std::vector<FlightRecord> &records) {
+  std::printf("\nflight records (per rank, kernels in launch order)\n");
+  for (const FlightRecord &r : records) {
+    std::printf("  %-8s %s\n", r.rank.c_str(), trigger_line(r).c_str());
+    const std::vector<uint64_t> steps = r.steps();
+    const std::string where = steps.empty() ? "" : (steps.size() == 1 ? "step " : "steps ") + ranges_text(steps) + ", ";
+    std::printf("           %zu kernel(s) recorded, %s%s\n", r.kernels.size(), where.c_str(),
+                r.launch_range_text().c_str());
+    if (const size_t n = r.notes()) {
+      const auto noted = std::find_if(r.kernels.begin(), r.kernels.end(),
+                                      [](const FlightKernel &k) { return !k.fields.note.empty(); });
+      std::printf("           flight_note on %zu kernel(s), first %s: %s\n", n, noted->name.c_str(),
+                  noted->fields.note.c_str());
+    }
+  }
+}
+
+void print_text(const fs::path &root, const Scan &scan, const Totals &t, const std::vector<FlightRecord> &flight) {
   std::printf("dump        %s\n", root.string().c_str());
   std::printf("task        %s (framework %s, host %s)\n", joined(t.tasks).c_str(), joined(t.frameworks).c_str(),
               joined(t.hosts).c_str());
+  if (!flight.empty())
+    std::printf("flight      a flight record (MSPROBE_TASK=flight): %zu record(s), listed below\n", flight.size());
   std::printf("steps       %zu%s%s\n", t.steps.size(), t.steps.empty() ? "" : ": ", ranges_text(t.steps).c_str());
   std::string rank_list;
   for (const std::string &rl : t.rank_order) rank_list += (rank_list.empty() ? "" : ", ") + rl;
@@ -262,6 +323,7 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t) {
                   static_cast<unsigned long long>(s.kernels), static_cast<unsigned long long>(s.files),
                   human_bytes(s.bytes).c_str());
   }
+  if (!flight.empty()) print_flight(flight);
   print_first_nans(t);
 }
 
@@ -272,10 +334,11 @@ int run_summary(std::span<char *const> argv) {
   const std::vector<RankDir> dirs = find_rank_dirs(root);
   const Scan s = scan(dirs);
   const Totals totals = totals_of(s.folders);
+  const std::vector<FlightRecord> flight = group_flight_records(s.flight);
   if (json)
-    print_json(root, s, totals);
+    print_json(root, s, totals, flight);
   else
-    print_text(root, s, totals);
+    print_text(root, s, totals, flight);
   return kExitOk;
 }
 

@@ -1,8 +1,10 @@
 // replay's parts (the command is cmd_replay.cpp): decoding a kernel's recorded arguments for the CPU references
-// (replay_args.cpp), replaying one kernel and writing its CSV rows (replay_kernel.cpp), and taking up the CSV files
-// of an earlier run (replay_resume.cpp). They join the references' namespace (tools/replay).
+// (replay_args.cpp), replaying one kernel and writing its CSV rows (replay_kernel.cpp), taking up the CSV files of an
+// earlier run (replay_resume.cpp), and the report on a flight record (replay_flight.cpp). They join the references'
+// namespace (tools/replay).
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/flight.h"
 #include "tools/replay/precheck.h"
 #include "tools/replay/refs.h"
 
@@ -83,5 +86,19 @@ fs::path details_path_for(const fs::path &result);
 // Reads both files, keeping the whole rows of kernels done once; a file that loses rows is rewritten (a record cut
 // by a kill, a duplicate, details of a kernel whose result row never made it). A missing details file is created.
 Resume load_resume(const fs::path &result_path, const fs::path &details_path);
+
+// ---- A flight record (replay_flight.cpp) ----------------------------------------------------------------------------
+// What replay found for a kernel, in this run or in the resumed CSV.
+struct Outcome {
+  Status status = Status::Skip;
+  bool no_reference = false;  // skipped: its op type has no CPU reference
+};
+using Outcomes = std::map<Key, Outcome>;
+
+// Per record of the flight record `kernels` (nothing when empty): the first kernel in launch order whose status is
+// error or warning; when none has one, the first whose output is non-finite although its inputs are finite; and
+// the kernels not judged.
+void print_flight_report(const std::vector<Folder> &folders, std::vector<FlightKernel> kernels,
+                         const Outcomes &outcomes);
 
 }  // namespace msprobe::tools::replay

@@ -223,6 +223,15 @@ void stream_args(JsonStream &s, IoKind io, const DumpHeader &header, std::vector
   }
 }
 
+// The member of FlightFields that `key` fills, null for another key.
+std::string *flight_field(FlightFields &f, std::string_view key) {
+  if (key == ck::kFlightTrigger) return &f.trigger;
+  if (key == ck::kFlightTriggerKernel) return &f.trigger_kernel;
+  if (key == ck::kFlightNote) return &f.note;
+  if (key == ck::kOverflow) return &f.overflow;
+  return nullptr;
+}
+
 KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeader &header) {
   KernelRecord k;
   k.name = std::move(name);
@@ -243,6 +252,9 @@ KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeader &
     } else if (key == ck::kLaunchIndex) {
       const Json v = s.value();
       k.launch_index = as_u64(&v);
+    } else if (std::string *field = flight_field(k.flight, key)) {
+      const Json v = s.value();
+      if (v.is_string()) *field = v.get<std::string>();
     } else {
       s.skip();
     }
@@ -400,6 +412,14 @@ std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &heade
   walk_args(member(entry, "input_kwargs"), IoKind::Input, header, out);
   walk_args(member(entry, ck::kOutput), IoKind::Output, header, out);
   return out;
+}
+
+FlightFields flight_fields(const Json &entry) {
+  FlightFields f;
+  if (!entry.is_object()) return f;
+  for (const auto &[key, v] : entry.items())
+    if (std::string *field = flight_field(f, key); field && v.is_string()) *field = v.get<std::string>();
+  return f;
 }
 
 DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {

@@ -96,6 +96,18 @@ struct ValueArgRead {
 // an empty sequence with an empty type: on its own it cannot tell an empty int array from an empty tensor list.
 std::optional<ValueArgRead> read_value_arg(const Json &v);
 
+// The fields a flight record (MSPROBE_TASK=flight) writes on each of its kernels, and overflow_check's finding; all
+// empty on a kernel of any other dump.
+struct FlightFields {
+  std::string trigger;         // "overflow", "exit", "signal SIGTERM"
+  std::string trigger_kernel;  // for "overflow": the kernel whose output was non-finite
+  std::string note;            // e.g. a tensor too large for the ring, kept as statistics only
+  std::string overflow;        // "output.0: 0 NaN, 512 +Inf, 0 -Inf" on the kernel that overflowed
+  bool recorded() const { return !trigger.empty(); }
+};
+// The fields of an entry (members that are not strings are ignored).
+FlightFields flight_fields(const Json &entry);
+
 // A kernel entry with its position in the file.
 struct KernelEntry {
   std::string name;
@@ -110,6 +122,7 @@ struct KernelRecord {
   std::string name;
   std::optional<uint64_t> launch_index;
   std::vector<TensorInfo> tensors;
+  FlightFields flight;
   size_t offset = 0;
 };
 
