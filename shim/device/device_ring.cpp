@@ -16,9 +16,9 @@
 namespace msprobe::shim {
 namespace {
 
-constexpr uint64_t kAlign = 512;                             // the runtime's own allocation granule
+constexpr uint64_t kAlign = 512;                            // the runtime's own allocation granule
 constexpr uint64_t kMaxWaitNs = uint64_t{10} * 1000000000;  // a stream the host holds up must not hang it
-constexpr int32_t kD2H = 2, kD2D = 3;                        // aclrtMemcpyKind
+constexpr int32_t kD2H = 2, kD2D = 3;                       // aclrtMemcpyKind
 
 // Bytes this thread's open launch holds in the ring (see seal()). Trivial TLS: no destructor to register.
 thread_local uint64_t tl_unsealed __attribute__((tls_model("initial-exec"))) = 0;
@@ -43,8 +43,8 @@ struct DeviceRing::State {
   };
   // Oldest first; a deque keeps each region where it is, so a block can flag its own without the lock.
   std::deque<Region> regions;
-  uint64_t in_use = 0;         // bytes of the regions (released ones included until they leave the front)
-  uint64_t unsealed = 0;       // bytes held by launches not handed to the collector yet (all threads)
+  uint64_t in_use = 0;    // bytes of the regions (released ones included until they leave the front)
+  uint64_t unsealed = 0;  // bytes held by launches not handed to the collector yet (all threads)
   DeviceRingCounters counters;
   std::atomic<uint64_t> fetched{0}, fetched_bytes{0};  // counted without the lock (see release)
 
@@ -190,9 +190,8 @@ std::shared_ptr<const record::HostBlock> DeviceRing::copy_in(const void *device_
     }
     // Nothing kept to let go: the ring holds kernels being checked. Their checks end on their own unless every byte
     // is this thread's own open launch (or other open launches), or the device is held up for good.
-    const uint64_t elapsed = (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now() - t0)
-                                 .count();
+    const uint64_t elapsed =
+        (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     if (s.in_use <= s.unsealed || elapsed >= kMaxWaitNs) {
       ++s.counters.no_room;
       if (waited) s.counters.wait_ns += elapsed;

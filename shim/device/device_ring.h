@@ -19,13 +19,13 @@ namespace msprobe::shim {
 
 struct DeviceRingCounters {
   uint64_t capacity = 0;
-  bool on_device = false;                  // the ring is device memory (else pinned host memory)
-  uint64_t copies = 0, bytes = 0;          // tensors copied in
-  uint64_t evictions = 0;                  // kernels let go to make room
-  uint64_t waits = 0, wait_ns = 0;         // copies that waited for a check to finish
-  uint64_t too_large = 0, no_room = 0;     // tensors refused: larger than the ring; no room after waiting
+  bool on_device = false;                   // the ring is device memory (else pinned host memory)
+  uint64_t copies = 0, bytes = 0;           // tensors copied in
+  uint64_t evictions = 0;                   // kernels let go to make room
+  uint64_t waits = 0, wait_ns = 0;          // copies that waited for a check to finish
+  uint64_t too_large = 0, no_room = 0;      // tensors refused: larger than the ring; no room after waiting
   uint64_t fetched = 0, fetched_bytes = 0;  // tensors read back to the host (a flight record was written)
-  uint64_t high_water = 0;                 // most bytes in use at once
+  uint64_t high_water = 0;                  // most bytes in use at once
 };
 
 class DeviceRing {
@@ -40,8 +40,7 @@ class DeviceRing {
   enum class Refusal { None, TooLarge, NoRoom, NoMemory, CopyFailed };
   // Enqueues a copy of [device_src, device_src + bytes) into the ring on `stream`; the block's data() reads it back
   // (after the launch's fence completed). nullptr, with *why, when the tensor is not kept.
-  std::shared_ptr<const record::HostBlock> copy_in(const void *device_src, uint64_t bytes, void *stream,
-                                                   Refusal *why);
+  std::shared_ptr<const record::HostBlock> copy_in(const void *device_src, uint64_t bytes, void *stream, Refusal *why);
   // The calling thread's launch was handed to the collector: its tensors will be let go in time, so later copies
   // may wait for them.
   void seal();

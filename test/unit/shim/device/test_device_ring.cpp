@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "stand_in_device.h"
 #include "shim/device/device_ring.h"
 #include "shim/device/staging.h"
 
@@ -21,29 +22,8 @@ namespace {
 
 using Block = std::shared_ptr<const msprobe::record::HostBlock>;
 
-class DeviceRingTest : public ::testing::Test {
+class DeviceRingTest : public StandInDeviceTest {
  protected:
-  static void SetUpTestSuite() { aclInit(nullptr); }
-  void SetUp() override {
-    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
-    ASSERT_EQ(aclrtCreateStream(&stream_), ACL_SUCCESS);
-  }
-  void TearDown() override {
-    for (void *d : device_) aclrtFree(d);
-    aclrtDestroyStream(stream_);
-  }
-  void *upload(const std::vector<unsigned char> &bytes) {
-    void *d = nullptr;
-    EXPECT_EQ(aclrtMalloc(&d, bytes.size(), ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    EXPECT_EQ(aclrtMemcpy(d, bytes.size(), bytes.data(), bytes.size(), ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    device_.push_back(d);
-    return d;
-  }
-  static std::vector<unsigned char> pattern(size_t n, unsigned seed) {
-    std::vector<unsigned char> v(n);
-    for (size_t i = 0; i < n; ++i) v[i] = (unsigned char)(i * 13 + seed * 29 + (i >> 9));
-    return v;
-  }
   // The stream is past every copy enqueued so far.
   void fence() {
     Staging staging(1 << 20);
@@ -54,9 +34,6 @@ class DeviceRingTest : public ::testing::Test {
     const auto *p = static_cast<const unsigned char *>(b->data());
     return p ? std::vector<unsigned char>(p, p + b->size()) : std::vector<unsigned char>{};
   }
-
-  aclrtStream stream_ = nullptr;
-  std::vector<void *> device_;
 };
 
 TEST_F(DeviceRingTest, CopiesReadBackEqualAndStayOnTheDeviceUntilRead) {
