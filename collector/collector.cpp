@@ -663,7 +663,7 @@ void Collector::flush() {
   m.write_stacks();
 }
 
-void Collector::close() {
+void Collector::close(bool join_writers) {
   Impl &m = *impl_;
   flush();
   {
@@ -674,7 +674,7 @@ void Collector::close() {
   }
   m.work_cv.notify_all();
   for (std::thread &t : m.workers)
-    if (t.joinable()) t.join();
+    if (t.joinable()) join_writers ? t.join() : t.detach();
   m.workers.clear();
   m.take_kept();  // flight: what was kept and not asked for is let go
   std::lock_guard<std::mutex> wl(m.write_mu);
@@ -707,6 +707,10 @@ bool Collector::drop_oldest_kept() {
   Prepared dropped;  // let go outside the lock
   std::lock_guard<std::mutex> lk(m.kept_mu);
   if (m.kept.empty()) return false;
+  if (m.options.flight_exact && m.kept.size() <= m.options.flight_kernels) {
+    std::lock_guard<std::mutex> lk2(m.mu);
+    if (m.finished < m.submitted) return false;  // among the last N before a kernel being checked
+  }
   dropped = std::move(m.kept.front());
   m.kept.pop_front();
   return true;

@@ -39,6 +39,9 @@ struct CollectorOptions {
   // stay where the producer put them (its blocks) until they are written or let go.
   bool flight = false;
   uint64_t flight_kernels = 1;
+  // The producer asked for exactly `flight_kernels` (MSPROBE_FLIGHT_KERNELS set): drop_oldest_kept() then refuses to
+  // let go of one of the last `flight_kernels` while later kernels are still being checked (one of them may need it).
+  bool flight_exact = false;
   std::shared_ptr<StackRenderer> stacks;  // null: stack.json holds only {}
   // lz4: each tensor file is an LZ4 frame named {file}.lz4.
   Compression compress = Compression::Off;
@@ -69,14 +72,17 @@ class Collector {
   // Returns when everything submitted before the call is on disk.
   void flush();
   // flush(), then closes every file into valid JSON. Later submits are counted and reported, not written.
-  void close();
+  // join_writers false: the idle writer threads are left to end on their own (the process is dying: a thread ending
+  // frees its malloc cache, which waits for malloc's lock, which a thread stopped in a signal handler may hold).
+  void close(bool join_writers = true);
   CollectorCounters counters() const;
   const CollectorOptions &options() const;
   // overflow_check: overflow_limit kernels have been found; later ones will not be written. One atomic load, for
   // the launching threads (which then stop copying).
   bool overflow_limit_reached() const noexcept;
-  // flight: lets go of the oldest kept kernel (its bytes are released); false when none is kept. Thread-safe; it
-  // waits for no write.
+  // flight: lets go of the oldest kept kernel (its bytes are released); false when none is kept, or (flight_exact)
+  // when it may belong to the record of a kernel still being checked: the caller waits for the checks and asks again.
+  // Thread-safe; it waits for no write.
   bool drop_oldest_kept();
   // flight: waits until everything submitted is checked, then writes the kept kernels as a flight record whose
   // trigger is `trigger` ("exit", "signal SIGTERM"). Nothing when none is kept or the record limit was reached.

@@ -61,7 +61,9 @@ sem_t g_request;
 enum : int { kIdle, kFinishing, kFinished };
 std::atomic<int> g_finish{kIdle};
 std::atomic<int> g_deferred_signal{0};
-std::atomic<int> g_ending_signal{0};  // the signal whose default action is ending the process (ending_signal_name)
+std::atomic<int> g_ending_signal{0};
+std::atomic<bool> g_dying{false};  // finish_before_death() asked for the dump (process_is_dying)  // the signal whose
+                                   // default action is ending the process (ending_signal_name)
 thread_local bool t_finisher __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_exit_shutdown __attribute__((tls_model("initial-exec"))) = false;
 
@@ -323,6 +325,8 @@ void install(const Callbacks &callbacks) {
   g_installed.store(true);
 }
 
+bool process_is_dying() noexcept { return g_dying.load(); }
+
 const char *ending_signal_name() noexcept {
   switch (g_ending_signal.load()) {
     case 0: return nullptr;
@@ -343,6 +347,7 @@ void finish_before_death() noexcept {
   if (!g_installed.load() || getpid() != g_owner.load()) return;  // a fork or vfork child: not its dump
   if (g_finish.load() == kFinished || t_finisher) return;
   if (t_exit_shutdown) return;  // this thread is closing the dump already and cannot wait for itself
+  g_dying.store(true);
   sem_post(&g_request);
   const long deadline = now_ms() + kFinishTimeoutMs;
   while (g_finish.load() != kFinished && now_ms() < deadline) sleep_ms(2);

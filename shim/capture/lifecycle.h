@@ -33,6 +33,10 @@ void install(const Callbacks &callbacks);
 // on the calling side; a no-op in a child process, on the finisher itself and once finished.
 void finish_before_death() noexcept;
 
+// True once finish_before_death() asked for the dump: the process ends without exit handlers, and a thread stopped in
+// a signal handler may hold any lock (malloc's included), so nothing should wait for threads to end.
+bool process_is_dying() noexcept;
+
 // The name of the signal ("SIGTERM") whose default action is ending the process, while the dump is finished before
 // it; nullptr otherwise (exit, _exit).
 const char *ending_signal_name() noexcept;

@@ -125,7 +125,8 @@ Session::Session(Config config) : impl_(new Impl) {
   d.snapshot_budget = c.buffer_bytes;
   impl_->staging = std::make_unique<Staging>(c.buffer_bytes);
   if (c.task == Task::Flight) {
-    // A full ring lets the oldest kept kernel go (the collector keeps them, in order).
+    // A full ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels being
+    // checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
     impl_->ring = std::make_unique<DeviceRing>(c.buffer_bytes, [m = impl_] {
       collector::Collector *col;
       {
@@ -263,6 +264,7 @@ void Session::submit(record::KernelCapture kernel) {
       o.overflow_only = c.task == Task::OverflowCheck;
       o.flight = c.task == Task::Flight;
       o.flight_kernels = c.flight_kernels ? c.flight_kernels : kAutoFlightKernels;
+      o.flight_exact = c.flight_kernels != 0;
       o.overflow_limit = c.overflow_nums;
       o.stacks = std::make_shared<StackTableRenderer>(c.stack);
       o.compress = c.compress;
@@ -331,7 +333,7 @@ void Session::shutdown() {
     const char *sig = lifecycle::ending_signal_name();
     col->write_kept(sig ? std::string("signal ") + sig : std::string("exit"));
   }
-  col->close();
+  col->close(/*join_writers=*/!lifecycle::process_is_dying());
   lifecycle::release_rank_outputs();
   collector::CollectorCounters n = col->counters();
   StagingCounters s = impl_->staging->counters();

@@ -113,31 +113,59 @@ def test_clean_run_writes_nothing_and_keeps_tensors_on_the_device(tmp_path):
     assert r.stdout == plain.stdout
 
 
+# A job that hangs after its last kernels (waiting on a peer, a lock, a queue) with its device still open, and is then
+# stopped with SIGTERM. argv[1] "hang" waits; anything else ends normally (the reference run).
+HUNG_HOST = """
+import sys, time
+import numpy as np
+import tiny_npu
+from tiny_npu import ops
+from tiny_npu.tensor import Tensor
+tiny_npu.init(device=0)
+rng = np.random.RandomState(5)
+x = Tensor.from_numpy(rng.uniform(-1, 1, (16, 32)).astype(np.float32), tiny_npu.float32)
+w = Tensor.from_numpy(rng.uniform(-0.5, 0.5, (32, 32)).astype(np.float32), tiny_npu.float32)
+for step in range(6):
+    x = ops.gelu(ops.matmul(x, w))
+    print("step %d sum %.6f" % (step, float(np.asarray(x.numpy(), dtype=np.float64).sum())), flush=True)
+if sys.argv[1] == "hang":
+    print("hung", flush=True)
+    time.sleep(600)
+"""
+
+
 def test_on_exit_writes_the_last_k_kernels_at_sigterm(tmp_path):
     work = tmp_path / "term"
     os.makedirs(work)
     env = shimtest.clean_env({"LD_PRELOAD": shimtest.SHIM, "MSPROBE_TASK": "flight", "MSPROBE_FLIGHT_KERNELS": str(K),
                               "MSPROBE_FLIGHT_ON_EXIT": "1", "MSPROBE_DUMP_PATH": str(work / "dump")})
-    p = subprocess.Popen([shimtest.PYTHON, shimtest.TRAIN, "--steps", "100000"], env=env, cwd=work,
+    p = subprocess.Popen([shimtest.PYTHON, "-c", HUNG_HOST, "hang"], env=env, cwd=work,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        seen, deadline = 0, time.monotonic() + 120
-        while seen < 3 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
             line = p.stdout.readline()
             assert line, p.stderr.read()
-            seen += line.startswith("step ")
-        assert p.poll() is None
+            if line.startswith("hung"):
+                break
+        assert p.poll() is None and not os.path.exists(work / "dump" / "step0"), "written before the signal"
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=60)
     finally:
         p.kill()
         p.wait()
-    assert p.returncode == -signal.SIGTERM
+    assert p.returncode == -signal.SIGTERM, err
     dump = shimtest.Dump(str(work / "dump"))
-    rows = entries_in_launch_order(dump)
+    try:
+        rows = entries_in_launch_order(dump)
+    except ValueError as e:
+        raise AssertionError(f"{e}\n--- stderr\n{err}") from e
     assert len(rows) == K, [n for _, n, _, _ in rows]
-    first = rows[0][0]
-    assert [i for i, _, _, _ in rows] == list(range(first, first + K)), "K consecutive launches"
+    # The last K launches of the run, by the tensor task's numbering of the same program.
+    ref = shimtest.run([shimtest.PYTHON, "-c", HUNG_HOST, "end"], tmp_path / "t", env={"MSPROBE_TASK": "tensor"}).check()
+    order = [n for _, n, _, _ in entries_in_launch_order(ref.dump)]
+    assert len(order) == 12 and [n for _, n, _, _ in rows] == order[-K:], (order, rows)
+    assert [i for i, _, _, _ in rows] == list(range(len(order) - K, len(order))), "the last K consecutive launches"
     for _, name, _, e in rows:
         assert e["flight_trigger"] == "signal SIGTERM" and "flight_trigger_kernel" not in e, (name, e)
     kernels, _ = check_record_contents(dump)
