@@ -7,10 +7,12 @@
 #include "acl/acl_op.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <numbers>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,12 +25,11 @@
 #include "fakecann/op_task.h"
 #include "fakecann/stream.h"
 #include "fakecann/tensor_io.h"
+#include "op_registry.h"
 
 namespace fakecann::aclop {
 
 namespace {
-
-using Attrs = std::map<std::string, AclAttrValue>;
 
 std::mutex g_attr_mu;
 std::set<const aclopAttr *> *g_attrs = new std::set<const aclopAttr *>;  // live attrs (refuses double destroy)
@@ -45,14 +46,6 @@ struct Refused {
 };
 
 [[noreturn]] void refuse(const std::string &why, aclError code = ACL_ERROR_INVALID_PARAM) { throw Refused{code, why}; }
-
-// One tensor argument as the descs describe it; absent = an unused optional input.
-struct Arg {
-  bool present = false;
-  aclDataType dtype = ACL_DT_UNDEFINED;
-  aclFormat format = ACL_FORMAT_ND;
-  std::vector<int64_t> dims;
-};
 
 std::string shape_str(const std::vector<int64_t> &d) {
   std::ostringstream os;
@@ -93,8 +86,6 @@ bool attr_bool(const Attrs &a, const char *name, bool dflt) {
 // Checks the call against the op's rules and returns the output shapes it will produce.
 using InferFn = std::vector<std::vector<int64_t>> (*)(const std::vector<Arg> &in, const std::vector<Arg> &out,
                                                       const Attrs &attrs);
-// Runs on the stream worker. Views are contiguous over the data buffers (absent inputs have data null).
-using KernelFn = void (*)(const std::vector<TensorView> &in, const std::vector<TensorView> &out, const Attrs &attrs);
 
 struct OpDef {
   int min_inputs, max_inputs, num_outputs;
@@ -165,6 +156,25 @@ void run_binary(const std::vector<TensorView> &in, const std::vector<TensorView>
     }
   }
   scatter(out[0], a);
+}
+
+// ---- elementwise unary activations: y = f(x), same shape and dtype ----
+
+std::vector<std::vector<int64_t>> infer_unary(const std::vector<Arg> &in, const std::vector<Arg> &out, const Attrs &) {
+  require_present(in, 0, "unary op");
+  require_dtype(in[0], {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}, "x");
+  if (out[0].dtype != in[0].dtype) refuse("x and y must have the same dtype");
+  return {in[0].dims};
+}
+
+double relu(double x) { return x > 0 || std::isnan(x) ? x : 0.0; }
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); }  // exact (erf) form
+
+template <double (*F)(double)>
+void run_unary(const std::vector<TensorView> &in, const std::vector<TensorView> &out, const Attrs &) {
+  auto x = gather(in[0]);
+  for (double &v : x) v = F(v);
+  scatter(out[0], x);
 }
 
 // ---- MatMul: y = op(x1) @ op(x2) (+ bias), 2-D; inputs x1, x2, bias?, offset_w? ----
@@ -323,6 +333,8 @@ const std::map<std::string, OpDef> &registry() {
       {"MatMul", {2, 4, 1, infer_matmul, run_matmul}},
       {"Cast", {1, 1, 1, infer_cast, run_cast}},
       {"ReduceSumD", {1, 1, 1, infer_reduce_sum, run_reduce_sum}},
+      {"Relu", {1, 1, 1, infer_unary, run_unary<relu>}},
+      {"Gelu", {1, 1, 1, infer_unary, run_unary<gelu>}},
   };
   return ops;
 }
@@ -416,6 +428,26 @@ aclError report(const Refused &r) {
 }
 
 }  // namespace
+
+NodeCheck check_node(const std::string &opType, const std::vector<Arg> &in, const std::vector<Arg> &out,
+                     const Attrs &attrs) {
+  NodeCheck r;
+  try {
+    const OpDef &op = find_op(opType.c_str());
+    if ((int)in.size() < op.min_inputs || (int)in.size() > op.max_inputs || (int)out.size() != op.num_outputs)
+      refuse(opType + ": wrong number of inputs or outputs");
+    r.out_shapes = op.infer(in, out, attrs);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].dims != r.out_shapes[i])
+        refuse(opType + ": output " + std::to_string(i) + " shape " + shape_str(out[i].dims) + " differs from the op's " +
+               shape_str(r.out_shapes[i]));
+    r.kernel = op.kernel;
+  } catch (const Refused &e) {
+    r.code = e.code;
+    r.why = e.why;
+  }
+  return r;
+}
 
 bool op_registered(const char *opType) { return opType != nullptr && registry().count(opType) != 0; }
 
