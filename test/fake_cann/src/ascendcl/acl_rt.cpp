@@ -33,6 +33,10 @@ rtMemcpyKind_t to_rt_kind(aclrtMemcpyKind kind, bool *ok) {
 
 }  // namespace
 
+namespace fakecann::dump {
+bool acl_initialized() { return g_initialized; }
+}  // namespace fakecann::dump
+
 extern "C" {
 
 aclError aclInit(const char *configPath) {

@@ -21,7 +21,8 @@ FAKECANN_API int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint6
                              void *stream, bool async);
 FAKECANN_API int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async);
 
-// Checks the context and stream, then enqueues `kernel` on it. Returns an RT error code. For libhccl only.
+// Checks the context and stream, then enqueues `kernel` on it. Returns an RT error code. For libhccl, and for
+// libascendcl's model execution (one task per aclmdlExecute*, as rtModelExecute; no per-kernel launch).
 FAKECANN_API int launch_task(void *stream, std::function<void()> kernel, const char *what);
 
 }  // namespace fakecann

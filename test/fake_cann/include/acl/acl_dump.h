@@ -1,0 +1,47 @@
+/* CANN stand-in: acl_dump.h — the data-dump callback of adump (cann_dump.md §1.2, §1.6). Exported by
+ * libascendcl, the library that delivers the chunks in the stand-in. */
+#ifndef INC_EXTERNAL_ACL_ACL_DUMP_H_
+#define INC_EXTERNAL_ACL_ACL_DUMP_H_
+
+#include <stdint.h>
+
+#include "acl_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ACL_DUMP_MAX_FILE_PATH_LENGTH 4096
+
+/* sizeof == 4120 (LP64); the payload starts at byte 4116, inside the tail padding. The zero-length array is
+ * CANN's own spelling (a GNU extension in C++). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+typedef struct acldumpChunk {
+  char fileName[ACL_DUMP_MAX_FILE_PATH_LENGTH]; /* path of the dump file this chunk belongs to */
+  uint32_t bufLen;                              /* bytes in dataBuf */
+  uint32_t isLastChunk;                         /* 1: last chunk of this file */
+  int64_t offset;                               /* write offset in the file, -1: append */
+  int32_t flag;                                 /* reserved, 0 */
+  uint8_t dataBuf[0];                           /* payload */
+} acldumpChunk;
+#pragma GCC diagnostic pop
+
+typedef enum acldumpType {
+  AIC_ERR_BRIEF_DUMP = 1,
+  AIC_ERR_NORM_DUMP = 2,
+  AIC_ERR_DETAIL_DUMP = 3,
+  DATA_DUMP = 4,
+  OVERFLOW_DUMP = 5
+} acldumpType;
+
+/* The callback gets len = sizeof(acldumpChunk) + bufLen and returns 0 on success. */
+ACL_FUNC_VISIBILITY aclError acldumpRegCallback(int32_t (*const messageCallback)(const acldumpChunk *, int32_t),
+                                                int32_t flag);
+ACL_FUNC_VISIBILITY void acldumpUnregCallback(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INC_EXTERNAL_ACL_ACL_DUMP_H_ */
