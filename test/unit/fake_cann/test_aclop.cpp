@@ -492,6 +492,52 @@ TEST_P(Aclop, ReduceSumDAxesAndKeepDims) {
       }
 }
 
+TEST_P(Aclop, MulsScalesByItsFloatAttr) {
+  for (aclDataType t : kFloats) {
+    SCOPED_TRACE("dtype " + std::to_string(t));
+    auto v = sample(t, 6, 81);
+    Tensor *x = input(t, {2, 3}, v), *y = output(t, {2, 3});
+    aclopAttr *a = attr();
+    ASSERT_EQ(aclopSetAttrFloat(a, "value", -0.75f), ACL_SUCCESS);
+    ASSERT_EQ(run("Muls", {x}, {y}, a), ACL_SUCCESS) << aclGetRecentErrMsg();
+    ASSERT_EQ(sync(), ACL_SUCCESS);
+    auto got = read(y);
+    for (size_t i = 0; i < 6; ++i) EXPECT_EQ(got[i], v[i] * -0.75) << i;  // quarter-multiples: exact
+  }
+  // Rules: value is required and a float; y keeps x's shape and dtype; no integral dtypes here.
+  Tensor *x = input(ACL_FLOAT, {2, 3}, sample(ACL_FLOAT, 6, 82)), *y = output(ACL_FLOAT, {2, 3});
+  EXPECT_EQ(run("Muls", {x}, {y}), ACL_ERROR_INVALID_PARAM);
+  aclopAttr *as_int = attr();
+  aclopSetAttrInt(as_int, "value", 2);
+  EXPECT_EQ(run("Muls", {x}, {y}, as_int), ACL_ERROR_INVALID_PARAM);
+  aclopAttr *a = attr();
+  aclopSetAttrFloat(a, "value", 2.0f);
+  EXPECT_EQ(run("Muls", {x}, {output(ACL_FLOAT, {3, 2})}, a), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(run("Muls", {x}, {output(ACL_FLOAT16, {2, 3})}, a), ACL_ERROR_INVALID_PARAM);
+  Tensor *xi = input(ACL_INT32, {2, 3}, sample(ACL_INT32, 6, 83));
+  EXPECT_EQ(run("Muls", {xi}, {output(ACL_INT32, {2, 3})}, a), ACL_ERROR_INVALID_PARAM);
+}
+
+TEST_P(Aclop, ReluGradPassesGradientsWherePositive) {
+  for (aclDataType t : kFloats) {
+    SCOPED_TRACE("dtype " + std::to_string(t));
+    auto g = sample(t, 12, 91), f = sample(t, 12, 92);
+    f[0] = 0.0;  // the boundary: Relu's slope at 0 is taken as 0
+    Tensor *tg = input(t, {3, 4}, g), *tf = input(t, {3, 4}, f), *y = output(t, {3, 4});
+    ASSERT_EQ(run("ReluGrad", {tg, tf}, {y}), ACL_SUCCESS) << aclGetRecentErrMsg();
+    ASSERT_EQ(sync(), ACL_SUCCESS);
+    auto got = read(y);
+    for (size_t i = 0; i < 12; ++i) EXPECT_EQ(got[i], f[i] > 0 ? g[i] : 0.0) << i;
+  }
+  // Rules: gradients and features of one shape and dtype, backprops alike.
+  Tensor *g = input(ACL_FLOAT, {3, 4}, sample(ACL_FLOAT, 12, 93)), *y = output(ACL_FLOAT, {3, 4});
+  EXPECT_EQ(run("ReluGrad", {g, input(ACL_FLOAT, {4}, sample(ACL_FLOAT, 4, 94))}, {y}), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(run("ReluGrad", {g, input(ACL_FLOAT16, {3, 4}, sample(ACL_FLOAT16, 12, 95))}, {y}),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(run("ReluGrad", {g, g}, {output(ACL_FLOAT16, {3, 4})}), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(run("ReluGrad", {g}, {y}), ACL_ERROR_INVALID_PARAM);
+}
+
 TEST_P(Aclop, DynamicOutputShapeIsReportedByTheV2EntryPoints) {
   auto va = sample(ACL_FLOAT, 6, 51), vb = sample(ACL_FLOAT, 3, 52);
   Tensor *a = input(ACL_FLOAT, {2, 3}, va), *b = input(ACL_FLOAT, {3}, vb);

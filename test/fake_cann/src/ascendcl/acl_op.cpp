@@ -177,6 +177,47 @@ void run_unary(const std::vector<TensorView> &in, const std::vector<TensorView> 
   scatter(out[0], x);
 }
 
+// ---- Muls (elewise_calculation_ops.h): y = x * attr value (required float), same shape and dtype;
+// the float dtypes only (CANN also takes int16/32/64 and complex) ----
+
+std::vector<std::vector<int64_t>> infer_muls(const std::vector<Arg> &in, const std::vector<Arg> &out,
+                                             const Attrs &attrs) {
+  require_present(in, 0, "Muls");
+  require_dtype(in[0], {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}, "Muls x");
+  if (out[0].dtype != in[0].dtype) refuse("Muls: y must have x's dtype");
+  if (find_attr<float>(attrs, "value") == nullptr) refuse("Muls: required attr value is missing");
+  return {in[0].dims};
+}
+
+void run_muls(const std::vector<TensorView> &in, const std::vector<TensorView> &out, const Attrs &attrs) {
+  const double value = *find_attr<float>(attrs, "value");
+  auto x = gather(in[0]);
+  for (double &v : x) v *= value;
+  scatter(out[0], x);
+}
+
+// ---- ReluGrad (nonlinear_fuc_ops.h): backprops = gradients where features > 0, else 0 (features: Relu's
+// input or output, either gives the same result); float dtypes, and one shape (no broadcasting) ----
+
+std::vector<std::vector<int64_t>> infer_relu_grad(const std::vector<Arg> &in, const std::vector<Arg> &out,
+                                                  const Attrs &) {
+  require_present(in, 0, "ReluGrad");
+  require_present(in, 1, "ReluGrad");
+  require_dtype(in[0], {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}, "ReluGrad gradients");
+  if (in[1].dtype != in[0].dtype || out[0].dtype != in[0].dtype)
+    refuse("ReluGrad: gradients, features and backprops must have the same dtype");
+  if (in[1].dims != in[0].dims)
+    refuse("ReluGrad: gradients " + shape_str(in[0].dims) + " and features " + shape_str(in[1].dims) + " differ");
+  return {in[0].dims};
+}
+
+void run_relu_grad(const std::vector<TensorView> &in, const std::vector<TensorView> &out, const Attrs &) {
+  auto g = gather(in[0]), f = gather(in[1]);
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(f[i] > 0)) g[i] = 0.0;
+  scatter(out[0], g);
+}
+
 // ---- MatMul: y = op(x1) @ op(x2) (+ bias), 2-D; inputs x1, x2, bias?, offset_w? ----
 
 std::vector<std::vector<int64_t>> infer_matmul(const std::vector<Arg> &in, const std::vector<Arg> &out,
@@ -335,6 +376,8 @@ const std::map<std::string, OpDef> &registry() {
       {"ReduceSumD", {1, 1, 1, infer_reduce_sum, run_reduce_sum}},
       {"Relu", {1, 1, 1, infer_unary, run_unary<relu>}},
       {"Gelu", {1, 1, 1, infer_unary, run_unary<gelu>}},
+      {"Muls", {1, 1, 1, infer_muls, run_muls}},
+      {"ReluGrad", {2, 2, 1, infer_relu_grad, run_relu_grad}},
   };
   return ops;
 }
