@@ -5,3 +5,5 @@ set_target_properties(step_probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BIN
 msprobe_pytest(test_train.py TIMEOUT 180)
 msprobe_pytest(test_acl_app.py TIMEOUT 60)
 msprobe_pytest(test_demo.py TIMEOUT 300)
+# The graph workloads: graph_app.
+msprobe_pytest(test_graph_app.py TIMEOUT 120)
