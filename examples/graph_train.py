@@ -37,7 +37,7 @@ SHAPES = {"x": (BATCH, IN), "t": (BATCH, OUT), "w1": (IN, HIDDEN), "b1": (HIDDEN
           "dw2": (HIDDEN, OUT), "db2": (OUT,), "da": (BATCH, HIDDEN), "dh": (BATCH, HIDDEN), "dw1": (IN, HIDDEN),
           "db1": (HIDDEN,)}
 FWD = "Default/network-WithLossCell/_backbone-MLP/"
-LOSS = "Default/network-WithLossCell/_loss_fn-MSELoss/"
+LOSS = "Default/network-WithLossCell/_loss_fn-MSELoss"
 GRAD = "Gradients/Default/network-WithLossCell/"
 
 

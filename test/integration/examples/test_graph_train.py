@@ -145,6 +145,7 @@ def test_hooks_see_one_begin_end_pair_per_step(baseline, tmp_path):
     assert len(lines) == 2 * STEPS, lines
     names = node_names(tmp_path / "run.om")
     assert len(names) == 24 and names[0] == "Default/network-WithLossCell/_backbone-MLP/fc1-Dense/MatMul-op0"
+    assert all("//" not in n and n.endswith(f"-op{i}") for i, n in enumerate(names)), names
     for step in range(STEPS):
         begin, end = lines[2 * step], lines[2 * step + 1]
         head, kernels = begin.split(" kernels=")
