@@ -10,14 +10,18 @@ them back through device buffers (two sets, swapped each step). Around each exec
 GE backend's hook calls, shared/reference/cann_dump.md §5) calls MS_DbgOnStepBegin/End of the library named by
 HOOK_TOOL_PATH when MS_HOOK_ENABLE=on, with the model's node names as MindSpore's kernel names.
 
-    python3 examples/graph_train.py [--steps 5] [--lr 0.05] [--dump PATH.npz] [--save-model PATH.om]
+    python3 examples/graph_train.py [--steps 5] [--lr 0.05] [--ranks N] [--dump PATH.npz] [--save-model PATH.om]
 
 --dump saves the data, the initial and final parameters and the exact losses; --save-model keeps the model file.
+--ranks N starts N copies (RANK_ID=r, device r), each training the same initial model on its own batch; they do not
+exchange gradients (the stand-in's models have no collective nodes), so each prints its own losses, prefixed with
+`[rank r] ` by the launcher, which exits nonzero if a rank fails.
 Native calls go through ctypes.CDLL, which releases the GIL around each, as MindSpore's bindings do.
 """
 import argparse
 import ctypes
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -79,14 +83,14 @@ def model_spec(lr):
             "nodes": nodes}
 
 
-def initial_data(seed=0):
-    """Fixed data (a linear teacher) and initial parameters, float32."""
-    rng = np.random.default_rng(seed)
+def initial_data(seed=0, rank=0):
+    """Initial parameters and a linear teacher (the same on every rank) and the rank's own batch, float32."""
     f32 = np.float32
-    x = rng.standard_normal(SHAPES["x"]).astype(f32)
+    rng = np.random.default_rng(seed)
     teacher = rng.standard_normal((IN, OUT)).astype(f32)
     params = {"w1": (rng.standard_normal(SHAPES["w1"]) * 0.5).astype(f32), "b1": np.full(SHAPES["b1"], 0.1, f32),
               "w2": (rng.standard_normal(SHAPES["w2"]) * 0.5).astype(f32), "b2": np.zeros(SHAPES["b2"], f32)}
+    x = np.random.default_rng([seed, rank]).standard_normal(SHAPES["x"]).astype(f32)
     return x, (x @ teacher).astype(f32), params
 
 
@@ -169,18 +173,18 @@ class HookRunner:
             raise RuntimeError(f"synchronizing the device after the step failed with error {rc}")
 
 
-def train(args):
+def train(args, rank):
     acl = Acl()
     acl.call("aclInit", None)
-    acl.call("aclrtSetDevice", 0)
+    acl.call("aclrtSetDevice", rank)  # one device per rank
     spec = model_spec(args.lr)
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.save_model or os.path.join(tmp, "graph_train.om")
+        path = args.save_model.replace("{rank}", str(rank)) if args.save_model else os.path.join(tmp, "graph_train.om")
         fake_atc.write_model(spec, path)  # "compiled once"
         model = ctypes.c_uint32()
         acl.call("aclmdlLoadFromFile", path.encode(), ctypes.byref(model))
-    runner = HookRunner(0, [n["name"] for n in spec["nodes"]])
-    x, t, params = initial_data(args.seed)
+    runner = HookRunner(rank, [n["name"] for n in spec["nodes"]])
+    x, t, params = initial_data(args.seed, rank)
     nbytes = {k: max(4, int(np.prod(SHAPES[k], dtype=np.int64)) * 4) for k in ("x", "t", "loss", *PARAMS)}
     dev = {k: acl.malloc(nbytes[k]) for k in ("x", "t", "loss")}
     sets = [{p: acl.malloc(nbytes[p]) for p in PARAMS} for _ in range(2)]  # ping-pong parameter buffers
@@ -202,8 +206,23 @@ def train(args):
     final = {p: acl.download(sets[args.steps % 2][p], SHAPES[p]) for p in PARAMS}
     acl.call("aclmdlUnload", model.value)
     if args.dump:
-        np.savez(args.dump, x=x, t=t, lr=np.float32(args.lr), losses=np.array(losses, np.float32),
+        np.savez(args.dump.replace("{rank}", str(rank)), x=x, t=t, lr=np.float32(args.lr), losses=np.array(losses, np.float32),
                  **{"init_" + p: params[p] for p in PARAMS}, **{"final_" + p: final[p] for p in PARAMS})
+
+
+def launch_ranks(args):
+    """One process per rank (RANK_ID=r, device r); their lines prefixed with `[rank r] `; nonzero if any fails."""
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), *sys.argv[1:]], text=True,
+                              stdout=subprocess.PIPE, env=dict(os.environ, RANK_ID=str(r), RANK_SIZE=str(args.ranks)))
+             for r in range(args.ranks)]
+    outputs = [p.communicate()[0] for p in procs]  # small outputs: reading them in turn cannot block a rank
+    status = 0
+    for r, (p, out) in enumerate(zip(procs, outputs)):
+        sys.stdout.write("".join(f"[rank {r}] {line}\n" for line in out.splitlines()))
+        if p.returncode != 0:
+            print(f"rank {r} failed with exit status {p.returncode}", file=sys.stderr)
+            status = 1
+    return status
 
 
 def main():
@@ -211,10 +230,15 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dump", help="save data, initial and final parameters and the losses (.npz)")
-    ap.add_argument("--save-model", help="also keep the model file here")
-    train(ap.parse_args())
+    ap.add_argument("--ranks", type=int, default=1, help="independent replicas, one process and device per rank")
+    ap.add_argument("--dump", help="save data, initial and final parameters and the losses (.npz; {rank} is replaced)")
+    ap.add_argument("--save-model", help="also keep the model file here ({rank} is replaced)")
+    args = ap.parse_args()
+    if args.ranks > 1 and "RANK_ID" not in os.environ:
+        return launch_ranks(args)
+    train(args, int(os.environ.get("RANK_ID", "0")))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -79,8 +79,9 @@ def reference_training(d, steps):
     return np.array(losses, F32), {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
 
 
-def printed_losses(p):
-    lines = p.stdout.splitlines()
+def printed_losses(p, rank=None):
+    prefix = "" if rank is None else f"[rank {rank}] "
+    lines = [line[len(prefix):] for line in p.stdout.splitlines() if line.startswith(prefix)]
     assert [line.split()[:2] for line in lines] == [["step", str(i)] for i in range(STEPS)], p.stdout
     return [float(line.split()[3]) for line in lines]
 
@@ -193,3 +194,24 @@ def test_bad_hook_tool_path_leaves_hooks_off_with_a_warning(baseline, tmp_path, 
     assert len(warnings) == 1, p.stderr  # once: the tool is tried on the first step only
     assert "hooks are off" in warnings[0]
     assert probe_lines(tmp_path) == []
+
+
+# ---- ranks ----
+
+def test_ranks_train_on_their_own_device_and_batch(baseline, tmp_path):
+    p = train(tmp_path, "--ranks", "2", hook={"MS_HOOK_ENABLE": "on", "HOOK_TOOL_PATH": PROBE}, tag="rank{rank}")
+    assert printed_losses(p, 0) == printed_losses(baseline[0]), "rank 0 is the single-process run"
+    dumps = [dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)]
+    for r, d in enumerate(dumps):
+        losses, _ = reference_training(d, STEPS)
+        np.testing.assert_array_equal(d["losses"], losses)
+        assert printed_losses(p, r) == [float(f"{v:.6f}") for v in losses]
+    assert not np.array_equal(dumps[0]["x"], dumps[1]["x"]), "each rank has its own batch"
+    np.testing.assert_array_equal(dumps[0]["init_w1"], dumps[1]["init_w1"])
+    # Both processes append to one probe log: the begin lines by device, each with steps 0..N-1.
+    lines = (tmp_path / "rank{rank}.probe").read_text().splitlines()
+    begins = [line.split(" kernels=")[0] for line in lines if line.startswith("begin")]
+    for r in range(2):
+        mine = [b for b in begins if b.startswith(f"begin device={r} ")]
+        assert mine == [f"begin device={r} step={i} keys=0,1 kbyk=0" for i in range(STEPS)], lines
+    assert lines.count("end keys=") == 2 * STEPS
