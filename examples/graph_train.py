@@ -111,14 +111,18 @@ class Acl:
 
     def __init__(self):
         self.lib = lib = ctypes.CDLL(os.path.join(ascend_home(), "lib64", "libascendcl.so"))
+        self.memory, self.buffers, self.datasets = [], [], []
         vp, sz, u32 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32
         for name, args, res in [
                 ("aclrtMalloc", [ctypes.POINTER(vp), sz, ctypes.c_int], ctypes.c_int),
                 ("aclrtMemcpy", [vp, sz, vp, sz, ctypes.c_int], ctypes.c_int),
                 ("aclmdlLoadFromFile", [ctypes.c_char_p, ctypes.POINTER(u32)], ctypes.c_int),
                 ("aclmdlExecute", [u32, vp, vp], ctypes.c_int),
+                ("aclrtFree", [vp], ctypes.c_int),
                 ("aclCreateDataBuffer", [vp, sz], vp),
+                ("aclDestroyDataBuffer", [vp], ctypes.c_int),
                 ("aclmdlCreateDataset", [], vp),
+                ("aclmdlDestroyDataset", [vp], ctypes.c_int),
                 ("aclmdlAddDatasetBuffer", [vp, vp], ctypes.c_int),
                 ("aclmdlCreateDesc", [], vp),
                 ("aclmdlGetDesc", [vp, u32], ctypes.c_int),
@@ -135,6 +139,7 @@ class Acl:
     def malloc(self, nbytes):
         p = ctypes.c_void_p()
         self.call("aclrtMalloc", ctypes.byref(p), nbytes, 0)
+        self.memory.append(p.value)
         return p.value
 
     def upload(self, dev, array):
@@ -148,9 +153,22 @@ class Acl:
 
     def dataset(self, buffers):
         ds = self.lib.aclmdlCreateDataset()
+        self.datasets.append(ds)
         for dev, nbytes in buffers:
-            self.call("aclmdlAddDatasetBuffer", ds, self.lib.aclCreateDataBuffer(dev, nbytes))
+            self.buffers.append(self.lib.aclCreateDataBuffer(dev, nbytes))
+            self.call("aclmdlAddDatasetBuffer", ds, self.buffers[-1])
         return ds
+
+    def release(self, device):
+        """Destroys the datasets and buffers, frees the device memory, resets the device and finalizes ACL."""
+        for ds in self.datasets:
+            self.call("aclmdlDestroyDataset", ds)
+        for b in self.buffers:
+            self.call("aclDestroyDataBuffer", b)
+        for p in self.memory:
+            self.call("aclrtFree", p)
+        self.call("aclrtResetDevice", device)
+        self.call("aclFinalize")
 
 
 class HookRunner:
@@ -172,6 +190,9 @@ class HookRunner:
         if rc != 0:
             raise RuntimeError(f"synchronizing the device after the step failed with error {rc}")
 
+    def close(self):
+        self.lib.ms_hook_runner_destroy(ctypes.c_void_p(self.handle))
+
 
 def train(args, rank):
     acl = Acl()
@@ -179,7 +200,9 @@ def train(args, rank):
     acl.call("aclrtSetDevice", rank)  # one device per rank
     spec = model_spec(args.lr)
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.save_model.replace("{rank}", str(rank)) if args.save_model else os.path.join(tmp, "graph_train.om")
+        path = os.path.join(tmp, "graph_train.om")
+        if args.save_model:
+            path = args.save_model.replace("{rank}", str(rank))
         fake_atc.write_model(spec, path)  # "compiled once"
         model = ctypes.c_uint32()
         acl.call("aclmdlLoadFromFile", path.encode(), ctypes.byref(model))
@@ -205,9 +228,12 @@ def train(args, rank):
         print(f"step {step} loss {float(losses[-1]):.6f}", flush=True)
     final = {p: acl.download(sets[args.steps % 2][p], SHAPES[p]) for p in PARAMS}
     acl.call("aclmdlUnload", model.value)
+    runner.close()
+    acl.release(rank)
     if args.dump:
-        np.savez(args.dump.replace("{rank}", str(rank)), x=x, t=t, lr=np.float32(args.lr), losses=np.array(losses, np.float32),
-                 **{"init_" + p: params[p] for p in PARAMS}, **{"final_" + p: final[p] for p in PARAMS})
+        np.savez(args.dump.replace("{rank}", str(rank)), x=x, t=t, lr=np.float32(args.lr),
+                 losses=np.array(losses, np.float32), **{"init_" + p: params[p] for p in PARAMS},
+                 **{"final_" + p: final[p] for p in PARAMS})
 
 
 def launch_ranks(args):
