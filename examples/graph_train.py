@@ -238,10 +238,17 @@ def train(args, rank):
 
 def launch_ranks(args):
     """One process per rank (RANK_ID=r, device r); their lines prefixed with `[rank r] `; nonzero if any fails."""
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), *sys.argv[1:]], text=True,
-                              stdout=subprocess.PIPE, env=dict(os.environ, RANK_ID=str(r), RANK_SIZE=str(args.ranks)))
-             for r in range(args.ranks)]
-    outputs = [p.communicate()[0] for p in procs]  # small outputs: reading them in turn cannot block a rank
+    files = [tempfile.TemporaryFile("w+") for _ in range(args.ranks)]  # a file never fills up as a pipe does
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), *sys.argv[1:]], text=True, stdout=f,
+                              env=dict(os.environ, RANK_ID=str(r), RANK_SIZE=str(args.ranks)))
+             for r, f in enumerate(files)]
+    for p in procs:
+        p.wait()
+    outputs = []
+    for f in files:
+        f.seek(0)
+        outputs.append(f.read())
+        f.close()
     status = 0
     for r, (p, out) in enumerate(zip(procs, outputs)):
         sys.stdout.write("".join(f"[rank {r}] {line}\n" for line in out.splitlines()))

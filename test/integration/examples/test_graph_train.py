@@ -215,3 +215,11 @@ def test_ranks_train_on_their_own_device_and_batch(baseline, tmp_path):
         mine = [b for b in begins if b.startswith(f"begin device={r} ")]
         assert mine == [f"begin device={r} step={i} keys=0,1 kbyk=0" for i in range(STEPS)], lines
     assert lines.count("end keys=") == 2 * STEPS
+
+
+def test_launcher_fails_when_a_rank_fails(tmp_path):
+    env = shimtest.clean_env({"MS_HOOK_RUNNER_LIB": str(tmp_path / "missing.so")})
+    p = subprocess.run([shimtest.PYTHON, SCRIPT, "--ranks", "2", "--steps", "1"], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "rank 0 failed" in p.stderr and "rank 1 failed" in p.stderr
