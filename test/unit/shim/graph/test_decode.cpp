@@ -103,7 +103,8 @@ Pb add_header() {
 
 TEST(GraphDumpFile, DecodesHeaderTensorsAndNames) {
   Buf data = floats({1, 2});
-  for (const Buf &b : {floats({10, 20}), floats({11, 22}), Buf{0xAA, 0xBB}}) data.insert(data.end(), b.begin(), b.end());
+  for (const Buf &b : {floats({10, 20}), floats({11, 22}), Buf{0xAA, 0xBB}})
+    data.insert(data.end(), b.begin(), b.end());
   std::string error;
   auto f = decode_dump_file(kPath, std::span<const unsigned char>(file_of(add_header(), data)), &error);
   ASSERT_TRUE(f) << error;
@@ -139,7 +140,7 @@ TEST(GraphDumpFile, EveryWireTypeUnknownFieldsAndShapes) {
   Pb out = tensor(true, 27, 0, {}, 2 * 3 * 2);  // BF16 NCHW, shape from unpacked dims below
   out.msg(3, shape({2, 3}, false));             // a second Shape merges: dims append
   out.fixed(20, 0x1122334455667788, 8).fixed(21, 7, 4).str(22, "x").u64(23, 5);
-  out.fixed(1, 9, 4);  // a known field with another wire type is skipped
+  out.fixed(1, 9, 4);                                        // a known field with another wire type is skipped
   out.u64(8, static_cast<uint64_t>(-1)).u64(9, 0xdeadbeef);  // sub_format -1 (10-byte varint), address
   Pb h;
   h.fixed(50, 1, 8).str(9, "dfx").msg(3, out).fixed(51, 2, 4).u64(52, 1).msg(5, Pb().u64(3, 4)).str(6, "n");
@@ -158,12 +159,12 @@ TEST(GraphDumpFile, EveryWireTypeUnknownFieldsAndShapes) {
 
 TEST(GraphDumpFile, TensorProblemsMarkOnlyThatTensor) {
   Pb h;
-  h.msg(4, tensor(false, 1, 2, {2, 3}, 20));       // size mismatch
-  h.msg(4, tensor(false, 16, 2, {2}, 16));         // DT_COMPLEX64: raw
+  h.msg(4, tensor(false, 1, 2, {2, 3}, 20));                    // size mismatch
+  h.msg(4, tensor(false, 16, 2, {2}, 16));                      // DT_COMPLEX64: raw
   h.msg(4, tensor(false, 2, 29, {1, 1, 16, 16}, 512, {3, 5}));  // FRACTAL_NZ, original shape [3, 5]
-  h.msg(4, tensor(false, 1, 77, {1}, 4));          // unknown format
-  h.msg(4, tensor(false, -1, 2, {1}, 1));          // negative dtype
-  h.msg(3, tensor(true, 1, 0, {1, 2, 1, 1}, 8, {2}));  // original [2] over device [1,2,1,1]: same count
+  h.msg(4, tensor(false, 1, 77, {1}, 4));                       // unknown format
+  h.msg(4, tensor(false, -1, 2, {1}, 1));                       // negative dtype
+  h.msg(3, tensor(true, 1, 0, {1, 2, 1, 1}, 8, {2}));           // original [2] over device [1,2,1,1]: same count
   std::string error;
   auto f = decode_dump_file(kPath, std::span<const unsigned char>(file_of(h, Buf(20 + 16 + 512 + 4 + 1 + 8))), &error);
   ASSERT_TRUE(f) << error;
@@ -185,8 +186,8 @@ TEST(GraphDumpFile, TensorProblemsMarkOnlyThatTensor) {
 }
 
 TEST(GraphDumpFile, DtypeAndFormatTables) {
-  const std::pair<int, DType> known[] = {{1, DType::F32},  {2, DType::F16},  {3, DType::I8},   {4, DType::U8},
-                                         {5, DType::I16},  {6, DType::U16},  {7, DType::I32},  {8, DType::I64},
+  const std::pair<int, DType> known[] = {{1, DType::F32},  {2, DType::F16},  {3, DType::I8},    {4, DType::U8},
+                                         {5, DType::I16},  {6, DType::U16},  {7, DType::I32},   {8, DType::I64},
                                          {9, DType::U32},  {10, DType::U64}, {11, DType::Bool}, {12, DType::F64},
                                          {27, DType::BF16}};
   for (auto [v, d] : known) EXPECT_EQ(proto_dtype(v), d) << v;
@@ -214,7 +215,8 @@ TEST(GraphDumpFile, FileErrors) {
   big.msg(4, tensor(false, 1, 2, {2}, ~uint64_t{0})).msg(4, tensor(false, 1, 2, {2}, 8));
   EXPECT_NE(decode_error(file_of(big, data)).find("input 0"), std::string::npos);
   EXPECT_NE(decode_error(file_of(add_header(), data), "/d/Add.x.1.2.csv").find("statistics CSV"), std::string::npos);
-  for (std::string bad : {"Add.x.1.2", "Add.x.1.2.3.4.5", ".x.1.2.3", "Add.x.a.2.3", "Add.x.1.2.99999999999999999999999"})
+  for (std::string bad :
+       {"Add.x.1.2", "Add.x.1.2.3.4.5", ".x.1.2.3", "Add.x.a.2.3", "Add.x.1.2.99999999999999999999999"})
     EXPECT_NE(decode_error(file_of(add_header(), data), "/d/" + bad).find(bad), std::string::npos) << bad;
 }
 
@@ -397,7 +399,8 @@ TEST(GraphStatsCsv, CompatibleHeaderAndNul) {
 TEST(GraphStatsCsv, SelectedColumnsPiecesAndNa) {
   const std::string path = "/d/Mul.m.1.1.1760000000000000.csv";
   const std::string first =
-      "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max Value,l2norm\nInput,0,4,DT_COMPLEX64,ND,1,1,NA,NA\n";
+      "Input/Output,Index,Data Size,Data Type,Format,Shape,Count,Max "
+      "Value,l2norm\nInput,0,4,DT_COMPLEX64,ND,1,1,NA,NA\n";
   const std::string second = std::string("Output,0,4,DT_FLOAT,ND,1,1,inf,3.5\n") + '\0';
   std::string e;
   EXPECT_FALSE(decode_stats_csv(path, second, &e));

@@ -4,6 +4,8 @@
 // tensors must be each kernel's real inputs and outputs, computed here on the CPU. Stats mode: the CSV's values
 // must equal the statistics computed here. ctest runs it twice: 128 MiB chunks, and 100-byte chunks
 // (FAKE_CANN_DUMP_CHUNK_BYTES), which split every file inside its header and inside its tensors.
+// With SHIM_GRAPH_SAVE_DIR set, every completed file is also written there (how the seeds of
+// test/fuzz/corpus/fuzz_graph_dump were made).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -58,8 +60,8 @@ const char *kSpec = R"({"name": "toy",
 std::string make_model(const std::string &dir, int rows) {
   write(dir + "/toy.json", std::regex_replace(kSpec, std::regex("ROWS"), std::to_string(rows)));
   const char *src = std::getenv("MSPROBE_SOURCE_DIR");
-  const std::string cmd = std::string("/usr/bin/python3 ") + (src ? src : ".") +
-                          "/test/fake_cann/tools/fake_atc.py " + dir + "/toy.json " + dir + "/toy.om";
+  const std::string cmd = std::string("/usr/bin/python3 ") + (src ? src : ".") + "/test/fake_cann/tools/fake_atc.py " +
+                          dir + "/toy.json " + dir + "/toy.om";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return dir + "/toy.om";
 }
@@ -94,7 +96,12 @@ int32_t on_chunk(const acldumpChunk *c, int32_t len) {
   ++g_sink->chunks;
   ChunkResult r = g_sink->assembler.feed(c, len);
   if (!r.error.empty()) g_sink->errors.push_back(r.error);
-  if (r.file) g_sink->files.push_back(std::move(*r.file));
+  if (!r.file) return 0;
+  if (const char *save = std::getenv("SHIM_GRAPH_SAVE_DIR")) {
+    std::ofstream(std::string(save) + "/" + std::string(base_name(r.file->name)), std::ios::binary)
+        .write((const char *)r.file->bytes.data(), (std::streamsize)r.file->bytes.size());
+  }
+  g_sink->files.push_back(std::move(*r.file));
   return 0;
 }
 
@@ -168,7 +175,8 @@ TEST(GraphStandIn, TensorDumpDecodesToTheKernelsTensors) {
   const std::string dir = tmpdir("tensor");
   const int rows = 64;
   Sink sink;
-  dump_run(dir, R"({"dump": {"dump_path": ")" + dir + R"(", "dump_mode": "all", "dump_list": [{"model_name": "toy"}]}})",
+  dump_run(dir,
+           R"({"dump": {"dump_path": ")" + dir + R"(", "dump_mode": "all", "dump_list": [{"model_name": "toy"}]}})",
            rows, sink);
   EXPECT_TRUE(sink.errors.empty()) << sink.errors.front();
   EXPECT_TRUE(sink.assembler.pending().empty());
@@ -208,8 +216,8 @@ struct Expected {
 Expected stats_of(const std::vector<float> &v) {
   double sum = 0, sq = 0;
   for (float x : v) sum += x, sq += (double)x * x;
-  return {*std::max_element(v.begin(), v.end()), *std::min_element(v.begin(), v.end()),
-          (float)(sum / (double)v.size()), (float)std::sqrt(sq)};
+  return {*std::max_element(v.begin(), v.end()), *std::min_element(v.begin(), v.end()), (float)(sum / (double)v.size()),
+          (float)std::sqrt(sq)};
 }
 
 // Runs the toy model in stats mode for the kernel `layer`; returns its decoded CSV.
