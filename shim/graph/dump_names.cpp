@@ -3,7 +3,6 @@
 
 #include <array>
 #include <charconv>
-#include <vector>
 
 namespace msprobe::shim::graph {
 namespace {
@@ -82,16 +81,6 @@ std::optional<T> digits(std::string_view s) {
   return v;
 }
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  for (size_t start = 0;;) {
-    const size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
-
 bool parse_ffts(const std::vector<std::string_view> &f, size_t at, FftsSuffix *out) {
   auto context = digits<uint32_t>(f[at + 1]), thread = digits<uint32_t>(f[at + 2]),
        device = digits<uint32_t>(f[at + 3]);
@@ -163,13 +152,23 @@ bool proto_format_is_plain(int32_t value) {
   }
 }
 
+std::vector<std::string_view> split_fields(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    const size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
 std::string_view base_name(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 std::optional<DumpName> parse_dump_name(std::string_view base, std::string *error) {
-  const std::vector<std::string_view> f = split(base, '.');
+  const std::vector<std::string_view> f = split_fields(base, '.');
   const size_t n = f.size();
   if (n != 5 && n != 6 && n != 9 && n != 10) {
     set_error(error, "dump file name '" + std::string(base) + "' has " + std::to_string(n) +
@@ -194,7 +193,7 @@ std::optional<DumpName> parse_dump_name(std::string_view base, std::string *erro
 }
 
 DumpPlace parse_dump_place(std::string_view path) {
-  std::vector<std::string_view> p = split(path, '/');
+  std::vector<std::string_view> p = split_fields(path, '/');
   p.pop_back();  // the file
   auto is_time = [](std::string_view s) { return s.size() == 14 && digits<uint64_t>(s).has_value(); };
   const size_t n = p.size();

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "format/format.h"
 
@@ -63,5 +64,7 @@ DumpPlace parse_dump_place(std::string_view path);
 
 // The last component of a '/'-separated path.
 std::string_view base_name(std::string_view path);
+// s cut at every `sep` (n separators give n + 1 fields, empty ones included).
+std::vector<std::string_view> split_fields(std::string_view s, char sep);
 
 }  // namespace msprobe::shim::graph

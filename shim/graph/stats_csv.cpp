@@ -11,16 +11,6 @@ namespace {
 constexpr std::array<std::string_view, 6> kFixed = {"Input/Output", "Index",  "Data Size",
                                                     "Data Type",    "Format", "Shape"};
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  for (size_t start = 0;;) {
-    const size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
-
 template <typename T>
 bool number(std::string_view s, T *v) {
   if (s.starts_with('+')) return false;
@@ -40,7 +30,7 @@ bool optional_number(std::string_view s, std::optional<T> *v) {
 
 bool parse_shape(std::string_view s, std::vector<int64_t> *shape) {
   if (s == "-") return true;
-  for (std::string_view d : split(s, 'x')) {
+  for (std::string_view d : split_fields(s, 'x')) {
     int64_t v = 0;
     if (!number(d, &v) || v < 0) return false;
     shape->push_back(v);
@@ -70,7 +60,7 @@ bool stat_cell(std::string_view column, std::string_view cell, StatsRow *r) {
 }
 
 bool parse_row(std::string_view line, const std::vector<std::string> &columns, StatsRow *r) {
-  const std::vector<std::string_view> cells = split(line, ',');
+  const std::vector<std::string_view> cells = split_fields(line, ',');
   if (cells.size() != columns.size() || !fixed_cells(cells, r)) return false;
   for (size_t i = kFixed.size(); i < cells.size(); ++i)
     if (!stat_cell(columns[i], cells[i], r)) return false;
@@ -78,7 +68,7 @@ bool parse_row(std::string_view line, const std::vector<std::string> &columns, S
 }
 
 bool parse_header(std::string_view line, std::vector<std::string> *columns) {
-  const std::vector<std::string_view> cells = split(line, ',');
+  const std::vector<std::string_view> cells = split_fields(line, ',');
   if (cells.size() < kFixed.size() || !std::equal(kFixed.begin(), kFixed.end(), cells.begin())) return false;
   columns->assign(cells.begin(), cells.end());
   return true;
@@ -95,7 +85,8 @@ bool lines_of(std::string_view text, std::vector<std::string_view> *lines) {
   if (text.find('\0') != std::string_view::npos) return false;
   if (text.ends_with('\n')) text.remove_suffix(1);
   if (text.empty()) return true;
-  for (std::string_view l : split(text, '\n')) lines->push_back(l.ends_with('\r') ? l.substr(0, l.size() - 1) : l);
+  for (std::string_view l : split_fields(text, '\n'))
+    lines->push_back(l.ends_with('\r') ? l.substr(0, l.size() - 1) : l);
   return true;
 }
 

@@ -27,6 +27,7 @@
 #include "shim/graph/chunk_assembler.h"
 #include "shim/graph/dump_file.h"
 #include "shim/graph/stats_csv.h"
+#include "test/unit/fake_cann/toy_model.h"
 
 namespace fs = std::filesystem;
 using namespace msprobe::shim::graph;
@@ -45,41 +46,8 @@ std::string tmpdir(const std::string &tag) {
 
 void write(const std::string &path, const std::string &text) { std::ofstream(path, std::ios::binary) << text; }
 
-// x, y: [rows, 3]; b: [3] weight. t0 = x + y; t1 = t0 * b; t2 = relu(t1); out = gelu(t2).
-const char *kSpec = R"({"name": "toy",
-  "tensors": [{"name": "x", "dtype": "float32", "shape": [ROWS, 3]}, {"name": "y", "dtype": "float32", "shape": [ROWS, 3]},
-              {"name": "b", "dtype": "float32", "shape": [3]}, {"name": "t0", "dtype": "float32", "shape": [ROWS, 3]},
-              {"name": "t1", "dtype": "float32", "shape": [ROWS, 3]}, {"name": "t2", "dtype": "float32", "shape": [ROWS, 3]},
-              {"name": "out", "dtype": "float32", "shape": [ROWS, 3]}],
-  "inputs": ["x", "y"], "outputs": ["out"], "weights": {"b": [0.5, -2.0, 3.0]},
-  "nodes": [{"type": "Add", "name": "block/add", "inputs": ["x", "y"], "outputs": ["t0"]},
-            {"type": "Mul", "name": "block.mul 1", "inputs": ["t0", "b"], "outputs": ["t1"]},
-            {"type": "Relu", "name": "relu", "inputs": ["t1"], "outputs": ["t2"]},
-            {"type": "Gelu", "name": "gelu", "inputs": ["t2"], "outputs": ["out"]}]})";
-
-std::string make_model(const std::string &dir, int rows) {
-  write(dir + "/toy.json", std::regex_replace(kSpec, std::regex("ROWS"), std::to_string(rows)));
-  const char *src = std::getenv("MSPROBE_SOURCE_DIR");
-  const std::string cmd = std::string("/usr/bin/python3 ") + (src ? src : ".") + "/test/fake_cann/tools/fake_atc.py " +
-                          dir + "/toy.json " + dir + "/toy.om";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return dir + "/toy.om";
-}
-
-// The CPU computation of every tensor: {x, y, b, t0, t1, t2, out}.
-std::map<std::string, std::vector<float>> reference(int rows) {
-  std::map<std::string, std::vector<float>> v;
-  const float b[3] = {0.5f, -2.0f, 3.0f};
-  for (int i = 0; i < rows * 3; ++i) {
-    float x = 0.25f * (float)(i % 17) - 1.5f, y = 0.125f * (float)(i % 5) - 0.25f;
-    float t0 = (float)((double)x + y), t1 = (float)((double)t0 * b[i % 3]), t2 = t1 > 0 ? t1 : 0.0f;
-    float out = (float)(0.5 * t2 * (1.0 + std::erf(t2 / std::sqrt(2.0))));
-    for (auto [k, val] : {std::pair{"x", x}, {"y", y}, {"t0", t0}, {"t1", t1}, {"t2", t2}, {"out", out}})
-      v[k].push_back(val);
-  }
-  v["b"] = {b[0], b[1], b[2]};
-  return v;
-}
+using toy_model::make_model;
+using toy_model::reference;
 
 // What the callback hands over: chunks into the assembler, completed files kept.
 struct Sink {
