@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "shim/graph/dump_names.h"
+
 namespace msprobe::shim::graph {
 namespace {
 
@@ -13,7 +15,7 @@ T load(const unsigned char *p, size_t offset) {
   return v;
 }
 
-std::string quoted(const std::string &name) { return "dump chunk of " + name + ": "; }
+std::string quoted(const std::string &name) { return "dump chunk of " + one_line(name) + ": "; }
 
 }  // namespace
 

@@ -14,7 +14,9 @@
 //   - isLastChunk != 0 completes the file, which feed() returns.
 //   - Bounds: at most max_open_files files in progress, max_file_bytes per file, max_total_bytes over all files
 //     in progress. A chunk past a bound drops its file (and frees its bytes): memory never grows without bound.
-//   - A dropped file's later chunks are ignored silently until its last chunk (names remembered, bounded too).
+//   - A dropped file's later chunks are ignored silently until its last chunk (the last max_open_files dropped names
+//     are remembered; an older one's later chunks would start a new file, which then fails to decode).
+//   - The bounds count payload bytes; a vector's capacity may exceed its size while it grows.
 #pragma once
 #include <cstddef>
 #include <cstdint>

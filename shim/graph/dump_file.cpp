@@ -24,7 +24,7 @@ struct WireDump {
 };
 
 bool fail(std::string *error, std::string text) {
-  if (error) *error = std::move(text);
+  if (error) *error = one_line(std::move(text));
   return false;
 }
 

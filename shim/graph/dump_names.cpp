@@ -162,6 +162,12 @@ std::vector<std::string_view> split_fields(std::string_view s, char sep) {
   }
 }
 
+std::string one_line(std::string text) {
+  for (char &c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text;
+}
+
 std::string_view base_name(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);

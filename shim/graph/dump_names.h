@@ -64,6 +64,8 @@ DumpPlace parse_dump_place(std::string_view path);
 
 // The last component of a '/'-separated path.
 std::string_view base_name(std::string_view path);
+// Control characters (a newline in a file name) replaced by '?': every error of this layer is one line.
+std::string one_line(std::string text);
 // s cut at every `sep` (n separators give n + 1 fields, empty ones included).
 std::vector<std::string_view> split_fields(std::string_view s, char sep);
 

@@ -75,7 +75,7 @@ bool parse_header(std::string_view line, std::vector<std::string> *columns) {
 }
 
 bool fail(std::string *error, std::string text) {
-  if (error) *error = std::move(text);
+  if (error) *error = one_line(std::move(text));
   return false;
 }
 

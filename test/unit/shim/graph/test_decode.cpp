@@ -318,6 +318,9 @@ TEST(GraphChunks, OutOfOrderOffsetDropsTheFileUntilItsLastChunk) {
   r = feed(a, chunk("/a", "more", false));  // the rest of the dropped file: silently skipped
   EXPECT_EQ(r.error, "");
   EXPECT_FALSE(feed(a, chunk("/a", "end", true)).file);
+  r = feed(a, chunk("/a\nb", "x", true, 3));  // errors are one line, even for a name with a newline
+  EXPECT_EQ(r.error.find('\n'), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("/a?b"), std::string::npos) << r.error;
   r = feed(a, chunk("/a", "new", true));  // the name is free again
   ASSERT_TRUE(r.file);
   EXPECT_EQ(text(*r.file), "new");
