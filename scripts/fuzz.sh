@@ -10,7 +10,7 @@ build=${MSPROBE_FUZZ_BUILD_DIR:-$here/build-fuzz}
 seconds=${MSPROBE_FUZZ_SECONDS:-20}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(fuzz_config fuzz_names fuzz_prototype fuzz_npy fuzz_dump_readers)
+  targets=(fuzz_config fuzz_names fuzz_prototype fuzz_npy fuzz_dump_readers fuzz_graph_dump)
 fi
 
 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMSPROBE_FUZZ=ON \
