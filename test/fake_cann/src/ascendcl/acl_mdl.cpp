@@ -8,6 +8,7 @@
 
 #include "dump.h"
 #include "fakecann/acl_internal.h"
+#include "fakecann/caller.h"
 #include "fakecann/device.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
@@ -111,6 +112,7 @@ void run_model(const Run &r) {
     for (size_t t : node.inputs) in.push_back(r.views[t]);
     for (size_t t : node.outputs) out.push_back(r.views[t]);
     node.kernel(in, out, node.attrs);
+    log_model_kernel(node.type.c_str(), node.name.c_str());
     if (r.dump == nullptr || !r.dump->selects(def.name, stem.empty() ? def.name : stem, node.name)) continue;
     dump::Kernel k{node.type, node.name, (uint32_t)n, r.stream_id, {}, {}};
     for (size_t t : node.inputs) k.inputs.push_back(dump_tensor(r.views[t], def.tensors[t].bytes));

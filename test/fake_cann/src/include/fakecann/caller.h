@@ -30,6 +30,9 @@ FAKECANN_API bool address_in_preloaded_object(const void *address);
 // side independently of any tool. A preloaded tool's own kernels (the rule below, for `caller`, the return
 // address of the op's entry point) go to <file>.preloaded instead, so the log keeps counting the host's.
 FAKECANN_API void log_kernel_launch(const char *op, const void *caller);
+// A kernel a model ran on the device (no host launch): one line "{op_type} {node name}" in $FAKE_CANN_LAUNCH_LOG.model,
+// so that tests can count what a dump of graph kernels must hold.
+FAKECANN_API void log_model_kernel(const char *op_type, const char *node_name);
 // The rule above, for the return address of a runtime entry point.
 FAKECANN_API bool call_from_preloaded_code(const void *return_address);
 
