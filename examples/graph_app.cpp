@@ -6,6 +6,8 @@
 //   graph_app [--mem] [--async] [--runs N] [MODEL]
 //     --mem    aclmdlLoadFromMem (the file read by the program) instead of aclmdlLoadFromFile
 //     --async  aclmdlExecuteAsync on an own stream + aclrtSynchronizeStream instead of aclmdlExecute
+//     --own-dump DIR  the program turns CANN's data dump on itself (aclmdlInitDump/SetDump, files under DIR) and
+//                     prints how many files it got
 //
 // One line per execution; exit status 0 when every output matches, 1 on a mismatch, 2 on an API or usage error.
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -66,6 +69,7 @@ struct Options {
   bool from_mem = false, async = false;
   int runs = 3;
   std::string model = GRAPH_APP_DEFAULT_MODEL;
+  std::string own_dump;  // --own-dump DIR: the program runs CANN's data dump itself, files under DIR
 };
 
 bool ok(aclError rc, const char *what) {
@@ -82,6 +86,8 @@ bool parse(int argc, char **argv, Options &o) {
       o.from_mem = true;
     } else if (a == "--async") {
       o.async = true;
+    } else if (a == "--own-dump" && i + 1 < argc) {
+      o.own_dump = argv[++i];
     } else if (a == "--runs" && i + 1 < argc) {
       o.runs = std::atoi(argv[++i]);
       if (o.runs < 1) return false;
@@ -189,21 +195,39 @@ int run_model(const Options &o, uint32_t id) {
   return status;
 }
 
+// --own-dump: CANN's data dump as a program turns it on for itself (files written by CANN under `dir`).
+bool start_own_dump(const std::string &dir) {
+  const std::string config = dir + "/own_dump.json";
+  std::ofstream(config) << "{\"dump\": {\"dump_path\": \"" << dir << "\", \"dump_list\": [{}], \"dump_mode\": \"all\"}}\n";
+  return ok(aclmdlInitDump(), "aclmdlInitDump") && ok(aclmdlSetDump(config.c_str()), "aclmdlSetDump");
+}
+
+int count_files(const std::string &dir) {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != decltype(it)(); it.increment(ec))
+    if (it->is_regular_file() && it->path().filename() != "own_dump.json") ++n;
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   Options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: graph_app [--mem] [--async] [--runs N] [MODEL]\n");
+    std::fprintf(stderr, "usage: graph_app [--mem] [--async] [--runs N] [--own-dump DIR] [MODEL]\n");
     return 2;
   }
   if (!ok(aclInit(nullptr), "aclInit") || !ok(aclrtSetDevice(0), "aclrtSetDevice")) return 2;
+  if (!o.own_dump.empty() && !start_own_dump(o.own_dump)) return 2;
   uint32_t id = 0;
   int status = 2;
   if (load(o, &id)) {
     status = run_model(o, id);
     if (!ok(aclmdlUnload(id), "aclmdlUnload")) status = 2;
   }
+  if (!o.own_dump.empty() && !ok(aclmdlFinalizeDump(), "aclmdlFinalizeDump")) status = 2;
+  if (!o.own_dump.empty()) std::printf("graph_app: own dump: %d files\n", count_files(o.own_dump));
   ok(aclrtResetDevice(0), "aclrtResetDevice");
   ok(aclFinalize(), "aclFinalize");
   std::printf("graph_app: %s\n", status == 0 ? "all outputs match" : status == 1 ? "MISMATCH" : "API error");
