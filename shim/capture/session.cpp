@@ -208,12 +208,12 @@ void Session::skip_launch(std::string_view op_type, const void *stream, bool mar
   count_launch(*impl_, op_type, stream, t, marker);
 }
 
-LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
-  Impl &m = *impl_;
+namespace {
+
+// Under m.mu, after the ticket's step and rank are known: its name ({n} per step, rank and base name) and whether the
+// configuration selects it (closed, step, rank, scope, list, the overflow limit), and what of it to take.
+void name_and_select(Session::Impl &m, std::string_view op_type, std::string_view op_name, LaunchTicket &t) {
   const Config &c = m.config;
-  LaunchTicket t;
-  std::lock_guard<std::mutex> lk(m.mu);
-  count_launch(m, op_type, stream, t);
   t.timestamp_us = now_us();
   std::string base = format::kernel_base_name(op_type, op_name);
   t.name = format::kernel_name(base, m.ordinals.next(t.step, t.rank, base));
@@ -238,6 +238,36 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
   t.with_inputs = c.data_mode != DataMode::Output;
   t.with_outputs = c.data_mode != DataMode::Input;
   t.with_data = c.task != Task::Structure;
+}
+
+}  // namespace
+
+LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
+  Impl &m = *impl_;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  count_launch(m, op_type, stream, t);
+  name_and_select(m, op_type, op_name, t);
+  return t;
+}
+
+LaunchTicket Session::begin_graph_kernel(std::string_view op_type, std::string_view op_name, uint64_t step,
+                                         uint64_t stream_id, uint64_t task_id) {
+  Impl &m = *impl_;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (!m.rank_resolved) {
+    m.rank = rank_from_environment();
+    if (!m.rank) m.rank = m.rank_hint;
+    m.rank_resolved = m.rank.has_value();
+    if (m.rank_resolved) update_ahead(m);
+  }
+  t.step = step;
+  t.rank = m.rank;
+  t.launch_index = m.launch_index++;
+  t.stream_id = stream_id;
+  t.task_id = task_id;
+  name_and_select(m, op_type, op_name, t);
   return t;
 }
 

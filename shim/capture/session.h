@@ -41,6 +41,10 @@ class Session {
   bool may_capture(std::string_view op_type) const;
   // Called for every kernel launch, in launch order, on the launching thread.
   LaunchTicket begin_launch(std::string_view op_type, std::string_view op_name, const void *stream);
+  // A kernel the device ran inside a model (graph-sunk, reported by CANN's data dump): its step is the model's, not
+  // the launch order's, and its stream and task ids are the dump's. Named and selected as begin_launch does.
+  LaunchTicket begin_graph_kernel(std::string_view op_type, std::string_view op_name, uint64_t step, uint64_t stream_id,
+                                  uint64_t task_id);
   // False once no kernel launched from now on can be captured: every selected step is past, or this process's rank
   // is known and not selected. Steps only grow and a known rank stays, so false stays false. One atomic load.
   bool captures_ahead() const noexcept;

@@ -38,7 +38,14 @@
   X(aclGetViewOffset, int32_t (*)(const void *, int64_t *))                                                            \
   X(aclGetDataType, int32_t (*)(const void *, int32_t *))                                                              \
   X(aclGetFormat, int32_t (*)(const void *, int32_t *))                                                                \
-  X(aclGetRawTensorAddr, int32_t (*)(const void *, void **))
+  X(aclGetRawTensorAddr, int32_t (*)(const void *, void **))                                                           \
+  /* CANN's data dump: graph-sunk kernels (shim/capture/graph_capture.h) */                                            \
+  X(aclmdlInitDump, int32_t (*)())                                                                                     \
+  X(aclmdlSetDump, int32_t (*)(const char *))                                                                          \
+  X(aclmdlFinalizeDump, int32_t (*)())                                                                                 \
+  X(acldumpRegCallback, int32_t (*)(int32_t(*)(const void *, int32_t), int32_t))                                       \
+  X(acldumpUnregCallback, void (*)())                                                                                  \
+  X(aclrtSynchronizeDevice, int32_t (*)())
 
 namespace msprobe::shim::runtime {
 
