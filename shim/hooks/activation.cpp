@@ -1,5 +1,6 @@
 #include "shim/hooks/activation.h"
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "shim/aclnn/plt_redirect.h"
 #include "shim/base/log.h"
+#include "shim/capture/graph_capture.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
 
@@ -68,8 +70,33 @@ bool check_dump_root(const std::string &path, std::string *why) {
   return true;
 }
 
+// Graph kernels' files still queued in CANN are delivered first (not when dying: see GraphCapture::finish).
+void close_dump() {
+  if (GraphCapture *g = active_graph_capture()) g->finish(!lifecycle::process_is_dying());
+  session().shutdown();
+}
+
 void exit_handler() {
-  if (g_state.load() == (int)State::Active) lifecycle::run_exit_shutdown([] { session().shutdown(); });
+  if (g_state.load() == (int)State::Active) lifecycle::run_exit_shutdown(close_dump);
+}
+
+// MindSpore loads the library HOOK_TOOL_PATH names when MS_HOOK_ENABLE=on and calls its step hooks around each graph
+// run (reference/cann_dump.md §5): the shim becomes that tool unless the user named another one. MindSpore reads them
+// at its first step, long after this.
+void offer_mindspore_step_hook() {
+  const char *tool = std::getenv("HOOK_TOOL_PATH");
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void *>(&offer_mindspore_step_hook), &self) == 0 || self.dli_fname == nullptr) return;
+  if (tool != nullptr && *tool != '\0') {
+    std::error_code ec;
+    if (!std::filesystem::equivalent(tool, self.dli_fname, ec))
+      log_info("HOOK_TOOL_PATH names another tool (%s): graph steps are counted from model executions", tool);
+    return;
+  }
+  const char *enable = std::getenv("MS_HOOK_ENABLE");
+  if (enable != nullptr && std::strcmp(enable, "on") != 0) return;  // the user turned MindSpore's hook off
+  ::setenv("HOOK_TOOL_PATH", self.dli_fname, 1);
+  ::setenv("MS_HOOK_ENABLE", "on", 1);
 }
 
 void initialize() {
@@ -88,15 +115,19 @@ void initialize() {
     g_state.store((int)State::Disabled);
     return;
   }
-  activate_session(new Session(std::move(load.config)));  // immortal: hooks may run during and after exit handlers
+  auto *s = new Session(std::move(load.config));  // immortal: hooks may run during and after exit handlers
+  activate_graph_capture(new GraphCapture(*s));   // likewise (CANN's record thread may call into it at any time)
+  activate_session(s);
+  offer_mindspore_step_hook();
   std::atexit(exit_handler);
   g_state.store((int)State::Active);
   lifecycle::Callbacks callbacks;
-  callbacks.close_dump = [] { session().shutdown(); };
+  callbacks.close_dump = close_dump;
   callbacks.flush_dump = [] { session().flush(); };
   // In a child made by fork() without exec: capture is off for good, every call passes through.
   callbacks.in_fork_child = [] {
     g_state.store((int)State::Disabled);
+    activate_graph_capture(nullptr);
     activate_session(nullptr);
   };
   lifecycle::install(callbacks);  // fatal signals, _exit, fork

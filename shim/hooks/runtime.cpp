@@ -1,6 +1,7 @@
 // The runtime calls that end a device's life: everything captured so far must be on disk before the
 // runtime goes away (our copies and events live in it). Also the shim's own C API.
 #include "acl/acl.h"
+#include "shim/capture/graph_capture.h"
 #include "shim/capture/session.h"
 #include "shim/hooks/hook.h"
 
@@ -20,6 +21,7 @@ template <typename Real, typename... Args>
 aclError flush_then(const char *call, Real real, aclError missing, Args... args) {
   if (!real) return missing;
   if (!ReentryGuard::active() && capture_enabled()) {
+    if (GraphCapture *g = active_graph_capture()) g->finish(/*drain=*/true);  // before the runtime goes
     ReentryGuard guard;
     session().device_ending(call);
   }

@@ -1,0 +1,110 @@
+// Models (.om inference, MindSpore's sunk graphs) and CANN's data dump: the calls around which graph-sunk kernels are
+// captured (shim/capture/graph_capture.h). Loading a model turns the shim's dump on first; executing one gives its
+// kernels their stack; the host's own dump calls are passed on so that its dump keeps working. MindSpore's step hook
+// (MS_DbgOnStepBegin / MS_DbgOnStepEnd, reference/cann_dump.md §5) is exported here too: the shim is the hook tool.
+#include <cstdint>
+#include <map>
+
+#include "acl/acl.h"
+#include "acl/acl_dump.h"
+#include "shim/capture/graph_capture.h"
+#include "shim/hooks/hook.h"
+
+using namespace msprobe::shim;
+
+// The hooks of this family, one a line (shim/hooks/hook.h).
+#define MSPROBE_MODEL_HOOKS(X) \
+  X(aclmdlLoadFromFile)        \
+  X(aclmdlLoadFromMem)         \
+  X(aclmdlExecute)             \
+  X(aclmdlExecuteAsync)        \
+  X(aclmdlInitDump)            \
+  X(acldumpRegCallback)        \
+  X(acldumpUnregCallback)
+MSPROBE_HOOK_SLOTS(MSPROBE_MODEL_HOOKS)
+
+namespace {
+
+// The process's graph capture when the shim captures and this is the host's call (not the shim's own).
+GraphCapture *graph() {
+  if (ReentryGuard::active() || !capture_enabled()) return nullptr;
+  return active_graph_capture();
+}
+
+using DumpCallback = int32_t (*)(const acldumpChunk *, int32_t);
+using RawCallback = GraphCapture::ChunkCallback;
+
+}  // namespace
+
+MSPROBE_EXPORT aclError aclmdlLoadFromFile(const char *modelPath, uint32_t *modelId) {
+  auto real = MSPROBE_REAL(aclmdlLoadFromFile);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->before_model_load();
+  return real(modelPath, modelId);
+}
+
+MSPROBE_EXPORT aclError aclmdlLoadFromMem(const void *model, size_t modelSize, uint32_t *modelId) {
+  auto real = MSPROBE_REAL(aclmdlLoadFromMem);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->before_model_load();
+  return real(model, modelSize, modelId);
+}
+
+MSPROBE_EXPORT aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output) {
+  auto real = MSPROBE_REAL(aclmdlExecute);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->model_executing(modelId);
+  return real(modelId, input, output);
+}
+
+MSPROBE_EXPORT aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                                           aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclmdlExecuteAsync);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->model_executing(modelId);
+  return real(modelId, input, output, stream);
+}
+
+MSPROBE_EXPORT aclError aclmdlInitDump(void) {
+  auto real = MSPROBE_REAL(aclmdlInitDump);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->host_init_dump();
+  return real();
+}
+
+MSPROBE_EXPORT aclError acldumpRegCallback(DumpCallback messageCallback, int32_t flag) {
+  auto real = MSPROBE_REAL(acldumpRegCallback);
+  if (!real) return ACL_ERROR_FAILURE;
+  GraphCapture *g = graph();
+  if (g == nullptr) return real(messageCallback, flag);
+  return g->host_register_callback(reinterpret_cast<RawCallback>(messageCallback), flag,
+                                   reinterpret_cast<int32_t (*)(RawCallback, int32_t)>(real));
+}
+
+MSPROBE_EXPORT void acldumpUnregCallback(void) {
+  auto real = MSPROBE_REAL(acldumpUnregCallback);
+  if (!real) return;
+  if (GraphCapture *g = graph()) return g->host_unregister_callback(real);
+  real();
+}
+
+// MindSpore's hook-tool entry points, looked up by these plain names and called through pointers of exactly these types
+// (reference/cann_dump.md §5.2): by-value std::map, which the Itanium C++ ABI passes as a pointer to the caller's copy.
+// exts[0] (the kernel names, a std::vector<std::string> of MindSpore's own libstdc++ ABI) is never read: the names come
+// from the dump. exts[1] is a bool* "kernel by kernel".
+MSPROBE_EXPORT void MS_DbgOnStepBegin(uint32_t device_id, int32_t step, std::map<uint32_t, void *> exts) {
+  (void)device_id, (void)step;  // the shim counts steps itself, as msprobe does
+  if (active_session() == nullptr) return;  // loaded as a hook tool into a process the shim was not preloaded in
+  GraphCapture *g = graph();
+  if (g == nullptr) return;
+  auto kbyk = exts.find(1);
+  g->step_begin(kbyk != exts.end() && kbyk->second != nullptr && *static_cast<const bool *>(kbyk->second));
+}
+
+MSPROBE_EXPORT void MS_DbgOnStepEnd(std::map<uint32_t, void *> exts) {
+  (void)exts;
+  if (active_session() == nullptr) return;
+  if (GraphCapture *g = graph()) g->step_end();
+}
+
+MSPROBE_HOOK_FAMILY(MSPROBE_MODEL_HOOKS)
