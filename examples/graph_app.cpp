@@ -8,9 +8,11 @@
 //     --async  aclmdlExecuteAsync on an own stream + aclrtSynchronizeStream instead of aclmdlExecute
 //     --own-dump DIR  the program turns CANN's data dump on itself (aclmdlInitDump/SetDump, files under DIR) and
 //                     prints how many files it got
+//     --own-callback  the program registers its own acldumpRegCallback and prints how many files' chunks it got
 //
 // One line per execution; exit status 0 when every output matches, 1 on a mismatch, 2 on an API or usage error.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "acl/acl_dump.h"
 
 #ifndef GRAPH_APP_DEFAULT_MODEL
 #define GRAPH_APP_DEFAULT_MODEL "graph_mlp.om"
@@ -69,7 +72,8 @@ struct Options {
   bool from_mem = false, async = false;
   int runs = 3;
   std::string model = GRAPH_APP_DEFAULT_MODEL;
-  std::string own_dump;  // --own-dump DIR: the program runs CANN's data dump itself, files under DIR
+  std::string own_dump;       // --own-dump DIR: the program runs CANN's data dump itself, files under DIR
+  bool own_callback = false;  // --own-callback: the program registers its own dump callback and counts the files
 };
 
 bool ok(aclError rc, const char *what) {
@@ -86,6 +90,8 @@ bool parse(int argc, char **argv, Options &o) {
       o.from_mem = true;
     } else if (a == "--async") {
       o.async = true;
+    } else if (a == "--own-callback") {
+      o.own_callback = true;
     } else if (a == "--own-dump" && i + 1 < argc) {
       o.own_dump = argv[++i];
     } else if (a == "--runs" && i + 1 < argc) {
@@ -202,6 +208,15 @@ bool start_own_dump(const std::string &dir) {
   return ok(aclmdlInitDump(), "aclmdlInitDump") && ok(aclmdlSetDump(config.c_str()), "aclmdlSetDump");
 }
 
+// --own-callback: the files' chunks as a program's own callback sees them (CANN calls it on one thread).
+std::atomic<int> g_chunks{0}, g_files{0};
+int32_t count_chunk(const acldumpChunk *chunk, int32_t len) {
+  if (chunk == nullptr || len != (int32_t)(sizeof(acldumpChunk) + chunk->bufLen)) return 1;
+  ++g_chunks;
+  if (chunk->isLastChunk) ++g_files;
+  return 0;
+}
+
 int count_files(const std::string &dir) {
   int n = 0;
   std::error_code ec;
@@ -215,11 +230,12 @@ int count_files(const std::string &dir) {
 int main(int argc, char **argv) {
   Options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: graph_app [--mem] [--async] [--runs N] [--own-dump DIR] [MODEL]\n");
+    std::fprintf(stderr, "usage: graph_app [--mem] [--async] [--runs N] [--own-dump DIR] [--own-callback] [MODEL]\n");
     return 2;
   }
   if (!ok(aclInit(nullptr), "aclInit") || !ok(aclrtSetDevice(0), "aclrtSetDevice")) return 2;
   if (!o.own_dump.empty() && !start_own_dump(o.own_dump)) return 2;
+  if (o.own_callback && !ok(acldumpRegCallback(count_chunk, 0), "acldumpRegCallback")) return 2;
   uint32_t id = 0;
   int status = 2;
   if (load(o, &id)) {
@@ -229,6 +245,10 @@ int main(int argc, char **argv) {
   if (!o.own_dump.empty() && !ok(aclmdlFinalizeDump(), "aclmdlFinalizeDump")) status = 2;
   if (!o.own_dump.empty()) std::printf("graph_app: own dump: %d files\n", count_files(o.own_dump));
   ok(aclrtResetDevice(0), "aclrtResetDevice");
+  if (o.own_callback) {
+    acldumpUnregCallback();
+    std::printf("graph_app: own callback: %d files in %d chunks\n", g_files.load(), g_chunks.load());
+  }
   ok(aclFinalize(), "aclFinalize");
   std::printf("graph_app: %s\n", status == 0 ? "all outputs match" : status == 1 ? "MISMATCH" : "API error");
   return status;

@@ -213,3 +213,17 @@ def test_host_with_its_own_dump_keeps_its_files(tmp_path):
     assert "own dump: %d files" % (2 * nodes) in r.stdout, r.stdout
     warnings = [line for line in r.stderr.splitlines() if "turns CANN's data dump on itself" in line]
     assert len(warnings) == 1, r.stderr
+
+
+def test_host_with_its_own_callback_gets_every_chunk_too(tmp_path):
+    """A program that registers its own dump callback: the shim's callback is CANN's (one per process) and feeds the
+    program's with every chunk, and the kernels are captured as well."""
+    with open(GRAPH_MLP) as f:
+        nodes = json.load(f)["nodes"]
+    r = graph_app(tmp_path / "a", "--runs", "2", "--own-callback", env={"MSPROBE_TASK": "tensor"})
+    assert "own callback: %d files in" % (2 * len(nodes)) in r.stdout, r.stdout
+    problems, checked = check_against_model(r.dump, nodes, 2)
+    assert not problems and checked == 2 * len(nodes), fail_report(problems)
+    # Without the shim the program's callback gets nothing: nobody turned the dump on.
+    plain = graph_app(tmp_path / "p", "--runs", "2", "--own-callback", shim=False)
+    assert "own callback: 0 files in 0 chunks" in plain.stdout, plain.stdout
