@@ -27,7 +27,7 @@ namespace msprobe::shim {
 namespace {
 
 constexpr int32_t kAclSuccess = 0, kRepeatInitialize = 100002;
-constexpr uint64_t kMaxReports = 10;                      // bad files reported one by one, then counted
+constexpr uint64_t kMaxReports = 10;  // bad files reported one by one, then counted
 
 // A tensor's bytes, copied out of its dump file (the file's offsets are not aligned for typed reads).
 class OwnedBytes final : public record::HostBlock {
@@ -50,7 +50,8 @@ class DumpedStats final : public record::PrecomputedStats {
   format::TensorStats s_;
 };
 
-// CANN's statistics of one tensor as msprobe writes them (Mean is CANN's Avg, Norm its l2norm); absent values stay null.
+// CANN's statistics of one tensor as msprobe writes them (Mean is CANN's Avg, Norm its l2norm); absent values stay
+// null.
 format::TensorStats stats_of(const graph::StatsRow &r) {
   format::TensorStats s;
   // The CSV prints each value with 9 significant digits, which name one float32 (and one fp16/bf16) exactly: rounded
@@ -100,11 +101,11 @@ record::TensorCapture describe(format::DType dtype, const std::string &dtype_nam
 
 struct GraphCapture::Impl {
   Session &session;
-  std::mutex mu;                 // the state below, and the shim's calls into the dump API
-  bool ours_on = false;          // the shim's aclmdlInitDump is in force
-  bool callback_on = false;      // the shim's callback is registered
-  bool host_owns = false;        // the host turned the dump on itself: the shim configures nothing
-  bool unavailable = false;      // no dump API, or the shim's config refused: said once, graph kernels left alone
+  std::mutex mu;             // the state below, and the shim's calls into the dump API
+  bool ours_on = false;      // the shim's aclmdlInitDump is in force
+  bool callback_on = false;  // the shim's callback is registered
+  bool host_owns = false;    // the host turned the dump on itself: the shim configures nothing
+  bool unavailable = false;  // no dump API, or the shim's config refused: said once, graph kernels left alone
   // Steps and stacks, read on CANN's record thread: their own lock (the record thread must never wait for `mu`,
   // which turn_off holds while aclmdlFinalizeDump waits for that thread).
   std::mutex state_mu;
@@ -115,7 +116,7 @@ struct GraphCapture::Impl {
   std::string work_dir;  // the config's dump_path (CANN writes nothing there while a callback is registered)
   std::atomic<ChunkCallback> host_callback{nullptr};
 
-  std::mutex chunks_mu;  // CANN's record thread: reassembly and decoding (and drain's final flush)
+  std::mutex chunks_mu;             // CANN's record thread: reassembly and decoding (and drain's final flush)
   graph::ChunkAssembler assembler;  // bounded: files, bytes per file and in all (shim/graph/chunk_assembler.h)
   graph::StatsAssembler stats;
   std::optional<graph::StatsFile> stats_pending;  // a stats CSV arrives in pieces of at most 10 tensors
@@ -176,10 +177,12 @@ std::string GraphCapture::Impl::config_json() {
   const Config &c = session.config();
   const char *mode = c.data_mode == DataMode::Input ? "input" : c.data_mode == DataMode::Output ? "output" : "all";
   // Statistics (and names only, for the structure task) come from CANN's stats CSV: no tensor reaches the host.
-  const bool stats = (c.task == Task::Statistics && c.summary_mode == SummaryMode::Statistics) || c.task == Task::Structure;
+  const bool stats =
+      (c.task == Task::Statistics && c.summary_mode == SummaryMode::Statistics) || c.task == Task::Structure;
   std::string j = "{\"dump\": {\"dump_path\": \"" + work_dir + "\", \"dump_list\": [{}], \"dump_mode\": \"" + mode +
                   "\", \"dump_data\": \"" + (stats ? "stats" : "tensor") + "\"";
-  if (stats) j += ", \"dump_stats\": [\"Max\", \"Min\", \"Avg\", \"L2norm\", \"Nan\", \"Negative Inf\", \"Positive Inf\"]";
+  if (stats)
+    j += ", \"dump_stats\": [\"Max\", \"Min\", \"Avg\", \"L2norm\", \"Nan\", \"Negative Inf\", \"Positive Inf\"]";
   // Without the step hook a model's n-th execution is step n: CANN skips the steps not asked for.
   if (!hook_mode() && !c.steps.all()) {
     std::string steps;
@@ -304,8 +307,9 @@ void GraphCapture::host_init_dump() {
     if (auto unreg = runtime::acldumpUnregCallback.get()) unreg();
     m.callback_on = false;
   }
-  log_warn("the program turns CANN's data dump on itself: its dump is left as it configures it; graph-sunk kernels "
-           "are captured only from what it dumps to a callback of its own");
+  log_warn(
+      "the program turns CANN's data dump on itself: its dump is left as it configures it; graph-sunk kernels "
+      "are captured only from what it dumps to a callback of its own");
 }
 
 int32_t GraphCapture::host_register_callback(ChunkCallback callback, int32_t flag,
@@ -344,11 +348,12 @@ void GraphCapture::finish(bool drain) {
   for (const std::string &name : m.assembler.pending())
     m.report(name, "the dump ended before the file's last chunk; the kernel is not recorded");
   if (m.chunks > 0)
-    log_info("graph dump: %llu chunks (%llu bytes) made %llu files, %llu kernels recorded; %.3f ms of CPU in the "
-             "callback (%.1f us per kernel)",
-             (unsigned long long)m.chunks, (unsigned long long)m.bytes, (unsigned long long)m.files,
-             (unsigned long long)m.kernels, (double)m.cpu_ns / 1e6,
-             m.files ? (double)m.cpu_ns / 1e3 / (double)m.files : 0.0);
+    log_info(
+        "graph dump: %llu chunks (%llu bytes) made %llu files, %llu kernels recorded; %.3f ms of CPU in the "
+        "callback (%.1f us per kernel)",
+        (unsigned long long)m.chunks, (unsigned long long)m.bytes, (unsigned long long)m.files,
+        (unsigned long long)m.kernels, (double)m.cpu_ns / 1e6,
+        m.files ? (double)m.cpu_ns / 1e3 / (double)m.files : 0.0);
   if (m.bad_files > kMaxReports)
     log_error("graph dump: %llu files could not be read in all (the first %llu were reported)",
               (unsigned long long)m.bad_files, (unsigned long long)kMaxReports);
@@ -424,8 +429,8 @@ uint64_t GraphCapture::Impl::step_for(std::optional<uint64_t> dump_number) {
 void GraphCapture::Impl::capture(const graph::DumpFile &f) {
   // The dump's op name as the graph spells it (the file name's has '/' and '.' replaced): run-stable either way.
   const std::string &op_name = f.op_name.empty() ? f.name.op_name : f.op_name;
-  LaunchTicket t = session.begin_graph_kernel(f.name.op_type, op_name, step_for(f.place.dump_number),
-                                              f.name.stream_id, f.name.task_id);
+  LaunchTicket t = session.begin_graph_kernel(f.name.op_type, op_name, step_for(f.place.dump_number), f.name.stream_id,
+                                              f.name.task_id);
   if (!t.capture) return;
   record::KernelCapture k;
   static_cast<format::KernelHeader &>(k) = t;

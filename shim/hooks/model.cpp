@@ -93,7 +93,7 @@ MSPROBE_EXPORT void acldumpUnregCallback(void) {
 // exts[0] (the kernel names, a std::vector<std::string> of MindSpore's own libstdc++ ABI) is never read: the names come
 // from the dump. exts[1] is a bool* "kernel by kernel".
 MSPROBE_EXPORT void MS_DbgOnStepBegin(uint32_t device_id, int32_t step, std::map<uint32_t, void *> exts) {
-  (void)device_id, (void)step;  // the shim counts steps itself, as msprobe does
+  (void)device_id, (void)step;              // the shim counts steps itself, as msprobe does
   if (active_session() == nullptr) return;  // loaded as a hook tool into a process the shim was not preloaded in
   GraphCapture *g = graph();
   if (g == nullptr) return;
