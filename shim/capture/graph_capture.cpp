@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -211,8 +212,10 @@ bool GraphCapture::Impl::turn_on() {
     return false;
   }
   if (work_dir.empty()) {
+    // Written into the config's JSON as it is: a TMPDIR that would need escaping is not used.
     const char *tmp = std::getenv("TMPDIR");
-    std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/msprobe_shim_graph_XXXXXX";
+    const bool plain = tmp && *tmp && std::strpbrk(tmp, "\"\\\n\r\t") == nullptr;
+    std::string dir = std::string(plain ? tmp : "/tmp") + "/msprobe_shim_graph_XXXXXX";
     if (::mkdtemp(dir.data()) == nullptr) {
       unavailable = true;
       log_error("graph-sunk kernels are not captured: no private folder for CANN's dump config (%s)", dir.c_str());
@@ -257,6 +260,7 @@ void GraphCapture::Impl::turn_off() {
 // ---- the hooks ---------------------------------------------------------------------------------------------------
 
 void GraphCapture::before_model_load() {
+  if (!impl_->session.captures_ahead()) return;  // every selected step is past, or this rank is not selected
   std::lock_guard<std::mutex> lk(impl_->mu);
   impl_->turn_on();
 }
