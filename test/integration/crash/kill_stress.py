@@ -33,6 +33,10 @@ def plan(rng, i):
     # is killed sooner to keep the dump small; python itself takes ~0.3 s to start.
     task_delay_us = rng.choice([0, 300, 1000, 2000])
     return {
+        # One kill in four at start-up (before the first kernel, or around it); the others a random time after the
+        # first kernel's folder appeared, so that a slow start (ASan, a loaded machine) does not turn them into
+        # kills of a process that had written nothing yet.
+        "early": rng.random() < 0.25,
         "delay": round(rng.uniform(0.02, 1.0 if task_delay_us == 0 else 2.5), 3),
         "dtype": rng.choice(["fp32", "fp32", "fp16", "bf16"]),
         "ranks": rng.choice([1, 1, 1, 2]),
@@ -85,12 +89,25 @@ def run_and_kill(work, p):
         proc = subprocess.Popen(cmd, env=shimtest.clean_env(env), cwd=work, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         try:
-            time.sleep(p["delay"])
+            if p.get("early"):
+                time.sleep(min(p["delay"], 0.3))
+            else:
+                wait_for_first_kernel(os.path.join(work, "dump"), proc)
+                time.sleep(p["delay"])
         finally:
             os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its rank processes at once
             proc.wait()
             wait_until_exited(proc.pid)
     return os.path.join(work, "dump")
+
+
+def wait_for_first_kernel(dump, proc, timeout=120):
+    """Until the run's first step folder exists (its first kernel is being written) or the process ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if os.path.isdir(dump) and any(n.startswith("step") for n in os.listdir(dump)):
+            return
+        time.sleep(0.01)
 
 
 def task_state(pid, tid):
