@@ -55,9 +55,7 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, in
   t.stride = t.block_strides;
   t.offset = m.offset;
   if (session_.flight_ring() != nullptr && ticket_.with_data) {
-    std::string where = std::string(output ? "output." : "input.") + std::to_string(slot);
-    if (item >= 0) where += "." + std::to_string(item);
-    flight_tensor(m, side, t, where);
+    flight_tensor(m, side, slot, item, t);
     return CapturedArg{std::move(t)};
   }
   int64_t lo = 0, hi = 0;
@@ -85,7 +83,7 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, in
   return CapturedArg{std::move(t)};
 }
 
-void KernelLaunch::flight_tensor(const TensorMeta &m, Side side, TensorCapture &t, std::string_view where) {
+void KernelLaunch::flight_tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, TensorCapture &t) {
   // The check: NaN and Inf show in an output's extremes, reduced on the device (only scalars come back).
   const bool eligible = use_device_stats_ && DeviceStatsBatch::eligible(m);
   if (side == Side::Output && eligible) t.device_stats = device_stats_batch().add(m);
@@ -106,7 +104,9 @@ void KernelLaunch::flight_tensor(const TensorMeta &m, Side side, TensorCapture &
                        : why == DeviceRing::Refusal::NoRoom   ? "found no room in the ring (kernels being checked)"
                        : why == DeviceRing::Refusal::NoMemory ? "has no ring (no memory for it)"
                                                               : "could not be copied into the ring";
-  notes_ += (notes_.empty() ? "" : "; ") + std::string(where) + " (" + std::to_string(bytes) + " bytes) " + reason +
+  std::string where = std::string(side == Side::Output ? "output." : "input.") + std::to_string(slot);
+  if (item >= 0) where += "." + std::to_string(item);
+  notes_ += (notes_.empty() ? "" : "; ") + where + " (" + std::to_string(bytes) + " bytes) " + reason +
             (t.device_stats ? ": statistics only" : ": described only");
 }
 

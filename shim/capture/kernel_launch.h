@@ -73,8 +73,9 @@ class KernelLaunch {
   void add_null(Side side);
   // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
   record::CapturedArg tensor(const TensorMeta &m, Side side, size_t slot, int64_t item = -1);
-  // The flight task: the bytes into the ring, the outputs' extremes on the device for the check.
-  void flight_tensor(const TensorMeta &m, Side side, record::TensorCapture &t, std::string_view where);
+  // The flight task: the bytes into the ring, the outputs' extremes on the device for the check. `slot` / `item` name
+  // the tensor in a note, only when the ring refuses it.
+  void flight_tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, record::TensorCapture &t);
   DeviceStatsBatch &device_stats_batch();
   Session &session_;
   void *stream_;
