@@ -14,14 +14,15 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 PYTHON = "/usr/bin/python3"
+
+sys.path.insert(0, HERE)
+from step_timing import run_timed  # noqa: E402
 
 LARGE = """
 import sys
@@ -63,18 +64,10 @@ def one_run(build, cmd, mode):
     with tempfile.TemporaryDirectory(prefix="bench_devstats_") as d:
         env = env_for(build, d, mode)
         env["PYTHONUNBUFFERED"] = "1"  # each step line arrives when it is printed
-        p = subprocess.Popen(cmd, env=env, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        stamps, lines = [], []
-        for line in p.stdout:
-            stamps.append(time.perf_counter())
-            lines.append(line)
-        err = p.stderr.read()
-        if p.wait() != 0:
-            sys.exit(f"{' '.join(cmd)} ({mode}) failed:\n{err}")
+        r = run_timed(cmd, env, d, f"{' '.join(cmd)} ({mode})")
         with open(os.path.join(d, "copies.json")) as f:
             copies = json.load(f)
-    per_step = (stamps[-1] - stamps[0]) / max(len(stamps) - 1, 1)  # start-up and the first step excluded
-    return per_step, copies, "".join(lines)
+    return r.step_s, copies, r.stdout
 
 
 def measure(build, make_cmd, steps, repeats, modes):

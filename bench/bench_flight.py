@@ -15,15 +15,16 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 PYTHON = "/usr/bin/python3"
 TRAIN = os.path.join(SOURCE, "examples", "train.py")
+
+sys.path.insert(0, HERE)
+from step_timing import run_timed  # noqa: E402
 
 
 def env_for(build, workdir, task, budget_mb):
@@ -45,20 +46,9 @@ def env_for(build, workdir, task, budget_mb):
 def one_run(build, args, task, budget_mb):
     """(seconds per step, peak RSS in bytes, stdout, stderr, files written)."""
     with tempfile.TemporaryDirectory(prefix="bench_flight_") as d:
-        p = subprocess.Popen([PYTHON, TRAIN, *args], env=env_for(build, d, task, budget_mb), cwd=d,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        stamps, lines = [], []
-        for line in p.stdout:
-            stamps.append(time.perf_counter())
-            lines.append(line)
-        err = p.stderr.read()
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode != 0:
-            sys.exit(f"train.py ({task}) failed:\n{err}")
+        r = run_timed([PYTHON, TRAIN, *args], env_for(build, d, task, budget_mb), d, f"train.py ({task})")
         files = sum(len(n) for _, _, n in os.walk(os.path.join(d, "dump")))
-    per_step = (stamps[-1] - stamps[0]) / max(len(stamps) - 1, 1)
-    return per_step, usage.ru_maxrss * 1024, "".join(lines), err, files
+    return r.step_s, r.max_rss, r.stdout, r.stderr, files
 
 
 def ring_line(err):

@@ -15,15 +15,16 @@ import os
 import platform
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 PYTHON = "/usr/bin/python3"
 GRAPH_TRAIN = os.path.join(SOURCE, "examples", "graph_train.py")
+sys.path.insert(0, HERE)
+from step_timing import run_timed  # noqa: E402
+
 SUMMARY = re.compile(r"graph dump: (\d+) chunks \((\d+) bytes\) made (\d+) files, (\d+) kernels recorded; "
                      r"([\d.]+) ms of CPU in the callback")
 
@@ -37,20 +38,12 @@ def one_run(build, steps, task):
         if task:
             env.update(LD_PRELOAD=os.path.join(build, "lib", "libmsprobe_shim.so"), MSPROBE_TASK=task,
                        MSPROBE_DUMP_PATH=os.path.join(d, "dump"), MSPROBE_LOG_LEVEL="info")
-        p = subprocess.Popen([PYTHON, GRAPH_TRAIN, "--steps", str(steps)], env=env, cwd=d, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        stamps, lines = [], []
-        for line in p.stdout:
-            stamps.append(time.perf_counter())
-            lines.append(line)
-        err = p.stderr.read()
-        if p.wait() != 0:
-            sys.exit(f"graph_train.py ({task}) failed:\n{err}")
-    m = SUMMARY.search(err)
+        r = run_timed([PYTHON, GRAPH_TRAIN, "--steps", str(steps)], env, d, f"graph_train.py ({task})")
+    m = SUMMARY.search(r.stderr)
     summary = tuple(float(g) for g in m.groups()) if m else None
     if task and not summary:
-        sys.exit(f"no graph dump summary in the {task} run's stderr:\n{err}")
-    return (stamps[-1] - stamps[0]) / max(len(stamps) - 1, 1), summary, "".join(lines)
+        sys.exit(f"no graph dump summary in the {task} run's stderr:\n{r.stderr}")
+    return r.step_s, summary, r.stdout
 
 
 def main():
