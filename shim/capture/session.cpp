@@ -167,16 +167,20 @@ void update_ahead(Session::Impl &m) {
   m.ahead.store(steps_left && !rank_out, std::memory_order_relaxed);
 }
 
+// Under m.mu: the rank, from the environment or else the communicator's hint, once one is known.
+void resolve_rank(Session::Impl &m) {
+  if (m.rank_resolved) return;
+  m.rank = rank_from_environment();
+  if (!m.rank) m.rank = m.rank_hint;
+  m.rank_resolved = m.rank.has_value();
+  if (m.rank_resolved) update_ahead(m);
+}
+
 // Under m.mu, for every launch in launch order: the rank, step markers, launch index, stream and task id.
 void count_launch(Session::Impl &m, std::string_view op_type, const void *stream, LaunchTicket &t,
                   std::optional<bool> is_marker = std::nullopt) {
   const Config &c = m.config;
-  if (!m.rank_resolved) {
-    m.rank = rank_from_environment();
-    if (!m.rank) m.rank = m.rank_hint;
-    m.rank_resolved = m.rank.has_value();
-    if (m.rank_resolved) update_ahead(m);
-  }
+  resolve_rank(m);
   // A step ends after a run of optimizer kernels (unless the host marks steps itself).
   // Casts and copies inside the run (mixed precision: the master weights are cast back after each
   // optimizer kernel) belong to it and do not end it.
@@ -256,12 +260,7 @@ LaunchTicket Session::begin_graph_kernel(std::string_view op_type, std::string_v
   Impl &m = *impl_;
   LaunchTicket t;
   std::lock_guard<std::mutex> lk(m.mu);
-  if (!m.rank_resolved) {
-    m.rank = rank_from_environment();
-    if (!m.rank) m.rank = m.rank_hint;
-    m.rank_resolved = m.rank.has_value();
-    if (m.rank_resolved) update_ahead(m);
-  }
+  resolve_rank(m);
   t.step = step;
   t.rank = m.rank;
   t.launch_index = m.launch_index++;
