@@ -32,6 +32,12 @@ def kernel_index(folder, entry):
 def test_fork_child_leaves_the_parent_dump_alone(tmp_path, child_exit):
     """The child launches kernels on its own stream and exits (running inherited exit handlers, or not): it
     does not hang, writes nothing, and the parent's dump holds exactly the parent's 2N kernels."""
+    if sanitizer_preload.ASAN:
+        # The child allocates after fork() of a threaded parent. glibc's malloc takes its locks around fork; the
+        # ASan runtime of GCC 12 does not, so the child hangs whenever a parent thread (the stand-in's stream
+        # worker, a writer) was inside ASan's allocator at that instant (google/sanitizers#1814). The normal
+        # stage runs this test.
+        pytest.skip("GCC 12's ASan allocator is not fork-safe in a threaded process (google/sanitizers#1814)")
     n = 10
     env = {"CRASH_HOST_CHILD_EXIT": child_exit}
     r = run([CRASH_HOST, "fork", n], tmp_path, shim=True, env=env, timeout=120)
