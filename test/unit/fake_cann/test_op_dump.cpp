@@ -369,6 +369,23 @@ TEST_F(OpDump, ExecutorCacheIsOffWhileDumpIsOn) {
   EXPECT_EQ(download(o, 6), kSum);
 }
 
+TEST_F(OpDump, AclDumpOpTensorsDumpsInputsThenOutputsOnlyWhileOperatorDumpIsOn) {
+  void *x = upload(kX), *y = upload(kY);
+  aclTensor *t[2] = {tensor(x), tensor(y)};
+  EXPECT_EQ(aclDumpOpTensors("Custom", "my.op", t, 1, 1, stream_), 0);  // dump off: nothing
+  EXPECT_EQ(aclDumpOpTensors("Custom", "my.op", nullptr, 1, 1, stream_), ACLNN_ERR_PARAM_NULLPTR);
+  start();
+  EXPECT_EQ(aclDumpOpTensors("Custom", "my.op", t, 1, 1, stream_), 0);
+  auto files = stop();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(std::regex_match(files.begin()->first, std::regex(R"(Custom\.my_op\.\d+\.\d+\.\d{16})")));
+  DumpFile d = parse(files.begin()->second);
+  EXPECT_EQ(d.header.all(6), std::vector<std::string>{"my.op"});  // unsanitised in the proto
+  EXPECT_EQ(d.header.all(4).size(), 1u);
+  EXPECT_EQ(d.header.all(3).size(), 1u);
+  EXPECT_EQ(d.data, bytes_of(kX) + bytes_of(kY));
+}
+
 TEST_F(OpDump, ModelOnlyConfigDumpsNoSingleOpsButStillDisablesTheCache) {
   void *x = upload(kX), *y = upload(kY), *o = upload(std::vector<float>(6, 0));
   ASSERT_EQ(acldumpRegCallback(on_chunk, 0), ACL_SUCCESS);

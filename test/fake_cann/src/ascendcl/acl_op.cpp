@@ -520,7 +520,8 @@ std::vector<opdump::Tensor> dumped(const std::vector<TensorView> &views) {
 // has no GE single-op model whose node name CANN would use.
 void dump_op(const char *opType, uint32_t task, bool inputs, const std::vector<TensorView> &views,
              aclrtStream stream) {
-  int rc = opdump::dump_tensors(opType, opType, task, inputs, dumped(views), stream);
+  const std::vector<opdump::Tensor> none, tensors = dumped(views);
+  int rc = opdump::dump_tensors(opType, opType, task, inputs ? tensors : none, inputs ? none : tensors, stream);
   if (rc != 0) std::fprintf(stderr, "[fake_cann] %s: single-op dump failed (%d)\n", opType, rc);
 }
 

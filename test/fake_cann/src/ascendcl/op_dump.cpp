@@ -36,18 +36,17 @@ int upload(DeviceBuffer &b, const void *src, uint64_t n) {
   return memcpy_impl(b.p, n, src, n, RT_MEMCPY_HOST_TO_DEVICE, nullptr, false);
 }
 
-dump::Kernel kernel_of(const std::string &op_type, const std::string &op_name, uint32_t task_id, int32_t stream,
-                       bool inputs, const std::vector<Tensor> &tensors) {
-  dump::Kernel k{op_type, op_name, task_id, stream, {}, {}};
-  for (const Tensor &t : tensors)
-    (inputs ? k.inputs : k.outputs).push_back({t.dtype, t.format, t.shape, t.device, t.bytes});
-  return k;
+std::vector<dump::Tensor> to_dump(const std::vector<Tensor> &tensors) {
+  std::vector<dump::Tensor> out;
+  for (const Tensor &t : tensors) out.push_back({t.dtype, t.format, t.shape, t.device, t.bytes});
+  return out;
 }
 
 // The tensor table the dump kernel reads: every tensor's device address and size.
-std::vector<uint64_t> tensor_table(const std::vector<Tensor> &tensors) {
+std::vector<uint64_t> tensor_table(const dump::Kernel &k) {
   std::vector<uint64_t> table;
-  for (const Tensor &t : tensors) table.insert(table.end(), {(uint64_t)(uintptr_t)t.device, t.bytes});
+  for (const auto *list : {&k.inputs, &k.outputs})
+    for (const dump::Tensor &t : *list) table.insert(table.end(), {(uint64_t)(uintptr_t)t.device, t.bytes});
   if (table.empty()) table.push_back(0);
   return table;
 }
@@ -82,16 +81,16 @@ uint32_t next_task_id() {
   return last;
 }
 
-int dump_tensors(const std::string &op_type, const std::string &op_name, uint32_t task_id, bool inputs,
-                 const std::vector<Tensor> &tensors, void *stream) {
+int dump_tensors(const std::string &op_type, const std::string &op_name, uint32_t task_id,
+                 const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs, void *stream) {
   std::shared_ptr<const dump::Config> c = dump::active_config();
   if (c == nullptr || !c->op_switch) return ACL_SUCCESS;
   std::lock_guard<std::mutex> lk(g_dump_mu);
   Stream *s = nullptr;
   if (int e = resolve_stream(stream, &s)) return e;
-  dump::Kernel k = kernel_of(op_type, op_name, task_id, stream_id(s), inputs, tensors);
+  dump::Kernel k{op_type, op_name, task_id, stream_id(s), to_dump(inputs), to_dump(outputs)};
   std::vector<uint8_t> info = dump::op_mapping_info(k);
-  std::vector<uint64_t> table = tensor_table(tensors);
+  std::vector<uint64_t> table = tensor_table(k);
   DeviceBuffer dev_info(info.size()), dev_table(table.size() * 8);
   if (int e = upload(dev_info, info.data(), info.size())) return e;
   if (int e = upload(dev_table, table.data(), table.size() * 8)) return e;

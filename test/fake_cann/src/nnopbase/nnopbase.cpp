@@ -99,7 +99,9 @@ class CallDump {
  private:
   // A failed dump is only logged, as nnopbase does: the op's result stands.
   void dump(const char *level, const std::string &name, bool inputs) const {
-    int rc = opdump::dump_tensors(api_ + "_" + seq_ + level, name, task_, inputs, inputs ? in_ : out_, stream_);
+    static const std::vector<opdump::Tensor> none;
+    int rc = opdump::dump_tensors(api_ + "_" + seq_ + level, name, task_, inputs ? in_ : none, inputs ? none : out_,
+                                  stream_);
     if (rc != 0) std::fprintf(stderr, "[fake_cann] %s: single-op dump failed (%d)\n", api_.c_str(), rc);
   }
   opdump::Switch sw_;  // read once per call
@@ -430,6 +432,20 @@ aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
   if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
   tensor->view.data = addr;
   return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclTensor **tensors, size_t inputTensorNum,
+                             size_t outputTensorNum, aclrtStream stream) {
+  if (opType == nullptr || opName == nullptr || (inputTensorNum + outputTensorNum > 0 && tensors == nullptr))
+    return ACLNN_ERR_PARAM_NULLPTR;
+  if (!opdump::op_switch().on) return ACLNN_SUCCESS;
+  std::vector<Slot> in, out;
+  for (size_t i = 0; i < inputTensorNum + outputTensorNum; ++i) {
+    if (!live(tensors[i], Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+    (i < inputTensorNum ? in : out).push_back(slot(tensors[i], i < inputTensorNum ? Io::Input : Io::Output));
+  }
+  int rc = opdump::dump_tensors(opType, opName, opdump::next_task_id(), dumped(in, true), dumped(out, false), stream);
+  return rc == 0 ? ACLNN_SUCCESS : ACLNN_ERR_RUNTIME_ERROR;
 }
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {

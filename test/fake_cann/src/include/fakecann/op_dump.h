@@ -34,13 +34,13 @@ FAKECANN_API Switch op_switch();
 // True while any dump config is in force (data, overflow or exception): nnopbase's executor cache is then off.
 FAKECANN_API bool any_dump();
 
-// AdumpDumpTensorV2: one dump file of `tensors` (`inputs` says which field they go to) named
+// AdumpDumpTensorV2: one dump file of `inputs` and `outputs` (either may be empty) named
 // {op_type}.{op_name}.{task}.{stream}.{us} under {dump_path}/{time}/{device}/, synchronously: under a
 // process-wide mutex it serializes the op's mapping info, copies it and the tensor table to two device
 // allocations with blocking copies, enqueues the dump kernel on `stream` (it reads the tensors when the stream
 // reaches it) and synchronizes the stream. Returns an ACL error code (0 when dump is off).
-FAKECANN_API int dump_tensors(const std::string &op_type, const std::string &op_name, uint32_t task_id, bool inputs,
-                              const std::vector<Tensor> &tensors, void *stream);
+FAKECANN_API int dump_tensors(const std::string &op_type, const std::string &op_name, uint32_t task_id,
+                              const std::vector<Tensor> &inputs, const std::vector<Tensor> &outputs, void *stream);
 
 // A task id for the file names of the kernel about to be launched on this thread: a per-thread count of
 // dumped kernels, wrapped at 16 bits as on devices that report 16-bit task ids (the stand-in's runtime has no
