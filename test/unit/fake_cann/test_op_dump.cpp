@@ -386,6 +386,36 @@ TEST_F(OpDump, AclDumpOpTensorsDumpsInputsThenOutputsOnlyWhileOperatorDumpIsOn) 
   EXPECT_EQ(d.data, bytes_of(kX) + bytes_of(kY));
 }
 
+TEST_F(OpDump, StatsModeDeliversCsvPerDump) {
+  void *x = upload(kX), *y = upload(kY), *o = upload(std::vector<float>(6, 0));
+  start(R"("dump_mode": "output", "dump_level": "kernel", "dump_data": "stats")");
+  ASSERT_EQ(add(x, y, o, 2.0f), 0);
+  auto files = stop();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(std::regex_match(files.begin()->first, std::regex(R"(aclnnAdd_\d+_L0\.Add\.\d+\.\d+\.\d{16}\.csv)")));
+  const std::string &csv = files.begin()->second;
+  EXPECT_EQ(csv.rfind("Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,", 0), 0u);
+  EXPECT_NE(csv.find("\nOutput,0,24,DT_FLOAT,ND,2x3,126,21,"), std::string::npos) << csv;
+}
+
+// A kernel that faults: its dumps still run, and the error still reaches the host's own synchronize.
+TEST_F(OpDump, AKernelFaultStillReachesTheHostsSynchronize) {
+  void *x = upload({1, 2, 3, 4});
+  float one = 1.0f;
+  aclScalar *alpha = aclCreateScalar(&one, ACL_FLOAT);
+  int64_t n = 1000, stride = 1;  // claims 1000 elements of a 4-element allocation
+  aclTensor *big = aclCreateTensor(&n, 1, ACL_FLOAT, &stride, 0, ACL_FORMAT_ND, &n, 1, x);
+  tensors_.push_back(big);
+  start(R"("dump_mode": "output", "dump_level": "kernel")");
+  uint64_t ws = 0;
+  aclOpExecutor *ex = nullptr;
+  ASSERT_EQ(aclnnAddGetWorkspaceSize(big, big, alpha, big, &ws, &ex), 0);
+  EXPECT_EQ(aclnnAdd(nullptr, ws, ex, stream_), 0);
+  EXPECT_EQ(aclrtSynchronizeStream(stream_), ACL_ERROR_RT_AICORE_EXCEPTION);
+  aclDestroyScalar(alpha);
+  stop();
+}
+
 TEST_F(OpDump, ModelOnlyConfigDumpsNoSingleOpsButStillDisablesTheCache) {
   void *x = upload(kX), *y = upload(kY), *o = upload(std::vector<float>(6, 0));
   ASSERT_EQ(acldumpRegCallback(on_chunk, 0), ACL_SUCCESS);
