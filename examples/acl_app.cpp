@@ -5,6 +5,8 @@
 //   3. aclnn:  aclnnMulGetWorkspaceSize + aclnnMul                           z = x * y
 //   4. HCCL:   HcclAllReduce (sum) over a one-rank communicator               z unchanged
 // Exit status 0 when every result matches, 1 on a mismatch, 2 on an API error.
+// `acl_app --op-dump DIR` also turns CANN's single-op dump on for the whole run (dump_op_switch "on", inputs and
+// outputs, files written by CANN under DIR), as a host that dumps its own kernels does.
 // Every launch happens inside a `static` helper (see the LAUNCH SITES below): tests of the capture
 // shim check that native stack frames name them, so they are kept out of line.
 #include <cmath>
@@ -152,8 +154,18 @@ static NOINLINE bool launch_hccl_all_reduce(aclrtStream stream, DeviceBuffer &z,
 
 // ----------------------------------------------------------------------------------------------------
 
-int main() {
+// aclmdlInitDump + aclmdlSetDump with a single-op dump config written into `dir`.
+static bool start_op_dump(const std::string &dir) {
+  std::string cfg = dir + "/acl_app_dump.json";
+  std::ofstream(cfg) << "{\"dump\": {\"dump_path\": \"" << dir
+                     << "\", \"dump_list\": [], \"dump_op_switch\": \"on\", \"dump_mode\": \"all\"}}";
+  return ok(aclmdlInitDump(), "aclmdlInitDump") && ok(aclmdlSetDump(cfg.c_str()), "aclmdlSetDump");
+}
+
+int main(int argc, char **argv) {
   if (!ok(aclInit(nullptr), "aclInit") || !ok(aclrtSetDevice(0), "aclrtSetDevice")) return 2;
+  const bool op_dump = argc == 3 && std::string(argv[1]) == "--op-dump";
+  if (op_dump && !start_op_dump(argv[2])) return 2;
   aclrtStream stream = nullptr;
   if (!ok(aclrtCreateStream(&stream), "aclrtCreateStream")) return 2;
 
@@ -192,6 +204,7 @@ int main() {
     ok(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
   }
 
+  if (op_dump) ok(aclmdlFinalizeDump(), "aclmdlFinalizeDump");  // every dump file written
   ok(aclrtDestroyStream(stream), "aclrtDestroyStream");
   ok(aclrtResetDevice(0), "aclrtResetDevice");
   ok(aclFinalize(), "aclFinalize");

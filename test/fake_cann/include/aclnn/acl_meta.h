@@ -69,6 +69,10 @@ ACL_FUNC_VISIBILITY aclnnStatus aclGetTensorListSize(const aclTensorList *tensor
 ACL_FUNC_VISIBILITY aclnnStatus aclGetScalarListSize(const aclScalarList *scalarList, uint64_t *size);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr);
 ACL_FUNC_VISIBILITY aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr);
+/* Dumps tensors[0..inputTensorNum) as inputs and the next outputTensorNum as outputs of op opType/opName, through the
+ * single-op dump (synchronous on stream); does nothing unless operator dump (dump_op_switch "on") is in force. */
+ACL_FUNC_VISIBILITY aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclTensor **tensors,
+                                                 size_t inputTensorNum, size_t outputTensorNum, aclrtStream stream);
 
 ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor);

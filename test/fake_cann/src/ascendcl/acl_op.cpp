@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -22,6 +23,7 @@
 #include "fakecann/aclop_internal.h"
 #include "fakecann/caller.h"
 #include "fakecann/dtype.h"
+#include "fakecann/op_dump.h"
 #include "fakecann/op_task.h"
 #include "fakecann/stream.h"
 #include "fakecann/tensor_io.h"
@@ -504,6 +506,25 @@ aclError check(const char *opType, int numInputs, const aclTensorDesc *const inp
   }
 }
 
+// The single-op dump's view of an aclop's tensors (contiguous; an unused optional input is left out).
+std::vector<opdump::Tensor> dumped(const std::vector<TensorView> &views) {
+  std::vector<opdump::Tensor> out;
+  for (const TensorView &v : views)
+    if (v.data != nullptr || !v.shape.empty())
+      out.push_back({v.dtype, v.format, v.shape, v.data, (uint64_t)numel(v.shape) * dtype_size(v.dtype)});
+  return out;
+}
+
+// The single-op dump of one aclop execution (dump_op_switch "on"): its inputs before the kernel and its outputs
+// after it, each synchronous (cann_dump.md §9). The file's op type and op name are both the op type: the stand-in
+// has no GE single-op model whose node name CANN would use.
+void dump_op(const char *opType, uint32_t task, bool inputs, const std::vector<TensorView> &views,
+             aclrtStream stream) {
+  const std::vector<opdump::Tensor> none, tensors = dumped(views);
+  int rc = opdump::dump_tensors(opType, opType, task, inputs ? tensors : none, inputs ? none : tensors, stream);
+  if (rc != 0) std::fprintf(stderr, "[fake_cann] %s: single-op dump failed (%d)\n", opType, rc);
+}
+
 aclError execute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
                  const aclDataBuffer *const inputs[], int numOutputs, const aclTensorDesc *const outputDesc[],
                  aclDataBuffer *const outputs[], const aclopAttr *attr, aclrtStream stream,
@@ -542,6 +563,10 @@ aclError execute(const char *opType, int numInputs, const aclTensorDesc *const i
     std::vector<uint64_t> addresses;
     for (const TensorView &v : in) addresses.push_back(reinterpret_cast<uint64_t>(v.data));
     for (const TensorView &v : out) addresses.push_back(reinterpret_cast<uint64_t>(v.data));
+    const opdump::Switch sw = opdump::op_switch();  // read once per call
+    const uint32_t task = sw.on ? opdump::next_task_id() : 0;
+    if (sw.on && sw.inputs) dump_op(opType, task, true, in, stream);
+    const std::vector<TensorView> dumped_out = sw.on && sw.outputs ? out : std::vector<TensorView>{};
     KernelFn kernel = c.op->kernel;
     Attrs attrs = std::move(c.attrs);
     // Through libruntime's exported launch API, as the real ACL launches an op's kernel (fakecann/op_task.h).
@@ -550,6 +575,7 @@ aclError execute(const char *opType, int numInputs, const aclTensorDesc *const i
         [kernel, in = std::move(in), out = std::move(out), attrs = std::move(attrs)] { kernel(in, out, attrs); });
     if (e != 0) return e;
     log_kernel_launch(opType, caller);
+    if (sw.on && sw.outputs) dump_op(opType, task, false, dumped_out, stream);
     // Dynamic shapes: the V2 entry points report the real output shapes through the descs.
     if (updatableOutputDesc != nullptr)
       for (int i = 0; i < numOutputs; ++i)

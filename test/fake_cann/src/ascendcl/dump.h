@@ -36,6 +36,7 @@ struct Config {
   std::string path;                     // dump_path as given
   bool inputs = false, outputs = true;  // dump_mode (default output)
   bool op_switch = false;
+  bool level_op = true, level_kernel = true;  // dump_level (default all): single-op dumps of the API, its kernels
   bool stats = false;  // dump_data
   uint64_t stat_items = kCompatibleStats;
   std::vector<ListItem> list;
@@ -88,6 +89,10 @@ struct Kernel {
   int32_t stream_id = 0;
   std::vector<Tensor> inputs, outputs;
 };
+
+// The host-side message describing a kernel's dump task (adump's OpMappingInfo): the stand-in serializes the
+// kernel's DumpData header, which is what the dump kernel needs to know.
+std::vector<uint8_t> op_mapping_info(const Kernel &k);
 
 // Runs on a stream worker after the kernel: produces the kernel's dump file (tensor mode: u64 header length +
 // DumpData + tensor bytes; stats mode: OpStatsResult records) under `dir` and queues it as chunks.

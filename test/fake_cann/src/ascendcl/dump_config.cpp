@@ -183,9 +183,12 @@ std::shared_ptr<Config> convert(const json &d) {
   std::string mode = str(d, "dump_mode", "output");
   c->inputs = mode != "output";
   c->outputs = mode != "input";
+  std::string level = str(d, "dump_level", "all");
+  c->level_op = level != "kernel";
+  c->level_kernel = level != "op";
   c->time_dir = local_time_dir();
-  // Overflow (dump_debug) and exception scenes are validated but produce nothing in the stand-in.
-  if (debug || d.contains("dump_scene")) return c->model_dump() ? c : nullptr;
+  // Overflow (dump_debug) and exception scenes are validated but produce nothing in the stand-in; they stay in
+  // force all the same, since any dump turns nnopbase's executor cache off (§9).
   return c;
 }
 

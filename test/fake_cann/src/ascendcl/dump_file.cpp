@@ -259,6 +259,8 @@ void dump_stats(const Config &c, const std::string &file, const Kernel &k) {
 
 }  // namespace
 
+std::vector<uint8_t> op_mapping_info(const Kernel &k) { return dump_data(k, k.inputs, k.outputs, now_us()); }
+
 void dump_kernel(const Config &c, const std::string &dir, const Kernel &k) {
   const uint64_t t = now_us();
   const std::string file = dir + "/" + base_name(k, t);

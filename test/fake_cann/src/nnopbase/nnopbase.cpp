@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -13,6 +15,7 @@
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
 #include "fakecann/nn.h"
+#include "fakecann/op_dump.h"
 #include "fakecann/op_task.h"
 #include "fakecann/pta_cache.h"
 #include "fakecann/stream.h"
@@ -21,12 +24,14 @@ struct aclOpExecutor {
   fakecann::nn::ExecutorSpec spec;
   bool repeatable = false;
   std::shared_ptr<fakecann::nn::PtaLink> pta = nullptr;  // torch_npu's executor cache (pta_cache.cpp)
+  uint64_t sequence = 0;                                 // the L2 call's log sequence (single-op dump names)
 };
 
 namespace fakecann::nn {
 namespace {
 
 std::mutex g_mu;
+std::atomic<uint64_t> g_sequence{0};  // nnopbase's OpGetLogSequence: one per aclnn call
 std::unordered_map<const void *, Kind> *g_live = new std::unordered_map<const void *, Kind>;
 
 template <typename T>
@@ -49,6 +54,62 @@ uint64_t numel(const std::vector<int64_t> &dims) {
   for (int64_t d : dims) n *= (uint64_t)d;
   return n;
 }
+
+// The tensors of `slots` a single-op dump reads, inputs or outputs (in-out tensors are both): a contiguous view's
+// own bytes, else its whole storage.
+std::vector<opdump::Tensor> dumped(const std::vector<Slot> &slots, bool inputs) {
+  std::vector<opdump::Tensor> out;
+  for (const Slot &s : slots) {
+    if (!s.present || s.io == (inputs ? Io::Output : Io::Input)) continue;
+    for (const TensorView &v : s.views) {
+      const uint64_t es = dtype_size(v.dtype);
+      if (v.is_contiguous())
+        out.push_back({v.dtype, v.format, v.shape, static_cast<char *>(v.data) + v.offset * (int64_t)es,
+                       numel(v.shape) * es});
+      else
+        out.push_back({v.dtype, v.format, v.storage_shape, v.data, numel(v.storage_shape) * es});
+    }
+  }
+  return out;
+}
+
+// The single-op dump of one aclnn call (cann_dump.md §9): the L2 API's tensors around the call, the kernel's (L0)
+// around its launch, inputs before and outputs after, each a synchronous adump call. Names as nnopbase gives
+// them: op type "aclnnX_<seq>_L2" / "aclnnX_<seq>_L0", op name the API name / the kernel's op.
+class CallDump {
+ public:
+  CallDump(const std::string &op, uint64_t seq, const std::vector<Slot> &slots, aclrtStream stream)
+      : sw_(opdump::op_switch()), api_("aclnn" + op), op_(op), seq_(std::to_string(seq)), stream_(stream) {
+    if (!sw_.on) return;
+    task_ = opdump::next_task_id();
+    in_ = dumped(slots, true);
+    out_ = dumped(slots, false);
+  }
+  void before() const {
+    if (!sw_.on || !sw_.inputs) return;
+    if (sw_.l2) dump("_L2", api_, true);
+    if (sw_.l0) dump("_L0", op_, true);
+  }
+  void after() const {
+    if (!sw_.on || !sw_.outputs) return;
+    if (sw_.l0) dump("_L0", op_, false);
+    if (sw_.l2) dump("_L2", api_, false);
+  }
+
+ private:
+  // A failed dump is only logged, as nnopbase does: the op's result stands.
+  void dump(const char *level, const std::string &name, bool inputs) const {
+    static const std::vector<opdump::Tensor> none;
+    int rc = opdump::dump_tensors(api_ + "_" + seq_ + level, name, task_, inputs ? in_ : none, inputs ? none : out_,
+                                  stream_);
+    if (rc != 0) std::fprintf(stderr, "[fake_cann] %s: single-op dump failed (%d)\n", api_.c_str(), rc);
+  }
+  opdump::Switch sw_;  // read once per call
+  std::string api_, op_, seq_;
+  aclrtStream stream_;
+  uint32_t task_ = 0;
+  std::vector<opdump::Tensor> in_, out_;
+};
 
 }  // namespace
 
@@ -86,7 +147,7 @@ Slot slot(const aclTensorList *l, Io io) {
 aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor) {
   if (workspaceSize == nullptr || executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   *workspaceSize = spec.workspace_bytes;
-  auto *ex = new aclOpExecutor{std::move(spec), false, nullptr};
+  auto *ex = new aclOpExecutor{std::move(spec), false, nullptr, g_sequence++};
   ex->pta = pta_link_new_executor(ex->spec);
   *executor = track(ex, Kind::Executor);
   return ACLNN_SUCCESS;
@@ -120,6 +181,8 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     for (const TensorView &v : s.views) addresses.push_back(reinterpret_cast<uint64_t>(v.data));
   }
   if (need > 0) addresses.push_back(reinterpret_cast<uint64_t>(workspace));
+  const CallDump dump(ex->spec.op, ex->sequence, slots, stream);
+  dump.before();
   Kernel kernel = ex->spec.kernel;
   // Through libruntime's exported launch API, as real aclnn ops launch their kernels (fakecann/op_task.h).
   int rc = launch_op_task(stream, addresses, [slots = std::move(slots), kernel, workspace, need] {
@@ -129,6 +192,7 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
   });
   if (rc != 0) return ACLNN_ERR_RUNTIME_ERROR;
   log_kernel_launch(op, caller);
+  dump.after();
   if (ex->pta) pta_after_launch(*ex->pta);
   if (!ex->repeatable && untrack(ex, Kind::Executor)) delete ex;
   return ACLNN_SUCCESS;
@@ -368,6 +432,20 @@ aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
   if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
   tensor->view.data = addr;
   return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclTensor **tensors, size_t inputTensorNum,
+                             size_t outputTensorNum, aclrtStream stream) {
+  if (opType == nullptr || opName == nullptr || (inputTensorNum + outputTensorNum > 0 && tensors == nullptr))
+    return ACLNN_ERR_PARAM_NULLPTR;
+  if (!opdump::op_switch().on) return ACLNN_SUCCESS;
+  std::vector<Slot> in, out;
+  for (size_t i = 0; i < inputTensorNum + outputTensorNum; ++i) {
+    if (!live(tensors[i], Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+    (i < inputTensorNum ? in : out).push_back(slot(tensors[i], i < inputTensorNum ? Io::Input : Io::Output));
+  }
+  int rc = opdump::dump_tensors(opType, opName, opdump::next_task_id(), dumped(in, true), dumped(out, false), stream);
+  return rc == 0 ? ACLNN_SUCCESS : ACLNN_ERR_RUNTIME_ERROR;
 }
 
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {

@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "aclnn/acl_meta.h"
+#include "fakecann/op_dump.h"
 #include "fakecann/pta_cache.h"
 #include "fakecann/stream.h"
 
@@ -69,6 +70,10 @@ bool cache_disabled() {
   static const bool off = std::getenv("DISABLE_L2_CACHE") != nullptr;  // any value, read once as nnopbase does
   return off;
 }
+
+// nnopbase's CheckCacheable: no cache while DISABLE_L2_CACHE is set or any dump (data, overflow, exception) is
+// in force (cann_dump.md §9): phase 1 then runs in full on every call, and nothing is stored or found.
+bool cache_off() { return cache_disabled() || opdump::any_dump(); }
 
 size_t cache_limit() {
   const char *s = std::getenv("ACLNN_CACHE_LIMIT");
@@ -184,7 +189,7 @@ std::shared_ptr<PtaLink> pta_link_new_executor(const ExecutorSpec &spec) {
   try {
     ThreadState &t = tls();
     if (t.making) return std::exchange(t.making, nullptr);
-    if (!t.in_lookup || cache_disabled() || (t.hash == 0 && !t.has_key)) return nullptr;
+    if (!t.in_lookup || cache_off() || (t.hash == 0 && !t.has_key)) return nullptr;
     auto e = std::make_shared<PtaEntry>();
     e->spec = spec;
     for (Slot &s : e->spec.slots) std::fill(s.handles.begin(), s.handles.end(), nullptr);
@@ -235,7 +240,7 @@ FAKECANN_PTA_EXPORT void UnInitHugeMemThreadLocal(void * /*pool*/, bool /*flag*/
 FAKECANN_PTA_EXPORT void ReleaseHugeMem(void * /*pool*/, bool /*flag*/) {}
 
 FAKECANN_PTA_EXPORT bool CanUsePTACache(const char *api) {
-  if (api == nullptr || fakecann::nn::cache_disabled()) return false;
+  if (api == nullptr || fakecann::nn::cache_off()) return false;
   try {
     tls().api = api;
   } catch (...) {
@@ -278,7 +283,7 @@ FAKECANN_PTA_EXPORT void AddTensorAddrToCachedList(void *addr) {
 }
 
 FAKECANN_PTA_EXPORT aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *workspaceSize) {
-  if (workspaceSize == nullptr || hash == 0 || fakecann::nn::cache_disabled()) return nullptr;
+  if (workspaceSize == nullptr || hash == 0 || fakecann::nn::cache_off()) return nullptr;
   try {
     return fakecann::nn::hit(tls().cache.find(hash), workspaceSize);
   } catch (...) {
@@ -287,7 +292,7 @@ FAKECANN_PTA_EXPORT aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *work
 }
 
 FAKECANN_PTA_EXPORT aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_t *workspaceSize) {
-  if (workspaceSize == nullptr || buf == nullptr || len == 0 || fakecann::nn::cache_disabled()) return nullptr;
+  if (workspaceSize == nullptr || buf == nullptr || len == 0 || fakecann::nn::cache_off()) return nullptr;
   try {
     return fakecann::nn::hit(tls().cache.find(std::string(reinterpret_cast<const char *>(buf), len)), workspaceSize);
   } catch (...) {
