@@ -134,7 +134,7 @@ struct GraphCapture::Impl {
   void on_file(graph::AssembledFile &&file);
   void capture(const graph::DumpFile &f);
   void flush_stats();
-  void report(const std::string &file, const std::string &what);
+  void report(std::string what);
   StackId stack_for(std::optional<uint64_t> model_id);
   uint64_t step_for(std::optional<uint64_t> dump_number);
   bool hook_mode() {
@@ -349,8 +349,8 @@ void GraphCapture::finish(bool drain) {
   std::unique_lock<std::mutex> ck(m.chunks_mu, std::defer_lock);
   if (!ck.try_lock()) return;  // the record thread is in the middle of a file (a dying process): nothing to add
   m.flush_stats();
-  for (const std::string &name : m.assembler.pending())
-    m.report(name, "the dump ended before the file's last chunk; the kernel is not recorded");
+  for (const std::string &name : m.assembler.abandon_pending())
+    m.report("dump file " + name + ": the dump ended before the file's last chunk; the kernel is not recorded");
   if (m.chunks > 0)
     log_info(
         "graph dump: %llu chunks (%llu bytes) made %llu files, %llu kernels recorded; %.3f ms of CPU in the "
@@ -370,8 +370,13 @@ void GraphCapture::finish(bool drain) {
 
 // ---- chunks to kernels -------------------------------------------------------------------------------------------
 
-void GraphCapture::Impl::report(const std::string &file, const std::string &what) {
-  if (++bad_files <= kMaxReports) log_error("graph dump: %s: %s", file.c_str(), what.c_str());
+// `what` names its file. Paths are shown below the shim's private dump folder (CANN's own layout: time stamp,
+// device, model, model id, step, file), which is gone after the run.
+void GraphCapture::Impl::report(std::string what) {
+  if (++bad_files > kMaxReports) return;
+  if (!work_dir.empty())
+    for (size_t at; (at = what.find(work_dir + "/")) != std::string::npos;) what.erase(at, work_dir.size() + 1);
+  log_error("graph dump: %s", what.c_str());
 }
 
 namespace {
@@ -388,7 +393,7 @@ void GraphCapture::Impl::on_chunk(const void *chunk, int32_t len) {
   ++chunks;
   bytes += len > (int32_t)graph::kChunkHeaderBytes ? (uint64_t)len - graph::kChunkHeaderBytes : 0;
   graph::ChunkResult r = assembler.feed(chunk, len);
-  if (!r.error.empty()) report("chunk", r.error);
+  if (!r.error.empty()) report(r.error);
   if (r.file) {
     ++files;
     on_file(std::move(*r.file));
@@ -401,7 +406,7 @@ void GraphCapture::Impl::on_file(graph::AssembledFile &&file) {
   if (file.name.ends_with(".csv")) {
     std::string_view text(reinterpret_cast<const char *>(file.bytes.data()), file.bytes.size());
     std::optional<graph::StatsFile> s = stats.feed(file.name, text, &error);
-    if (!s) return report(file.name, error);
+    if (!s) return report(error);
     // A later piece of the same kernel (more than 10 tensors) continues it; another kernel's ends the pending one.
     if (stats_pending && stats_pending->path == s->path && !s->had_header) {
       stats_pending->rows.insert(stats_pending->rows.end(), s->rows.begin(), s->rows.end());
@@ -414,7 +419,7 @@ void GraphCapture::Impl::on_file(graph::AssembledFile &&file) {
   flush_stats();
   auto bytes = std::make_shared<const std::vector<unsigned char>>(std::move(file.bytes));
   std::optional<graph::DumpFile> f = graph::decode_dump_file(file.name, std::move(bytes), &error);
-  if (!f) return report(file.name, error);
+  if (!f) return report(error);
   capture(*f);
 }
 

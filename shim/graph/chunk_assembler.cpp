@@ -115,4 +115,12 @@ std::vector<std::string> ChunkAssembler::pending() const {
   return names;
 }
 
+std::vector<std::string> ChunkAssembler::abandon_pending() {
+  std::vector<std::string> names = pending();
+  for (const std::string &name : names) remember_dropped(name);  // a late chunk of it is not a new file
+  open_.clear();
+  total_ = 0;
+  return names;
+}
+
 }  // namespace msprobe::shim::graph

@@ -63,6 +63,8 @@ class ChunkAssembler {
 
   // Files begun but not finished (a dump that never ended, reported at exit), in name order.
   std::vector<std::string> pending() const;
+  // The same, and their bytes let go: each unfinished file is reported once, however often the dump is closed.
+  std::vector<std::string> abandon_pending();
   uint64_t buffered_bytes() const { return total_; }
 
  private:

@@ -75,15 +75,17 @@ def recompute(node, args):
     return [np.asarray(y, dtype=np.float32)]
 
 
-def check_against_model(dump, nodes, steps):
-    """Each step's kernels are the model's nodes in order, and every output is numpy's recomputation."""
+def check_against_model(dump, nodes, steps, missing=()):
+    """Each step's kernels are the model's nodes in order (less the (step, node index) pairs in `missing`), and every
+    output is numpy's recomputation."""
     problems, checked = [], 0
     for (step, rank), kernels in sorted(entries(dump).items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         folder = dump.folder(step, rank)
-        if [shimtest.op_type(n) for n, _ in kernels] != [node["type"] for node in nodes]:
+        want_nodes = [node for i, node in enumerate(nodes) if (step, i) not in missing]
+        if [shimtest.op_type(n) for n, _ in kernels] != [node["type"] for node in want_nodes]:
             problems.append(f"step{step} rank{rank}: {[n for n, _ in kernels]}")
             continue
-        for (name, e), node in zip(kernels, nodes):
+        for (name, e), node in zip(kernels, want_nodes):
             want = recompute(node, [folder.load(a) for a in e["input_args"]])
             for i, (out, w) in enumerate(zip(e["output"], want)):
                 msg = npu_refs.compare(folder.load(out), w, out["dtype"])
@@ -227,3 +229,82 @@ def test_host_with_its_own_callback_gets_every_chunk_too(tmp_path):
     # Without the shim the program's callback gets nothing: nobody turned the dump on.
     plain = graph_app(tmp_path / "p", "--runs", "2", "--own-callback", shim=False)
     assert "own callback: 0 files in 0 chunks" in plain.stdout, plain.stdout
+
+
+# What each damage planted by the stand-in (FAKE_CANN_DUMP_FAULT, fake_cann/README.md) makes the shim say.
+DAMAGE = {
+    "corrupt": "DumpData: truncated or overlong field key",  # the protobuf cannot be read
+    "cut": "ends past the file's",  # the last chunk is short: the tensors end early
+    "header": "file dropped",  # a chunk header whose bufLen the callback's len does not hold
+    "truncate": "the dump ended before the file's last chunk; the kernel is not recorded",  # never ends
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_dump_file_costs_only_its_kernel(tmp_path, damage):
+    """CANN delivers the third kernel's dump file damaged: one error line names that file (CANN's own path), every
+    other kernel is recorded and equals numpy, and the program's output and exit status are those without the shim."""
+    with open(GRAPH_MLP) as f:
+        nodes = json.load(f)["nodes"]
+    env = {"MSPROBE_TASK": "tensor", "FAKE_CANN_DUMP_FAULT": f"{damage}:3"}
+    r = graph_app(tmp_path / "a", "--runs", "2", env=env)
+    plain = graph_app(tmp_path / "p", "--runs", "2", shim=False)
+    assert r.stdout == plain.stdout
+    errors = [line for line in r.stderr.splitlines() if "graph dump:" in line]
+    assert len(errors) == 1 and DAMAGE[damage] in errors[0], r.stderr
+    assert f"/graph_mlp/1/0/{nodes[2]['type']}." in errors[0] and "msprobe_shim_graph_" not in errors[0], errors[0]
+    problems, checked = check_against_model(r.dump, nodes, 2, missing={(0, 2)})
+    assert not problems and checked == 2 * len(nodes) - 1, fail_report(problems)
+
+
+def test_a_dump_that_never_ends_in_a_training_run(tmp_path):
+    """graph_train.py with MindSpore's step hook and 100-byte chunks: the fifth file's last chunk never comes. Each
+    step's dump is drained at the step's end; the unfinished file is reported once, at exit, and nothing else is
+    lost: the other kernels of all steps are recorded and equal numpy, and the losses are those without the shim."""
+    nodes = spec_of_graph_train()["nodes"]
+    env = {"FAKE_CANN_DUMP_FAULT": "truncate:5", "FAKE_CANN_DUMP_CHUNK_BYTES": "100"}
+    r = train(tmp_path / "a", task="tensor", env=env)
+    plain = train(tmp_path / "p", shim=False)
+    assert r.stdout == plain.stdout
+    errors = [line for line in r.stderr.splitlines() if "graph dump:" in line]
+    assert len(errors) == 1 and DAMAGE["truncate"] in errors[0], r.stderr
+    assert f"/{nodes[4]['type']}." in errors[0], errors[0]
+    problems, checked = check_against_model(r.dump, nodes, STEPS, missing={(0, 4)})
+    assert not problems and checked == STEPS * len(nodes) - 1, fail_report(problems)
+
+
+def test_a_tensor_in_a_device_format_is_described_not_decoded(tmp_path):
+    """graph_app's model with its hidden activation `a` laid out as FRACTAL_NZ (a format whose bytes are not in
+    row-major order): the shim does not convert layouts, so the Relu's output and the second MatMul's input are
+    described (dtype, shape) without data, and the entry's graph_note says why; every other tensor is decoded and
+    every kernel is still there."""
+    with open(GRAPH_MLP) as f:
+        spec = json.load(f)
+    for t in spec["tensors"]:
+        if t["name"] == "a":
+            t["format"] = "FRACTAL_NZ"
+    with open(tmp_path / "nz.json", "w") as f:
+        json.dump(spec, f)
+    model = tmp_path / "nz.om"
+    subprocess.run([shimtest.PYTHON, os.path.join(shimtest.SOURCE, "test", "fake_cann", "tools", "fake_atc.py"),
+                    str(tmp_path / "nz.json"), str(model)], check=True)
+    r = graph_app(tmp_path / "a", "--runs", "1", str(model), env={"MSPROBE_TASK": "tensor"})
+    assert not [line for line in r.stderr.splitlines() if "graph dump:" in line], r.stderr
+    folder = r.dump.folder(0, None)
+    kernels = entries(r.dump)[(0, None)]
+    assert [shimtest.op_type(n) for n, _ in kernels] == [n["type"] for n in spec["nodes"]]
+    undecoded = []
+    for name, e in kernels:
+        for side in ("input_args", "output"):
+            for i, t in enumerate(e.get(side) or []):
+                if "data_name" not in t:
+                    undecoded.append((shimtest.op_type(name), side, i))
+                    assert t["dtype"] == "torch.float32" or t["dtype"] == "Float32", t
+                    assert list(t["shape"]) == [4, 16], t
+                    assert "device format FRACTAL_NZ is not row-major" in e["graph_note"], e
+                else:
+                    assert folder.load(t) is not None
+    produced_by = {n["name"]: n["type"] for n in spec["nodes"] if "a" in n["outputs"]}
+    consumers = [n["type"] for n in spec["nodes"] if "a" in n["inputs"]]
+    assert sorted(undecoded) == sorted([(t, "output", 0) for t in produced_by.values()] +
+                                       [(t, "input_args", 0) for t in consumers]), undecoded

@@ -145,6 +145,7 @@ aclError bind_io(const Loaded &m, const aclmdlDataset *ds, bool output, std::vec
       return refuse_model(mismatch, what + std::to_string(i) + " (" + t.name + "): the buffer is not " +
                                         std::to_string(t.bytes) + " bytes of device memory");
     views[list[i]] = contiguous_view(t.dtype, t.shape, b->data);
+    views[list[i]].format = t.format;
   }
   return ACL_SUCCESS;
 }
@@ -155,8 +156,10 @@ aclError execute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *ou
   if (m == nullptr) return refuse_model(ACL_ERROR_INVALID_MODEL_ID, "no loaded model " + std::to_string(modelId));
   Run r{m, std::vector<TensorView>(m->def.tensors.size()), dump::active_config(), "", 0};
   for (size_t t = 0; t < m->def.tensors.size(); ++t)
-    if (m->device[t] != nullptr)
+    if (m->device[t] != nullptr) {
       r.views[t] = contiguous_view(m->def.tensors[t].dtype, m->def.tensors[t].shape, m->device[t]);
+      r.views[t].format = m->def.tensors[t].format;  // what the dump reports (the bytes stay row-major here)
+    }
   if (aclError e = bind_io(*m, input, false, r.views)) return e;
   if (aclError e = bind_io(*m, output, true, r.views)) return e;
   void *s = sync ? m->stream : stream;

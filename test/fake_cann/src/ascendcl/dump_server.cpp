@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -98,13 +99,14 @@ void write_to_disk(const Server &s, const std::string &name, const std::vector<u
   }
 }
 
-void to_callback(Callback cb, const std::string &name, const std::vector<uint8_t> &data, bool last) {
+void to_callback(Callback cb, const std::string &name, const std::vector<uint8_t> &data, bool last,
+                 uint32_t overstate = 0) {
   // The payload starts at byte 4116, inside the struct's tail padding.
   const size_t head = offsetof(acldumpChunk, dataBuf);
   std::vector<uint64_t> storage((std::max(sizeof(acldumpChunk), head + data.size()) + 7) / 8);
   auto *c = reinterpret_cast<acldumpChunk *>(storage.data());
   std::strncpy(c->fileName, name.c_str(), ACL_DUMP_MAX_FILE_PATH_LENGTH - 1);
-  c->bufLen = (uint32_t)data.size();
+  c->bufLen = (uint32_t)data.size() + overstate;
   c->isLastChunk = last ? 1 : 0;
   c->offset = -1;
   c->flag = 0;
@@ -133,6 +135,59 @@ bool convert_stats(Server &s, std::string &name, std::vector<uint8_t> &data, boo
   return true;
 }
 
+// Test-only fault injection on the callback path: FAKE_CANN_DUMP_FAULT=<kind>:<k>[,<kind>:<k>...] damages the
+// k-th file (from 1, counted as files first reach the callback) the way a broken delivery would:
+//   corrupt   its protobuf's first bytes (after the u64 header length) are 0xff: the DumpData cannot be read
+//   truncate  its last chunk never comes (of a one-chunk file, the first half comes without isLastChunk): the file
+//             never ends; later files are delivered normally
+//   cut       its last chunk loses its final half but still says isLastChunk: the tensors end early
+//   header    its first chunk's bufLen says more bytes than the callback's len holds
+struct Fault {
+  std::string kind;
+  uint64_t file;
+};
+
+const std::vector<Fault> &faults() {
+  static const std::vector<Fault> list = [] {
+    std::vector<Fault> out;
+    const char *env = std::getenv("FAKE_CANN_DUMP_FAULT");
+    std::stringstream ss(env ? env : "");
+    for (std::string item; std::getline(ss, item, ',');) {
+      size_t colon = item.find(':');
+      uint64_t k = colon == std::string::npos ? 0 : std::strtoull(item.c_str() + colon + 1, nullptr, 10);
+      std::string kind = item.substr(0, colon);
+      if (k == 0 || (kind != "corrupt" && kind != "truncate" && kind != "cut" && kind != "header")) {
+        std::fprintf(stderr, "[fake_cann] FAKE_CANN_DUMP_FAULT: '%s' is not <corrupt|truncate|cut|header>:<k>\n",
+                     item.c_str());
+        continue;
+      }
+      out.push_back({kind, k});
+    }
+    return out;
+  }();
+  return list;
+}
+
+// The fault planted on the file of this chunk, or "", and whether the chunk is its file's first. Chunks of one file
+// come in order, files may interleave (several streams). Runs on the record thread only.
+std::string fault_for(const std::string &file, bool last, bool *first) {
+  static uint64_t files = 0;
+  static std::map<std::string, uint64_t> open;  // file -> its number, until its last chunk
+  *first = false;
+  if (faults().empty()) return "";
+  auto it = open.find(file);
+  *first = it == open.end();
+  const uint64_t k = *first ? ++files : it->second;
+  if (last) {
+    if (!*first) open.erase(it);
+  } else if (*first) {
+    open.emplace(file, k);
+  }
+  for (const Fault &f : faults())
+    if (f.file == k) return f.kind;
+  return "";
+}
+
 void deliver(Server &s, Chunk &c) {
   Callback cb;
   {
@@ -140,10 +195,20 @@ void deliver(Server &s, Chunk &c) {
     cb = g_callback;
   }
   bool stats = convert_stats(s, c.file, c.data, cb != nullptr);
-  if (cb != nullptr)
-    to_callback(cb, c.file, c.data, c.last || stats);
-  else
-    write_to_disk(s, c.file, c.data);
+  if (cb == nullptr) return write_to_disk(s, c.file, c.data);
+  const bool last = c.last || stats;
+  bool first;
+  const std::string fault = fault_for(c.file, last, &first);
+  if (fault == "truncate" && last) {
+    if (!first) return;
+    c.data.resize(c.data.size() / 2);  // a file of one chunk: its first half, then nothing
+    return to_callback(cb, c.file, c.data, false);
+  }
+  if (fault == "cut" && last) c.data.resize(c.data.size() / 2);
+  if (fault == "corrupt" && first)
+    for (size_t i = 8; i < std::min<size_t>(c.data.size(), 24); ++i) c.data[i] = 0xff;
+  if (fault == "header" && first) return to_callback(cb, c.file, c.data, last, /*overstate=*/4096);
+  to_callback(cb, c.file, c.data, last);
 }
 
 void record_loop(Server *s) {

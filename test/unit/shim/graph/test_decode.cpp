@@ -307,6 +307,22 @@ TEST(GraphChunks, InterleavedFilesAndOffsets) {
   EXPECT_EQ(a.buffered_bytes(), 0u);
 }
 
+TEST(GraphChunks, AbandonedFilesAreReportedOnceAndTheirLateChunksSkipped) {
+  ChunkAssembler a;
+  feed(a, chunk("/a", "abc", false));
+  feed(a, chunk("/b", "de", false));
+  EXPECT_EQ(a.abandon_pending(), (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_TRUE(a.pending().empty());
+  EXPECT_TRUE(a.abandon_pending().empty());  // a second close of the dump reports nothing again
+  EXPECT_EQ(a.buffered_bytes(), 0u);
+  ChunkResult r = feed(a, chunk("/a", "late", true, 3));  // the rest of an abandoned file is not a file
+  EXPECT_FALSE(r.file);
+  EXPECT_EQ(r.error, "");
+  r = feed(a, chunk("/c", "new", true));
+  ASSERT_TRUE(r.file);
+  EXPECT_EQ(text(*r.file), "new");
+}
+
 TEST(GraphChunks, OutOfOrderOffsetDropsTheFileUntilItsLastChunk) {
   ChunkAssembler a;
   feed(a, chunk("/a", "abc", false));
