@@ -23,9 +23,12 @@
 
 #include "acl/acl.h"
 #include "acl/acl_dump.h"
+#include "test/unit/fake_cann/proto_fields.h"
 #include "test/unit/fake_cann/toy_model.h"
 
 namespace fs = std::filesystem;
+
+using namespace fakecann_test;
 
 namespace {
 
@@ -80,58 +83,6 @@ struct Io {
     return v;
   }
 };
-
-// ---- an own protobuf reader: field number -> values (varints) or payloads (length-delimited) ----
-
-struct Fields {
-  std::multimap<uint32_t, uint64_t> varints;
-  std::multimap<uint32_t, std::string> bytes;
-  std::vector<std::string> all(uint32_t f) const {
-    std::vector<std::string> v;
-    for (auto [it, end] = bytes.equal_range(f); it != end; ++it) v.push_back(it->second);
-    return v;
-  }
-  uint64_t varint(uint32_t f) const { return varints.count(f) ? varints.find(f)->second : 0; }
-};
-
-uint64_t read_varint(const std::string &s, size_t &i) {
-  uint64_t v = 0;
-  for (int shift = 0; i < s.size(); shift += 7) {
-    uint8_t c = (uint8_t)s[i++];
-    v |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80)) return v;
-  }
-  ADD_FAILURE() << "truncated varint";
-  return v;
-}
-
-Fields decode(const std::string &s) {
-  Fields f;
-  for (size_t i = 0; i < s.size();) {
-    uint64_t key = read_varint(s, i);
-    uint32_t field = (uint32_t)(key >> 3), wire = (uint32_t)(key & 7);
-    if (wire == 0) {
-      f.varints.emplace(field, read_varint(s, i));
-    } else if (wire == 2) {
-      uint64_t n = read_varint(s, i);
-      f.bytes.emplace(field, s.substr(i, n));
-      i += n;
-    } else {
-      ADD_FAILURE() << "unexpected wire type " << wire;
-      return f;
-    }
-  }
-  return f;
-}
-
-std::vector<uint64_t> dims(const std::string &shape_msg) {
-  std::vector<uint64_t> d;
-  std::string packed = decode(shape_msg).all(1).empty() ? "" : decode(shape_msg).all(1)[0];
-  for (size_t i = 0; i < packed.size();) d.push_back(read_varint(packed, i));
-  return d;
-}
-
-std::string bytes_of(const std::vector<float> &v) { return std::string((const char *)v.data(), v.size() * 4); }
 
 // ---- chunk collection through the callback ----
 

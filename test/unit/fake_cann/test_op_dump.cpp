@@ -20,6 +20,7 @@
 #include "acl/acl.h"
 #include "acl/acl_dump.h"
 #include "aclnnop/aclnn_add.h"
+#include "test/unit/fake_cann/proto_fields.h"
 
 extern "C" {  // libnnopbase's executor cache helpers (reference/cann_abi.md §6.4)
 bool CanUsePTACache(const char *api);
@@ -32,58 +33,11 @@ void AddTensorAddrToCachedList(void *addr);
 
 namespace fs = std::filesystem;
 
+using namespace fakecann_test;
+
 namespace {
 
 const bool g_acl = aclInit(nullptr) == ACL_SUCCESS;
-
-// ---- an own protobuf reader: field number -> varints / length-delimited payloads ----
-
-uint64_t varint(const std::string &s, size_t &i) {
-  uint64_t v = 0;
-  for (int shift = 0; i < s.size(); shift += 7) {
-    uint8_t c = (uint8_t)s[i++];
-    v |= (uint64_t)(c & 0x7f) << shift;
-    if (!(c & 0x80)) return v;
-  }
-  ADD_FAILURE() << "truncated varint";
-  return v;
-}
-
-struct Fields {
-  std::multimap<uint32_t, uint64_t> ints;
-  std::multimap<uint32_t, std::string> bytes;
-  std::vector<std::string> all(uint32_t f) const {
-    std::vector<std::string> v;
-    for (auto [it, end] = bytes.equal_range(f); it != end; ++it) v.push_back(it->second);
-    return v;
-  }
-  uint64_t get(uint32_t f) const { return ints.count(f) ? ints.find(f)->second : 0; }
-};
-
-Fields decode(const std::string &s) {
-  Fields f;
-  for (size_t i = 0; i < s.size();) {
-    uint64_t key = varint(s, i);
-    if ((key & 7) == 0) {
-      f.ints.emplace((uint32_t)(key >> 3), varint(s, i));
-    } else if ((key & 7) == 2) {
-      uint64_t n = varint(s, i);
-      f.bytes.emplace((uint32_t)(key >> 3), s.substr(i, n));
-      i += n;
-    } else {
-      ADD_FAILURE() << "wire type " << (key & 7);
-      break;
-    }
-  }
-  return f;
-}
-
-std::vector<uint64_t> dims(const std::string &shape) {
-  std::vector<uint64_t> d;
-  auto packed = decode(shape).all(1);
-  for (size_t i = 0; !packed.empty() && i < packed[0].size();) d.push_back(varint(packed[0], i));
-  return d;
-}
 
 // A dump file split into its DumpData and the tensor bytes that follow it.
 struct DumpFile {
@@ -97,7 +51,6 @@ DumpFile parse(const std::string &file) {
   return {decode(file.substr(8, h)), file.substr(8 + h)};
 }
 
-std::string bytes_of(const std::vector<float> &v) { return std::string((const char *)v.data(), v.size() * 4); }
 
 // ---- chunks through the callback ----
 
@@ -201,8 +154,8 @@ const std::vector<float> kSum = {21, 42, 63, 84, 105, 126};  // x + 2 y
 // Checks one tensor entry of DumpData: DT_FLOAT (proto numbering), ND, shape [2,3], 24 bytes.
 void expect_float23(const std::string &msg) {
   Fields t = decode(msg);
-  EXPECT_EQ(t.get(1), 1u);  // DT_FLOAT
-  EXPECT_EQ(t.get(2), 2u);  // FORMAT_ND
+  EXPECT_EQ(t.varint(1), 1u);  // DT_FLOAT
+  EXPECT_EQ(t.varint(2), 2u);  // FORMAT_ND
   ASSERT_EQ(t.all(3).size(), 1u);
   EXPECT_EQ(dims(t.all(3)[0]), (std::vector<uint64_t>{2, 3}));
 }
@@ -228,17 +181,17 @@ TEST_F(OpDump, AclnnAddDumpsItsInputsBeforeAndOutputsAfterAtBothLevels) {
     EXPECT_TRUE(in.header.all(3).empty());
     for (const std::string &t : in.header.all(4)) {
       expect_float23(t);
-      EXPECT_EQ(decode(t).get(5), 24u);
+      EXPECT_EQ(decode(t).varint(5), 24u);
     }
     EXPECT_EQ(in.data, bytes_of(kX) + bytes_of(kY));
     ASSERT_EQ(out.header.all(3).size(), 1u);
     expect_float23(out.header.all(3)[0]);
-    EXPECT_EQ(decode(out.header.all(3)[0]).get(6), 24u);
+    EXPECT_EQ(decode(out.header.all(3)[0]).varint(6), 24u);
     EXPECT_EQ(out.data, bytes_of(kSum));
     for (DumpFile *f : {&in, &out}) {
       EXPECT_EQ(f->header.all(1), std::vector<std::string>{"2.0"});
       EXPECT_EQ(f->header.all(6), std::vector<std::string>{op});
-      EXPECT_GT(f->header.get(2), 0u);  // dump_time
+      EXPECT_GT(f->header.varint(2), 0u);  // dump_time
     }
   }
 }
