@@ -34,19 +34,9 @@ namespace {
 
 const bool g_acl = aclInit(nullptr) == ACL_SUCCESS;
 
-std::string tmpdir(const std::string &tag) {
-  fs::path p = fs::temp_directory_path() / ("fake_cann_mdl_" + std::to_string(getpid()) + "_" + tag);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
-void write(const std::string &path, const std::string &text) { std::ofstream(path, std::ios::binary) << text; }
-
-std::string read(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-}
+std::string tmpdir(const std::string &tag) { return toy_model::scratch_dir("fake_cann_mdl_", tag); }
+using toy_model::read_file;
+using toy_model::write_file;
 
 using toy_model::make_model;
 using toy_model::reference;
@@ -117,7 +107,7 @@ int32_t on_chunk(const acldumpChunk *c, int32_t len) {
 
 std::string config(const std::string &dir, const std::string &body) {
   std::string path = dir + "/dump.json";
-  write(path, body);
+  write_file(path, body);
   return path;
 }
 
@@ -235,7 +225,7 @@ TEST(Model, LoadFromMemAndExecuteAsync) {
   ASSERT_TRUE(g_acl);
   Device d;
   std::string dir = tmpdir("mem");
-  std::string image = read(make_model(dir, 8));
+  std::string image = read_file(make_model(dir, 8));
   uint32_t id = 0;
   ASSERT_EQ(aclmdlLoadFromMem(image.data(), image.size(), &id), ACL_SUCCESS);
   aclrtStream s;
@@ -254,9 +244,9 @@ TEST(Model, Errors) {
   std::string dir = tmpdir("err");
   uint32_t id = 0;
   EXPECT_EQ(aclmdlLoadFromFile((dir + "/missing.om").c_str(), &id), ACL_ERROR_READ_MODEL_FAILURE);
-  write(dir + "/bad.om", "{\"name\": \"x\"}");
+  write_file(dir + "/bad.om", "{\"name\": \"x\"}");
   EXPECT_EQ(aclmdlLoadFromFile((dir + "/bad.om").c_str(), &id), ACL_ERROR_PARSE_MODEL);
-  write(dir + "/bad2.om", "FAKEOM01{\"name\":\"m\",\"tensors\":[],\"inputs\":[],\"outputs\":[],\"nodes\":[]}");
+  write_file(dir + "/bad2.om", "FAKEOM01{\"name\":\"m\",\"tensors\":[],\"inputs\":[],\"outputs\":[],\"nodes\":[]}");
   EXPECT_EQ(aclmdlLoadFromFile((dir + "/bad2.om").c_str(), &id), ACL_ERROR_PARSE_MODEL);
   id = load_toy(dir, 2);
   Io io(2);
@@ -411,7 +401,7 @@ TEST(ModelDump, WithoutCallbackFilesGoToDumpPath) {
     std::string rel = fs::relative(e.path(), dir).string();
     EXPECT_TRUE(std::regex_match(rel, std::regex(R"(\d{14}/0/toy/\d+/0/\w+\.[A-Za-z0-9_-]+\.\d+\.\d+\.\d{16})")))
         << rel;
-    check_file(e.path().string(), read(e.path().string()), 64, true, true);
+    check_file(e.path().string(), read_file(e.path().string()), 64, true, true);
   }
   EXPECT_EQ(n, 4);
 }

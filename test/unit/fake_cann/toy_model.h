@@ -1,17 +1,38 @@
 // The stand-in's toy model, shared by the tests that run it (test_model_dump.cpp, test/unit/shim/graph/
-// test_stand_in.cpp): its spec for tools/fake_atc.py, the writer, and every tensor computed on the CPU.
+// test_stand_in.cpp): its spec for tools/fake_atc.py, the writer, every tensor computed on the CPU, and the scratch
+// folders and files those tests use.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
 namespace toy_model {
+
+// A new empty folder under the temp directory: {prefix}{pid}_{tag}.
+inline std::string scratch_dir(const std::string &prefix, const std::string &tag) {
+  std::filesystem::path p = std::filesystem::temp_directory_path() / (prefix + std::to_string(getpid()) + "_" + tag);
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+inline void write_file(const std::string &path, const std::string &text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+inline std::string read_file(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
 
 // x, y: [rows, 3] inputs; b: [3] weight. add = x + y; mul = add * b; relu; out = gelu(relu).
 inline const char *kSpec = R"({"name": "toy",

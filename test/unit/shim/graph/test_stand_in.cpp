@@ -37,14 +37,8 @@ namespace {
 
 const bool g_acl = aclInit(nullptr) == ACL_SUCCESS;
 
-std::string tmpdir(const std::string &tag) {
-  fs::path p = fs::temp_directory_path() / ("shim_graph_" + std::to_string(getpid()) + "_" + tag);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
-void write(const std::string &path, const std::string &text) { std::ofstream(path, std::ios::binary) << text; }
+std::string tmpdir(const std::string &tag) { return toy_model::scratch_dir("shim_graph_", tag); }
+using toy_model::write_file;
 
 using toy_model::make_model;
 using toy_model::reference;
@@ -79,7 +73,7 @@ void dump_run(const std::string &dir, const std::string &body, int rows, Sink &s
   ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
   ASSERT_EQ(acldumpRegCallback(on_chunk, 0), ACL_SUCCESS);
   ASSERT_EQ(aclmdlInitDump(), ACL_SUCCESS);
-  write(dir + "/dump.json", body);
+  write_file(dir + "/dump.json", body);
   ASSERT_EQ(aclmdlSetDump((dir + "/dump.json").c_str()), ACL_SUCCESS);
   uint32_t id = 0;
   ASSERT_EQ(aclmdlLoadFromFile(make_model(dir, rows).c_str(), &id), ACL_SUCCESS);
