@@ -20,6 +20,7 @@
 #include "acl/acl.h"
 #include "acl/acl_dump.h"
 #include "aclnnop/aclnn_add.h"
+#include "test/unit/fake_cann/device_buffers.h"
 #include "test/unit/fake_cann/proto_fields.h"
 
 extern "C" {  // libnnopbase's executor cache helpers (reference/cann_abi.md §6.4)
@@ -64,7 +65,7 @@ int32_t on_chunk(const acldumpChunk *c, int32_t) {
   return 0;
 }
 
-class OpDump : public ::testing::Test {
+class OpDump : public ::testing::Test, protected DeviceBuffers {
  protected:
   void SetUp() override {
     ASSERT_TRUE(g_acl);
@@ -77,7 +78,7 @@ class OpDump : public ::testing::Test {
     g_files.clear();
   }
   void TearDown() override {
-    for (void *p : mem_) aclrtFree(p);
+    free_all();
     for (aclTensor *t : tensors_) aclDestroyTensor(t);
     aclrtDestroyStream(stream_);
     fs::remove_all(dir_);
@@ -109,18 +110,6 @@ class OpDump : public ::testing::Test {
     return out;
   }
 
-  void *upload(const std::vector<float> &v) {
-    void *d = nullptr;
-    EXPECT_EQ(aclrtMalloc(&d, v.size() * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    EXPECT_EQ(aclrtMemcpy(d, v.size() * 4, v.data(), v.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    mem_.push_back(d);
-    return d;
-  }
-  std::vector<float> download(void *d, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_EQ(aclrtMemcpy(v.data(), n * 4, d, n * 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-    return v;
-  }
   aclTensor *tensor(void *d) {
     int64_t shape[2] = {2, 3}, strides[2] = {3, 1};
     tensors_.push_back(aclCreateTensor(shape, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, shape, 2, d));
@@ -131,11 +120,7 @@ class OpDump : public ::testing::Test {
     uint64_t ws = 0;
     aclOpExecutor *ex = nullptr;
     int rc = aclnnAddGetWorkspaceSize(tensor(x), tensor(y), alpha, tensor(o), &ws, &ex);
-    void *w = nullptr;
-    if (rc == 0 && ws > 0) {
-      EXPECT_EQ(aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-      mem_.push_back(w);
-    }
+    void *w = rc == 0 && ws > 0 ? alloc(ws) : nullptr;
     if (rc == 0) rc = aclnnAdd(w, ws, ex, stream_);
     aclDestroyScalar(alpha);
     return rc;
@@ -144,7 +129,6 @@ class OpDump : public ::testing::Test {
   aclrtStream stream_ = nullptr;
   std::string dir_;
   bool callback_ = false;
-  std::vector<void *> mem_;
   std::vector<aclTensor *> tensors_;
 };
 

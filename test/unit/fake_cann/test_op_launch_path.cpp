@@ -12,6 +12,7 @@
 #include "acl/acl_op.h"
 #include "acl/acl_op_compiler.h"
 #include "aclnnop/aclnn_add.h"
+#include "test/unit/fake_cann/device_buffers.h"
 #include "rt_launch_counter.h"
 
 namespace {
@@ -31,7 +32,7 @@ void fail_next_launch(int code) {
 
 uint64_t addr(const void *p) { return reinterpret_cast<uint64_t>(p); }
 
-class OpLaunchPath : public ::testing::Test {
+class OpLaunchPath : public ::testing::Test, protected DeviceBuffers {
  protected:
   static void SetUpTestSuite() {
     aclInit(nullptr);
@@ -43,20 +44,8 @@ class OpLaunchPath : public ::testing::Test {
     ASSERT_EQ(aclrtCreateStream(&stream_), ACL_SUCCESS);
   }
   void TearDown() override {
-    for (void *d : buffers_) aclrtFree(d);
+    free_all();
     aclrtDestroyStream(stream_);
-  }
-  void *upload(const std::vector<float> &v) {
-    void *d = nullptr;
-    EXPECT_EQ(aclrtMalloc(&d, v.size() * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    EXPECT_EQ(aclrtMemcpy(d, v.size() * 4, v.data(), v.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    buffers_.push_back(d);
-    return d;
-  }
-  std::vector<float> download(void *d, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_EQ(aclrtMemcpy(v.data(), n * 4, d, n * 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-    return v;
   }
   aclTensor *tensor(void *d) {
     int64_t shape[1] = {kN}, stride[1] = {1};
@@ -69,11 +58,7 @@ class OpLaunchPath : public ::testing::Test {
     uint64_t ws = 0;
     aclOpExecutor *ex = nullptr;
     EXPECT_EQ(aclnnAddGetWorkspaceSize(tx, ty, a, to, &ws, &ex), 0);
-    void *workspace = nullptr;
-    if (ws > 0) {
-      EXPECT_EQ(aclrtMalloc(&workspace, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-      buffers_.push_back(workspace);
-    }
+    void *workspace = ws > 0 ? alloc(ws) : nullptr;
     int rc = aclnnAdd(workspace, ws, ex, stream);
     if (ws_out) *ws_out = ws;
     aclDestroyTensor(tx);
@@ -106,7 +91,6 @@ class OpLaunchPath : public ::testing::Test {
   static constexpr int64_t kN = 6;
   const std::vector<float> xs_{1, -2, 3.5f, 0, 8, -0.25f}, ys_{0.5f, 4, -1, 2, -8, 1};
   aclrtStream stream_ = nullptr;
-  std::vector<void *> buffers_;
 };
 
 // The TBE blob of an op kernel: `n` device addresses, the tiling slot, the 24-byte tiling data.
