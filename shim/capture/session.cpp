@@ -43,6 +43,12 @@ struct Session::Impl {
   format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}, per step and rank
   bool closed = false;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
+
+  // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
+  collector::Collector *current_collector() {
+    std::lock_guard<std::mutex> lk(mu);
+    return collector.get();
+  }
 };
 
 namespace {
@@ -128,11 +134,7 @@ Session::Session(Config config) : impl_(new Impl) {
     // A full ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels being
     // checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
     impl_->ring = std::make_unique<DeviceRing>(c.buffer_bytes, [m = impl_] {
-      collector::Collector *col;
-      {
-        std::lock_guard<std::mutex> lk(m->mu);
-        col = m->collector.get();
-      }
+      collector::Collector *col = m->current_collector();
       return col != nullptr && col->drop_oldest_kept();
     });
   }
@@ -325,22 +327,13 @@ void Session::set_rank_hint(uint32_t rank) {
 }
 
 void Session::flush() {
-  collector::Collector *col;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    col = impl_->collector.get();
-  }
-  if (col) col->flush();
+  if (collector::Collector *col = impl_->current_collector()) col->flush();
 }
 
 void Session::device_ending(const char *call) {
   flush();
   if (!impl_->ring) return;
-  collector::Collector *col;
-  {
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    col = impl_->collector.get();
-  }
+  collector::Collector *col = impl_->current_collector();
   if (col && impl_->config.flight_on_exit) col->write_kept(call);
   if (col)
     while (col->drop_oldest_kept()) {
