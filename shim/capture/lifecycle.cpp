@@ -61,9 +61,10 @@ sem_t g_request;
 enum : int { kIdle, kFinishing, kFinished };
 std::atomic<int> g_finish{kIdle};
 std::atomic<int> g_deferred_signal{0};
+// The signal whose default action is ending the process (ending_signal_name).
 std::atomic<int> g_ending_signal{0};
-std::atomic<bool> g_dying{false};  // finish_before_death() asked for the dump (process_is_dying)  // the signal whose
-                                   // default action is ending the process (ending_signal_name)
+// finish_before_death() asked for the dump (process_is_dying).
+std::atomic<bool> g_dying{false};
 thread_local bool t_finisher __attribute__((tls_model("initial-exec"))) = false;
 thread_local bool t_exit_shutdown __attribute__((tls_model("initial-exec"))) = false;
 
