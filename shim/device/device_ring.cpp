@@ -178,6 +178,10 @@ std::shared_ptr<const record::HostBlock> DeviceRing::copy_in(const void *device_
   std::optional<uint64_t> at;
   bool waited = false;
   const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed_ns = [t0] {
+    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+        .count();
+  };
   s.pop_released();
   while (!(at = s.place(need))) {
     lk.unlock();
@@ -190,8 +194,7 @@ std::shared_ptr<const record::HostBlock> DeviceRing::copy_in(const void *device_
     }
     // Nothing kept to let go: the ring holds kernels being checked. Their checks end on their own unless every byte
     // is this thread's own open launch (or other open launches), or the device is held up for good.
-    const uint64_t elapsed =
-        (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    const uint64_t elapsed = elapsed_ns();
     if (s.in_use <= s.unsealed || elapsed >= kMaxWaitNs) {
       ++s.counters.no_room;
       if (waited) s.counters.wait_ns += elapsed;
@@ -202,9 +205,7 @@ std::shared_ptr<const record::HostBlock> DeviceRing::copy_in(const void *device_
     s.released_cv.wait_for(lk, std::chrono::milliseconds(20));
     s.pop_released();
   }
-  if (waited)
-    s.counters.wait_ns +=
-        (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (waited) s.counters.wait_ns += elapsed_ns();
   State::Region &region = s.regions.emplace_back(*at, need);
   s.in_use += need;
   s.unsealed += need;
