@@ -132,6 +132,8 @@ struct GraphCapture::Impl {
   std::string config_json();
   void on_chunk(const void *chunk, int32_t len);
   void on_file(graph::AssembledFile &&file);
+  bool begin_kernel(const graph::DumpName &name, std::string_view op_name, const graph::DumpPlace &place,
+                    LaunchTicket &t, record::KernelCapture &k);
   void capture(const graph::DumpFile &f);
   void flush_stats();
   void report(std::string what);
@@ -435,15 +437,23 @@ uint64_t GraphCapture::Impl::step_for(std::optional<uint64_t> dump_number) {
   return hook_step ? *hook_step : dump_number.value_or(0);
 }
 
+// A dumped kernel's ticket (named, numbered and selected by the session like any launch) and its header and stack;
+// false when the configuration does not select it.
+bool GraphCapture::Impl::begin_kernel(const graph::DumpName &name, std::string_view op_name,
+                                      const graph::DumpPlace &place, LaunchTicket &t, record::KernelCapture &k) {
+  t = session.begin_graph_kernel(name.op_type, op_name, step_for(place.dump_number), name.stream_id, name.task_id);
+  if (!t.capture) return false;
+  static_cast<format::KernelHeader &>(k) = t;
+  k.stack_id = stack_for(place.model_id);
+  return true;
+}
+
 void GraphCapture::Impl::capture(const graph::DumpFile &f) {
   // The dump's op name as the graph spells it (the file name's has '/' and '.' replaced): run-stable either way.
   const std::string &op_name = f.op_name.empty() ? f.name.op_name : f.op_name;
-  LaunchTicket t = session.begin_graph_kernel(f.name.op_type, op_name, step_for(f.place.dump_number), f.name.stream_id,
-                                              f.name.task_id);
-  if (!t.capture) return;
+  LaunchTicket t;
   record::KernelCapture k;
-  static_cast<format::KernelHeader &>(k) = t;
-  k.stack_id = stack_for(f.place.model_id);
+  if (!begin_kernel(f.name, op_name, f.place, t, k)) return;
   std::string notes;
   auto convert = [&](const std::vector<graph::DumpTensor> &ts) {
     record::CapturedList list;
@@ -467,12 +477,9 @@ void GraphCapture::Impl::flush_stats() {
   if (!stats_pending) return;
   graph::StatsFile s = std::move(*stats_pending);
   stats_pending.reset();
-  LaunchTicket t = session.begin_graph_kernel(s.name.op_type, s.name.op_name, step_for(s.place.dump_number),
-                                              s.name.stream_id, s.name.task_id);
-  if (!t.capture) return;
+  LaunchTicket t;
   record::KernelCapture k;
-  static_cast<format::KernelHeader &>(k) = t;
-  k.stack_id = stack_for(s.place.model_id);
+  if (!begin_kernel(s.name, s.name.op_name, s.place, t, k)) return;
   record::CapturedList inputs, outputs;
   for (const graph::StatsRow &r : s.rows) {
     record::CapturedList &side = r.io == format::IoKind::Output ? outputs : inputs;
