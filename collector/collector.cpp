@@ -440,8 +440,9 @@ struct Collector::Impl {
     static_cast<KernelHeader &>(e) = k;
     e.input_args = convert_all(k.inputs, k.name, IoKind::Input, w, have_data, rng);
     e.output = convert_all(k.outputs, k.name, IoKind::Output, w, have_data, rng);
-    e.extra = std::move(k.extra);
-    if (!overflow.empty()) e.extra.emplace_back(json_key::kOverflow, overflow);
+    e.notes = std::move(k.notes);
+    e.launch_extra = std::move(k.launch_extra);
+    if (!overflow.empty()) e.notes.emplace_back(json_key::kOverflow, overflow);
     // Release the staged bytes now, not when the capture object dies later.
     k.inputs.reset();
     k.outputs.reset();
@@ -584,8 +585,8 @@ struct Collector::Impl {
     while (!record.empty()) {
       Prepared r = std::move(record.front());
       record.pop_front();
-      r.k.extra.emplace_back(json_key::kFlightTrigger, trigger);
-      if (!trigger_kernel.empty()) r.k.extra.emplace_back(json_key::kFlightTriggerKernel, trigger_kernel);
+      r.k.notes.emplace_back(json_key::kFlightTrigger, trigger);
+      if (!trigger_kernel.empty()) r.k.notes.emplace_back(json_key::kFlightTriggerKernel, trigger_kernel);
       r.w = &locked_writer_for(r.k.step, r.k.rank);
       r.member = build_member(r.k, *r.w, r.have_data, r.overflow, rng);
       append_journal(r);

@@ -342,17 +342,28 @@ void append_kernel_entry(std::string &out, const KernelEntry &e, Framework frame
   };
   args(json_key::kInputArgs, e.input_args);
   args(json_key::kOutput, e.output);
-  next_key(json_key::kLaunchIndex);
+  next_key(json_key::kLaunch);
+  out += '{';
+  append_key(out, json_key::kIndex);
   append_json_integer(out, e.launch_index);
-  next_key(json_key::kTaskId);
+  out += ", ";
+  append_key(out, json_key::kTaskId);
   append_json_integer(out, e.task_id);
-  next_key(json_key::kStreamId);
+  out += ", ";
+  append_key(out, json_key::kStreamId);
   append_json_integer(out, e.stream_id);
-  next_key(json_key::kTimestamp);
+  out += ", ";
+  append_key(out, json_key::kTimestamp);
   append_json_integer(out, e.timestamp_us);
-  for (const auto &[key, value] : e.extra) {
-    next_key(key);
+  for (const auto &[key, value] : e.launch_extra) {
+    out += ", ";
+    append_key(out, key);
     append_arg_value(out, value);
+  }
+  out += '}';
+  for (const auto &[key, text] : e.notes) {
+    next_key(key);
+    append_csv_safe_string(out, text);
   }
   out += '}';
 }

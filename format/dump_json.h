@@ -105,7 +105,7 @@ struct Arg {
 // What identifies one kernel and places it in the run: decided at launch, carried by the capture record, written
 // by the collector. step and rank choose the folder; the rest are the entry's own fields.
 struct KernelHeader {
-  std::string name;  // {OpType}.{OpName}.{n}, from naming.h
+  std::string name;  // {OpType}.{OpName}.{n}.forward, from naming.h
   uint64_t step = 0;
   std::optional<uint32_t> rank;
   uint64_t launch_index = 0;
@@ -114,16 +114,23 @@ struct KernelHeader {
   uint64_t timestamp_us = 0;
 };
 
+// Text members of an entry beside its arguments (flight_note, overflow, graph_note...): strings only, so they never
+// trip msprobe's `"md5" in value` test (json_key, format.h).
+using EntryNotes = std::vector<std::pair<std::string, std::string>>;
+// Further members of the entry's "launch" object, after "timestamp", in this order (numbers are welcome there).
+using LaunchFields = std::vector<std::pair<std::string, ArgValue>>;
+
 struct KernelEntry : KernelHeader {
-  std::optional<ArgList> input_args;                    // nullopt: key left out (data_mode "output")
-  std::optional<ArgList> output;                        // nullopt: key left out (data_mode "input")
-  std::vector<std::pair<std::string, ArgValue>> extra;  // written after "timestamp", in this order
+  std::optional<ArgList> input_args;  // nullopt: key left out (data_mode "output")
+  std::optional<ArgList> output;      // nullopt: key left out (data_mode "input")
+  EntryNotes notes;                   // written after "launch", in this order
+  LaunchFields launch_extra;
 };
 
 void append_tensor_summary(std::string &out, const TensorSummary &t, Framework framework);
 void append_arg(std::string &out, const Arg &a, Framework framework);
-// The member `"name": {"input_args": [...], "output": [...], "launch_index": .., "task_id": .., "stream_id": ..,
-// "timestamp": .., extra...}` on one line.
+// The member `"name": {"input_args": [...], "output": [...], "launch": {"index": .., "task_id": .., "stream_id": ..,
+// "timestamp": .., launch_extra...}, notes...}` on one line.
 void append_kernel_entry(std::string &out, const KernelEntry &e, Framework framework);
 std::string kernel_entry_json(const KernelEntry &e, Framework framework);
 

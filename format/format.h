@@ -143,13 +143,20 @@ inline constexpr std::string_view kFramework = "framework";
 inline constexpr std::string_view kHostFramework = "host_framework";
 inline constexpr std::string_view kDumpDataDir = "dump_data_dir";
 inline constexpr std::string_view kData = "data";
-// A kernel entry.
+// A kernel entry. Only IO keys and values that are strings, lists, bools or objects stand at an entry's top level:
+// msprobe's statistics and md5 modes test `"md5" in value` on every field of an entry, and a truthy number there
+// aborts the whole compare (msprobe_compare_facts.md §9). So every number describing the launch lives in one object:
+// "launch": {"index": .., "task_id": .., "stream_id": .., "timestamp": .., ...}.
 inline constexpr std::string_view kInputArgs = "input_args";
 inline constexpr std::string_view kOutput = "output";
-inline constexpr std::string_view kLaunchIndex = "launch_index";
+inline constexpr std::string_view kLaunch = "launch";
+// Members of "launch": launch order in the rank, launch index on the stream, stream index in creation order, µs.
+inline constexpr std::string_view kIndex = "index";
 inline constexpr std::string_view kTaskId = "task_id";
 inline constexpr std::string_view kStreamId = "stream_id";
 inline constexpr std::string_view kTimestamp = "timestamp";
+// Dumps written before "launch" existed hold these at the entry's top level (readers accept both forms).
+inline constexpr std::string_view kLegacyLaunchIndex = "launch_index";
 // overflow_check and flight: the NaN/Inf found in the kernel's outputs ("output.0: 0 NaN, 3 +Inf, 0 -Inf").
 inline constexpr std::string_view kOverflow = "overflow";
 // A flight record: on every kernel it wrote, what triggered it ("overflow", "exit", "signal SIGTERM"), the kernel
@@ -157,6 +164,8 @@ inline constexpr std::string_view kOverflow = "overflow";
 inline constexpr std::string_view kFlightTrigger = "flight_trigger";
 inline constexpr std::string_view kFlightTriggerKernel = "flight_trigger_kernel";
 inline constexpr std::string_view kFlightNote = "flight_note";
+// A graph-sunk kernel's tensors that CANN's dump described but could not give as data, and why.
+inline constexpr std::string_view kGraphNote = "graph_note";
 // A tensor, in msprobe's key order: type, dtype, shape, Max, Min, Mean, Norm, then the rest.
 inline constexpr std::string_view kType = "type";
 inline constexpr std::string_view kDtype = "dtype";

@@ -59,6 +59,8 @@ std::string kernel_name(std::string_view base, uint64_t ordinal) {
   std::string s(base);
   s += '.';
   s += std::to_string(ordinal);
+  s += '.';
+  s += kDirection;
   return s;
 }
 

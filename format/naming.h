@@ -1,4 +1,4 @@
-// Kernel and file names (spec §5): `{OpType}.{OpName}.{n}`, `{kernel}.{input|output}.{slot}.{npy|bin}`, the
+// Kernel and file names (spec §5): `{OpType}.{OpName}.{n}.forward`, `{kernel}.{input|output}.{slot}.{npy|bin}`, the
 // long-name rule with mapping.csv, and the text rules that keep msprobe's CSV export from refusing a dump.
 //
 // Guarantees:
@@ -32,14 +32,32 @@ inline constexpr std::string_view kUnknownOpType = "Unknown";
 
 // "{OpType}.{OpName}", both sanitized (empty OpName -> "Default", empty OpType -> "Unknown").
 std::string kernel_base_name(std::string_view op_type, std::string_view op_name);
-// "{base}.{ordinal}".
+
+// The direction token every kernel name ends with. msprobe's compare (since 2026) and its trend tool drop, without a
+// word, every entry whose last or second-to-last '.'-token is not forward, backward or parameters_grad; a kernel
+// execution is a forward call, as msprobe's own device-level writer names its ops (msprobe_compare_facts.md §9).
+inline constexpr std::string_view kDirection = "forward";
+// "{base}.{ordinal}.forward".
 std::string kernel_name(std::string_view base, uint64_t ordinal);
 // The reverse, for readers: the OpType of a kernel name, the part before the first '.' (a sanitized OpType has none).
 constexpr std::string_view op_type_of(std::string_view kernel_name) {
   return kernel_name.substr(0, kernel_name.find('.'));
 }
+// A kernel name without its direction token: "Add.Default.0" for "Add.Default.0.forward" and for the
+// "Add.Default.0" that dumps written before the token existed hold. Readers pair kernels of old and new dumps by it.
+constexpr std::string_view kernel_stem(std::string_view kernel_name) {
+  const size_t dot = kernel_name.rfind('.');
+  if (dot != std::string_view::npos && kernel_name.substr(dot + 1) == kDirection) return kernel_name.substr(0, dot);
+  return kernel_name;
+}
+// "{OpType}.{OpName}" of a kernel name of either form ("" when it has no ordinal).
+constexpr std::string_view kernel_base_of(std::string_view kernel_name) {
+  const std::string_view stem = kernel_stem(kernel_name);
+  const size_t dot = stem.rfind('.');
+  return dot == std::string_view::npos ? std::string_view() : stem.substr(0, dot);
+}
 
-// The n of `{OpType}.{OpName}.{n}`: how many kernels with the same base name came before in this step and rank.
+// The n of `{OpType}.{OpName}.{n}.forward`: how many kernels with the same base name came before in this step and rank.
 // Not thread-safe: call it in launch order from one thread (or under the caller's lock).
 class KernelOrdinals {
  public:

@@ -87,7 +87,8 @@ struct KernelCapture : KernelHeader {
   std::optional<CapturedList> inputs;   // nullopt: left out (data_mode "output")
   std::optional<CapturedList> outputs;  // nullopt: left out (data_mode "input")
   std::shared_ptr<Completion> ready;    // null: the bytes are valid already
-  std::vector<std::pair<std::string, ArgValue>> extra;
+  format::EntryNotes notes;             // text members of the entry (flight_note, graph_note...)
+  format::LaunchFields launch_extra;    // further members of its "launch" object
 };
 
 }  // namespace msprobe::record

@@ -467,7 +467,7 @@ void GraphCapture::Impl::capture(const graph::DumpFile &f) {
   };
   if (t.with_inputs) k.inputs = convert(f.inputs);
   if (t.with_outputs) k.outputs = convert(f.outputs);
-  if (!notes.empty()) k.extra.emplace_back("graph_note", notes);  // tensors described but not decoded
+  if (!notes.empty()) k.notes.emplace_back(format::json_key::kGraphNote, notes);  // tensors described but not decoded
   ++kernels;
   session.submit(std::move(k));
 }

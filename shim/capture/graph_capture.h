@@ -3,7 +3,7 @@
 // (reference/cann_dump.md): the shim turns it on before a model is loaded (aclmdlInitDump + aclmdlSetDump with a config
 // made from the MSPROBE_* settings), receives the per-kernel dump files as chunks through acldumpRegCallback on CANN's
 // record thread, reassembles and decodes them (shim/graph/) and hands each kernel to the session like any other:
-// `{OpType}.{OpName}.{n}` from the dump's op type and op name, in the step folders of the same dump tree.
+// `{OpType}.{OpName}.{n}.forward` from the dump's op type and op name, in the step folders of the same dump tree.
 //
 // Steps: from MindSpore's step hook when the host calls it (the shim is the hook tool: MS_DbgOnStepBegin/End; the dump
 // is turned on for each selected step and drained at its end, as msprobe does), else the model's execution index

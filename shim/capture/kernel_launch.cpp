@@ -159,7 +159,7 @@ void KernelLaunch::finish(bool launched) {
   if (ticket_.with_inputs) k.inputs = std::move(inputs_);
   if (ticket_.with_outputs) k.outputs = std::move(outputs_);
   if (staged_) k.ready = session_.staging().fence(stream_);
-  if (!notes_.empty()) k.extra.emplace_back(format::json_key::kFlightNote, std::move(notes_));
+  if (!notes_.empty()) k.notes.emplace_back(format::json_key::kFlightNote, std::move(notes_));
   session_.submit(std::move(k));
   if (ring) ring->seal();  // handed over: the collector lets its ring bytes go in time
 }

@@ -40,7 +40,7 @@ struct Session::Impl {
   std::optional<uint32_t> rank, rank_hint;
   bool rank_resolved = false;
   std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
-  format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}, per step and rank
+  format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}.forward, per step and rank
   bool closed = false;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
 

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <new>
 
+#include "format/naming.h"
+
 namespace msprobe::shim {
 
 // ===================================================================================================================
@@ -840,20 +842,22 @@ bool KernelFilter::add_item(std::string_view raw, std::string *error, std::strin
     items_.emplace_back(item);
     return true;
   }
+  // A kernel name may be given with its direction token or without: the sets hold names without it.
+  const std::string_view stem = format::kernel_stem(item);
   size_t dots = 0;
   bool clean = true;
-  for (const char c : item) {
+  for (const char c : stem) {
     dots += c == '.';
     clean = clean && name_char(static_cast<unsigned char>(c));
   }
-  if (!clean || dots > 2) {
+  if (!clean || dots > 2 || (stem.size() != item.size() && dots != 2)) {
     warn("item \"" + shown(item) +
-         "\" can never match: kernel names are OpType.OpName.n, each part made of [A-Za-z0-9_-]");
+         "\" can never match: kernel names are OpType.OpName.n.forward, each part made of [A-Za-z0-9_-]");
   }
   if (dots == 0) {
     op_types_.emplace(item);
   } else {
-    (dots == 1 ? base_names_ : kernel_names_).emplace(item);
+    (dots == 1 ? base_names_ : kernel_names_).emplace(stem);
     name_op_types_.emplace(item.substr(0, item.find('.')));
   }
   items_.emplace_back(item);
@@ -862,10 +866,11 @@ bool KernelFilter::add_item(std::string_view raw, std::string *error, std::strin
 
 bool KernelFilter::matches(std::string_view op_type, std::string_view kernel_name) const noexcept {
   if (!op_types_.empty() && op_types_.find(op_type) != op_types_.end()) return true;
-  if (!kernel_names_.empty() && kernel_names_.find(kernel_name) != kernel_names_.end()) return true;
+  if (!kernel_names_.empty() && kernel_names_.find(format::kernel_stem(kernel_name)) != kernel_names_.end())
+    return true;
   if (!base_names_.empty()) {
-    const size_t dot = kernel_name.rfind('.');
-    if (dot != std::string_view::npos && base_names_.find(kernel_name.substr(0, dot)) != base_names_.end()) return true;
+    const std::string_view base = format::kernel_base_of(kernel_name);
+    if (!base.empty() && base_names_.find(base) != base_names_.end()) return true;
   }
   for (const NameRegex &re : regexes_) {
     if (re.matches(kernel_name)) return true;

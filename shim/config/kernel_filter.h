@@ -1,10 +1,11 @@
 // Which kernels a filter selects: MSPROBE_LIST / config.json "list", the two ends of MSPROBE_SCOPE, and the
 // MSPROBE_STEP_MARKER regex.
 //
-// Kernel names are `{OpType}.{OpName}.{n}` (spec §5; every part is [A-Za-z0-9_-]). A filter item is one of
+// Kernel names are `{OpType}.{OpName}.{n}.forward` (spec §5; every part is [A-Za-z0-9_-]). A filter item is one of
 //   - an op type (no '.'):               `Matmul`          matches every kernel of that type, case-insensitively;
-//   - a base name (one '.'):             `Matmul.Default`  matches `Matmul.Default.{n}` for every n;
-//   - a full kernel name (two '.'):      `Matmul.Default.3` matches that kernel only;
+//   - a base name (one '.'):             `Matmul.Default`  matches `Matmul.Default.{n}.forward` for every n;
+//   - a kernel name, with or without its direction token (`Matmul.Default.3` or `Matmul.Default.3.forward`):
+//                                        that kernel only;
 //   - `name-regex(R)`:                   R must match the WHOLE kernel name (RE2 FullMatch, as msprobe's L2 list).
 //
 // NameRegex is our own engine for an RE2 subset rather than std::regex: libstdc++'s std::regex recurses once per

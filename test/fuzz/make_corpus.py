@@ -24,6 +24,14 @@ SEQUENCES_DUMP = {"task": "statistics", "level": "L2", "framework": "mindspore",
     "output": [None], "launch_index": 0}}}
 
 
+# The form of issue 27: names end in ".forward", the launch fields are one nested object, notes are strings.
+LAUNCH_DUMP = {"task": "tensor", "level": "L2", "framework": "mindspore", "data": {"Add.Default.0.forward": {
+    "input_args": [{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2], "Max": 1.0, "Min": 0.0,
+                    "Mean": 0.5, "Norm": 1.0, "data_name": "Add.Default.0.forward.input.0.npy"}],
+    "output": [None], "launch": {"index": 3, "task_id": 1, "stream_id": 0, "timestamp": 1700000000},
+    "flight_trigger": "overflow", "flight_note": "kept as statistics"}}}
+
+
 def put(target, name, data):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
@@ -133,6 +141,7 @@ def readers(rank_dir):
     old["data"]["LayerNorm.x.0"]["input_args"][2] = {"type": "aclBoolArray", "value": [True, False]}
     old["data"]["LayerNorm.x.0"]["input_args"][3] = {"type": "aclIntArray", "value": []}
     put("fuzz_dump_readers", "dump_json_old_sequences", b"\x00" + json.dumps(old).encode())
+    put("fuzz_dump_readers", "dump_json_launch", b"\x00" + json.dumps(LAUNCH_DUMP).encode())
     names = list(dump["data"])[:4] if dump else ["Add.Default.0", "Mul.Default.0"]
     put("fuzz_dump_readers", "construct_json", b"\x01" + json.dumps({n: None for n in names}, indent=0).encode())
     put("fuzz_dump_readers", "mapping_csv", b"\x02" + ("12345678901234567890123456789012.npy," + "A" * 300 +

@@ -94,3 +94,41 @@ def stack_of(folder, kernel):
         elif key == kernel:
             return value
     return None
+
+
+def to_old_form(src, dst):
+    """A copy of dump `src` in `dst` as the shim wrote dumps before issue 27: kernel names without their ".forward"
+    token (dump.json, stack.json, construct.json and tensor file names alike), the launch fields at each entry's top
+    level (launch_index, task_id, stream_id, timestamp). Returns dst."""
+    import shutil
+    src, dst = Path(src), Path(dst)
+    shutil.copytree(src, dst)
+    old = lambda name: name[: -len(".forward")] if name.endswith(".forward") else name  # noqa: E731
+    for folder in folders(dst):
+        dump = load_dump(folder)
+        renamed = {}
+        data = {}
+        for name, entry in dump["data"].items():
+            launch = entry.pop("launch")
+            e = {k: v for k, v in entry.items()}
+            for key, value in (("launch_index", launch["index"]), ("task_id", launch["task_id"]),
+                               ("stream_id", launch["stream_id"]), ("timestamp", launch["timestamp"])):
+                e[key] = value
+            for _, t in tensors_of(e):
+                if "data_name" in t:
+                    new = old(name) + t["data_name"][len(name):]
+                    renamed[t["data_name"]] = new
+                    t["data_name"] = new
+            data[old(name)] = e
+        dump["data"] = data
+        (folder / "dump.json").write_text(json.dumps(dump))
+        for before, after in renamed.items():
+            (folder / "dump_tensor_data" / before).rename(folder / "dump_tensor_data" / after)
+        construct = json.loads((folder / "construct.json").read_text())
+        (folder / "construct.json").write_text(json.dumps({old(k): v for k, v in construct.items()}))
+        stack_path = folder / "stack.json"
+        if stack_path.exists():
+            stacks = json.loads(stack_path.read_text())
+            stack_path.write_text(json.dumps({k: [[old(n) for n in names], frames]
+                                              for k, (names, frames) in stacks.items()}))
+    return dst

@@ -116,12 +116,28 @@ def run_train(workdir, *args, shim=True, task=None, env=None, check=True, timeou
 
 # ---- the dump tree ----------------------------------------------------------------------------------------
 def op_type(kernel_name):
-    """{OpType}.{OpName}.{n} -> OpType (both parts are sanitized: no dots inside)."""
+    """{OpType}.{OpName}.{n}.forward -> OpType (both parts are sanitized: no dots inside)."""
     return kernel_name.split(".", 1)[0]
 
 
+def entry_without_time(entry):
+    """A dump.json entry without its launch time stamp (which differs between runs)."""
+    out = dict(entry)
+    if isinstance(out.get("launch"), dict):
+        out["launch"] = {k: v for k, v in out["launch"].items() if k != "timestamp"}
+    return out
+
+
+def base_name(kernel_name):
+    """{OpType}.{OpName}.{n}.forward -> {OpType}.{OpName}."""
+    return kernel_name.split(".")[0] + "." + kernel_name.split(".")[1]
+
+
 def ordinal(kernel_name):
-    return int(kernel_name.rsplit(".", 1)[1])
+    """{OpType}.{OpName}.{n}.forward -> n."""
+    op, scope, n, direction = kernel_name.split(".")
+    assert direction == "forward", kernel_name
+    return int(n)
 
 
 class Folder:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/naming.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/inspect/compare.h"
@@ -19,8 +20,8 @@ const std::string_view kCompareHelp =
     R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR]
 
 Matches the kernels of dump A (the "NPU" side, e.g. the run under test) with those of dump B (the "Bench" side,
-e.g. the reference run) by step, rank and kernel name ({OpType}.{OpName}.{n}: the same in every run of the same
-program), and their tensors by slot (input.0, output.1, ...). A and B may be dump roots, step folders or rank
+e.g. the reference run) by step, rank and kernel name ({OpType}.{OpName}.{n}.forward: the same in every run of the
+same program; a dump written before names ended in .forward pairs with one written after), and their tensors by slot (input.0, output.1, ...). A and B may be dump roots, step folders or rank
 folders; two single rank folders are compared with each other whatever their names (e.g. two ranks).
 
 Per tensor:
@@ -148,7 +149,7 @@ class PairComparison {
   void run() {
     for (const KernelInfo &ka : A_.kernels) kernel(ka);
     for (const KernelInfo &kb : B_.kernels) {
-      if (A_.index.count(kb.name)) continue;
+      if (A_.index.count(std::string(format::kernel_stem(kb.name)))) continue;
       tally_.kernels_only_b.push_back(folder_ + " " + kb.name);
       for (const TensorInfo &t : kb.tensors) write({nullptr, nullptr, &kb, &t}, unmatched("No NPU data matched."));
     }
@@ -162,7 +163,7 @@ class PairComparison {
  private:
   void kernel(const KernelInfo &ka) {
     ++tally_.kernels_a;
-    auto it = B_.index.find(ka.name);
+    auto it = B_.index.find(std::string(format::kernel_stem(ka.name)));
     if (it == B_.index.end()) {
       tally_.kernels_only_a.push_back(folder_ + " " + ka.name);
       for (const TensorInfo &t : ka.tensors) write({&ka, &t, nullptr, nullptr}, unmatched("No bench data matched."));

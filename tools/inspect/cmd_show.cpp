@@ -215,6 +215,12 @@ void print_text(const Shown &s) {
   std::string fields;
   for (const auto &[k, v] : s.kernel.entry.items()) {
     if (k == ck::kInputArgs || k == "input" || k == "input_kwargs" || k == ck::kOutput) continue;
+    if (k == ck::kLaunch && v.is_object()) {
+      // The launch object's members on the same line, as dumps before it held them ("launch_index 19   task_id ..").
+      for (const auto &[lk, lv] : v.items())
+        fields += (lk == ck::kIndex ? std::string(ck::kLegacyLaunchIndex) : lk) + " " + value_text(lv) + "   ";
+      continue;
+    }
     fields += k + " " + value_text(v) + "   ";
   }
   if (!fields.empty()) std::printf("  %s\n", fields.c_str());

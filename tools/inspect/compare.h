@@ -26,7 +26,8 @@ struct KernelInfo {
   std::vector<TensorInfo> tensors;
 };
 
-// One dump folder's kernels in launch order, indexed by name.
+// One dump folder's kernels in launch order, indexed by name without its direction token (format::kernel_stem), so
+// that a dump written before the token existed pairs with one written after.
 struct Side {
   const RankDir *dir = nullptr;
   DumpHeader header;

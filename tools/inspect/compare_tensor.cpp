@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "format/format.h"
+#include "format/naming.h"
 #include "tools/inspect/compare.h"
 #include "tools/reader/tensor_data.h"
 
@@ -38,7 +39,7 @@ Side load_side(const RankDir &d, Progress &progress, uint64_t &done) {
     info.tensors = std::move(k.tensors);
     info.launch_index = k.launch_index.value_or(UINT64_MAX);
     info.name = std::move(k.name);
-    s.index.emplace(info.name, s.kernels.size());
+    s.index.emplace(format::kernel_stem(info.name), s.kernels.size());
     s.kernels.push_back(std::move(info));
     return true;
   };
@@ -47,7 +48,7 @@ Side load_side(const RankDir &d, Progress &progress, uint64_t &done) {
   std::stable_sort(s.kernels.begin(), s.kernels.end(),
                    [](const KernelInfo &a, const KernelInfo &b) { return a.launch_index < b.launch_index; });
   s.index.clear();
-  for (size_t i = 0; i < s.kernels.size(); ++i) s.index.emplace(s.kernels[i].name, i);
+  for (size_t i = 0; i < s.kernels.size(); ++i) s.index.emplace(format::kernel_stem(s.kernels[i].name), i);
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "format/dump_json.h"
+#include "format/naming.h"
 #include "tools/reader/csv.h"
 
 namespace msprobe::tools {
@@ -81,6 +82,13 @@ const Json *member(const Json &obj, std::string_view key) {
   if (!obj.is_object()) return nullptr;
   auto it = obj.find(std::string(key));
   return it == obj.end() ? nullptr : &*it;
+}
+
+// The entry's launch order: "launch": {"index": ..} since dumps carry a direction token, "launch_index" at the top
+// level before.
+std::optional<uint64_t> entry_launch_index(const Json &entry) {
+  if (const Json *launch = member(entry, ck::kLaunch)) return as_u64(member(*launch, ck::kIndex));
+  return as_u64(member(entry, ck::kLegacyLaunchIndex));
 }
 
 std::optional<std::string> string_member(const Json &obj, std::string_view key) {
@@ -249,9 +257,12 @@ KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeader &
       stream_args(s, IoKind::Input, header, kwargs);
     } else if (key == ck::kOutput) {
       stream_args(s, IoKind::Output, header, outputs);
-    } else if (key == ck::kLaunchIndex) {
+    } else if (key == ck::kLaunch) {
       const Json v = s.value();
-      k.launch_index = as_u64(&v);
+      k.launch_index = as_u64(member(v, ck::kIndex));
+    } else if (key == ck::kLegacyLaunchIndex) {
+      const Json v = s.value();
+      if (!k.launch_index) k.launch_index = as_u64(&v);
     } else if (std::string *field = flight_field(k.flight, key)) {
       const Json v = s.value();
       if (v.is_string()) *field = v.get<std::string>();
@@ -449,7 +460,7 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
             k.offset = s.offset();
             k.entry = s.value();
             k.name = std::move(name);
-            k.launch_index = as_u64(member(k.entry, ck::kLaunchIndex));
+            k.launch_index = entry_launch_index(k.entry);
             if (cb.on_kernel && !cb.on_kernel(std::move(k))) throw StopStreaming{};
           }
           if (cb.on_progress && (++count & 1023) == 0) cb.on_progress(s.offset());
@@ -570,6 +581,14 @@ KernelSelection select_kernel(std::span<const KernelRef> kernels, std::string_vi
   }
   for (const KernelRef &k : kernels) {
     if (k.name == selector) {
+      out.name = k.name;
+      return out;
+    }
+  }
+  // A name without its direction token ("Add.Default.1" for "Add.Default.1.forward"), before prefixes: it is the
+  // prefix of "Add.Default.10.forward" too.
+  for (const KernelRef &k : kernels) {
+    if (format::kernel_stem(k.name) == selector) {
       out.name = k.name;
       return out;
     }

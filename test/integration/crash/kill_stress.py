@@ -212,7 +212,7 @@ def check(root, p, work):
             if not set(names) <= set(data):
                 problems.append(f"step{step}/{rank}: stack.json group {key} names {sorted(set(names) - set(data))}, "
                                 "which dump.json lacks")
-        by_rank[rank] += [(e["launch_index"], name) for name, e in data.items()]
+        by_rank[rank] += [(e["launch"]["index"], name) for name, e in data.items()]
         tdir = os.path.join(path, "dump_tensor_data")
         named = {t.info["data_name"] for e in data.values() for t in shimtest.tensors(e) if "data_name" in t.info}
         mapping = os.path.join(tdir, "mapping.csv")

@@ -86,7 +86,7 @@ def folder_rows(folders, problems):
         for key, (names, frames) in files["stack.json"].items():
             if not set(names) <= set(data):
                 problems.append(f"{f.path}: stack.json group {key} names kernels dump.json lacks")
-        rows += [(e["launch_index"], op_type(name)) for name, e in data.items()]
+        rows += [(e["launch"]["index"], op_type(name)) for name, e in data.items()]
     return rows
 
 
@@ -118,7 +118,7 @@ def host_inputs(k):
 def check_crash_host_data(r, first_k=0):
     """Tensor task, crash_host: kernel k (k-th Mul/Add in launch order) has the host's inputs and numpy's output."""
     problems = []
-    kernels = sorted(((e["launch_index"], f, name, e) for f, name, e in r.dump.kernels()), key=lambda t: t[0])
+    kernels = sorted(((e["launch"]["index"], f, name, e) for f, name, e in r.dump.kernels()), key=lambda t: t[0])
     for k, (_, f, name, e) in enumerate(kernels, start=first_k):
         x, y = host_inputs(k)
         ts = list(tensors(e))

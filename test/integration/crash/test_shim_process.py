@@ -102,7 +102,7 @@ def test_many_threads_many_streams(tmp_path):
     for f, name, e in r.dump.kernels():
         k = kernel_index(f, e)
         seen[k] += 1
-        stream_ids.add(e["stream_id"])
+        stream_ids.add(e["launch"]["stream_id"])
         x, y = host_inputs(k)
         got = [f.load(t.info) for t in tensors(e)]
         want = [x, y, x * y if k % 2 == 0 else x + y]

@@ -71,9 +71,9 @@ def load_dump(rank_dir):
 
 
 def entries_of(dump, op_type):
-    """{kernel name: entry} of the kernels of one op type ({OpType}.{OpName}.{n})."""
-    return {k: v for k, v in dump["data"].items() if k.startswith(op_type + ".") and k.count(".") >= 2
-            and k[len(op_type) + 1:].rsplit(".", 1)[-1].isdigit()}
+    """{kernel name: entry} of the kernels of one op type ({OpType}.{OpName}.{n}.forward)."""
+    return {k: v for k, v in dump["data"].items() if k.startswith(op_type + ".") and k.count(".") == 3
+            and k.endswith(".forward") and k.split(".")[2].isdigit()}
 
 
 def describe(p):

@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from edge_helpers import (PYTHON, SHIM, SOURCE, TRAIN, clean_env, describe, dump_dirs, load_dump,  # noqa: E402
                           require_built, run, shim_lines, with_shim)
 
-KERNEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\.[A-Za-z0-9_][A-Za-z0-9_-]*\.\d+$")
+KERNEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\.[A-Za-z0-9_][A-Za-z0-9_-]*\.\d+\.forward$")
 
 
 @pytest.fixture(scope="module")

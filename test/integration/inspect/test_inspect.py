@@ -121,12 +121,12 @@ def test_summary_finds_the_first_nan_per_rank_with_its_stack(dumps, tmp_path):
     for (step, rank), edits in plan.items():
         path = root / step / rank / "dump.json"
         d = json.loads(path.read_text())
-        by_launch = sorted(d["data"], key=lambda k: d["data"][k]["launch_index"])
+        by_launch = sorted(d["data"], key=lambda k: d["data"][k]["launch"]["index"])
         for pos, stat, value in edits:
             name = by_launch[pos]
             row, t = tensors_of(d["data"][name])[-1]
             t[stat] = value
-            cand = (int(step[4:]), d["data"][name]["launch_index"], name, row, stat, value)
+            cand = (int(step[4:]), d["data"][name]["launch"]["index"], name, row, stat, value)
             expected[rank] = min(expected.get(rank, cand), cand)
         path.write_text(json.dumps(d, indent=1))  # msprobe's own layout: the reader must not rely on ours
     first1 = expected["rank1"]
@@ -151,7 +151,7 @@ def test_summary_finds_the_first_nan_per_rank_with_its_stack(dumps, tmp_path):
 
 # ---- show ----------------------------------------------------------------------------------------------------------
 def launch_order(entries, op):
-    return sorted((k for k in entries if k.split(".")[0] == op), key=lambda k: entries[k]["launch_index"])
+    return sorted((k for k in entries if k.split(".")[0] == op), key=lambda k: entries[k]["launch"]["index"])
 
 
 def test_show_prints_the_right_entry(dumps):
@@ -159,10 +159,10 @@ def test_show_prints_the_right_entry(dumps):
     f0, f1 = folders(root)[0], folders(root)[1]
     d0, d1 = load_dump(f0)["data"], load_dump(f1)["data"]
     first_gelu = launch_order(d0, "Gelu")[0]
-    assert first_gelu.startswith("Gelu.") and first_gelu.endswith(".0")
+    assert first_gelu.startswith("Gelu.") and first_gelu.endswith(".0.forward")
     out = inspect("show", root, "Gelu#0", expect=0).stdout
     assert out.startswith(f"{first_gelu}  ({f0.parent.name}/{f0.name}, tensor)")
-    assert f"launch_index {d0[first_gelu]['launch_index']}" in out
+    assert f"launch_index {d0[first_gelu]['launch']['index']}" in out
     for row, t in tensors_of(d0[first_gelu]):
         assert f"Max {t['Max']!r}  Min {t['Min']!r}  Mean {t['Mean']!r}  Norm {t['Norm']!r}" in out
         assert f"file dump_tensor_data/{t['data_name']} (" in out

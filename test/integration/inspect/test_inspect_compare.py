@@ -44,7 +44,7 @@ def all_tensors(root):
     out = []
     for f in folders(root):
         data = load_dump(f)["data"]
-        for name in sorted(data, key=lambda k: data[k]["launch_index"]):
+        for name in sorted(data, key=lambda k: data[k]["launch"]["index"]):
             for row, t in tensors_of(data[name]):
                 out.append((f, f"{name}.{row}", t, data[name]))
     return out
@@ -71,7 +71,7 @@ def test_identical_runs_compare_all_pass(runs, tmp_path, task):
 def first_of(root, op):
     """The first kernel of op type `op` in step 0 (launch order): names carry the Python scope."""
     d = load_dump(folders(root)[0])["data"]
-    return min((k for k in d if k.split(".")[0] == op), key=lambda k: d[k]["launch_index"])
+    return min((k for k in d if k.split(".")[0] == op), key=lambda k: d[k]["launch"]["index"])
 
 
 @pytest.mark.parametrize("task", MODES)

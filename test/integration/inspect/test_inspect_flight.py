@@ -49,7 +49,7 @@ def kernels(dump):
     out = []
     for f in folders(dump):
         data = load_dump(f)["data"]
-        out += [(f, n, data[n]) for n in sorted(data, key=lambda n: data[n]["launch_index"])]
+        out += [(f, n, data[n]) for n in sorted(data, key=lambda n: data[n]["launch"]["index"])]
     return out
 
 
@@ -118,7 +118,7 @@ def flight_record(src, dest, windows, notes=()):
     shutil.copytree(src, dest)
     for folder in folders(dest):
         dump = load_dump(folder)
-        window_of = {n: w for n, e in dump["data"].items() for w in windows if w.lo <= e["launch_index"] <= w.hi}
+        window_of = {n: w for n, e in dump["data"].items() for w in windows if w.lo <= e["launch"]["index"] <= w.hi}
         if not window_of:
             shutil.rmtree(folder)
             continue
@@ -157,7 +157,7 @@ def test_plain_dump_summary_has_no_flight_output(dumps):
 def test_summary_names_an_overflow_record_spanning_two_steps(dumps, tmp_path):
     """The 8 kernels up to the planted overflow: 3 at the end of step 0, 5 in step 1 ending with the Muls."""
     folder, name, entry = muls(dumps("overflow"))
-    li = entry["launch_index"]
+    li = entry["launch"]["index"]
     assert folder.parent.name == "step1"
     text_of_overflow = overflow_text(folder, entry)
     rec = flight_record(dumps("overflow"), tmp_path / "rec", [Window(li - 7, li, "overflow", name)])
@@ -182,12 +182,12 @@ def test_summary_names_an_overflow_record_spanning_two_steps(dumps, tmp_path):
 
 def test_summary_counts_flight_notes(dumps, tmp_path):
     folder, name, entry = muls(dumps("overflow"))
-    li = entry["launch_index"]
-    noted = [n for _, n, e in kernels(dumps("overflow")) if e["launch_index"] in (li - 2, li - 1)]
+    li = entry["launch"]["index"]
+    noted = [n for _, n, e in kernels(dumps("overflow")) if e["launch"]["index"] in (li - 2, li - 1)]
     rec = flight_record(dumps("overflow"), tmp_path / "rec", [Window(li - 4, li, "overflow", name)], notes=noted)
     (r,) = summary_json(rec)["flight_records"]
     assert (r["kernels"], r["flight_notes"], r["steps"]) == (5, 2, [1])
-    first = min(noted, key=lambda n: load_dump(folder)["data"][n]["launch_index"])
+    first = min(noted, key=lambda n: load_dump(folder)["data"][n]["launch"]["index"])
     assert (f"           5 kernel(s) recorded, step 1, launch_index {li - 4}-{li}\n"
             f"           flight_note on 2 kernel(s), first {first}: input.0 (96 MiB) is larger than the ring: "
             f"statistics only\n") in inspect("summary", rec, expect=0).stdout
@@ -197,7 +197,7 @@ def test_summary_counts_flight_notes(dumps, tmp_path):
 def test_summary_names_an_exit_or_signal_record(dumps, tmp_path, trigger):
     """The last 6 kernels of the run (step 1), written at exit or at a fatal signal."""
     ks = kernels(dumps("clean"))
-    last = ks[-1][2]["launch_index"]
+    last = ks[-1][2]["launch"]["index"]
     rec = flight_record(dumps("clean"), tmp_path / "rec", [Window(last - 5, last, trigger)])
     (r,) = summary_json(rec)["flight_records"]
     assert r == {"rank": "rank", "trigger": trigger, "trigger_kernel": None, "trigger_step": None,
@@ -213,7 +213,7 @@ def test_summary_lists_records_per_rank_and_trigger(dumps, tmp_path):
     by_rank = {}
     for f, n, e in kernels(dump):
         if f.parent.name == "step0":
-            by_rank.setdefault(f.name, []).append((e["launch_index"], n))
+            by_rank.setdefault(f.name, []).append((e["launch"]["index"], n))
     assert sorted(by_rank) == ["rank0", "rank1"]
     # Same program on both ranks: the same names at the same launch indexes.
     assert by_rank["rank0"] == by_rank["rank1"]
@@ -251,7 +251,7 @@ def test_replay_none_departs_names_the_first_non_finite_output(dumps, tmp_path):
     """Every recorded kernel computed correctly (the Muls multiplied by inf as it was asked): replay says so and
     names the Muls, the first kernel whose output is non-finite while its inputs are finite."""
     folder, name, entry = muls(dumps("overflow"))
-    li = entry["launch_index"]
+    li = entry["launch"]["index"]
     rec = flight_record(dumps("overflow"), tmp_path / "rec", [Window(li - 7, li, "overflow", name)])
     stdout, rows = replay(rec, tmp_path / "out", expect=0)
     assert [r["Forward Test Success"] for r in rows] == ["pass"] * 8
@@ -269,9 +269,9 @@ def test_replay_names_the_first_departing_kernel(dumps, tmp_path, corrupt_back):
     """Recorded kernels' output.0 scaled by 1.5 (li - 2: step 1's first Matmul; li - 5: an ApplyAdamWV2 of step 0):
     the first in launch order is named, with its folder and launch index."""
     folder, name, entry = muls(dumps("overflow"))
-    li = entry["launch_index"]
+    li = entry["launch"]["index"]
     rec = flight_record(dumps("overflow"), tmp_path / "rec", [Window(li - 7, li, "overflow", name)])
-    by_li = {e["launch_index"]: (f, n, e) for f, n, e in kernels(rec)}
+    by_li = {e["launch"]["index"]: (f, n, e) for f, n, e in kernels(rec)}
     for back in corrupt_back:
         f, n, e = by_li[li - back]
         path = f / "dump_tensor_data" / e["output"][0]["data_name"]
@@ -295,8 +295,8 @@ def test_replay_skips_a_tensor_kept_as_statistics_only(dumps, tmp_path):
     """A flight_note kernel (input.0 without data) is skipped with the reason, not failed, and listed as not
     judged; the report still names the Muls."""
     folder, name, entry = muls(dumps("overflow"))
-    li = entry["launch_index"]
-    (noted,) = [n for _, n, e in kernels(dumps("overflow")) if e["launch_index"] == li - 2]
+    li = entry["launch"]["index"]
+    (noted,) = [n for _, n, e in kernels(dumps("overflow")) if e["launch"]["index"] == li - 2]
     rec = flight_record(dumps("overflow"), tmp_path / "rec", [Window(li - 4, li, "overflow", name)], notes=[noted])
     stdout, rows = replay(rec, tmp_path / "out", expect=0)
     status = {r["API name"]: (r["Forward Test Success"], r["Message"]) for r in rows}

@@ -74,7 +74,7 @@ def kernels_in_launch_order(root):
     out = []
     for f in folders(root):
         data = load_dump(f)["data"]
-        for name in sorted(data, key=lambda k: data[k]["launch_index"]):
+        for name in sorted(data, key=lambda k: data[k]["launch"]["index"]):
             out.append((f, f.parent.name[4:], f.name, name, data[name]))
     return out
 
@@ -98,7 +98,7 @@ def test_clean_run_passes_every_kernel_with_a_reference(dumps, tmp_path, name):
     refs = ops_with_reference()
     # One result row per kernel, in launch order per folder; names and folders as in dump.json.
     assert [(r["Step"], r["Rank"], r["API name"]) for r in rows] == [(s, rk, n) for _, s, rk, n, _ in kernels]
-    assert [int(r["Launch Index"]) for r in rows] == [e["launch_index"] for *_, e in kernels]
+    assert [int(r["Launch Index"]) for r in rows] == [e["launch"]["index"] for *_, e in kernels]
     with_ref = [n for *_, n, _ in kernels if op_type(n) in refs]
     # train.py's op types all have a reference (HcclAllReduce too, with 2 ranks).
     assert {op_type(n) for *_, n, _ in kernels} <= refs, {op_type(n) for *_, n, _ in kernels} - refs

@@ -7,3 +7,6 @@ msprobe_pytest(test_shim_dump_modes.py TIMEOUT 600)
 # Every leaf of real dumps (train.py, acl_app, aclop list attributes; every task) has a scalar value, as msprobe's
 # compare needs (issue 17); compare and replay read the sequence form and the old list-value form alike.
 msprobe_pytest(test_dump_leaves.py TIMEOUT 900)
+# The two rules every msprobe applies to an entry (direction token, nothing truthy but strings, lists, bools and
+# objects at its top level; issue 27), read by a checker of our own on real dumps of every task and host.
+msprobe_pytest(test_msprobe_rules.py TIMEOUT 600)

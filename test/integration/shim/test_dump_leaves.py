@@ -203,7 +203,7 @@ def test_two_runs_have_no_list_value_and_compare_kernel_by_kernel(dumps, tmp_pat
         assert any(sequences(d) for d in docs)
     stdout, rows = compare_rows(a, b, tmp_path / "new")
     tensors = [(f, f"{n}.{row}") for f in folders(a) for n, e in sorted(
-        load_dump(f)["data"].items(), key=lambda kv: kv[1]["launch_index"]) for row, _ in tensors_of(e)]
+        load_dump(f)["data"].items(), key=lambda kv: kv[1]["launch"]["index"]) for row, _ in tensors_of(e)]
     assert [r["NPU Name"] for r in rows] == [n for _, n in tensors]
     assert all(r["NPU Name"] == r["Bench Name"] and r["Result"] == "pass" for r in rows), \
         [r for r in rows if r["Result"] != "pass"][:3]
@@ -240,7 +240,7 @@ def test_show_prints_a_sequence_on_one_line(dumps):
     """LayerNorm's normalizedShape, a list of one int leaf, as `int[] [W]`."""
     root = dumps("statistics", "a")
     d = load_dump(folders(root)[0])["data"]
-    name = min((k for k in d if shimtest.op_type(k) == "LayerNorm"), key=lambda k: d[k]["launch_index"])
+    name = min((k for k in d if shimtest.op_type(k) == "LayerNorm"), key=lambda k: d[k]["launch"]["index"])
     seq = d[name]["input_args"][1]
     assert is_sequence(seq), seq
     out = inspect("show", root, "LayerNorm#0", expect=0).stdout

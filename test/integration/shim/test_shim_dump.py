@@ -25,7 +25,7 @@ from shimtest import fail_report, op_type, tensors
 STEPS = 3
 # (dtype, ranks) of the runs checked here; test_shim_dump_ranks.py runs the same tests with 2 ranks.
 CONFIGS = [("fp32", 1), ("bf16", 1)]
-LAUNCH_FIELDS = ("launch_index", "task_id", "stream_id", "timestamp")
+LAUNCH_FIELDS = ("index", "task_id", "stream_id", "timestamp")  # members of an entry's "launch" object
 
 
 def pytest_generate_tests(metafunc):
@@ -109,21 +109,22 @@ def test_entries_files_and_construct(runs, kind, dtype, ranks):
                             f"{sorted(set(f.construct) ^ f.names())[:5]}")
         if any(v is not None for v in f.construct.values()):
             problems.append(f"{f.path}: construct.json has non-null values")
-        # Names: {OpType}.{OpName}.{n}, OpName sanitized (the Python scope, or Default), n = 0, 1, ... per
+        # Names: {OpType}.{OpName}.{n}.forward, OpName sanitized (the Python scope, or Default), n = 0, 1, ... per
         # OpType.OpName in this folder, in launch order.
         by_type = {}
-        for name, e in sorted(f.entries(), key=lambda kv: kv[1].get("launch_index", -1)):
+        for name, e in sorted(f.entries(), key=lambda kv: kv[1].get("launch", {}).get("index", -1)):
             parts = name.split(".")
-            if len(parts) != 3 or not re.fullmatch(r"[A-Za-z0-9_-]+", parts[1]) or not parts[2].isdigit():
+            if len(parts) != 4 or not re.fullmatch(r"[A-Za-z0-9_-]+", parts[1]) or not parts[2].isdigit() \
+                    or parts[3] != "forward":
                 problems.append(f"{f.path}: kernel name {name!r}")
                 continue
             by_type.setdefault(parts[0] + "." + parts[1], []).append(int(parts[2]))
-            missing = [k for k in LAUNCH_FIELDS if not isinstance(e.get(k), int)]
+            missing = [k for k in LAUNCH_FIELDS if not isinstance(e.get("launch", {}).get(k), int)]
             if missing:
                 problems.append(f"{f.path}: {name} lacks integer {missing}")
                 continue
-            launch_indices.setdefault(f.rank, []).append((e["launch_index"], e["task_id"], e["stream_id"],
-                                                          e["timestamp"], name))
+            launch_indices.setdefault(f.rank, []).append((e["launch"]["index"], e["launch"]["task_id"], e["launch"]["stream_id"],
+                                                          e["launch"]["timestamp"], name))
             if "input_args" not in e or "output" not in e:
                 problems.append(f"{f.path}: {name} lacks input_args or output")
             for t in tensors(e):
@@ -156,7 +157,7 @@ def test_one_folder_per_training_step(runs, dtype, ranks):
     assert steps == list(range(STEPS)), (
         f"{len(steps)} step folders for a {STEPS}-step run: {steps[:10]}{'...' if len(steps) > 10 else ''}; "
         f"first kernels of the first folders: "
-        + "; ".join(f"step{f.step}: {sorted(f.names(), key=lambda n: f.data[n]['launch_index'])[:4]}"
+        + "; ".join(f"step{f.step}: {sorted(f.names(), key=lambda n: f.data[n]['launch']['index'])[:4]}"
                     for f in r.dump.folders()[:4])
         + ". (The default step marker ends a step at the first non-optimizer kernel after ApplyAdamWV2; "
           "mixed-precision AdamW launches Cast kernels between its ApplyAdamWV2 kernels.)")

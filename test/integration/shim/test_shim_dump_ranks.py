@@ -27,7 +27,7 @@ def test_all_reduced_inputs_are_captured_after_the_collective(runs, dtype, ranks
             continue
         f1 = r.dump.folder(f0.step, 1)
         assert f0.names() == f1.names()
-        order = sorted(f0.names(), key=lambda n: f0.data[n]["launch_index"])
+        order = sorted(f0.names(), key=lambda n: f0.data[n]["launch"]["index"])
         for k, name in enumerate(order):
             if op_type(name) != "Muls":
                 continue

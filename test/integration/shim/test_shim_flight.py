@@ -19,7 +19,7 @@ K = 10
 
 
 def entries_in_launch_order(dump):
-    return sorted(((e["launch_index"], name, f.step, e) for f in dump.folders() for name, e in f.entries()),
+    return sorted(((e["launch"]["index"], name, f.step, e) for f in dump.folders() for name, e in f.entries()),
                   key=lambda row: row[0])
 
 

@@ -48,7 +48,7 @@ def entries(dump):
     """{(step, rank): [(name, entry), ...] in launch order}."""
     out = {}
     for f in dump.folders():
-        out[(f.step, f.rank)] = sorted(f.entries(), key=lambda kv: kv[1]["launch_index"])
+        out[(f.step, f.rank)] = sorted(f.entries(), key=lambda kv: kv[1]["launch"]["index"])
     return out
 
 

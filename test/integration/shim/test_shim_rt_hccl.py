@@ -93,7 +93,7 @@ def test_acl_app_hccl_all_reduce_is_typed(acl_app):
 
 
 def test_acl_app_families_in_launch_order(acl_app):
-    index = {op_type(n): e["launch_index"] for _, n, e in acl_app.dump.kernels()}
+    index = {op_type(n): e["launch"]["index"] for _, n, e in acl_app.dump.kernels()}
     order = [op for op in ("Add", "fake_vector_add", "Mul", "HcclAllReduce") if op in index]
     for op in ("fake_vector_add", "Mul", "HcclAllReduce"):
         assert op in index, f"{op} not dumped; have {sorted(index)}"
@@ -331,13 +331,13 @@ def workers(tmp_path_factory):
 def test_worker_kernels_in_launch_order_on_both_ranks(workers):
     assert workers.ranks() == [0, 1]
     for rank in (0, 1):
-        kernels = sorted(((e["launch_index"], op_type(n)) for f, n, e in workers.kernels() if f.rank == rank))
+        kernels = sorted(((e["launch"]["index"], op_type(n)) for f, n, e in workers.kernels() if f.rank == rank))
         assert [op for _, op in kernels] == WORKER_ORDER, kernels
 
 
 def rank_kernels(dump, rank, op):
     return sorted(((f, n, e) for f, n, e in dump.kernels() if f.rank == rank and op_type(n) == op),
-                  key=lambda k: k[2]["launch_index"])
+                  key=lambda k: k[2]["launch"]["index"])
 
 
 def test_handle_launch_named_by_tiling_key_with_interior_pointer_and_partial_slot(workers):

@@ -96,7 +96,7 @@ def group_problems(folder, stacks, allow_missing=()):
 
 
 def by_launch(folder):
-    return sorted(folder.entries(), key=lambda kv: kv[1]["launch_index"])
+    return sorted(folder.entries(), key=lambda kv: kv[1]["launch"]["index"])
 
 
 # ---- the source, independently --------------------------------------------------------------------------------
@@ -245,10 +245,10 @@ def test_names_carry_the_scope_and_are_the_same_in_every_run(train_runs):
     assert not any(".Default." in n for n in names), [n for n in names if ".Default." in n][:5]
     # The model's structure is in the names (msprobe-style scopes), not tiny_npu's dispatch internals.
     step0 = a.folder(0).names()
-    for want in ("Matmul.main_train_TinyModel_forward_Linear_forward_matmul.0",
-                 "Matmul.main_train_TinyModel_backward_Linear_backward_matmul.0",
-                 "Gelu.main_train_TinyModel_forward_Gelu_forward_gelu.0",
-                 "ApplyAdamWV2.main_train_AdamW_step_apply_adamw_v2.0"):
+    for want in ("Matmul.main_train_TinyModel_forward_Linear_forward_matmul.0.forward",
+                 "Matmul.main_train_TinyModel_backward_Linear_backward_matmul.0.forward",
+                 "Gelu.main_train_TinyModel_forward_Gelu_forward_gelu.0.forward",
+                 "ApplyAdamWV2.main_train_AdamW_step_apply_adamw_v2.0.forward"):
         assert want in step0, sorted(step0)
     assert not any(s in n for n in names for s in ("_run", "_phase1", "__call__", "_module_"))
 
@@ -315,7 +315,7 @@ def test_train_stacks_are_the_frames_python_reports_at_phase_1(tmp_path, tq):
     kernels = []
     for folder in r.dump.folders():
         per_kernel = stack_of(load_stacks(folder))
-        kernels += [(e["launch_index"], n, per_kernel.get(n)) for n, e in folder.entries()]
+        kernels += [(e["launch"]["index"], n, per_kernel.get(n)) for n, e in folder.entries()]
     kernels.sort()
     assert [op_type(n) for _, n, _ in kernels] == [name for name, _ in want]
     problems = []

@@ -43,7 +43,7 @@ def test_overflow_nums_limits_the_reports(tmp_path):
     # From step 1 on every later kernel of the step sees inf/nan: with a limit of 3 exactly 3 are written.
     r = run_train(tmp_path / "o", "--steps", "2", "--overflow-at", "1", task="overflow_check",
                   env={"MSPROBE_OVERFLOW_NUMS": "3"})
-    entries = sorted((e["launch_index"], n) for f in r.dump.folders() for n, e in f.entries())
+    entries = sorted((e["launch"]["index"], n) for f in r.dump.folders() for n, e in f.entries())
     assert len(entries) == 3 and shimtest.op_type(entries[0][1]) == "Muls" and shimtest.ordinal(entries[0][1]) == 0, \
         entries
 
@@ -75,7 +75,7 @@ def test_acl_app_aclop_add_is_captured_with_its_data(tmp_path):
     out = folder.load(entry["output"][0])
     np.testing.assert_array_equal(out, x + y)
     # Kernels of every launch path are numbered in launch order across API families.
-    order = sorted(folder.entries(), key=lambda kv: kv[1]["launch_index"])
+    order = sorted(folder.entries(), key=lambda kv: kv[1]["launch"]["index"])
     assert [name.split(".")[0] for name, _ in order][:3] == ["Add", "fake_vector_add", "Mul"]
 
 
@@ -84,7 +84,7 @@ def test_scope_dumps_from_first_match_to_next_last_match_in_each_step(tmp_path):
     full = run_train(tmp_path / "f", "--steps", "2")
     r = run_train(tmp_path / "s", "--steps", "2", env={"MSPROBE_SCOPE": "Gelu,GeluBackward"})
     for folder in full.dump.folders():
-        order = [n for n, _ in sorted(folder.entries(), key=lambda kv: kv[1]["launch_index"])]
+        order = [n for n, _ in sorted(folder.entries(), key=lambda kv: kv[1]["launch"]["index"])]
         first = next(i for i, n in enumerate(order) if n.startswith("Gelu."))
         last = next(i for i, n in enumerate(order) if n.startswith("GeluBackward.") and i > first)
         got = r.dump.folder(folder.step, folder.rank).names()

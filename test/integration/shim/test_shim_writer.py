@@ -195,7 +195,7 @@ def test_entries_in_launch_order(runs):
     plain, _ = runs
     n = 0
     for f in plain.dump.folders():
-        order = [e["launch_index"] for _, e in f.entries()]
+        order = [e["launch"]["index"] for _, e in f.entries()]
         assert order == sorted(order), f"{f.path}: dump.json not in launch order"
         assert list(f.construct) == list(f.data)
         n += len(order)

@@ -140,7 +140,7 @@ TEST(Collector, WriterThreadsAppendInSubmissionOrder) {
   for (int i = 0; i < kKernels; ++i) {
     EXPECT_EQ(dump_keys[i], "Op" + std::to_string(i % 3) + ".Default." + std::to_string(i / 3));
     const auto &e = j["data"][dump_keys[i]];
-    EXPECT_EQ(e["launch_index"].get<int>(), i);
+    EXPECT_EQ(e["launch"]["index"].get<int>(), i);
     // Max/Min of (i+1)*(j-7.5) over j in [0, 16+i).
     const float hi = (float)(i + 1) * ((float)(15 + i) - 7.5f), lo = (float)(i + 1) * -7.5f;
     EXPECT_EQ(e["output"][0]["Max"].get<double>(), (double)hi) << dump_keys[i];
@@ -170,7 +170,7 @@ TEST(Collector, Lz4FilesDecompressToTheUncompressedFiles) {
     o.compress = z;
     mc::Collector c(o);
     mc::KernelCapture k;
-    k.name = "Mix.Default.0";
+    k.name = "Mix.Default.0.forward";
     k.inputs = mc::CapturedList{mc::CapturedArg{tensor(DType::F32, {600, 500}, block_of(f32))},
                                 mc::CapturedArg{tensor(DType::BF16, {50, 100}, block_of(bf16))}};
     k.outputs = mc::CapturedList{mc::CapturedArg{tensor(DType::I64, {10}, block_of(i64))}};

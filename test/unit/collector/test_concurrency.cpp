@@ -166,7 +166,7 @@ TEST(CollectorConcurrency, ManyProducersFlushersAndLateCompletions) {
     uint64_t last = 0;
     bool first = true;
     for (const auto &[name, e] : dump["data"].items()) {
-      const uint64_t index = e["launch_index"].get<uint64_t>();
+      const uint64_t index = e["launch"]["index"].get<uint64_t>();
       EXPECT_TRUE(first || index > last) << name << " appended out of submission order";
       first = false;
       last = index;

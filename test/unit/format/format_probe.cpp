@@ -242,8 +242,8 @@ std::vector<mc::KernelEntry> sample_entries() {
   g.task_id = 7;
   g.stream_id = 2;
   g.timestamp_us = 1733905446819800;
-  g.extra.emplace_back("host_api", std::string("aclnnMixed"));
-  g.extra.emplace_back("device", int64_t{0});
+  g.notes.emplace_back("host_api", "aclnnMixed");
+  g.launch_extra.emplace_back("device", int64_t{0});
   out.push_back(g);
 
   mc::KernelEntry r;

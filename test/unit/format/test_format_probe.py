@@ -393,7 +393,7 @@ def test_csv_safe_text_satisfies_msprobe_blacklist():
 
 
 def test_long_names_get_32_digits_and_a_mapping_row(tmp_path):
-    short = "Add.Default.0.input.0.npy"
+    short = "Add.Default.0.forward.input.0.npy"
     r = probe("create", tmp_path, short.encode().hex()).stdout.split("\n")
     assert r[0] == short and r[1] == ""
     long = "Matmul." + "L" * 300 + ".0.output.0.npy"
@@ -430,7 +430,7 @@ def walk_strings(node):
 def test_dump_json_journal_stack_and_construct(tmp_path, framework):
     probe("journal", tmp_path, framework)
     ms = framework == "mindspore"
-    names = ["Add.Default.0", "Mixed.net_layer_0_fwd.3", "Custom.Default.0"]
+    names = ["Add.Default.0.forward", "Mixed.net_layer_0_fwd.3.forward", "Custom.Default.0.forward"]
 
     # Every snapshot (file after begin/append + closing suffix) is valid JSON holding a prefix of the entries.
     for i in range(len(names) + 1):
@@ -453,9 +453,10 @@ def test_dump_json_journal_stack_and_construct(tmp_path, framework):
     for s in walk_strings(d):
         assert not re.search(STRING_BLACKLIST, s), s
 
-    add = d["data"]["Add.Default.0"]
-    assert list(add) == ["input_args", "output", "launch_index", "task_id", "stream_id", "timestamp"]
-    assert add["timestamp"] == 1733905446819790
+    add = d["data"]["Add.Default.0.forward"]
+    assert list(add) == ["input_args", "output", "launch"]
+    assert list(add["launch"]) == ["index", "task_id", "stream_id", "timestamp"]
+    assert add["launch"]["timestamp"] == 1733905446819790
     t0 = add["input_args"][0]
     assert list(t0) == ["type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "md5", "data_name", "format",
                         "stride", "offset"]
@@ -464,7 +465,7 @@ def test_dump_json_journal_stack_and_construct(tmp_path, framework):
     assert t0["shape"] == [2]
     assert (t0["Max"], t0["Min"], t0["Mean"], t0["Norm"]) == (2.0, 1.0, 1.5, 2.2360680103302)
     assert t0["md5"] == f"{zlib.crc32(struct.pack('<2f', 1, 2)):08x}" == "2e3fa576"
-    assert t0["data_name"] == "Add.Default.0.input.0.npy"
+    assert t0["data_name"] == "Add.Default.0.forward.input.0.npy"
     assert (t0["format"], t0["stride"], t0["offset"]) == ("ND", [1], 0)
     h = add["input_args"][1]
     assert h["dtype"] == ("Float16" if ms else "torch.float16")
@@ -474,8 +475,9 @@ def test_dump_json_journal_stack_and_construct(tmp_path, framework):
     o = add["output"][0]
     assert all(math.isnan(o[k]) for k in ("Max", "Min", "Mean", "Norm"))
 
-    mixed = d["data"]["Mixed.net_layer_0_fwd.3"]
-    assert list(mixed) == ["input_args", "launch_index", "task_id", "stream_id", "timestamp", "host_api", "device"]
+    mixed = d["data"]["Mixed.net_layer_0_fwd.3.forward"]
+    assert list(mixed) == ["input_args", "launch", "host_api"]
+    assert list(mixed["launch"]) == ["index", "task_id", "stream_id", "timestamp", "device"]
     lst, empty, inf, tup, text, dbl, bools, flag, none = mixed["input_args"]
     assert lst[0]["dtype"] == ("Bool" if ms else "torch.bool")
     assert (lst[0]["Max"], lst[0]["Min"], lst[0]["Mean"], lst[0]["Norm"]) == (True, False, None, None)
@@ -492,18 +494,19 @@ def test_dump_json_journal_stack_and_construct(tmp_path, framework):
     assert math.copysign(1, dbl[1]) == -1
     assert bools == [{"type": "bool", "value": False}, {"type": "bool", "value": True}]
     assert flag["value"] is False and none == {"type": "NoneType", "value": None}
-    assert (mixed["task_id"], mixed["stream_id"], mixed["host_api"], mixed["device"]) == (7, 2, "aclnnMixed", 0)
+    assert (mixed["launch"]["task_id"], mixed["launch"]["stream_id"], mixed["host_api"], mixed["launch"]["device"]) == \
+        (7, 2, "aclnnMixed", 0)
 
-    custom = d["data"]["Custom.Default.0"]
+    custom = d["data"]["Custom.Default.0.forward"]
     assert custom["input_args"] == []
     assert custom["output"][0]["dtype"] == "Complex64" and custom["output"][0]["Max"] is None
 
     stack = json.loads((tmp_path / "stack.json").read_text())
     assert list(stack) == ["0", "1"]
-    assert stack["0"][0] == ["Add.Default.0", "Custom.Default.0"]
+    assert stack["0"][0] == ["Add.Default.0.forward", "Custom.Default.0.forward"]
     assert stack["0"][1] == ["File /w/train.py, line 42, in forward, \n output = F.relu(x)", " +0x1a libfoo.so",
                              " @decorated; =x", " ＋fullwidth"]
-    assert stack["1"] == [["Mixed.net_layer_0_fwd.3"], ["The call stack retrieval failed."]]
+    assert stack["1"] == [["Mixed.net_layer_0_fwd.3.forward"], ["The call stack retrieval failed."]]
     for s in walk_strings(stack):
         assert not re.search(STRING_BLACKLIST, s), s
 

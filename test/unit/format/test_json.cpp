@@ -150,20 +150,21 @@ mc::KernelEntry entry(std::string name) {
   e.task_id = 3;
   e.stream_id = 1;
   e.timestamp_us = 1733905446819790;
-  e.extra.emplace_back("host_op", std::string("aclnnAdd"));
+  e.notes.emplace_back("host_op", "aclnnAdd");
+  e.launch_extra.emplace_back("device", int64_t{0});
   return e;
 }
 
 TEST(Json, KernelEntryLayout) {
-  const std::string s = mc::kernel_entry_json(entry("Add.Default.0"), Framework::MindSpore);
+  const std::string s = mc::kernel_entry_json(entry("Add.Default.0.forward"), Framework::MindSpore);
   const std::string t =
       "{\"type\": \"mindspore.Tensor\", \"dtype\": \"Float32\", \"shape\": [2, 3], \"Max\": 6.0, \"Min\": 1.0, "
       "\"Mean\": 3.5, \"Norm\": 9.539392471313477}";
-  EXPECT_EQ(s, "\"Add.Default.0\": {\"input_args\": [" + t + ", null, {\"type\": \"float\", \"value\": 2.0}, " +
+  EXPECT_EQ(s, "\"Add.Default.0.forward\": {\"input_args\": [" + t + ", null, {\"type\": \"float\", \"value\": 2.0}, " +
                    "[{\"type\": \"int\", \"value\": 1}, {\"type\": \"int\", \"value\": -2}], [" + t +
                    ", null]], \"output\": [" + t +
-                   "], \"launch_index\": 5, \"task_id\": 3, \"stream_id\": 1, \"timestamp\": 1733905446819790, "
-                   "\"host_op\": \"aclnnAdd\"}");
+                   "], \"launch\": {\"index\": 5, \"task_id\": 3, \"stream_id\": 1, \"timestamp\": 1733905446819790, "
+                   "\"device\": 0}, \"host_op\": \"aclnnAdd\"}");
   EXPECT_EQ(s.find('\n'), std::string::npos);
   mc::KernelEntry only_out = entry("X.Default.0");
   only_out.input_args.reset();
@@ -200,13 +201,13 @@ TEST(Json, SequencesAreListsOfScalarLeaves) {
                              mc::Arg{mc::ValueArg{"aclIntArray", std::vector<int64_t>{}}},
                              mc::Arg{mc::ValueArg{"aclIntArray", std::monostate{}}},
                              mc::Arg{mc::ValueArg{"int", int64_t{7}, "k"}}};
-  v.extra.emplace_back("shape_extra", std::vector<int64_t>{1, 2});  // not an argument: a plain list
+  v.launch_extra.emplace_back("shape_extra", std::vector<int64_t>{1, 2});  // not an argument: a plain list
   EXPECT_EQ(
       mc::kernel_entry_json(v, Framework::MindSpore),
       "\"S.Default.0\": {\"input_args\": [[{\"type\": \"int\", \"value\": 64}], "
       "[{\"type\": \"int\", \"value\": 1, \"name\": \"axes\"}, {\"type\": \"int\", \"value\": 2, \"name\": \"axes\"}], "
       "[], {\"type\": \"aclIntArray\", \"value\": null}, {\"type\": \"int\", \"value\": 7, \"name\": \"k\"}], "
-      "\"launch_index\": 0, \"task_id\": 0, \"stream_id\": 0, \"timestamp\": 0, \"shape_extra\": [1, 2]}");
+      "\"launch\": {\"index\": 0, \"task_id\": 0, \"stream_id\": 0, \"timestamp\": 0, \"shape_extra\": [1, 2]}}");
 }
 
 class JournalDir : public ::testing::Test {

@@ -44,8 +44,9 @@ TEST(Naming, KernelAndFileNames) {
   EXPECT_EQ(mc::kernel_base_name("Add", ""), "Add.Default");
   EXPECT_EQ(mc::kernel_base_name("", ""), "Unknown.Default");
   EXPECT_EQ(mc::kernel_base_name("-Add", "-x"), "_Add._x");
-  EXPECT_EQ(mc::kernel_name("Add.Default", 12), "Add.Default.12");
-  EXPECT_EQ(mc::tensor_file_name("Add.Default.0", mc::IoKind::Output, 1, "npy"), "Add.Default.0.output.1.npy");
+  EXPECT_EQ(mc::kernel_name("Add.Default", 12), "Add.Default.12.forward");
+  EXPECT_EQ(mc::tensor_file_name("Add.Default.0.forward", mc::IoKind::Output, 1, "npy"),
+            "Add.Default.0.forward.output.1.npy");
   EXPECT_EQ(mc::tensor_file_suffix(mc::FileFormat::Npy, mc::DType::BF16), "npy");
   EXPECT_EQ(mc::tensor_file_suffix(mc::FileFormat::Npy, mc::DType::Raw), "bin");
   EXPECT_EQ(mc::tensor_file_suffix(mc::FileFormat::Bin, mc::DType::F32), "bin");
@@ -53,6 +54,24 @@ TEST(Naming, KernelAndFileNames) {
   for (std::string_view bad : {std::string_view(""), std::string_view("."), std::string_view(".."),
                                std::string_view("a/b"), std::string_view("/"), std::string_view("a\0b", 3)})
     EXPECT_FALSE(mc::is_safe_file_name(bad)) << bad;
+}
+
+// msprobe since 2026 drops every entry whose last or second-to-last '.'-token is not a direction: every name
+// carries one. Readers take names of either form apart the same way.
+TEST(Naming, KernelNamesCarryADirectionAndReadBackInBothForms) {
+  const std::string name = mc::kernel_name(mc::kernel_base_name("Matmul", "net.fc1"), 3);
+  EXPECT_EQ(name, "Matmul.net_fc1.3.forward");
+  EXPECT_EQ(mc::op_type_of(name), "Matmul");
+  EXPECT_EQ(mc::kernel_stem(name), "Matmul.net_fc1.3");
+  EXPECT_EQ(mc::kernel_base_of(name), "Matmul.net_fc1");
+  // A dump written before the token existed.
+  EXPECT_EQ(mc::kernel_stem("Matmul.net_fc1.3"), "Matmul.net_fc1.3");
+  EXPECT_EQ(mc::kernel_base_of("Matmul.net_fc1.3"), "Matmul.net_fc1");
+  EXPECT_EQ(mc::op_type_of("Matmul.net_fc1.3"), "Matmul");
+  // Only a whole last token is a direction; an OpName that merely ends in "forward" is kept.
+  EXPECT_EQ(mc::kernel_stem("Add.Module_forward.0"), "Add.Module_forward.0");
+  EXPECT_EQ(mc::kernel_base_of("Add.Module_forward.0.forward"), "Add.Module_forward");
+  EXPECT_EQ(mc::kernel_base_of("Add"), "");
 }
 
 TEST(Naming, OrdinalsCountPerStepRankAndName) {

@@ -225,6 +225,36 @@ void expect_same_tensors(const std::vector<mt::TensorInfo> &a, const std::vector
   }
 }
 
+// Issue 27: the launch fields in one "launch" object; the old top-level launch_index still reads, and both readers
+// (records and entries) agree on each form.
+TEST(DumpJson, LaunchIndexFromTheLaunchObjectOrTheOldTopLevelField) {
+  const std::string text =
+      R"({"task": "statistics", "framework": "mindspore", "data": {)"
+      R"("A.x.0.forward": {"input_args": [], "launch": {"index": 7, "task_id": 2, "stream_id": 1, "timestamp": 9}},)"
+      R"("B.x.0": {"input_args": [], "launch_index": 8, "task_id": 3},)"
+      R"("C.x.0.forward": {"launch": {"task_id": 3}, "flight_note": "n"},)"
+      R"("D.x.0.forward": {"launch": 5}}})";
+  std::vector<std::optional<uint64_t>> li_entries, li_records;
+  mt::DumpCallbacks a;
+  a.on_kernel = [&](mt::KernelEntry &&k) {
+    li_entries.push_back(k.launch_index);
+    return true;
+  };
+  mt::stream_dump_json(text, a);
+  mt::DumpCallbacks b;
+  b.on_record = [&](mt::KernelRecord &&k) {
+    li_records.push_back(k.launch_index);
+    if (k.name == "C.x.0.forward") {
+      EXPECT_EQ(k.flight.note, "n");
+    }
+    return true;
+  };
+  mt::stream_dump_json(text, b);
+  const std::vector<std::optional<uint64_t>> want = {7u, 8u, std::nullopt, std::nullopt};
+  EXPECT_EQ(li_entries, want);
+  EXPECT_EQ(li_records, want);
+}
+
 TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
   const std::string text =
       R"({"task": "tensor", "framework": "pytorch", "data": {)"

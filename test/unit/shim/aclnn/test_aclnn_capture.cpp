@@ -131,8 +131,8 @@ TEST_F(AclnnCaptureTest, PhaseOneRecordsAndPhaseTwoCapturesInputsAndOutputs) {
   EXPECT_EQ(copies(), 3u) << "self and other before the kernel, out after it";
   const nlohmann::json data = finish();
   EXPECT_EQ(data.size(), 1u) << data.dump();
-  ASSERT_TRUE(data.contains("Add.Default.0")) << data.dump();
-  expect_add(data["Add.Default.0"], x, y, out, "Add");
+  ASSERT_TRUE(data.contains("Add.Default.0.forward")) << data.dump();
+  expect_add(data["Add.Default.0.forward"], x, y, out, "Add");
 }
 
 TEST_F(AclnnCaptureTest, AnExecutorFreedByPhaseTwoIsForgotten) {
@@ -148,7 +148,7 @@ TEST_F(AclnnCaptureTest, AnExecutorFreedByPhaseTwoIsForgotten) {
   EXPECT_EQ(copies(), 3u) << "a stale executor's launch copies nothing";
   const nlohmann::json data = finish();
   EXPECT_EQ(data.size(), 1u) << data.dump();
-  EXPECT_TRUE(data.contains("Add.Default.0"));
+  EXPECT_TRUE(data.contains("Add.Default.0.forward"));
 }
 
 TEST_F(AclnnCaptureTest, ARepeatableExecutorKeepsItsRecordAcrossLaunches) {
@@ -170,9 +170,9 @@ TEST_F(AclnnCaptureTest, ARepeatableExecutorKeepsItsRecordAcrossLaunches) {
   aclnn_capture().on_destroyed(ex);  // what the aclDestroyAclOpExecutor hook reports
   const nlohmann::json data = finish();
   EXPECT_EQ(data.size(), 2u) << data.dump();
-  ASSERT_TRUE(data.contains("Add.Default.0") && data.contains("Add.Default.1")) << data.dump();
-  expect_add(data["Add.Default.0"], x, y1, {21, 42}, "first launch");
-  expect_add(data["Add.Default.1"], x, y2, {-9, 16}, "second launch");
+  ASSERT_TRUE(data.contains("Add.Default.0.forward") && data.contains("Add.Default.1.forward")) << data.dump();
+  expect_add(data["Add.Default.0.forward"], x, y1, {21, 42}, "first launch");
+  expect_add(data["Add.Default.1.forward"], x, y2, {-9, 16}, "second launch");
 }
 
 TEST_F(AclnnCaptureTest, AFailedPhaseTwoSubmitsNothingAndKeepsTheRecord) {
@@ -189,9 +189,9 @@ TEST_F(AclnnCaptureTest, AFailedPhaseTwoSubmitsNothingAndKeepsTheRecord) {
   EXPECT_EQ(copies(), 5u);
   const nlohmann::json data = finish();
   EXPECT_EQ(data.size(), 1u) << data.dump();
-  EXPECT_FALSE(data.contains("Mul.Default.0")) << "the failed launch is named but not written";
-  ASSERT_TRUE(data.contains("Add.Default.0")) << data.dump();
-  expect_add(data["Add.Default.0"], x, y, {5, 6}, "Add");
+  EXPECT_FALSE(data.contains("Mul.Default.0.forward")) << "the failed launch is named but not written";
+  ASSERT_TRUE(data.contains("Add.Default.0.forward")) << data.dump();
+  expect_add(data["Add.Default.0.forward"], x, y, {5, 6}, "Add");
 }
 
 TEST_F(AclnnCaptureTest, WithoutAnActiveSessionNothingIsRecorded) {

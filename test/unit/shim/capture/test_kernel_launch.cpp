@@ -59,7 +59,7 @@ TEST_P(KernelLaunchTest, AFinishedLaunchIsInDumpJsonWithItsStatistics) {
     const TensorMeta tx = tensor(x), ty = tensor(y0);
     KernelLaunch k(session, "Mul", kEmptyStack, stream_);
     ASSERT_TRUE(k.capturing());
-    EXPECT_EQ(k.ticket().name, "Mul.Default.0");
+    EXPECT_EQ(k.ticket().name, "Mul.Default.0.forward");
     k.input_tensor(tx);
     k.input_value(msprobe::format::ValueArg{"float", 2.0});
     kernel_writes(ty, y);
@@ -69,20 +69,20 @@ TEST_P(KernelLaunchTest, AFinishedLaunchIsInDumpJsonWithItsStatistics) {
     // On disk once flushed (dump.json becomes a whole JSON document when the session closes).
     std::ifstream flushed(dir / "step0" / "rank" / "dump.json");
     const std::string text((std::istreambuf_iterator<char>(flushed)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("\"Mul.Default.0\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"Mul.Default.0.forward\""), std::string::npos) << text;
     session.shutdown();
   }
   const nlohmann::json data = dump_data(dir);
-  ASSERT_TRUE(data.contains("Mul.Default.0")) << data.dump();
+  ASSERT_TRUE(data.contains("Mul.Default.0.forward")) << data.dump();
   EXPECT_EQ(data.size(), 1u);
-  const nlohmann::json &e = data["Mul.Default.0"];
+  const nlohmann::json &e = data["Mul.Default.0.forward"];
   ASSERT_EQ(e["input_args"].size(), 2u) << e.dump();
   expect_stats(e["input_args"][0], x, "input x");
   EXPECT_EQ(e["input_args"][1]["type"], "float");
   EXPECT_EQ(e["input_args"][1]["value"].get<double>(), 2.0);
   ASSERT_EQ(e["output"].size(), 1u) << e.dump();
   expect_stats(e["output"][0], y, "output y");
-  EXPECT_EQ(e["launch_index"].get<int>(), 0);
+  EXPECT_EQ(e["launch"]["index"].get<int>(), 0);
   fs::remove_all(dir);
 }
 
@@ -100,9 +100,9 @@ TEST_P(KernelLaunchTest, InputsAreCopiedBeforeAnInPlaceKernelOverwritesThem) {
     session.shutdown();
   }
   const nlohmann::json data = dump_data(dir);
-  ASSERT_TRUE(data.contains("InplaceMul.Default.0")) << data.dump();
-  expect_stats(data["InplaceMul.Default.0"]["input_args"][0], before, "input before the kernel");
-  expect_stats(data["InplaceMul.Default.0"]["output"][0], after, "output after it");
+  ASSERT_TRUE(data.contains("InplaceMul.Default.0.forward")) << data.dump();
+  expect_stats(data["InplaceMul.Default.0.forward"]["input_args"][0], before, "input before the kernel");
+  expect_stats(data["InplaceMul.Default.0.forward"]["output"][0], after, "output after it");
   fs::remove_all(dir);
 }
 
@@ -122,7 +122,7 @@ TEST_P(KernelLaunchTest, AFailedLaunchSubmitsNothingButKeepsItsName) {
     EXPECT_FALSE(fs::exists(dir)) << "nothing is created until a kernel is submitted";
     {
       KernelLaunch k(session, "Add", kEmptyStack, stream_);
-      EXPECT_EQ(k.ticket().name, "Add.Default.1");
+      EXPECT_EQ(k.ticket().name, "Add.Default.1.forward");
       k.input_tensor(tx);
       k.output_tensor(tx);
       k.finish(true);
@@ -131,9 +131,9 @@ TEST_P(KernelLaunchTest, AFailedLaunchSubmitsNothingButKeepsItsName) {
   }
   const nlohmann::json data = dump_data(dir);
   EXPECT_EQ(data.size(), 1u) << data.dump();
-  EXPECT_FALSE(data.contains("Add.Default.0"));
-  ASSERT_TRUE(data.contains("Add.Default.1"));
-  expect_stats(data["Add.Default.1"]["input_args"][0], x, "input");
+  EXPECT_FALSE(data.contains("Add.Default.0.forward"));
+  ASSERT_TRUE(data.contains("Add.Default.1.forward"));
+  expect_stats(data["Add.Default.1.forward"]["input_args"][0], x, "input");
   fs::remove_all(dir);
 }
 
@@ -159,10 +159,10 @@ TEST_P(KernelLaunchTest, DataModeAndListDecideWhatIsTaken) {
   }
   const nlohmann::json data = dump_data(dir);
   EXPECT_EQ(data.size(), 1u) << data.dump();
-  ASSERT_TRUE(data.contains("Relu.Default.0"));
-  EXPECT_FALSE(data["Relu.Default.0"].contains("input_args"));
-  expect_stats(data["Relu.Default.0"]["output"][0], y, "output");
-  EXPECT_EQ(data["Relu.Default.0"]["launch_index"].get<int>(), 1);
+  ASSERT_TRUE(data.contains("Relu.Default.0.forward"));
+  EXPECT_FALSE(data["Relu.Default.0.forward"].contains("input_args"));
+  expect_stats(data["Relu.Default.0.forward"]["output"][0], y, "output");
+  EXPECT_EQ(data["Relu.Default.0.forward"]["launch"]["index"].get<int>(), 1);
   fs::remove_all(dir);
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "format/naming.h"
 #include "shim/capture/session.h"
 #include "shim/config/config.h"
 
@@ -54,10 +55,10 @@ TEST_F(SessionTest, NamesCountPerBaseNameAndIndicesCountEveryLaunch) {
   Session s(config_of({}));
   const LaunchTicket a0 = launch(s, "Add"), m0 = launch(s, "Mul"), a1 = launch(s, "Add");
   const LaunchTicket f0 = s.begin_launch("Add", "Module.fc1.forward", kStream2);
-  EXPECT_EQ(a0.name, "Add.Default.0");
-  EXPECT_EQ(m0.name, "Mul.Default.0");
-  EXPECT_EQ(a1.name, "Add.Default.1");
-  EXPECT_EQ(f0.name, "Add.Module_fc1_forward.0") << "another OpName is another base name";
+  EXPECT_EQ(a0.name, "Add.Default.0.forward");
+  EXPECT_EQ(m0.name, "Mul.Default.0.forward");
+  EXPECT_EQ(a1.name, "Add.Default.1.forward");
+  EXPECT_EQ(f0.name, "Add.Module_fc1_forward.0.forward") << "another OpName is another base name";
   EXPECT_EQ(a0.launch_index, 0u);
   EXPECT_EQ(m0.launch_index, 1u);
   EXPECT_EQ(a1.launch_index, 2u);
@@ -86,7 +87,7 @@ TEST_F(SessionTest, ARunOfOptimizerKernelsEndsAStepCastAndInplaceCopyInsideIt) {
   EXPECT_EQ(launch(s, "InplaceCopy").step, 0u);
   const LaunchTicket next = launch(s, "Add");
   EXPECT_EQ(next.step, 1u) << "the first kernel after the run starts step 1";
-  EXPECT_EQ(next.name, "Add.Default.0") << "ordinals start over in each step";
+  EXPECT_EQ(next.name, "Add.Default.0.forward") << "ordinals start over in each step";
   // A Cast outside a run is an ordinary kernel.
   EXPECT_EQ(launch(s, "Cast").step, 1u);
   EXPECT_EQ(launch(s, "Add").step, 1u);
@@ -99,7 +100,7 @@ TEST_F(SessionTest, EndStepAndHostMarkedStepsReplaceTheMarkers) {
   Session s(config_of({}));
   EXPECT_EQ(launch(s, "Add").step, 0u);
   s.end_step();
-  EXPECT_EQ(launch(s, "Add").name, "Add.Default.0");
+  EXPECT_EQ(launch(s, "Add").name, "Add.Default.0.forward");
   EXPECT_EQ(launch(s, "ApplyAdamW").step, 1u);
   EXPECT_EQ(launch(s, "Add").step, 1u) << "once the host marks steps, optimizer kernels no longer do";
 
@@ -152,7 +153,7 @@ TEST_F(SessionTest, RankFromTheEnvironmentWinsOverTheHcclHint) {
     s.set_rank_hint(2);  // the communicator is made after some kernels ran
     const LaunchTicket after = launch(s, "Add");
     EXPECT_EQ(after.rank, std::optional<uint32_t>(2));
-    EXPECT_EQ(after.name, "Add.Default.0") << "ordinals count per rank";
+    EXPECT_EQ(after.name, "Add.Default.0.forward") << "ordinals count per rank";
   }
 }
 
@@ -163,7 +164,7 @@ TEST_F(SessionTest, AnUnselectedRankCapturesNothingAhead) {
   const LaunchTicket t = launch(s, "Add");
   EXPECT_EQ(t.rank, std::optional<uint32_t>(1));
   EXPECT_FALSE(t.capture);
-  EXPECT_EQ(t.name, "Add.Default.0") << "named all the same";
+  EXPECT_EQ(t.name, "Add.Default.0.forward") << "named all the same";
   EXPECT_FALSE(s.captures_ahead());
 
   setenv("RANK_ID", "2", 1);
@@ -188,9 +189,9 @@ TEST_F(SessionTest, ListFilterSelectsButEveryKernelIsNamed) {
   EXPECT_TRUE(a.capture);
   EXPECT_FALSE(m0.capture);
   EXPECT_FALSE(sub.capture);
-  EXPECT_EQ(sub.name, "Sub.Default.0");
+  EXPECT_EQ(sub.name, "Sub.Default.0.forward");
   EXPECT_TRUE(m1.capture);
-  EXPECT_EQ(m1.name, "Mul.Default.1");
+  EXPECT_EQ(m1.name, "Mul.Default.1.forward");
 }
 
 TEST_F(SessionTest, ScopeOpensAtFirstClosesAfterLastInEachStep) {
@@ -204,9 +205,9 @@ TEST_F(SessionTest, ScopeOpensAtFirstClosesAfterLastInEachStep) {
     }
     s.end_step();
   }
-  const std::vector<std::pair<std::string, bool>> one_step = {{"Add.Default.0", false}, {"Mul.Default.0", true},
-                                                              {"Sub.Default.0", true},  {"Relu.Default.0", true},
-                                                              {"Add.Default.1", false}, {"Mul.Default.1", false}};
+  const std::vector<std::pair<std::string, bool>> one_step = {{"Add.Default.0.forward", false}, {"Mul.Default.0.forward", true},
+                                                              {"Sub.Default.0.forward", true},  {"Relu.Default.0.forward", true},
+                                                              {"Add.Default.1.forward", false}, {"Mul.Default.1.forward", false}};
   std::vector<std::pair<std::string, bool>> want = one_step;
   want.insert(want.end(), one_step.begin(), one_step.end());
   EXPECT_EQ(got, want);
@@ -235,7 +236,7 @@ TEST_F(SessionTest, AShutDownSessionCapturesNothing) {
   s.shutdown();
   const LaunchTicket t = launch(s, "Add");
   EXPECT_FALSE(t.capture);
-  EXPECT_EQ(t.name, "Add.Default.1");
+  EXPECT_EQ(t.name, "Add.Default.1.forward");
 }
 
 // 8 threads launch 200 kernels each, of 4 op types: every name is unique and each op type's ordinals are exactly
@@ -263,8 +264,10 @@ TEST_F(SessionTest, ConcurrentLaunchesGetUniqueDenseNames) {
   for (const LaunchTicket &t : all) {
     EXPECT_TRUE(names.insert(t.name).second) << "duplicate " << t.name;
     indices.insert(t.launch_index);
-    const size_t dot = t.name.rfind('.');
-    ordinals[t.name.substr(0, dot)].insert(std::stoull(t.name.substr(dot + 1)));
+    const std::string stem(msprobe::format::kernel_stem(t.name));
+    ASSERT_EQ(stem + ".forward", t.name);
+    const size_t dot = stem.rfind('.');
+    ordinals[stem.substr(0, dot)].insert(std::stoull(stem.substr(dot + 1)));
     EXPECT_EQ(t.step, 0u);
   }
   EXPECT_EQ(indices.size(), all.size());

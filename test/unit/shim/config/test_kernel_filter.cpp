@@ -295,6 +295,28 @@ TEST(KernelFilter, FullAndBaseNames) {
   EXPECT_FALSE(f.may_match_type("Mul"));
 }
 
+// Issue 27: kernels are named {OpType}.{OpName}.{n}.forward; a kernel item may name one with or without the token.
+TEST(KernelFilter, NamesWithTheirDirectionToken) {
+  const KernelFilter f = filter({"Matmul.Default.3", "Relu.Default.1.forward", "Add.train_step_forward"});
+  EXPECT_TRUE(f.matches("Matmul", "Matmul.Default.3.forward"));
+  EXPECT_FALSE(f.matches("Matmul", "Matmul.Default.30.forward"));
+  EXPECT_TRUE(f.matches("Relu", "Relu.Default.1.forward"));
+  EXPECT_FALSE(f.matches("Relu", "Relu.Default.10.forward"));
+  EXPECT_TRUE(f.matches("Add", "Add.train_step_forward.0.forward"));
+  EXPECT_TRUE(f.matches("Add", "Add.train_step_forward.12.forward"));
+  EXPECT_FALSE(f.matches("Add", "Add.train_step.0.forward"));
+  EXPECT_TRUE(f.may_match_type("Relu"));
+  KernelFilter g;
+  std::string why, note;
+  EXPECT_TRUE(g.add_item("Add.forward", &why, &note));  // a direction needs OpType.OpName.n before it
+  EXPECT_NE(note.find("can never match"), std::string::npos);
+  note.clear();
+  EXPECT_TRUE(g.add_item("Add.x.0.forward", &why, &note));
+  EXPECT_TRUE(note.empty()) << note;
+  const KernelFilter re = filter({"name-regex(Mat.*\\.forward)"});
+  EXPECT_TRUE(re.matches("Matmul", "Matmul.Default.0.forward"));
+}
+
 TEST(KernelFilter, NameRegexItems) {
   const KernelFilter f = filter({"name-regex(Mat.{1,3}ul\\..*)", " name-regex(Add\\.fwd_[0-9]+\\.0) "});
   EXPECT_TRUE(f.matches("Matmul", "Matmul.Default.0"));
