@@ -39,10 +39,10 @@ void write_file(const fs::path &path, std::string_view bytes) {
 
 void dump_json(std::string_view text) {
   using namespace msprobe::tools;
-  DumpHeader header;
+  DumpHeaderRead header;
   DumpCallbacks by_entry;
-  by_entry.on_header = [&](const DumpHeader &h) { header = h; };
-  by_entry.on_kernel = [&](KernelEntry &&k) {
+  by_entry.on_header = [&](const DumpHeaderRead &h) { header = h; };
+  by_entry.on_kernel = [&](EntryRead &&k) {
     for (const TensorInfo &t : entry_tensors(k.entry, header)) {
       (void)t.element_count();
       (void)t.row_suffix();

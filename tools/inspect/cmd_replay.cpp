@@ -124,8 +124,8 @@ std::vector<Folder> read_headers(const std::vector<RankDir> &dirs) {
     f.step = dirs[i].step ? std::to_string(*dirs[i].step) : "";
     f.rank = dirs[i].rank_label();
     DumpCallbacks cb;
-    cb.on_header = [&](const DumpHeader &h) { f.header = h; };
-    cb.on_kernel = [](KernelEntry &&) { return false; };
+    cb.on_header = [&](const DumpHeaderRead &h) { f.header = h; };
+    cb.on_kernel = [](EntryRead &&) { return false; };
     read_dump_json(dirs[i], cb);
     const std::string tensor(format::task_name(format::Task::Tensor));
     if (f.header.task != tensor)
@@ -182,15 +182,15 @@ class PeerInputs {
   // Input 0 of kernel `name` in folder p (the folder being replayed, f, has its kernels in memory).
   static void load_input0(const Folder &p, const Folder &f, const std::string &name,
                           std::vector<std::unique_ptr<Tensor>> &slot) {
-    std::optional<KernelEntry> found;
+    std::optional<EntryRead> found;
     const Folder *src = &p;
     Folder loaded;
     if (&p == &f) {
-      for (const KernelEntry &k : f.kernels)
+      for (const EntryRead &k : f.kernels)
         if (k.name == name) found = k;
     } else {
       DumpCallbacks cb;
-      cb.on_kernel = [&](KernelEntry &&k) {
+      cb.on_kernel = [&](EntryRead &&k) {
         if (k.name != name) return true;
         found = std::move(k);
         return false;
@@ -361,14 +361,14 @@ class ReplayRun {
       const std::vector<size_t> todo = pick_kernels(fi);
       const uint64_t folder_bytes = progress_bytes(f);
       replay_in_order(f, todo, ctx_, jobs_, [&](size_t i, KernelResult &&r) {
-        const KernelEntry &k = f.kernels[todo[i]];
+        const EntryRead &k = f.kernels[todo[i]];
         append_csv(*details_csv_, detail_rows(f, k, r));
         append_csv(*result_csv_, result_row(f, k, r));
         record(fi, k, r);
         progress.update(done_bytes + folder_bytes * (i + 1) / todo.size());
       });
       done_bytes += folder_bytes;
-      if (fi + 1 < plan_.folders.size()) std::vector<KernelEntry>().swap(f.kernels);  // peers re-read what they need
+      if (fi + 1 < plan_.folders.size()) std::vector<EntryRead>().swap(f.kernels);  // peers re-read what they need
     }
     progress.finish();
   }
@@ -376,19 +376,19 @@ class ReplayRun {
  private:
   static void read_kernels(Folder &f) {
     DumpCallbacks cb;
-    cb.on_kernel = [&](KernelEntry &&k) {
+    cb.on_kernel = [&](EntryRead &&k) {
       f.kernels.push_back(std::move(k));
       return true;
     };
     read_dump_json(*f.dir, cb);
-    std::stable_sort(f.kernels.begin(), f.kernels.end(), [](const KernelEntry &a, const KernelEntry &b) {
+    std::stable_sort(f.kernels.begin(), f.kernels.end(), [](const EntryRead &a, const EntryRead &b) {
       return a.launch_index.value_or(UINT64_MAX) < b.launch_index.value_or(UINT64_MAX);
     });
   }
 
   void note_flight_kernels(size_t fi) {
     const Folder &f = plan_.folders[fi];
-    for (const KernelEntry &k : f.kernels) {
+    for (const EntryRead &k : f.kernels) {
       const FlightFields fields = flight_fields(k.entry);
       if (!fields.recorded()) continue;  // the tensors are read only for a flight record's kernels
       const std::vector<TensorInfo> tensors = entry_tensors(k.entry, f.header);
@@ -414,7 +414,7 @@ class ReplayRun {
     return todo;
   }
 
-  void record(size_t fi, const KernelEntry &k, const KernelResult &r) {
+  void record(size_t fi, const EntryRead &k, const KernelResult &r) {
     const Folder &f = plan_.folders[fi];
     ++tally_.replayed;
     ++tally_.statuses[r.status];

@@ -52,7 +52,7 @@ std::string value_text(const Json &v) {
 
 struct Printer {
   const RankDir &dir;
-  const DumpHeader &header;
+  const DumpHeaderRead &header;
   std::vector<MappingRow> mapping;
 
   std::string file_line(const std::string &data_name) const {
@@ -148,15 +148,15 @@ ShowOptions parse_options(std::span<char *const> argv) {
 // The kernel to show, with all that is printed about it.
 struct Shown {
   RankDir dir;
-  DumpHeader header;
-  KernelEntry kernel;
+  DumpHeaderRead header;
+  EntryRead kernel;
   std::optional<std::vector<std::string>> stack;
 };
 
 std::string selected_name(const RankDir &dir, const std::string &selector) {
   std::vector<KernelRef> refs;
   DumpCallbacks names;
-  names.on_kernel = [&](KernelEntry &&k) {
+  names.on_kernel = [&](EntryRead &&k) {
     refs.push_back({std::move(k.name), k.launch_index.value_or(UINT64_MAX)});
     return true;
   };
@@ -176,10 +176,10 @@ Shown find_kernel(const ShowOptions &o) {
   Shown s;
   s.dir = pick_rank_dir(dirs, o.args);
   const std::string name = selected_name(s.dir, o.selector);
-  std::optional<KernelEntry> found;
+  std::optional<EntryRead> found;
   DumpCallbacks cb;
-  cb.on_header = [&](const DumpHeader &h) { s.header = h; };
-  cb.on_kernel = [&](KernelEntry &&k) {
+  cb.on_header = [&](const DumpHeaderRead &h) { s.header = h; };
+  cb.on_kernel = [&](EntryRead &&k) {
     if (k.name != name) return true;
     found = std::move(k);
     return false;

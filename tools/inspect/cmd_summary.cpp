@@ -81,9 +81,9 @@ struct Scan {
 FolderSummary scan_folder(const RankDir &d, size_t index, Progress &progress, uint64_t done_bytes, Scan &out) {
   FolderSummary s;
   s.dir = &d;
-  DumpHeader header;
+  DumpHeaderRead header;
   DumpCallbacks cb;
-  cb.on_header = [&](const DumpHeader &h) { header = h; };
+  cb.on_header = [&](const DumpHeaderRead &h) { header = h; };
   cb.on_progress = [&](size_t at) { progress.update(done_bytes + at); };
   cb.on_record = [&](KernelRecord &&k) {
     ++s.kernels;

@@ -99,7 +99,7 @@ class FolderVerifier {
     ++counts_.folders;
     bool dump_valid = true;
     DumpCallbacks cb;
-    cb.on_header = [&](const DumpHeader &h) { header_ = h; };
+    cb.on_header = [&](const DumpHeaderRead &h) { header_ = h; };
     cb.on_progress = [&](size_t at) { progress_.update(base_ + at); };
     cb.on_record = [&](KernelRecord &&k) {
       kernel(k);
@@ -299,7 +299,7 @@ class FolderVerifier {
   Progress &progress_;
   uint64_t base_;
   fs::path tensor_dir_;
-  DumpHeader header_;
+  DumpHeaderRead header_;
   std::unordered_set<std::string> names_;
   std::unordered_map<std::string, std::string> referenced_;  // data_name -> "kernel row"
   std::unordered_set<std::string> mapped_;

@@ -30,7 +30,7 @@ struct KernelInfo {
 // that a dump written before the token existed pairs with one written after.
 struct Side {
   const RankDir *dir = nullptr;
-  DumpHeader header;
+  DumpHeaderRead header;
   std::vector<KernelInfo> kernels;
   std::unordered_map<std::string, size_t> index;
 };

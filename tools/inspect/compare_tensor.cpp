@@ -32,7 +32,7 @@ Side load_side(const RankDir &d, Progress &progress, uint64_t &done) {
   Side s;
   s.dir = &d;
   DumpCallbacks cb;
-  cb.on_header = [&](const DumpHeader &h) { s.header = h; };
+  cb.on_header = [&](const DumpHeaderRead &h) { s.header = h; };
   cb.on_progress = [&](size_t at) { progress.update(done + at); };
   cb.on_record = [&](KernelRecord &&k) {
     KernelInfo info;

@@ -31,8 +31,8 @@ std::string one_line(std::string s);
 struct Folder {
   const RankDir *dir = nullptr;
   std::string step, rank;  // CSV cells
-  DumpHeader header;
-  std::vector<KernelEntry> kernels;  // launch order; read when the run reaches the folder
+  DumpHeaderRead header;
+  std::vector<EntryRead> kernels;  // launch order; read when the run reaches the folder
 };
 
 // ---- Arguments (replay_args.cpp) ------------------------------------------------------------------------------------
@@ -67,10 +67,10 @@ struct Context {
 
 // Re-runs kernel `k` with its op type's reference and judges each dumped output; a kernel whose reference is
 // missing or cannot run is skipped, never passed.
-KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context &ctx);
+KernelResult replay_kernel(const Folder &f, const EntryRead &k, const Context &ctx);
 // Its row of accuracy_checking_result, and its rows (one per output) of accuracy_checking_details.
-std::string result_row(const Folder &f, const KernelEntry &k, const KernelResult &r);
-std::string detail_rows(const Folder &f, const KernelEntry &k, const KernelResult &r);
+std::string result_row(const Folder &f, const EntryRead &k, const KernelResult &r);
+std::string detail_rows(const Folder &f, const EntryRead &k, const KernelResult &r);
 
 // ---- Resuming (replay_resume.cpp) -----------------------------------------------------------------------------------
 using Key = std::tuple<std::string, std::string, std::string>;  // step, rank, kernel

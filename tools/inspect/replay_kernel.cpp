@@ -59,7 +59,7 @@ const Json *array_member(const Json &entry, std::string_view key) {
   return it != entry.end() && it->is_array() ? &*it : nullptr;
 }
 
-KernelTensors kernel_tensors(const Folder &f, const KernelEntry &k) {
+KernelTensors kernel_tensors(const Folder &f, const EntryRead &k) {
   KernelTensors kt;
   kt.all = entry_tensors(k.entry, f.header);
   for (const TensorInfo &t : kt.all)
@@ -98,7 +98,7 @@ KernelResult skipped(const KernelTensors &kt, const std::string &why) {
 
 // The reference's outputs for the kernel's recorded arguments. Throws (RefError or another std::exception) when it
 // cannot run.
-Outputs run_reference(const RefEntry &ref, const Folder &f, const KernelEntry &k, const KernelTensors &kt,
+Outputs run_reference(const RefEntry &ref, const Folder &f, const EntryRead &k, const KernelTensors &kt,
                       const Context &ctx) {
   std::vector<std::unique_ptr<Tensor>> store;
   Call call;
@@ -178,7 +178,7 @@ void write_message(KernelResult &r, bool any_compared) {
 
 }  // namespace
 
-KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context &ctx) {
+KernelResult replay_kernel(const Folder &f, const EntryRead &k, const Context &ctx) {
   const std::string op(op_type_of(k.name));
   const RefEntry *ref = find_reference(op);
   const KernelTensors kt = kernel_tensors(f, k);
@@ -208,7 +208,7 @@ KernelResult replay_kernel(const Folder &f, const KernelEntry &k, const Context 
   return r;
 }
 
-std::string result_row(const Folder &f, const KernelEntry &k, const KernelResult &r) {
+std::string result_row(const Folder &f, const EntryRead &k, const KernelResult &r) {
   const std::vector<std::string> cells = {k.name,
                                           status_text(r.status),
                                           r.status == Status::Skip ? "SKIP" : " ",
@@ -219,7 +219,7 @@ std::string result_row(const Folder &f, const KernelEntry &k, const KernelResult
   return csv_row(cells);
 }
 
-std::string detail_rows(const Folder &f, const KernelEntry &k, const KernelResult &r) {
+std::string detail_rows(const Folder &f, const EntryRead &k, const KernelResult &r) {
   std::string out;
   for (const OutputRow &row : r.rows) {
     const PrecheckMetrics &m = row.m;

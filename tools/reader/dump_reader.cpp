@@ -136,7 +136,7 @@ class TensorObjectReader {
   }
 
   // Adds the tensor to `out` when the dict was one.
-  void finish(const DumpHeader &header, std::vector<TensorInfo> &out) {
+  void finish(const DumpHeaderRead &header, std::vector<TensorInfo> &out) {
     if (!(seen_ & bit(Field::Dtype)) || !(seen_ & bit(Field::Shape))) return;
     t_.dtype = parse_any_dtype(t_.dtype_text, header.framework_kind);
     out.push_back(std::move(t_));
@@ -172,7 +172,7 @@ class TensorObjectReader {
   unsigned seen_ = 0;
 };
 
-void walk_arg(const Json &v, IoKind io, const std::string &slot, const DumpHeader &header,
+void walk_arg(const Json &v, IoKind io, const std::string &slot, const DumpHeaderRead &header,
               std::vector<TensorInfo> &out) {
   if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) walk_arg(v[i], io, slot + "." + std::to_string(i), header, out);
@@ -185,7 +185,7 @@ void walk_arg(const Json &v, IoKind io, const std::string &slot, const DumpHeade
   tensor.finish(header, out);
 }
 
-void walk_args(const Json *args, IoKind io, const DumpHeader &header, std::vector<TensorInfo> &out) {
+void walk_args(const Json *args, IoKind io, const DumpHeaderRead &header, std::vector<TensorInfo> &out) {
   if (args == nullptr) return;
   if (args->is_array()) {
     for (size_t i = 0; i < args->size(); ++i) walk_arg((*args)[i], io, std::to_string(i), header, out);
@@ -197,7 +197,7 @@ void walk_args(const Json *args, IoKind io, const DumpHeader &header, std::vecto
 }
 
 // ---- The DOM-free reading of an entry (KernelRecord): the same leaf rule as walk_arg, on the cursor. ----
-void stream_tensor_object(JsonStream &s, IoKind io, const std::string &slot, const DumpHeader &header,
+void stream_tensor_object(JsonStream &s, IoKind io, const std::string &slot, const DumpHeaderRead &header,
                           std::vector<TensorInfo> &out) {
   TensorObjectReader tensor(io, slot);
   s.members([&](std::string &&key) {
@@ -209,7 +209,7 @@ void stream_tensor_object(JsonStream &s, IoKind io, const std::string &slot, con
   tensor.finish(header, out);
 }
 
-void stream_arg(JsonStream &s, IoKind io, const std::string &slot, const DumpHeader &header,
+void stream_arg(JsonStream &s, IoKind io, const std::string &slot, const DumpHeaderRead &header,
                 std::vector<TensorInfo> &out, int depth = 0) {
   const char c = s.peek();
   if (c == '{') return stream_tensor_object(s, io, slot, header, out);
@@ -218,7 +218,7 @@ void stream_arg(JsonStream &s, IoKind io, const std::string &slot, const DumpHea
   s.elements([&](size_t i) { stream_arg(s, io, slot + "." + std::to_string(i), header, out, depth + 1); });
 }
 
-void stream_args(JsonStream &s, IoKind io, const DumpHeader &header, std::vector<TensorInfo> &out) {
+void stream_args(JsonStream &s, IoKind io, const DumpHeaderRead &header, std::vector<TensorInfo> &out) {
   const char c = s.peek();
   if (c == '[') {
     s.elements([&](size_t i) { stream_arg(s, io, std::to_string(i), header, out); });
@@ -240,7 +240,7 @@ std::string *flight_field(FlightFields &f, std::string_view key) {
   return nullptr;
 }
 
-KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeader &header) {
+KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeaderRead &header) {
   KernelRecord k;
   k.name = std::move(name);
   k.offset = s.offset();
@@ -415,7 +415,7 @@ std::optional<ValueArgRead> read_value_arg(const Json &v) {
   return r;
 }
 
-std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &header) {
+std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeaderRead &header) {
   std::vector<TensorInfo> out;
   const Json *inputs = member(entry, ck::kInputArgs);
   if (inputs == nullptr) inputs = member(entry, "input");  // msprobe accepts both spellings
@@ -433,9 +433,9 @@ FlightFields flight_fields(const Json &entry) {
   return f;
 }
 
-DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
+DumpHeaderRead stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
   JsonStream s(text);
-  DumpHeader h;
+  DumpHeaderRead h;
   bool header_sent = false;
   auto send_header = [&] {
     if (auto f = format::parse_framework(h.framework)) h.framework_kind = *f;
@@ -456,7 +456,7 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
                               s.offset());
             if (!cb.on_record(stream_record(s, std::move(name), h))) throw StopStreaming{};
           } else {
-            KernelEntry k;
+            EntryRead k;
             k.offset = s.offset();
             k.entry = s.value();
             k.name = std::move(name);
@@ -492,7 +492,7 @@ DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &cb) {
   return h;
 }
 
-DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks) {
+DumpHeaderRead read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks) {
   const fs::path path = rank.path / format::kDumpJson;
   MappedFile file(path);
   try {

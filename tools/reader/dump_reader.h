@@ -50,7 +50,7 @@ bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank);
 std::vector<RankDir> find_rank_dirs(const fs::path &dir);
 
 // ---- dump.json ------------------------------------------------------------------------------------------------------
-struct DumpHeader {
+struct DumpHeaderRead {
   std::string task, level, framework, host_framework;
   std::optional<std::string> dump_data_dir;
   format::Framework framework_kind = format::Framework::MindSpore;  // for dtype spellings
@@ -78,7 +78,7 @@ struct TensorInfo {
 
 // The tensors of one entry, in order: input_args (or msprobe's "input"), then output, lists flattened.
 // A tensor is a dict with "dtype" and "shape" (msprobe's leaf rule: a dict whose "type" is a string).
-std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeader &header);
+std::vector<TensorInfo> entry_tensors(const Json &entry, const DumpHeaderRead &header);
 // The dtype of a tensor, from its spelling in either framework's convention or a neutral id.
 std::optional<format::DType> parse_any_dtype(std::string_view text, format::Framework preferred);
 
@@ -109,7 +109,7 @@ struct FlightFields {
 FlightFields flight_fields(const Json &entry);
 
 // A kernel entry with its position in the file.
-struct KernelEntry {
+struct EntryRead {
   std::string name;
   Json entry;
   std::optional<uint64_t> launch_index;
@@ -130,14 +130,14 @@ struct KernelRecord {
 // "data"), then for each member of "data" `on_record` when it is set, else `on_kernel`. Either returns false to stop
 // early. `on_progress(bytes_done)` is called now and then. Throws JsonError (with the byte) on invalid JSON.
 struct DumpCallbacks {
-  std::function<void(const DumpHeader &)> on_header;
-  std::function<bool(KernelEntry &&)> on_kernel;
+  std::function<void(const DumpHeaderRead &)> on_header;
+  std::function<bool(EntryRead &&)> on_kernel;
   std::function<bool(KernelRecord &&)> on_record;
   std::function<void(size_t)> on_progress;
 };
-DumpHeader stream_dump_json(std::string_view text, const DumpCallbacks &callbacks);
+DumpHeaderRead stream_dump_json(std::string_view text, const DumpCallbacks &callbacks);
 // Opens rank/dump.json and streams it; errors name the file.
-DumpHeader read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks);
+DumpHeaderRead read_dump_json(const RankDir &rank, const DumpCallbacks &callbacks);
 
 // The kernel's op type (the naming rule's reverse lives with the rule, in format/naming.h).
 using format::op_type_of;

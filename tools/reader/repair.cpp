@@ -25,7 +25,7 @@ uint64_t count_entries(std::string_view text, JournalKind kind) {
   uint64_t n = 0;
   if (kind == JournalKind::DumpJson) {
     DumpCallbacks cb;
-    cb.on_kernel = [&](KernelEntry &&) {
+    cb.on_kernel = [&](EntryRead &&) {
       ++n;
       return true;
     };
@@ -169,7 +169,7 @@ JournalRepair repair_journal(std::string_view content, JournalKind kind) {
 std::vector<std::string> dump_kernel_names(std::string_view dump_json) {
   std::vector<std::string> names;
   DumpCallbacks cb;
-  cb.on_kernel = [&](KernelEntry &&k) {
+  cb.on_kernel = [&](EntryRead &&k) {
     names.push_back(std::move(k.name));
     return true;
   };

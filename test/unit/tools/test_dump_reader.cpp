@@ -128,11 +128,11 @@ TEST(DumpJson, StreamsTheCollectorsJournal) {
   write_dump(t.path(), 6);
   const auto dirs = mt::find_rank_dirs(t.path());
   ASSERT_EQ(dirs.size(), 1u);
-  mt::DumpHeader header;
-  std::vector<mt::KernelEntry> entries;
+  mt::DumpHeaderRead header;
+  std::vector<mt::EntryRead> entries;
   mt::DumpCallbacks cb;
-  cb.on_header = [&](const mt::DumpHeader &h) { header = h; };
-  cb.on_kernel = [&](mt::KernelEntry &&k) {
+  cb.on_header = [&](const mt::DumpHeaderRead &h) { header = h; };
+  cb.on_kernel = [&](mt::EntryRead &&k) {
     entries.push_back(std::move(k));
     return true;
   };
@@ -168,7 +168,7 @@ TEST(DumpJson, StopsEarlyAndReportsBadJsonWithItsPath) {
   const auto dirs = mt::find_rank_dirs(t.path());
   int seen = 0;
   mt::DumpCallbacks cb;
-  cb.on_kernel = [&](mt::KernelEntry &&) { return ++seen < 3; };
+  cb.on_kernel = [&](mt::EntryRead &&) { return ++seen < 3; };
   mt::read_dump_json(dirs[0], cb);
   EXPECT_EQ(seen, 3);
 
@@ -186,11 +186,11 @@ TEST(DumpJson, ReadsPyTorchSpellingsAndMsprobeInputKey) {
       R"({"task": "statistics", "level": "L2", "framework": "pytorch", "data": {"Add.Default.0": {"input": [)"
       R"({"type": "torch.Tensor", "dtype": "torch.bfloat16", "shape": [2], "Max": 1, "Min": true, "Mean": null}],)"
       R"( "output": {"type": "torch.Tensor", "dtype": "torch.float32", "shape": [1], "md5": "0badc0de"}}}})";
-  mt::DumpHeader h;
+  mt::DumpHeaderRead h;
   std::vector<mt::TensorInfo> tensors;
   mt::DumpCallbacks cb;
-  cb.on_header = [&](const mt::DumpHeader &x) { h = x; };
-  cb.on_kernel = [&](mt::KernelEntry &&k) {
+  cb.on_header = [&](const mt::DumpHeaderRead &x) { h = x; };
+  cb.on_kernel = [&](mt::EntryRead &&k) {
     tensors = mt::entry_tensors(k.entry, h);
     return true;
   };
@@ -236,7 +236,7 @@ TEST(DumpJson, LaunchIndexFromTheLaunchObjectOrTheOldTopLevelField) {
       R"("D.x.0.forward": {"launch": 5}}})";
   std::vector<std::optional<uint64_t>> li_entries, li_records;
   mt::DumpCallbacks a;
-  a.on_kernel = [&](mt::KernelEntry &&k) {
+  a.on_kernel = [&](mt::EntryRead &&k) {
     li_entries.push_back(k.launch_index);
     return true;
   };
@@ -271,10 +271,10 @@ TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
       R"( "shape": [3, "x"], "Max": 1, "Max": 2, "md5": "first", "md5": 5, "data_name": 7, "data_name": "n"}]}}})";
   std::vector<std::vector<mt::TensorInfo>> from_entries, from_records;
   std::vector<std::optional<uint64_t>> li_entries, li_records;
-  mt::DumpHeader h;
+  mt::DumpHeaderRead h;
   mt::DumpCallbacks a;
-  a.on_header = [&](const mt::DumpHeader &x) { h = x; };
-  a.on_kernel = [&](mt::KernelEntry &&k) {
+  a.on_header = [&](const mt::DumpHeaderRead &x) { h = x; };
+  a.on_kernel = [&](mt::EntryRead &&k) {
     from_entries.push_back(mt::entry_tensors(k.entry, h));
     li_entries.push_back(k.launch_index);
     return true;
@@ -428,7 +428,7 @@ TEST(ValueArgs, NewAndOldSequenceForms) {
   EXPECT_FALSE(read(R"({"type": "x"})"));
 
   // The entry's tensors (what compare matches) do not depend on the form: same slots, same rows.
-  const mt::DumpHeader h;
+  const mt::DumpHeaderRead h;
   const auto with = [&](std::string_view seq) {
     return mt::entry_tensors(
         mt::parse_json(std::string(R"({"input_args": [{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [2],)"

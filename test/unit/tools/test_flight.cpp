@@ -32,10 +32,10 @@ struct Read {
 
 Read read_both() {
   Read r;
-  mt::DumpHeader h;
+  mt::DumpHeaderRead h;
   mt::DumpCallbacks entries;
-  entries.on_header = [&](const mt::DumpHeader &x) { h = x; };
-  entries.on_kernel = [&](mt::KernelEntry &&k) {
+  entries.on_header = [&](const mt::DumpHeaderRead &x) { h = x; };
+  entries.on_kernel = [&](mt::EntryRead &&k) {
     r.from_entries.push_back(mt::flight_fields(k.entry));
     return true;
   };

@@ -66,7 +66,7 @@ Journal make_dump_journal(int n) {
 std::vector<std::string> dump_names(std::string_view text) {
   std::vector<std::string> names;
   mt::DumpCallbacks cb;
-  cb.on_kernel = [&](mt::KernelEntry &&k) {
+  cb.on_kernel = [&](mt::EntryRead &&k) {
     names.push_back(k.name);
     return true;
   };
