@@ -19,6 +19,10 @@
 #include <random>
 #include <thread>
 
+#include "collector/dump_files.h"
+#include "collector/journal.h"
+#include "format/dump_json.h"
+#include "format/io.h"
 #include "format/lz4.h"
 #include "format/naming.h"
 #include "format/npy.h"

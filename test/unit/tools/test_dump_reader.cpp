@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 
+#include "collector/journal.h"
 #include "format/dump_json.h"
 #include "tools/reader/dump_reader.h"
 
@@ -51,7 +52,7 @@ mc::TensorSummary tensor(mc::DType t, std::vector<int64_t> shape, double max) {
 // A dump.json written by the collector's own journal writer.
 void write_dump(const fs::path &dir, int kernels, mc::Framework fw = mc::Framework::MindSpore) {
   fs::create_directories(dir);
-  mc::DumpJsonWriter w;
+  msprobe::collector::DumpJsonWriter w;
   mc::DumpHeader h;
   h.task = mc::Task::Statistics;
   h.framework = fw;
