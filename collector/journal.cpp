@@ -102,6 +102,8 @@ void DumpJsonWriter::append(const KernelEntry &e) {
   journal_.append(scratch_);
 }
 
-void ConstructJsonWriter::append(std::string_view kernel_name) { journal_.append(format::construct_json_member(kernel_name)); }
+void ConstructJsonWriter::append(std::string_view kernel_name) {
+  journal_.append(format::construct_json_member(kernel_name));
+}
 
 }  // namespace msprobe::collector

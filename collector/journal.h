@@ -52,7 +52,6 @@ class JsonJournal {
   std::string suffix_, pending_;
 };
 
-
 // dump.json: begin() writes the skeleton, append() one kernel entry, finish() closes it.
 class DumpJsonWriter {
  public:
@@ -70,7 +69,9 @@ class DumpJsonWriter {
 // construct.json as a journal: {kernel name: null, ...} (flat: kernels have no parent).
 class ConstructJsonWriter {
  public:
-  void begin(const std::filesystem::path &path) { journal_.begin(path, format::kConstructJsonPrefix, format::kConstructJsonSuffix); }
+  void begin(const std::filesystem::path &path) {
+    journal_.begin(path, format::kConstructJsonPrefix, format::kConstructJsonSuffix);
+  }
   void append(std::string_view kernel_name);
   void finish() { journal_.finish(); }
   JsonJournal &journal() { return journal_; }
