@@ -180,8 +180,7 @@ std::string GraphCapture::Impl::config_json() {
   const Config &c = session.config();
   const char *mode = c.data_mode == DataMode::Input ? "input" : c.data_mode == DataMode::Output ? "output" : "all";
   // Statistics (and names only, for the structure task) come from CANN's stats CSV: no tensor reaches the host.
-  const bool stats =
-      (c.task == Task::Statistics && c.summary_mode == SummaryMode::Statistics) || c.task == Task::Structure;
+  const bool stats = session.task_policy().graph_dump == GraphDump::Statistics;
   std::string j = "{\"dump\": {\"dump_path\": \"" + work_dir + "\", \"dump_list\": [{}], \"dump_mode\": \"" + mode +
                   "\", \"dump_data\": \"" + (stats ? "stats" : "tensor") + "\"";
   if (stats)
@@ -200,15 +199,15 @@ std::string GraphCapture::Impl::config_json() {
 bool GraphCapture::Impl::turn_on() {
   if (ours_on) return true;
   if (host_owns || unavailable) return false;
-  const Config &c = session.config();
   auto init = runtime::aclmdlInitDump.get();
   auto set = runtime::aclmdlSetDump.get();
   auto fin = runtime::aclmdlFinalizeDump.get();
   auto reg = runtime::acldumpRegCallback.get();
-  if (c.task == Task::Flight || !init || !set || !fin || !reg) {
+  const bool off = session.task_policy().graph_dump == GraphDump::Off;
+  if (off || !init || !set || !fin || !reg) {
     unavailable = true;
-    if (c.task == Task::Flight)
-      log_info("graph-sunk kernels are not recorded by the flight task");
+    if (off)
+      log_info("graph-sunk kernels are not recorded by this task (the flight ring keeps no copy of a model's tensors)");
     else
       log_info("the runtime has no data dump API: graph-sunk kernels are not captured");
     return false;

@@ -114,7 +114,8 @@ struct Config {
   // and whether the ring is written at any exit or fatal signal too (MSPROBE_FLIGHT_ON_EXIT).
   uint64_t flight_kernels = 0;
   bool flight_on_exit = false;
-  std::string config_path;  // MSPROBE_CONFIG as given, empty if none
+  std::string config_path;       // MSPROBE_CONFIG as given, empty if none
+  long test_journal_gap_us = 0;  // test seam, set by the composition root (shim/hooks/activation.cpp)
 
   std::array<Source, static_cast<size_t>(Field::kCount)> sources{};  // all Default
   Source source(Field f) const { return sources[static_cast<size_t>(f)]; }

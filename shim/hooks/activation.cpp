@@ -115,6 +115,9 @@ void initialize() {
     g_state.store((int)State::Disabled);
     return;
   }
+  // Test seam (test/integration/crash/kill_stress.py): widens the moment between a kernel's two journal appends.
+  if (const char *gap = std::getenv("SHIM_TEST_JOURNAL_GAP_US"))
+    load.config.test_journal_gap_us = std::strtol(gap, nullptr, 10);
   auto *s = new Session(std::move(load.config));  // immortal: hooks may run during and after exit handlers
   activate_graph_capture(new GraphCapture(*s));   // likewise (CANN's record thread may call into it at any time)
   activate_session(s);
