@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <string>
 
-#include "shim/aclnn/plt_redirect.h"
 #include "shim/base/log.h"
 #include "shim/capture/graph_capture.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
+#include "shim/hooks/linked_calls.h"
 
 namespace msprobe::shim {
 namespace {
@@ -131,7 +131,18 @@ void initialize() {
     activate_session(nullptr);
   };
   lifecycle::install(callbacks);  // fatal signals, _exit, fork
-  redirect_plt_calls();
+  redirect_linked_calls();
+}
+
+// A program started linked against CANN reaches the hooks only through GOT entries redirected by the shim (it exports
+// no CANN function: shim/hooks/linked_calls.h), so capture starts here, at load, rather than at a first hook call
+// that would never come. A process that references no CANN function at start-up (a Python interpreter, a shell a
+// host spawns with LD_PRELOAD inherited) is left alone until it opens CANN (dlopen) or looks a hook up (dlsym), as
+// before. The program's own libraries' constructors ran already (glibc initialises them before a preloaded
+// library): a CANN call one of them makes is not captured (docs/lifecycle.md). Default priority: after the
+// sanitizer runtime is ready (shim/hooks/dl.cpp).
+__attribute__((constructor)) void start_with_a_linked_program() {
+  if (process_links_cann() && capture_enabled()) redirect_linked_calls();  // a no-op if a hook started capture
 }
 
 }  // namespace
