@@ -62,7 +62,9 @@ void report_address_only(const std::map<std::string, References> &seen) {
   }
 }
 
-void redirect_hooked_calls() {
+}  // namespace
+
+void redirect_calls_to_hooks() {
   static GotPatcher *patcher = new (std::nothrow) GotPatcher;  // immortal: dlopen hooks run during exit
   if (patcher == nullptr) return;
   std::map<std::string, References> seen;
@@ -79,10 +81,8 @@ void redirect_hooked_calls() {
   report_address_only(seen);
 }
 
-}  // namespace
-
 void redirect_linked_calls() {
-  redirect_hooked_calls();
+  redirect_calls_to_hooks();
   redirect_plt_calls();
 }
 

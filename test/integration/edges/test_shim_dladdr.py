@@ -114,6 +114,19 @@ def test_disabled_shim_patches_nothing(tmp_path, plain, binding):
     assert not (tmp_path / "dump").exists()
 
 
+def test_a_child_forked_before_the_first_cann_call_captures_on_its_own(tmp_path):
+    """The shim reads its configuration and redirects the calls at load, but capture starts at the first call, as it
+    always did: a child forked before that is not the child of a capturing process (docs/lifecycle.md)."""
+    env = with_shim(env_through(LATEST, MSPROBE_DUMP_PATH=str(tmp_path / "dump")))
+    p = run([HOST, "--fork-first"], env, cwd=str(tmp_path), timeout=60)
+    assert p.returncode == 0, describe(p)
+    assert p.stdout.decode().count("aclop Add: ok") == 2, describe(p)
+    dirs = dump_dirs(tmp_path / "dump")
+    assert sorted(dirs) == [("step0", "rank"), ("step0", "rank1")], sorted(dirs)
+    for d in dirs.values():
+        assert len(entries_of(load_dump(d), "Add")) == 1, d
+
+
 def test_address_only_references_are_named_at_info_level(tmp_path):
     env = with_shim(env_through(LATEST, MSPROBE_DUMP_PATH=str(tmp_path / "dump"), MSPROBE_LOG_LEVEL="info"))
     p = run([HOST], env, cwd=str(tmp_path), timeout=60)

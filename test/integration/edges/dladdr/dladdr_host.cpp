@@ -6,7 +6,13 @@
 // plugin and of libascendcl point (list_got_slots, shim/base/got_patch.h), as "got: OBJECT NAME KIND -> FILE".
 // Exit status: 0 when all is well, 3 when the install check failed (MindSpore throws), 2 on an API error, 1 on a
 // wrong result.
+//
+// `shim_dladdr_host --fork-first` forks before any CANN call: the child (RANK_ID=1) runs the kernel and exits, then the
+// parent does; a child forked before the parent's first CANN call captures on its own (docs/lifecycle.md).
 #include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -103,7 +109,22 @@ void report_got() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--fork-first") == 0) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("RANK_ID", "1", 1);
+      const int rc = add_on_the_device();
+      std::fflush(stdout);
+      _exit(rc);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "shim_dladdr_host: the child failed (status %d)\n", status);
+      return 2;
+    }
+    return add_on_the_device();
+  }
   char ascend_path[4096] = {};
   if (ascend_path_probe(ascend_path, sizeof ascend_path) != 0) {
     std::fprintf(stderr,
