@@ -19,14 +19,15 @@
 namespace msprobe::shim {
 
 // Redirects the direct calls of every object loaded since the last call (objects already handled are left alone).
-// Run when capture starts and after every dlopen; thread-safe. Never call it with capture off.
+// Run when capture starts and after every dlopen; thread-safe. Never call it with capture off (MSPROBE_ENABLE=0 and
+// a bad configuration patch nothing).
 void redirect_linked_calls();
-// The hooked CANN functions' part of it only: at load, before the session exists (the aclnn wrappers are made with
-// the session's filters at hand, when capture starts).
+// The hooked CANN functions' part of it only: at load, once the configuration says capture, before the session
+// exists (the aclnn wrappers are made when capture starts, with the session's filters at hand).
 void redirect_calls_to_hooks();
 
 // True when some loaded object calls or references a hooked CANN function or an aclnn function through its GOT:
-// the process was started linked against CANN, and capture must start with it (shim/hooks/activation.cpp).
+// the process was started linked against CANN, and its calls must be redirected at load (shim/hooks/activation.cpp).
 bool process_links_cann();
 
 }  // namespace msprobe::shim
