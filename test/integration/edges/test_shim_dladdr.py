@@ -138,6 +138,8 @@ def test_address_only_references_are_named_at_info_level(tmp_path):
 def test_the_check_fails_without_latest_with_or_without_the_shim(tmp_path):
     """The control: the stand-in loaded from build/fake_cann/lib64 has no "latest" in its path, and MindSpore's check
     refuses it. So the check above passes only because dladdr names the library through "latest"."""
+    if "latest" in os.path.realpath(FAKE_CANN):
+        pytest.skip(f"the build's own path has \"latest\" in it: {FAKE_CANN}")
     for env in (env_through(FAKE_CANN), with_shim(env_through(FAKE_CANN, MSPROBE_DUMP_PATH=str(tmp_path / "d")))):
         p = run([HOST], env, cwd=str(tmp_path), timeout=60)
         assert p.returncode == 3, describe(p)
