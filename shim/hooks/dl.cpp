@@ -28,7 +28,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "shim/aclnn/aclnn_capture.h"
@@ -39,12 +38,6 @@
 
 // Never instrumented (see above): the sanitizers named here are the ones the tree is built with.
 #define MSPROBE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
-
-// The families' tables (MSPROBE_HOOK_FAMILY, shim/hooks/hook.h): the linker gathers the section msprobe_hooks of
-// every hooks file and defines these bounds (local to the shim: exports.map). Their sections are kept by the
-// reference to the bounds even under --gc-sections; the sanitizers leave globals in named sections unpadded.
-extern "C" __attribute__((visibility("hidden"))) const msprobe::shim::HookFamily *const __start_msprobe_hooks[];
-extern "C" __attribute__((visibility("hidden"))) const msprobe::shim::HookFamily *const __stop_msprobe_hooks[];
 
 namespace msprobe::shim {
 
@@ -76,16 +69,6 @@ MSPROBE_NO_SANITIZE inline bool instrumented_code_ready() {
 #endif
 }
 
-const std::unordered_map<std::string, HookedName> &hook_table() {
-  static const auto *table = [] {
-    auto *t = new std::unordered_map<std::string, HookedName>;
-    for (const HookFamily *const *f = __start_msprobe_hooks; f != __stop_msprobe_hooks; ++f)
-      for (size_t i = 0; i < (*f)->count; ++i) (*t)[(*f)->entries[i].name] = HookedName{&(*f)->entries[i], (*f)->reach};
-    return t;
-  }();
-  return *table;
-}
-
 // The caller's library search path for a bare name, in the dynamic linker's order; empty if unknown.
 std::vector<std::string> search_path_of(const void *caller) {
   std::vector<std::string> dirs;
@@ -103,16 +86,6 @@ std::vector<std::string> search_path_of(const void *caller) {
 }
 
 }  // namespace
-
-const HookedName *find_hook(const char *name) {
-  if (name == nullptr) return nullptr;
-  auto &table = hook_table();
-  auto it = table.find(name);
-  return it == table.end() ? nullptr : &it->second;
-}
-
-const HookFamily *const *hook_families_begin() { return __start_msprobe_hooks; }
-const HookFamily *const *hook_families_end() { return __stop_msprobe_hooks; }
 
 void *intercept_lookup(const char *name, void *real) {
   if (real == nullptr || name == nullptr) return real;

@@ -8,14 +8,14 @@
 //   MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS, Linked)   // after them: the family's table and how hosts reach it
 //
 // A slot finds the real function lazily (first call, or the handle the host looked it up in). The family's
-// table lands in the linker section msprobe_hooks, which shim/hooks/dl.cpp reads whole: no list of families
+// table lands in the linker section msprobe_hooks, which shim/hooks/hook_table.cpp reads whole: no list of families
 // to keep, and nothing there runs a constructor (the dlsym hook runs before any, shim/hooks/dl.cpp). Hooks must
 // never throw, abort or change the host's arguments or results; ReentryGuard lets calls the shim itself makes
 // into the runtime (copies, events) pass straight through the shim's own hooks.
 //
-// How a hook is put in the host's way depends on the family's HookReach (below): a CANN function is never exported
-// by the shim, so that the address a linked program takes of it (`&aclrtMalloc`) stays CANN's (MindSpore finds its
-// CANN install with dladdr on it, reference/mindspore_runtime.md §1.1); calls reach the hook through dlsym's answer
+// How a hook is put in the host's way depends on the family's HookReach (hook_table.h): a CANN function is never
+// exported by the shim, so that the address a linked program takes of it (`&aclrtMalloc`) stays CANN's (MindSpore finds
+// its CANN install with dladdr on it, reference/mindspore_runtime.md §1.1); calls reach the hook through dlsym's answer
 // and through the redirected GOT entries of direct calls (shim/hooks/linked_calls.h).
 #pragma once
 #include <cstddef>
@@ -24,52 +24,9 @@
 #include "shim/base/reentry.h"
 #include "shim/base/symbols.h"
 #include "shim/hooks/activation.h"
-
-// A hook's definition: a C function of the API's own name and type. Default visibility, but what the shim really
-// exports is decided by shim/exports.map: the libc functions it interposes, dlsym/dlopen/dlclose, msprobe_* and
-// MindSpore's hook-tool interface; a CANN hook stays local to the shim.
-#define MSPROBE_HOOK extern "C" __attribute__((visibility("default")))
-// A function the shim exports under its own name (exports.map must list it): msprobe_*, MS_DbgOnStep*, libc's.
-#define MSPROBE_EXPORT extern "C" __attribute__((visibility("default")))
+#include "shim/hooks/hook_table.h"
 
 namespace msprobe::shim {
-
-struct HookEntry {
-  const char *name;
-  void *(*wrapper)();  // the shim's function (a function, so that the table is a constant)
-  HookSlot *slot;      // where its original lives
-};
-
-// How hosts reach a family's functions, and so how the shim's hooks get in their way.
-enum class HookReach : unsigned char {
-  // CANN entry points programs and libraries link against (acl*, rt*, Hccl*): not exported; direct calls from every
-  // loaded object (the CANN libraries' calls to each other included) are redirected in its GOT's JUMP_SLOT entries
-  // (shim/hooks/linked_calls.cpp), and dlsym answers with the hook.
-  Linked,
-  // CANN functions that hosts only look up with dlsym (torch_npu's PTA cache): dlsym answers with the hook.
-  LookedUp,
-  // libc functions (_exit, _Exit): exported, so that the dynamic linker binds every call to the shim (exports.map).
-  Exported,
-};
-
-// One API family's hooks, defined in its own file, for dlsym dispatch and GOT redirection.
-struct HookFamily {
-  const HookEntry *entries;
-  size_t count;
-  HookReach reach;
-};
-
-// A hooked name: its entry, and how hosts reach it (its family's reach).
-struct HookedName {
-  const HookEntry *entry;
-  HookReach reach;
-};
-
-// The hook of `name` (any family), or nullptr when the shim does not hook it. Safe before constructors.
-const HookedName *find_hook(const char *name);
-// The families' tables, in link order (the linker section msprobe_hooks).
-const HookFamily *const *hook_families_begin();
-const HookFamily *const *hook_families_end();
 
 template <auto Fn>
 void *address_of() {

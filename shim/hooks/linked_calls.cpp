@@ -12,7 +12,7 @@
 #include "shim/base/got_patch.h"
 #include "shim/base/log.h"
 #include "shim/base/symbols.h"
-#include "shim/hooks/hook.h"
+#include "shim/hooks/hook_table.h"
 
 namespace msprobe::shim {
 namespace {
@@ -93,15 +93,3 @@ bool process_links_cann() {
 }
 
 }  // namespace msprobe::shim
-
-// For tests and diagnostics (test/integration/edges/test_shim_dladdr.py): the `index`-th CANN function the shim
-// hooks (families Linked and LookedUp), nullptr past the last. A host built against a list of them checks it with this.
-MSPROBE_EXPORT const char *msprobe_shim_hooked_function(unsigned index) {
-  using namespace msprobe::shim;
-  for (const HookFamily *const *f = hook_families_begin(); f != hook_families_end(); ++f) {
-    if ((*f)->reach == HookReach::Exported) continue;
-    if (index < (*f)->count) return (*f)->entries[index].name;
-    index -= static_cast<unsigned>((*f)->count);
-  }
-  return nullptr;
-}
