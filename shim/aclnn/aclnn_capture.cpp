@@ -586,8 +586,7 @@ void *AclnnCapture::wrap_symbol(const char *name, void *real) {
   } else {
     // Phase 2 exists only next to its phase 1 in the same library (this leaves aclnnInit and friends alone).
     std::string phase1 = std::string(n) + std::string(kPhase1Suffix);
-    void *lib = object_containing(real);
-    if (lib == nullptr || real_dlsym(lib, phase1.c_str()) == nullptr) {
+    if (lookup_in_object_of(real, phase1.c_str()) == nullptr) {
       delete b;
       return real;
     }

@@ -153,21 +153,21 @@ aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const
   X(aclopCompileAndExecuteV2)
 MSPROBE_HOOK_SLOTS(MSPROBE_ACLOP_HOOKS)
 
-MSPROBE_EXPORT aclopAttr *aclopCreateAttr(void) {
+MSPROBE_HOOK aclopAttr *aclopCreateAttr(void) {
   auto real = MSPROBE_REAL(aclopCreateAttr);
   aclopAttr *a = real ? real() : nullptr;
   if (a && capture_enabled()) attrs().create(a);
   return a;
 }
 
-MSPROBE_EXPORT void aclopDestroyAttr(const aclopAttr *attr) {
+MSPROBE_HOOK void aclopDestroyAttr(const aclopAttr *attr) {
   if (auto real = MSPROBE_REAL(aclopDestroyAttr)) real(attr);
   if (attr) attrs().erase(attr);
 }
 
 // Each setter forwards, then records the value the runtime accepted.
 #define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                         \
-  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {       \
+  MSPROBE_HOOK aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {         \
     auto real = MSPROBE_REAL(fn);                                                        \
     if (!real) return ACL_ERROR_INVALID_PARAM;                                           \
     aclError rc = real(attr, attrName, attrValue);                                       \
@@ -182,27 +182,27 @@ MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
                       (ValueArg{vt::kAclDataType, std::string(msprobe::format::dtype_id(acl_to_dtype(attrValue)))}))
 #undef MSPROBE_SET_ATTR_HOOK
 
-#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                            \
-  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) { \
-    auto real = MSPROBE_REAL(fn);                                                                     \
-    if (!real) return ACL_ERROR_INVALID_PARAM;                                                        \
-    aclError rc = real(attr, attrName, numValues, values);                                            \
-    if (rc == ACL_SUCCESS && capture_enabled()) {                                                     \
-      std::vector<Elem> v;                                                                            \
-      for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                     \
-      attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                                 \
-    }                                                                                                 \
-    return rc;                                                                                        \
+#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                          \
+  MSPROBE_HOOK aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) { \
+    auto real = MSPROBE_REAL(fn);                                                                   \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                                      \
+    aclError rc = real(attr, attrName, numValues, values);                                          \
+    if (rc == ACL_SUCCESS && capture_enabled()) {                                                   \
+      std::vector<Elem> v;                                                                          \
+      for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                   \
+      attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                               \
+    }                                                                                               \
+    return rc;                                                                                      \
   }
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListInt, int64_t, vt::kListInt, int64_t)
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListFloat, float, vt::kListFloat, double)
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListBool, uint8_t, vt::kListBool, bool)
 #undef MSPROBE_SET_LIST_ATTR_HOOK
 
-MSPROBE_EXPORT aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
-                                     const aclDataBuffer *const inputs[], int numOutputs,
-                                     const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
-                                     const aclopAttr *attr, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
+                                   const aclDataBuffer *const inputs[], int numOutputs,
+                                   const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
+                                   const aclopAttr *attr, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopExecute);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -210,9 +210,9 @@ MSPROBE_EXPORT aclError aclopExecute(const char *opType, int numInputs, const ac
   });
 }
 
-MSPROBE_EXPORT aclError aclopExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
-                                       aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
-                                       aclDataBuffer *outputs[], aclopAttr *attr, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
+                                     aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
+                                     aclDataBuffer *outputs[], aclopAttr *attr, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopExecuteV2);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -220,12 +220,11 @@ MSPROBE_EXPORT aclError aclopExecuteV2(const char *opType, int numInputs, aclTen
   });
 }
 
-MSPROBE_EXPORT aclError aclopCompileAndExecute(const char *opType, int numInputs,
-                                               const aclTensorDesc *const inputDesc[],
-                                               const aclDataBuffer *const inputs[], int numOutputs,
-                                               const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
-                                               const aclopAttr *attr, aclopEngineType engineType,
-                                               aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopCompileAndExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
+                                             const aclDataBuffer *const inputs[], int numOutputs,
+                                             const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
+                                             const aclopAttr *attr, aclopEngineType engineType,
+                                             aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopCompileAndExecute);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -234,10 +233,10 @@ MSPROBE_EXPORT aclError aclopCompileAndExecute(const char *opType, int numInputs
   });
 }
 
-MSPROBE_EXPORT aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
-                                                 aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
-                                                 aclDataBuffer *outputs[], aclopAttr *attr, aclopEngineType engineType,
-                                                 aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
+                                               aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
+                                               aclDataBuffer *outputs[], aclopAttr *attr, aclopEngineType engineType,
+                                               aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopCompileAndExecuteV2);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -246,4 +245,4 @@ MSPROBE_EXPORT aclError aclopCompileAndExecuteV2(const char *opType, int numInpu
   });
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_ACLOP_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_ACLOP_HOOKS, Linked)

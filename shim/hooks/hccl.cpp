@@ -125,17 +125,17 @@ HcclResult capture_collective(const char *op_type, aclrtStream stream, const std
 
 }  // namespace
 
-MSPROBE_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
-                                               HcclComm *comm) {
+MSPROBE_HOOK HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                             HcclComm *comm) {
   return init_comm(MSPROBE_REAL(HcclCommInitRootInfo), rank, nRanks, rootInfo, rank, comm);
 }
 
-MSPROBE_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
+MSPROBE_HOOK HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
   return init_comm(MSPROBE_REAL(HcclCommInitClusterInfo), rank, clusterInfo, rank, comm);
 }
 
-MSPROBE_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,
-                                        HcclReduceOp op, HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,
+                                      HcclReduceOp op, HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclAllReduce);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(sendBuf, recvBuf, count, dataType, op, comm, stream); };
@@ -144,8 +144,8 @@ MSPROBE_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t c
                             buffer(recvBuf, count, dataType), forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
-                                        aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
+                                      aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclBroadcast);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(buf, count, dataType, root, comm, stream); };
@@ -154,8 +154,8 @@ MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType 
   return capture_collective("HcclBroadcast", stream, t, {ValueArg{vt::kInt, (int64_t)root, "root"}}, t, forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,
-                                        HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,
+                                      HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclAllGather);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(sendBuf, recvBuf, sendCount, dataType, comm, stream); };
@@ -164,8 +164,8 @@ MSPROBE_EXPORT HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t s
                             buffer(recvBuf, times_rank_size(sendCount, comm), dataType), forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
-                                            HcclReduceOp op, HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
+                                          HcclReduceOp op, HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclReduceScatter);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(sendBuf, recvBuf, recvCount, dataType, op, comm, stream); };
@@ -174,4 +174,4 @@ MSPROBE_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64
                             {reduce_op(op)}, buffer(recvBuf, recvCount, dataType), forward);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS, Linked)

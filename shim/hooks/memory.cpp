@@ -57,20 +57,20 @@ Rc release(Real real, Rc missing, void *devPtr) {
 
 }  // namespace
 
-MSPROBE_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+MSPROBE_HOOK aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
   return allocate(MSPROBE_REAL(aclrtMalloc), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
 }
 
-MSPROBE_EXPORT aclError aclrtFree(void *devPtr) {
+MSPROBE_HOOK aclError aclrtFree(void *devPtr) {
   return release(MSPROBE_REAL(aclrtFree), aclError{ACL_ERROR_INVALID_PARAM}, devPtr);
 }
 
-MSPROBE_EXPORT rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t type, const uint16_t moduleId) {
+MSPROBE_HOOK rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t type, const uint16_t moduleId) {
   return allocate(MSPROBE_REAL(rtMalloc), rtError_t{ACL_ERROR_RT_MEMORY_ALLOCATION}, devPtr, size, type, moduleId);
 }
 
-MSPROBE_EXPORT rtError_t rtFree(void *devPtr) {
+MSPROBE_HOOK rtError_t rtFree(void *devPtr) {
   return release(MSPROBE_REAL(rtFree), rtError_t{ACL_ERROR_RT_PARAM_INVALID}, devPtr);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS, Linked)

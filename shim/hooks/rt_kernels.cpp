@@ -191,15 +191,15 @@ rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStre
   X(rtKernelLaunchWithHandleV2)
 MSPROBE_HOOK_SLOTS(MSPROBE_RT_KERNEL_HOOKS)
 
-MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
+MSPROBE_HOOK rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
   return register_binary(MSPROBE_REAL(rtDevBinaryRegister), bin, hdl);
 }
 
-MSPROBE_EXPORT rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
+MSPROBE_HOOK rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
   return register_binary(MSPROBE_REAL(rtRegisterAllKernel), bin, hdl);
 }
 
-MSPROBE_EXPORT rtError_t rtDevBinaryUnRegister(void *hdl) {
+MSPROBE_HOOK rtError_t rtDevBinaryUnRegister(void *hdl) {
   auto real = MSPROBE_REAL(rtDevBinaryUnRegister);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   // Forgotten first: a binary registered by another thread right after may get the same handle.
@@ -212,8 +212,8 @@ MSPROBE_EXPORT rtError_t rtDevBinaryUnRegister(void *hdl) {
   return real(hdl);
 }
 
-MSPROBE_EXPORT rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc, const char_t *stubName,
-                                            const void *kernelInfoExt, uint32_t funcMode) {
+MSPROBE_HOOK rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc, const char_t *stubName,
+                                          const void *kernelInfoExt, uint32_t funcMode) {
   auto real = MSPROBE_REAL(rtFunctionRegister);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   rtError_t rc = real(binHandle, stubFunc, stubName, kernelInfoExt, funcMode);
@@ -227,37 +227,37 @@ MSPROBE_EXPORT rtError_t rtFunctionRegister(void *binHandle, const void *stubFun
   return rc;
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
-                                        rtSmDesc_t *smDesc, rtStream_t stm) {
+MSPROBE_HOOK rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
+                                      rtSmDesc_t *smDesc, rtStream_t stm) {
   return launch(MSPROBE_REAL(rtKernelLaunch), ByStub{stubFunc}, plain_blob(args, argsSize), stm, stubFunc, blockDim,
                 args, argsSize, smDesc, stm);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
-                                                rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
+                                              rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithFlag), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
                 smDesc, stm, flags);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
-                                                  rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
-                                                  const rtTaskCfgInfo_t *cfgInfo) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
+                                                rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
+                                                const rtTaskCfgInfo_t *cfgInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithFlagV2), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
                 smDesc, stm, flags, cfgInfo);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
-                                                  rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
-                                                  const void *kernelInfo) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
+                                                rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                const void *kernelInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithHandle), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
                 blockDim, argsInfo, smDesc, stm, kernelInfo);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
-                                                    rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
-                                                    const rtTaskCfgInfo_t *cfgInfo) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
+                                                  rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                  const rtTaskCfgInfo_t *cfgInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithHandleV2), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
                 blockDim, argsInfo, smDesc, stm, cfgInfo);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS, Linked)
