@@ -330,7 +330,8 @@ class MsprobeWriter final : public DumpWriter {
                                      RankWriter &w, bool have_data) {
     if (!args) return std::nullopt;
     ArgList out;
-    for (size_t i = 0; i < args->size(); ++i) out.push_back(convert((*args)[i], kernel, io, std::to_string(i), w, have_data));
+    for (size_t i = 0; i < args->size(); ++i)
+      out.push_back(convert((*args)[i], kernel, io, std::to_string(i), w, have_data));
     return out;
   }
 

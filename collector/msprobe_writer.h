@@ -20,9 +20,9 @@ struct MsprobeWriterOptions {
   format::Framework framework = format::Framework::MindSpore;
   format::HostFramework host_framework = format::HostFramework::Acl;
   format::StatPrecision precision = format::StatPrecision::Low;
-  bool save_tensors = false;                       // write dump_tensor_data/
+  bool save_tensors = false;                                // write dump_tensor_data/
   format::Compression compress = format::Compression::Off;  // lz4: each tensor file an LZ4 frame named {file}.lz4
-  std::shared_ptr<record::StackRenderer> stacks;   // null: no stack.json groups
+  std::shared_ptr<record::StackRenderer> stacks;            // null: no stack.json groups
   // Test seam (test/integration/crash/kill_stress.py): widens the moment between a kernel's dump.json and
   // construct.json appends, so that random SIGKILLs land in it.
   long journal_gap_us = 0;

@@ -37,9 +37,9 @@ class MetadataOnly final : public Stager {
   std::unique_ptr<LaunchStaging> begin(void *) override { return std::make_unique<NothingTaken>(); }
 };
 
-// ---- host copies, and what the other stagers share -------------------------------------------------------------------
-// The copies of one launch into pinned host memory, and the device statistics batch when there is one: everything
-// in flight is fenced by one event at finish().
+// ---- host copies, and what the other stagers share
+// ------------------------------------------------------------------- The copies of one launch into pinned host memory,
+// and the device statistics batch when there is one: everything in flight is fenced by one event at finish().
 class StagedLaunch : public LaunchStaging {
  public:
   StagedLaunch(void *stream, Staging &staging) : stream_(stream), staging_(staging) {}
@@ -86,11 +86,12 @@ class StagedLaunch : public LaunchStaging {
 // What staging did, at the end of the run.
 void log_staging(const Staging &s) {
   const StagingCounters c = s.counters();
-  log_info("staging high water %llu of %llu bytes (pool %llu), %llu copies, %llu pinned allocations, %llu budget "
-           "waits (%.3f s)",
-           (unsigned long long)c.high_water, (unsigned long long)s.budget(), (unsigned long long)c.pool_high_water,
-           (unsigned long long)c.copies, (unsigned long long)c.host_allocs, (unsigned long long)c.budget_waits,
-           (double)c.wait_ns / 1e9);
+  log_info(
+      "staging high water %llu of %llu bytes (pool %llu), %llu copies, %llu pinned allocations, %llu budget "
+      "waits (%.3f s)",
+      (unsigned long long)c.high_water, (unsigned long long)s.budget(), (unsigned long long)c.pool_high_water,
+      (unsigned long long)c.copies, (unsigned long long)c.host_allocs, (unsigned long long)c.budget_waits,
+      (double)c.wait_ns / 1e9);
   // Waiting slowed the host down: say so without being asked (MSPROBE_LOG_LEVEL=info not needed).
   if (c.budget_waits)
     log_warn(
@@ -124,7 +125,8 @@ class HostCopies : public Stager {
   Staging staging_;
 };
 
-// ---- statistics on the device ----------------------------------------------------------------------------------------
+// ---- statistics on the device
+// ----------------------------------------------------------------------------------------
 class DeviceStatsLaunch final : public StagedLaunch {
  public:
   DeviceStatsLaunch(void *stream, Staging &staging, const DeviceStatsSettings &settings)
@@ -166,11 +168,15 @@ class DeviceStatistics final : public HostCopies {
   const DeviceStatsSettings settings_;
 };
 
-// ---- the flight ring -------------------------------------------------------------------------------------------------
+// ---- the flight ring
+// -------------------------------------------------------------------------------------------------
 class FlightLaunch final : public StagedLaunch {
  public:
   FlightLaunch(void *stream, Staging &staging, const DeviceStatsSettings &settings, DeviceRing &ring)
-      : StagedLaunch(stream, staging), settings_(settings), ring_(ring), enabled_(DeviceStatsBatch::enabled(settings)) {}
+      : StagedLaunch(stream, staging),
+        settings_(settings),
+        ring_(ring),
+        enabled_(DeviceStatsBatch::enabled(settings)) {}
 
   void take(const TensorMeta &m, TensorSide side, size_t slot, int64_t item, TensorCapture &t) override {
     // The check: NaN and Inf show in an output's extremes, reduced on the device (only scalars come back).

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "shim/base/log.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/graph_capture.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
@@ -123,6 +124,11 @@ void decide() {
   // Test seam (test/integration/crash/kill_stress.py): widens the moment between a kernel's two journal appends.
   if (const char *gap = std::getenv("SHIM_TEST_JOURNAL_GAP_US"))
     load.config.test_journal_gap_us = std::strtol(gap, nullptr, 10);
+  // Test seam (test/integration/edges/test_shim_describe_faults.py): every describe step of one side throws.
+  if (const char *fault = std::getenv("SHIM_TEST_DESCRIBE_THROWS"))
+    set_describe_fault(std::strcmp(fault, "inputs") == 0    ? DescribeFault::Inputs
+                       : std::strcmp(fault, "outputs") == 0 ? DescribeFault::Outputs
+                                                            : DescribeFault::None);
   g_config = new Config(std::move(load.config));
   g_state.store((int)State::Ready, std::memory_order_release);
 }

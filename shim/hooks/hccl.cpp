@@ -10,7 +10,7 @@
 
 #include "acl/acl_base.h"
 #include "format/naming.h"
-#include "shim/capture/kernel_launch.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/handles.h"
 #include "shim/hooks/hook.h"
@@ -89,7 +89,7 @@ template <typename Real, typename... Args>
 HcclResult init_comm(Real real, uint32_t rank, Args... args) {
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(args...);
-  if (rc == HCCL_SUCCESS && capture_enabled()) session().set_rank_hint(rank);
+  if (rc == HCCL_SUCCESS && capture_enabled()) guarded([&] { session().set_rank_hint(rank); });
   return rc;
 }
 
@@ -98,29 +98,23 @@ template <typename Forward>
 HcclResult capture_collective(const char *op_type, aclrtStream stream, const std::optional<TensorMeta> &in,
                               std::initializer_list<ValueArg> values, const std::optional<TensorMeta> &out,
                               Forward forward) {
-  std::optional<KernelLaunch> launch;
-  try {
-    launch.emplace(session(), op_type, stream);
-    if (in)
-      launch->input_tensor(*in);
-    else
-      launch->input_null();
-    for (const ValueArg &v : values) launch->input_value(v);
-  } catch (...) {
-  }
-  const HcclResult rc = forward();
-  if (!launch) return rc;
-  try {
-    if (rc == HCCL_SUCCESS) {
-      if (out)
-        launch->output_tensor(*out);
-      else
-        launch->output_null();
-    }
-    launch->finish(rc == HCCL_SUCCESS);
-  } catch (...) {
-  }
-  return rc;
+  return capture_call(
+      session(), op_type, stream,
+      [&](KernelLaunch &k) {
+        if (in)
+          k.input_tensor(*in);
+        else
+          k.input_null();
+        for (const ValueArg &v : values) k.input_value(v);
+      },
+      forward,
+      [&](KernelLaunch &k) {
+        if (out)
+          k.output_tensor(*out);
+        else
+          k.output_null();
+      },
+      [](HcclResult rc) { return rc == HCCL_SUCCESS; });
 }
 
 }  // namespace

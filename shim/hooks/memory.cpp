@@ -8,6 +8,7 @@
 // by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
 #include "runtime/mem.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/device_allocations.h"
 #include "shim/hooks/hook.h"
@@ -19,11 +20,11 @@ namespace {
 bool tracking() { return !ReentryGuard::active() && capture_enabled(); }
 
 void allocated(void **devPtr, uint64_t size) {
-  if (devPtr != nullptr && *devPtr != nullptr) device_allocations().insert(*devPtr, size);
+  if (devPtr != nullptr && *devPtr != nullptr) guarded([&] { device_allocations().insert(*devPtr, size); });
 }
 
 void freeing(void *devPtr) {
-  if (devPtr != nullptr) device_allocations().erase(devPtr);
+  if (devPtr != nullptr) guarded([&] { device_allocations().erase(devPtr); });
 }
 
 }  // namespace

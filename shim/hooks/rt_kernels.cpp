@@ -16,7 +16,7 @@
 #include "acl/acl_base.h"
 #include "format/naming.h"
 #include "runtime/kernel.h"
-#include "shim/capture/kernel_launch.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/device_allocations.h"
 #include "shim/device/handles.h"
@@ -83,66 +83,48 @@ Blob blob_of(const rtArgsEx_t *info) {
 // One captured launch: arguments read before `forward` runs the real launch, device buffers again after.
 template <typename Forward>
 rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_t stream, Forward forward) {
-  std::optional<KernelLaunch> launch;
   std::vector<RtArgSlot> slots;
-  try {
-    launch.emplace(session(), op_type, stream);
-    if (launch->capturing()) {
-      if (blob.on_device) {
-        // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
-        auto addr = reinterpret_cast<uint64_t>(blob.args);
-        if (auto r = device_allocations().find(addr))
-          launch->input_tensor(raw_bytes(addr, std::min<uint64_t>(blob.size, r->end() - addr)));
-      } else {
+  return capture_call(
+      session(), op_type, stream,
+      [&](KernelLaunch &k) {
+        if (blob.on_device) {
+          // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
+          auto addr = reinterpret_cast<uint64_t>(blob.args);
+          if (auto r = device_allocations().find(addr))
+            k.input_tensor(raw_bytes(addr, std::min<uint64_t>(blob.size, r->end() - addr)));
+          return;
+        }
         slots = scan_args_blob(blob.args, blob.slot_bytes, device_allocations());
         for (const RtArgSlot &s : slots) {
           if (s.device_extent)
-            launch->input_tensor(raw_bytes(s.value, *s.device_extent));
+            k.input_tensor(raw_bytes(s.value, *s.device_extent));
           else
-            launch->input_value(raw_value(s));
+            k.input_value(raw_value(s));
         }
-      }
-    }
-  } catch (...) {
-    slots.clear();
-  }
-  const rtError_t rc = forward();
-  if (!launch) return rc;
-  try {
-    if (rc == RT_ERROR_NONE && launch->capturing())
-      for (const RtArgSlot &s : slots)
-        if (s.device_extent) launch->output_tensor(raw_bytes(s.value, *s.device_extent));
-  } catch (...) {
-  }
-  try {
-    launch->finish(rc == RT_ERROR_NONE);
-  } catch (...) {
-  }
-  return rc;
+      },
+      forward,
+      [&](KernelLaunch &k) {
+        for (const RtArgSlot &s : slots)
+          if (s.device_extent) k.output_tensor(raw_bytes(s.value, *s.device_extent));
+      },
+      [](rtError_t rc) { return rc == RT_ERROR_NONE; });
 }
 
 std::string stub_op_type(const void *stub) {
-  try {
-    return kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel);
-  } catch (...) {
-    return kUnknownRtKernel;
-  }
+  std::string name(kUnknownRtKernel);
+  guarded([&] { name = kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel); });
+  return name;
 }
 
 std::string handle_op_type(const void *handle, uint64_t tiling_key) {
-  try {
-    return kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel);
-  } catch (...) {
-    return kUnknownRtKernel;
-  }
+  std::string name(kUnknownRtKernel);
+  guarded([&] { name = kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel); });
+  return name;
 }
 
 void registered(const rtDevBinary_t *bin, void **hdl) {
   if (bin == nullptr || hdl == nullptr || *hdl == nullptr) return;
-  try {
-    kernel_binaries().register_binary(*hdl, bin->data, bin->length);
-  } catch (...) {
-  }
+  guarded([&] { kernel_binaries().register_binary(*hdl, bin->data, bin->length); });
 }
 
 // rtDevBinaryRegister and rtRegisterAllKernel: a binary the runtime accepted is recorded.
@@ -203,12 +185,7 @@ MSPROBE_HOOK rtError_t rtDevBinaryUnRegister(void *hdl) {
   auto real = MSPROBE_REAL(rtDevBinaryUnRegister);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   // Forgotten first: a binary registered by another thread right after may get the same handle.
-  if (hdl != nullptr && registering()) {
-    try {
-      kernel_binaries().unregister_binary(hdl);
-    } catch (...) {
-    }
-  }
+  if (hdl != nullptr && registering()) guarded([&] { kernel_binaries().unregister_binary(hdl); });
   return real(hdl);
 }
 
@@ -218,12 +195,8 @@ MSPROBE_HOOK rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc,
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   rtError_t rc = real(binHandle, stubFunc, stubName, kernelInfoExt, funcMode);
   // The runtime accepted the strings, so they are readable names.
-  if (rc == RT_ERROR_NONE && registering()) {
-    try {
-      kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt);
-    } catch (...) {
-    }
-  }
+  if (rc == RT_ERROR_NONE && registering())
+    guarded([&] { kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt); });
   return rc;
 }
 
