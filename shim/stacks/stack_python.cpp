@@ -492,6 +492,18 @@ struct BytesGroup {
 struct UnicodeGroup {
   U64 size, state, length, asciiobject_size;
 };
+struct DictGroup {
+  U64 size, ma_keys, ma_values;
+};
+struct FloatGroup {
+  U64 size, ob_fval;
+};
+struct LongGroup {
+  U64 size, lv_tag, ob_digit;
+};
+struct GcGroup {
+  U64 size, collecting;
+};
 
 // Include/internal/pycore_runtime.h of 3.13.
 struct DebugOffsets313 {
@@ -513,20 +525,12 @@ struct DebugOffsets313 {
   ObjectGroup pyobject;
   TypeGroup type_object;
   SequenceGroup tuple_object, list_object;
-  struct {
-    U64 size, ma_keys, ma_values;
-  } dict_object;
-  struct {
-    U64 size, ob_fval;
-  } float_object;
-  struct {
-    U64 size, lv_tag, ob_digit;
-  } long_object;
+  DictGroup dict_object;
+  FloatGroup float_object;
+  LongGroup long_object;
   BytesGroup bytes_object;
   UnicodeGroup unicode_object;
-  struct {
-    U64 size, collecting;
-  } gc;
+  GcGroup gc;
 };
 static_assert(sizeof(DebugOffsets313) == 584);  // reference §10.3
 
@@ -554,20 +558,12 @@ struct DebugOffsets314 {
   struct {
     U64 size, used, table, mask;
   } set_object;
-  struct {
-    U64 size, ma_keys, ma_values;
-  } dict_object;
-  struct {
-    U64 size, ob_fval;
-  } float_object;
-  struct {
-    U64 size, lv_tag, ob_digit;
-  } long_object;
+  DictGroup dict_object;
+  FloatGroup float_object;
+  LongGroup long_object;
   BytesGroup bytes_object;
   UnicodeGroup unicode_object;
-  struct {
-    U64 size, collecting;
-  } gc;
+  GcGroup gc;
   struct {
     U64 size, gi_name, gi_iframe, gi_frame_state;
   } gen_object;
