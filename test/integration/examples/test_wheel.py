@@ -30,7 +30,6 @@ from shimtest import BUILD, SOURCE, TRAIN, check_files, check_statistics, clean_
 SCRIPT = os.path.join(SOURCE, "scripts", "build_wheel.sh")
 VERSION = open(os.path.join(SOURCE, "VERSION")).read().strip()
 ARCH = os.uname().machine
-PYTHON = "/usr/bin/python3"  # Debian's: python3-venv, numpy
 
 
 def elf_arch(path):
@@ -43,6 +42,9 @@ def elf_arch(path):
 if elf_arch(os.path.join(BUILD, "lib", "libmsprobe_shim.so")) != ARCH:
     pytest.skip(f"the build's libmsprobe_shim.so is not {ARCH}: the launcher runs need a Python of the build's "
                 f"architecture (MSPROBE_AARCH64_PYTHON=1)", allow_module_level=True)
+# The venv's interpreter: Debian's python3 (python3-venv, numpy) when it is of the build's architecture; else (the
+# aarch64 stage's long variant, under qemu) the arm64 python3.11 the tests run on, with Debian's arm64 venv module.
+PYTHON = "/usr/bin/python3" if elf_arch(os.path.realpath("/usr/bin/python3")) == ARCH else sys.executable
 
 
 class Built:
