@@ -610,27 +610,29 @@ std::optional<Layout> layout_from(const D &d, int minor, std::string *why) {
              d.bytes_object.ob_sval != kBytesData || un.length != kStrLength || un.state != kStrState) {
     *why = "object headers of another shape";
   } else {
-    Layout L{};
-    L.minor = minor;
-    L.ts_head = ts.current_frame;
-    L.cframe_current = -1;
-    L.ts_thread_id = ts.thread_id;
-    L.frame_objects = false;
-    L.f_code = fr.executable;
-    L.f_back = fr.previous;
-    L.f_instr = fr.instr_ptr;
-    L.f_owner = fr.owner;
-    L.f_frame_obj = fr.instr_ptr - 8;
-    L.co_firstlineno = co.firstlineno;
-    L.co_filename = co.filename;
-    L.co_name = co.name;
-    L.co_qualname = co.qualname;
-    L.co_table = co.linetable;
-    L.co_firsttraceable = co.co_code_adaptive - 16;
-    L.co_adaptive = co.co_code_adaptive;
-    L.str_ascii_data = un.asciiobject_size;
-    L.str_compact_data = un.asciiobject_size + 16;  // PyCompactUnicodeObject: utf8_length, utf8
-    return L;
+    return Layout{.minor = minor,
+                  .ts_head = ts.current_frame,
+                  .cframe_current = -1,
+                  .ts_thread_id = ts.thread_id,
+                  .frame_objects = false,
+                  .f_code = fr.executable,
+                  .f_back = fr.previous,
+                  .f_lasti = 0,  // the PyFrameObject chain's (3.8-3.10)
+                  .f_trace = 0,
+                  .f_lineno = 0,
+                  .lasti_scale = 0,
+                  .f_instr = fr.instr_ptr,
+                  .f_owner = fr.owner,
+                  .f_frame_obj = fr.instr_ptr - 8,
+                  .co_firstlineno = co.firstlineno,
+                  .co_filename = co.filename,
+                  .co_name = co.name,
+                  .co_qualname = co.qualname,
+                  .co_table = co.linetable,
+                  .co_firsttraceable = co.co_code_adaptive - 16,
+                  .co_adaptive = co.co_code_adaptive,
+                  .str_ascii_data = un.asciiobject_size,
+                  .str_compact_data = un.asciiobject_size + 16};  // PyCompactUnicodeObject: utf8_length, utf8
   }
   return std::nullopt;
 }
