@@ -87,6 +87,14 @@ void append_arg_value(std::string &out, const ArgValue &v) {
       for (size_t i = 0; i < a.size(); ++i) out += i ? (a[i] ? ", true" : ", false") : (a[i] ? "true" : "false");
       out += ']';
     }
+    void operator()(const std::vector<TypedScalar> &a) const {
+      out += '[';
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (i) out += ", ";
+        std::visit([this](const auto &x) { (*this)(x); }, a[i].value);
+      }
+      out += ']';
+    }
   };
   std::visit(Visitor{out}, v);
 }
@@ -129,7 +137,17 @@ void append_value_arg(std::string &out, const ValueArg &v) {
     list(kFloatLeafType, *d, [&](double x) { append_json_number(out, x); });
   else if (const auto *b = std::get_if<std::vector<bool>>(&v.value))
     list(kBoolLeafType, *b, [&](bool x) { out += x ? "true" : "false"; });
-  else
+  else if (const auto *t = std::get_if<std::vector<TypedScalar>>(&v.value)) {
+    out += '[';
+    for (size_t i = 0; i < t->size(); ++i) {
+      if (i) out += ", ";
+      const TypedScalar &x = (*t)[i];
+      append_value_leaf(
+          out, x.type, [&] { std::visit([&](const auto &s) { append_arg_value(out, ArgValue{s}); }, x.value); },
+          v.name);
+    }
+    out += ']';
+  } else
     append_value_leaf(
         out, v.type, [&] { append_arg_value(out, v.value); }, v.name);
 }

@@ -33,14 +33,24 @@ struct TensorSummary : TensorDescription {
   std::optional<std::string> data_name;  // the tensor file's name when it was saved
 };
 
+// One member of a sequence whose members each say their own type (an aclScalarList may hold int, float and bool
+// scalars, mixed): written as a leaf of that type, as a lone scalar of it is. `type` is value_type::kInt, kFloat,
+// kBool, or kAclScalar with the dtype's name as the value (fp16, complex...), or with null (a scalar never seen
+// made).
+struct TypedScalar {
+  std::string type;
+  std::variant<std::monostate, bool, int64_t, double, std::string> value;
+};
+
 // The value of a non-tensor argument.
 using ArgValue = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>,
-                              std::vector<double>, std::vector<bool>>;
+                              std::vector<double>, std::vector<bool>, std::vector<TypedScalar>>;
 // A non-tensor argument (scalar, int array, attribute...): {"type": type, "value": value} with a scalar value.
-// A vector value (aclIntArray, aclFloatArray, aclBoolArray, list attributes...) is written as msprobe writes a
-// sequence, a JSON list of scalar leaves: [{"type": "int", "value": 64}, ...] (types below), each leaf with the
-// argument's "name" when it has one; [] when empty. msprobe's compare aborts on a leaf whose value is a list.
-// `extra` members of an entry are not arguments: their vectors stay plain JSON lists.
+// A vector value (aclIntArray, aclFloatArray, aclBoolArray, aclScalarList, list attributes...) is written as msprobe
+// writes a sequence, a JSON list of scalar leaves: [{"type": "int", "value": 64}, ...] (types below; a TypedScalar
+// member with its own), each leaf with the argument's "name" when it has one; [] when empty. msprobe's compare aborts
+// on a leaf whose value is a list. Members of an entry's "launch" object are not arguments: their vectors stay plain
+// JSON lists.
 // The "type" of a value argument and of a sequence's leaves (msprobe uses the Python type name; "aclDataType" is
 // an aclDataType argument, whose value is the dtype's name).
 namespace value_type {

@@ -152,19 +152,22 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
     case ParamKind::BoolArray:
       if (auto *v = h ? std::get_if<std::vector<bool>>(&*h) : nullptr) return ValueArg{vt::kAclBoolArray, *v};
       return ValueArg{vt::kAclBoolArray, std::monostate{}};
-    case ParamKind::ScalarList: {
-      std::vector<double> values;
-      if (auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
-        for (const void *s : *m) {
-          ValueArg v = scalar_value(s);
-          if (auto *d = std::get_if<double>(&v.value))
-            values.push_back(*d);
-          else if (auto *i = std::get_if<int64_t>(&v.value))
-            values.push_back((double)*i);
-          else if (auto *b = std::get_if<bool>(&v.value))
-            values.push_back(*b ? 1.0 : 0.0);
-        }
-      return ValueArg{vt::kAclScalarList, values};
+    case ParamKind::ScalarList: {  // each member as a lone aclScalar is written: its own type and value
+      std::vector<format::TypedScalar> values;
+      auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr;
+      if (m == nullptr) return ValueArg{vt::kAclScalarList, std::monostate{}};
+      for (const void *s : *m) {
+        ValueArg v = scalar_value(s);
+        format::TypedScalar t{std::move(v.type), std::monostate{}};
+        std::visit(
+            [&t](auto &&x) {
+              using X = std::decay_t<decltype(x)>;
+              if constexpr (std::is_constructible_v<decltype(t.value), X>) t.value = std::forward<decltype(x)>(x);
+            },
+            std::move(v.value));
+        values.push_back(std::move(t));
+      }
+      return ValueArg{vt::kAclScalarList, std::move(values)};
     }
     case ParamKind::CString: {
       char buf[256];

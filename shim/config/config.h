@@ -148,6 +148,19 @@ std::string describe(const Config &config);
 // MSPROBE_DUMP_PATH?"). Kept apart from load_config because it needs the whole environment.
 std::vector<std::string> unknown_variables(const char *const *envp);
 
+// The settings' variables in the order of their table, each with what it accepts as its messages say it: the wheel's
+// launcher offers one option per variable (shim/hooks/settings.cpp asks this).
+struct SettingVariable {
+  const char *name;
+  std::string_view accepted;
+};
+std::vector<SettingVariable> setting_variables();
+
+// `value` of variable `name` read alone by its own parser, as load_config() reads it: true when valid, else false
+// with *why (empty when "not valid; accepted: ..." says it all). False with *why "not a variable of msprobe-shim" for
+// a name that is not in the table. Reads no environment and no file.
+bool check_setting(std::string_view name, std::string_view value, std::string *why);
+
 // For messages: `"value"` with '"', '\', control bytes, invalid UTF-8 and C1/line-separator code points escaped
 // (\n, \t, \xNN, \u2028), cut to `max_bytes` of input with `..." (N bytes)` when longer. Always one line.
 std::string quote_value(std::string_view value, size_t max_bytes = 100);
