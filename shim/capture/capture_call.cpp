@@ -31,22 +31,26 @@ CaptureCall::CaptureCall(Session &session, std::string_view op_type, StackId sta
 }
 
 CaptureCall::CaptureCall(Session &session, std::string_view op_type, void *stream) noexcept
-    : CaptureCall(session, op_type, [&]() noexcept {
-        try {
-          return launch_stack(session);
-        } catch (...) {
-          return kEmptyStack;
-        }
-      }(), stream) {}
+    : CaptureCall(
+          session, op_type,
+          [&]() noexcept {
+            try {
+              return launch_stack(session);
+            } catch (...) {
+              return kEmptyStack;
+            }
+          }(),
+          stream) {}
 
 CaptureCall::~CaptureCall() { finish(false); }
 
 void CaptureCall::drop(const char *why) noexcept {
   dropped_ = true;
   if (g_dropped.fetch_add(1, std::memory_order_relaxed) == 0)
-    log_warn("a kernel could not be recorded (%s); the host's call went through, and the kernel is missing from the "
-             "dump (further ones are counted, not shown)",
-             why);
+    log_warn(
+        "a kernel could not be recorded (%s); the host's call went through, and the kernel is missing from the "
+        "dump (further ones are counted, not shown)",
+        why);
 }
 
 void CaptureCall::finish(bool ok) noexcept {
