@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shim/base/bounded_call.h"
 #include "shim/base/log.h"
 #include "shim/base/reentry.h"
 #include "shim/capture/kernel_launch.h"
@@ -249,11 +250,23 @@ bool GraphCapture::Impl::turn_on() {
 }
 
 // Caller holds mu. Every queued chunk delivered (aclmdlFinalizeDump returns after CANN's record thread drained them).
+// The record thread also runs the host's own dump callback (the shim feeds it), which may never return: the wait is
+// bounded, and after a drain that did not end the dump stays off for good.
 void GraphCapture::Impl::turn_off() {
   if (!ours_on) return;
   ReentryGuard guard;
-  if (auto fin = runtime::aclmdlFinalizeDump.get()) fin();
   ours_on = false;
+  if (auto fin = runtime::aclmdlFinalizeDump.get();
+      fin &&
+      !call_with_deadline([fin] { fin(); }, std::chrono::milliseconds(session.config().graph_drain_timeout_ms))) {
+    unavailable = true;
+    log_warn(
+        "graph dump: CANN's record thread did not finish delivering the dump within %.1f s (a dump callback of the "
+        "program's that does not return?); the shim stops waiting for it, graph-sunk kernels not delivered by then "
+        "are missing, and no later model's kernels are captured",
+        (double)session.config().graph_drain_timeout_ms / 1e3);
+    return;  // the record thread may be in the middle of a file: chunks_mu is not waited for either
+  }
   std::lock_guard<std::mutex> lk(chunks_mu);
   flush_stats();
 }

@@ -116,6 +116,9 @@ struct Config {
   bool flight_on_exit = false;
   std::string config_path;       // MSPROBE_CONFIG as given, empty if none
   long test_journal_gap_us = 0;  // test seam, set by the composition root (shim/hooks/activation.cpp)
+  // How long the shim waits for CANN's data dump to drain (graph capture) before it gives up; a test seam may
+  // shorten it (SHIM_TEST_DRAIN_TIMEOUT_MS, read by the composition root).
+  long graph_drain_timeout_ms = 60000;
 
   std::array<Source, static_cast<size_t>(Field::kCount)> sources{};  // all Default
   Source source(Field f) const { return sources[static_cast<size_t>(f)]; }

@@ -124,6 +124,9 @@ void decide() {
   // Test seam (test/integration/crash/kill_stress.py): widens the moment between a kernel's two journal appends.
   if (const char *gap = std::getenv("SHIM_TEST_JOURNAL_GAP_US"))
     load.config.test_journal_gap_us = std::strtol(gap, nullptr, 10);
+  // Test seam (test/integration/shim/test_shim_graph.py): a shorter bound on the graph dump's drain.
+  if (const char *ms = std::getenv("SHIM_TEST_DRAIN_TIMEOUT_MS"))
+    load.config.graph_drain_timeout_ms = std::strtol(ms, nullptr, 10);
   // Test seam (test/integration/edges/test_shim_describe_faults.py): every describe step of one side throws.
   if (const char *fault = std::getenv("SHIM_TEST_DESCRIBE_THROWS"))
     set_describe_fault(std::strcmp(fault, "inputs") == 0    ? DescribeFault::Inputs
