@@ -50,6 +50,7 @@ SIGNATURES = {
     "EmbeddingDenseBackward": "TTuubT", "MseLossBackward": "TTTlT", "SiluBackward": "TTT",
     "ThresholdBackward": "TTST",
     "Amax": "TIbT", "Amin": "TIbT", "AminmaxAll": "TTT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT",
+    "ForeachNorm": "LSL",
     "IsFinite": "TT", "IsPosInf": "TT", "IsNegInf": "TT",
 }
 _ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
@@ -632,6 +633,14 @@ def linalg_vector_norm(x, ord, dims, keepdim=False, dtype=None, out=None):
     out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
     _run("LinalgVectorNorm", x, float(ord), IntArray(dims), keepdim, dtype, out)
     return out
+
+
+def foreach_norm(xs, ord=2.0):
+    """The ord-norm of each tensor of xs (1 or 2), each a 0-d tensor of the list's dtype (format ND: every x must be
+    ND too, i.e. of at most 2 dims, as aclnnForeachNorm wants out's format to be x's)."""
+    outs = [Tensor.empty((), xs[0].dtype) for _ in xs]
+    _run("ForeachNorm", list(xs), float(ord), outs)
+    return outs
 
 
 def _predicate(name, x, out):
