@@ -485,22 +485,35 @@ InFlight *begin_launch(Session &session, const Binding &b, const RawArgs &a) {
   // Phase 2 may run on a task-queue thread without Python frames: the stack is phase 1's.
   const StackId stack = call ? call->stack : kEmptyStack;
   auto *f = new InFlight{executor, std::move(call), CaptureCall(session, b.op, stack, stream)};
-  if (f->call)
-    f->capture.inputs([&](KernelLaunch &k) {
-      for (const CallParam &p : f->call->params) {
-        if (p.dir == Direction::Output) continue;
-        if (!p.present)
-          k.input_null();
-        else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
-          k.input_tensor(p.tensors[0]);
-        else if (p.kind == ParamKind::TensorList)
-          k.input_tensor_list(p.tensors);
-        else if (p.value)
-          k.input_value(*p.value);
-        else
-          k.input_null();
-      }
-    });
+  if (f->call && f->capture.capturing()) {
+    // What the kernel writes is known before it runs: the stager may take the inputs after it when it writes none of
+    // their bytes. Not for an op that works in place (an InOut tensor, an Inplace op): a const input it writes
+    // would be taken too late.
+    std::vector<TensorMeta> writes;
+    bool in_place = b.op.rfind("Inplace", 0) == 0;
+    for (const CallParam &p : f->call->params) {
+      in_place = in_place || (is_tensor_kind(p.kind) && p.dir == Direction::InOut);
+      if (is_tensor_kind(p.kind) && p.dir == Direction::Output)
+        writes.insert(writes.end(), p.tensors.begin(), p.tensors.end());
+    }
+    f->capture.inputs(
+        [&](KernelLaunch &k) {
+          for (const CallParam &p : f->call->params) {
+            if (p.dir == Direction::Output) continue;
+            if (!p.present)
+              k.input_null();
+            else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+              k.input_tensor(p.tensors[0]);
+            else if (p.kind == ParamKind::TensorList)
+              k.input_tensor_list(p.tensors);
+            else if (p.value)
+              k.input_value(*p.value);
+            else
+              k.input_null();
+          }
+        },
+        in_place ? nullptr : &writes);
+  }
   return f;
 }
 
