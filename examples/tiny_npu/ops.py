@@ -82,6 +82,10 @@ class _Op:
         self.op = acl.AclnnOp(rt.libs, name, "".join(_ACL_LETTER[k] for k in sig))
         self.phase2 = self.op.phase2_address()
 
+    @property
+    def phase1_address(self):
+        return _addr(self.op.phase1)
+
 
 def _op(rt, name):
     cache = rt.__dict__.setdefault("_ops", {})
@@ -214,6 +218,9 @@ def _run(name, *args):
     if pta is not None:
         pta._run(op, args)
         return
+    if rt.queue_level == 2:
+        _run_v2(rt, op, args)
+        return
     _run_uncached(rt, op, args)
 
 
@@ -229,6 +236,45 @@ def _launch(rt, op, ws, ex, releases):
 def _run_uncached(rt, op, args):
     conv, ws, ex = _phase1(rt, op, args)
     _launch(rt, op, ws, ex, conv.releases)
+
+
+def _tensor_words(t):
+    return [t.ndim, *t.shape, *t.strides, t.offset, t.dtype, torch_format(t.ndim), t.storage_elements(), t.storage.ptr]
+
+
+def _describe(op, args):
+    """The words of a level-2 op (taskqueue.cpp OpV2): the arguments as data, nothing converted on this thread."""
+    words = []
+    for i, (kind, v) in enumerate(zip(op.kinds, args)):
+        if kind == "T":
+            if v is not None and not isinstance(v, Tensor):
+                raise TypeError(f"aclnn{op.name}: parameter {i} must be a Tensor, got {type(v).__name__}")
+            words += [0] if v is None else [1, *_tensor_words(v)]
+        elif kind == "L":
+            words.append(len(v))
+            for t in v:
+                words += _tensor_words(t)
+        elif kind == "S":
+            if v is None:
+                words.append(0)
+            else:
+                val, dt = _scalar_value(v)
+                raw = ctypes.c_int64(0)
+                ctypes.memmove(ctypes.byref(raw), ctypes.byref(val), ctypes.sizeof(val))
+                words += [1, dt, raw.value]
+        elif kind in "IA":
+            words += [len(v), *[int(x) for x in v]]
+        elif kind in "df":
+            words.append(ctypes.c_int64.from_buffer(ctypes.c_double(float(v))).value)
+        else:
+            words.append(int(v))
+    return words
+
+
+def _run_v2(rt, op, args):
+    """torch_npu's EXEC_NPU_CMD_V2 (TASK_QUEUE_ENABLE=2): conversion, phase 1, workspace, phase 2 and destruction on
+    the queue thread; errors surface at the next synchronization, as there."""
+    rt.launch_v2("aclnn" + op.name, op.phase1_address, op.phase2, op.kinds, _describe(op, args))
 
 
 class PtaCache:

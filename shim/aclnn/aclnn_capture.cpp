@@ -22,9 +22,12 @@
 #include "shim/call/trampoline.h"
 #include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
+#include "shim/config/config.h"
 #include "shim/device/acl_types.h"
 #include "shim/device/handles.h"
 #include "shim/device/runtime_api.h"
+#include "shim/stacks/stack_python.h"
+#include "shim/stacks/stacks.h"
 
 namespace msprobe::shim {
 namespace {
@@ -499,6 +502,22 @@ bool phase1_gate(void *user, const uint64_t *) {
   return false;
 }
 
+// Under torch_npu's TASK_QUEUE_ENABLE=2 phase 1 runs on the task queue's thread (EXEC_NPU_CMD_V2), whose stack holds
+// no Python frames: the kernels' stacks and OpNames then have none. Said once, with the way out; checked only at that
+// level, and only until said.
+void say_when_phase1_has_no_python_frames(const Session &session, StackId stack, const Binding &b) {
+  static std::atomic<bool> said{false};
+  if (session.config().host_task_queue != 2 || said.load(std::memory_order_relaxed)) return;
+  if (PythonStacks::global().interpreter_address() == 0) return;  // not a Python host: no frames to miss
+  if (!StackTable::global().python_frame_ids(stack).empty()) return;
+  if (said.exchange(true)) return;
+  log_warn(
+      "aclnn%sGetWorkspaceSize ran on a thread without Python frames: with TASK_QUEUE_ENABLE=2 torch_npu makes the "
+      "arguments and runs phase 1 on its task queue's thread, so the kernels' stacks (stack.json) and the scopes in "
+      "their names hold no Python frames; run with TASK_QUEUE_ENABLE=1 (phase 1 on the Python thread) to have them",
+      b.op.c_str());
+}
+
 // Phase 1, on the thread that made it (torch_npu: the Python thread): what must happen here happens here, the rest
 // where phase 2 runs. Here: the stack (the user's call site), the executor (through the host's out-pointer) and the
 // argument registers; the arguments are decoded by phase 2 (decode()), as are the calls the executor cache keeps.
@@ -523,12 +542,14 @@ void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
     call.keys[0] = keys[0];
     call.keys[1] = keys[1];
     call.stack = launch_stack(*session);
+    say_when_phase1_has_no_python_frames(*session, call.stack, b);
     state().calls.put(executor, std::move(call));
     return;
   }
   auto rec = b.proto ? call_from_prototype(b, a, executor_of(b, a)) : call_from_slots(b, a);
   if (!rec) return;
   rec->second.stack = launch_stack(*session);
+  say_when_phase1_has_no_python_frames(*session, rec->second.stack, b);
   for (const ExecCacheKey &k : keys)
     if (k.kind != ExecCacheKey::None) state().kept.put(k, rec->second);
   state().calls.put(rec->first, std::move(rec->second));
