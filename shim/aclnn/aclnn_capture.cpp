@@ -251,7 +251,17 @@ class CallTable {
   void put(const void *ex, OpCall call) {
     std::lock_guard<std::mutex> lk(mu_);
     call.serial = ++serial_;
-    calls_.insert_or_assign(ex, std::move(call));
+    if (auto it = calls_.find(ex); it != calls_.end()) {
+      it->second = std::move(call);
+    } else if (!spare_.empty()) {
+      auto node = std::move(spare_.back());
+      spare_.pop_back();
+      node.key() = ex;
+      node.mapped() = std::move(call);
+      calls_.insert(std::move(node));
+    } else {
+      calls_.emplace(ex, std::move(call));
+    }
     size_.store(calls_.size(), std::memory_order_relaxed);
   }
   // Phase 2's fast path asks this for every launch: with nothing recorded (the usual state when kernels are
@@ -270,7 +280,7 @@ class CallTable {
   }
   void erase(const void *ex) {
     std::lock_guard<std::mutex> lk(mu_);
-    calls_.erase(ex);
+    if (auto it = calls_.find(ex); it != calls_.end()) drop(it);
     size_.store(calls_.size(), std::memory_order_relaxed);
   }
   // Forgets the call recorded as `serial` only. Phase 2 frees a one-shot executor inside the real call, so
@@ -278,7 +288,7 @@ class CallTable {
   void erase_if(const void *ex, uint64_t serial) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = calls_.find(ex);
-    if (it != calls_.end() && it->second.serial == serial) calls_.erase(it);
+    if (it != calls_.end() && it->second.serial == serial) drop(it);
     size_.store(calls_.size(), std::memory_order_relaxed);
   }
   template <typename F>
@@ -299,8 +309,18 @@ class CallTable {
   }
 
  private:
+  using Map = std::unordered_map<const void *, OpCall>;
+  // Nodes of calls forgotten, for the next put: phase 1 records on one thread (torch_npu's Python thread) and phase 2
+  // forgets on another (its task queue), where a node made on one and freed on the other costs the allocator's slow
+  // path every time.
+  void drop(Map::iterator it) {
+    auto node = calls_.extract(it);
+    if (spare_.size() < kSpareNodes) spare_.push_back(std::move(node));
+  }
+  static constexpr size_t kSpareNodes = 64;
   std::mutex mu_;
-  std::unordered_map<const void *, OpCall> calls_;
+  Map calls_;
+  std::vector<Map::node_type> spare_;
   std::atomic<size_t> size_{0};
   uint64_t serial_ = 0;
 };
@@ -585,7 +605,9 @@ bool decode(const void *executor, OpCall &call) {
   out.serial = call.serial;
   out.stack = call.stack;  // the call site of phase 1, or of the hit
   call = std::move(out);
-  state().calls.replace_undecoded(executor, call);
+  // A repeatable executor's later launches (and its address updates) use the decoded call; a one-shot executor's
+  // record is forgotten after this launch (aclSetAclOpExecutorRepeatable comes right after phase 1, so it is known).
+  if (call.repeatable) state().calls.replace_undecoded(executor, call);
   return true;
 }
 
