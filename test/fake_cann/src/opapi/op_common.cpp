@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "fakecann/stream.h"
@@ -33,6 +34,31 @@ void require_dtype(const TensorView &v, const char *name, DtypeSet allowed) {
 bool perturbed(const char *op) {
   const char *p = std::getenv("FAKE_CANN_PERTURB_OP");
   return p != nullptr && std::strcmp(p, op) == 0;
+}
+
+// Test-only planted bug: FAKE_CANN_NAN_OP=<OpName> (read at each phase 1, so a host can plant it for one call) makes
+// that op write a quiet NaN into the first element of its first floating-point output after computing it: a kernel
+// that computes wrongly from finite inputs, for tools that look for where non-finite values began. Unset normally.
+bool nan_planted(const char *op) {
+  const char *p = std::getenv("FAKE_CANN_NAN_OP");
+  return p != nullptr && std::strcmp(p, op) == 0;
+}
+
+nn::Kernel with_nan(nn::Kernel kernel) {
+  return [kernel = std::move(kernel)](const Slots &slots) {
+    kernel(slots);
+    for (const Slot &s : slots) {
+      if (s.io == Io::Input || !s.present) continue;
+      for (const TensorView &v : s.views) {
+        if (!dtype_is_float(v.dtype)) continue;
+        Values x = gather(v);
+        if (x.empty()) continue;
+        x[0] = std::numeric_limits<double>::quiet_NaN();
+        scatter(v, x);
+        return;
+      }
+    }
+  };
 }
 
 nn::Kernel with_perturbation(nn::Kernel kernel) {
@@ -198,6 +224,7 @@ aclnnStatus phase1(const char *op, uint64_t *workspaceSize, aclOpExecutor **exec
     ExecutorSpec spec = build();
     spec.op = op;
     if (perturbed(op)) spec.kernel = with_perturbation(std::move(spec.kernel));
+    if (nan_planted(op)) spec.kernel = with_nan(std::move(spec.kernel));
     return nn::create_executor(std::move(spec), workspaceSize, executor);
   } catch (const ParamError &e) {
     set_error_message(std::string("aclnn") + op + "GetWorkspaceSize: " + e.message);
