@@ -321,6 +321,47 @@ void append_arg(std::string &out, const Arg &a, Framework framework) {
   }
 }
 
+// Declared in comm_info.h (a header of data only), written with this file's scalars.
+void append_comm_info(std::string &out, const CommInfo &c) {
+  auto key = [&](std::string_view k) {
+    if (out.back() != '{') out += ", ";
+    append_key(out, k);
+  };
+  out += '{';
+  key(comm_key::kName);
+  append_csv_safe_string(out, c.name);
+  key(comm_key::kRank);
+  append_json_integer(out, uint64_t{c.rank});
+  key(comm_key::kSize);
+  append_json_integer(out, uint64_t{c.size});
+  if (c.ranks) {
+    key(comm_key::kRanks);
+    out += '[';
+    for (size_t i = 0; i < c.ranks->size(); ++i) {
+      if (i) out += ", ";
+      append_json_integer(out, uint64_t{(*c.ranks)[i]});
+    }
+    out += ']';
+  }
+  if (c.seq) {
+    key(comm_key::kSeq);
+    append_json_integer(out, *c.seq);
+  }
+  if (c.peer) {
+    key(comm_key::kPeer);
+    append_json_integer(out, uint64_t{*c.peer});
+  }
+  if (c.pair_seq) {
+    key(comm_key::kPairSeq);
+    append_json_integer(out, *c.pair_seq);
+  }
+  if (c.root) {
+    key(comm_key::kRoot);
+    append_json_integer(out, uint64_t{*c.root});
+  }
+  out += '}';
+}
+
 void append_kernel_entry(std::string &out, const KernelEntry &e, Framework framework) {
   append_csv_safe_string(out, e.name);
   out += ": {";
@@ -361,6 +402,10 @@ void append_kernel_entry(std::string &out, const KernelEntry &e, Framework frame
     append_arg_value(out, value);
   }
   out += '}';
+  if (e.comm) {
+    next_key(comm_key::kComm);
+    append_comm_info(out, *e.comm);
+  }
   for (const auto &[key, text] : e.notes) {
     next_key(key);
     append_csv_safe_string(out, text);
