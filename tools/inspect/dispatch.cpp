@@ -1,4 +1,5 @@
-// msprobe-inspect: the post-run tool for msprobe-shim dumps (docs/inspect.md).
+// msprobe-inspect's commands and their dispatch, shared by msprobe-inspect (main.cpp) and msprobe-inspect-mpi
+// (tools/mpi/main_mpi.cpp); docs/inspect.md.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -8,6 +9,7 @@
 #include "format/format.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
+#include "tools/inspect/transport.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/json_reader.h"
 
@@ -24,6 +26,10 @@ const Command kCommands[] = {
     {"convert", "turn .bin tensor files into .npy", kConvertHelp, run_convert},
     {"replay", "re-run kernels on their dumped inputs with CPU references (msprobe's pre-check)", kReplayHelp,
      run_replay},
+    {"first-nan", "where NaN/Inf began across ranks and steps, and how it spread (mpirun-able)", kFirstNanHelp,
+     run_first_nan},
+    {"first-diff", "where two runs first part across ranks, and how it spread (mpirun-able)", kFirstDiffHelp,
+     run_first_diff},
 };
 
 void print_usage(FILE *out) {
@@ -33,16 +39,19 @@ void print_usage(FILE *out) {
                "Reads the step{N}/rank{R}/ dumps written by msprobe-shim. DIR may be the dump root, one step{N}\n"
                "folder or one rank folder.\n\ncommands:\n");
   for (const Command &c : kCommands)
-    std::fprintf(out, "  %-9s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
+    std::fprintf(out, "  %-10s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
                  c.summary.data());
   std::fprintf(out,
-               "\nexit status: 0 done, 1 the command found problems (verify, repair, convert, replay), 2 bad usage or "
+               "\nexit status: 0 done, 1 the command found problems (verify, repair, convert, replay, first-nan,\n"
+               "first-diff), 2 bad usage or "
                "unreadable input\n");
 }
 
 }  // namespace
 
-int main(int argc, char **argv) {
+namespace msprobe::tools {
+
+int inspect_main(int argc, char **argv) {
   if (argc < 2) {
     print_usage(stderr);
     return kExitUsage;
@@ -69,23 +78,26 @@ int main(int argc, char **argv) {
       }
     }
     const std::string prefix = "msprobe-inspect " + std::string(c.name) + ": ";
+    // Under MPI every process meets the same bad usage; one says so.
+    auto say = [](const std::string &message) {
+      if (transport().rank() == 0) std::fputs(message.c_str(), stderr);
+    };
     try {
       return c.run(std::span<char *const>(argv + 2, static_cast<size_t>(argc - 2)));
     } catch (const UsageError &e) {
-      std::fprintf(stderr, "%serror: %s\n(see 'msprobe-inspect %s --help')\n", prefix.c_str(), e.what(),
-                   std::string(c.name).c_str());
+      say(prefix + "error: " + e.what() + "\n(see 'msprobe-inspect " + std::string(c.name) + " --help')\n");
     } catch (const InputError &e) {
-      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
+      say(prefix + "error: " + e.what() + "\n");
     } catch (const JsonError &e) {
       const std::string what = e.what();
       const bool journal = what.find(msprobe::format::kDumpJson) != std::string::npos ||
                            what.find(msprobe::format::kConstructJson) != std::string::npos;
-      std::fprintf(stderr, "%serror: invalid JSON: %s%s\n", prefix.c_str(), what.c_str(),
-                   journal ? "\n(if a crash cut it short, 'msprobe-inspect repair' rebuilds it)" : "");
+      say(prefix + "error: invalid JSON: " + what +
+          (journal ? "\n(if a crash cut it short, 'msprobe-inspect repair' rebuilds it)" : "") + "\n");
     } catch (const std::system_error &e) {
-      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
+      say(prefix + "error: " + e.what() + "\n");
     } catch (const std::exception &e) {
-      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
+      say(prefix + "error: " + e.what() + "\n");
     }
     return kExitUsage;
   }
@@ -93,3 +105,5 @@ int main(int argc, char **argv) {
   print_usage(stderr);
   return kExitUsage;
 }
+
+}  // namespace msprobe::tools
