@@ -1,5 +1,5 @@
 """msprobe-inspect first-nan and first-diff across ranks (issue 30), on REAL dumps of examples/train.py made by the
-shim on the CANN stand-in, and on synthetic dumps (bench/gen_multirank.py)
+shim on the CANN stand-in, alone and under mpirun -n 1, 2 and 4, and on synthetic dumps (bench/gen_multirank.py)
 for the causal cases that a tiny model cannot stage (concurrent origins in two groups, a reduction that overflows,
 -inf masks).
 
@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from inspect_support import PYTHON, SHIM, SRC, TRAIN, clean_env, folders, inspect, load_dump
+from inspect_support import BUILD, INSPECT, PYTHON, SHIM, SRC, TRAIN, clean_env, folders, inspect, load_dump
 
 GEN = SRC / "bench" / "gen_multirank.py"
+MPI_DRIVER = BUILD / "bin" / "msprobe-inspect-mpi"
+MPIRUN = shutil.which("mpirun")
 
 
 def train(dest, ranks, *args, task="tensor", timeout=300, **env):
@@ -49,6 +51,25 @@ def runs(tmp_path_factory):
 def first_nan(root, *extra, expect=1):
     r = inspect("first-nan", root, "--json", *extra, expect=expect)
     return json.loads(r.stdout), r
+
+
+def mpi_env():
+    # Root in containers; loopback TCP and no shared-memory single copy (container pitfalls, docs/inspect.md).
+    return clean_env({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                      "OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo",
+                      "OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_pml": "ob1",
+                      "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+
+
+def under_mpirun(n, *args):
+    """`mpirun -n N --oversubscribe msprobe-inspect ARGS`: the documented command (msprobe-inspect execs its MPI
+    sibling); returns the completed process."""
+    return subprocess.run([MPIRUN, "-n", str(n), "--oversubscribe", str(INSPECT), *map(str, args)],
+                          capture_output=True, text=True, timeout=300, env=mpi_env())
+
+
+needs_mpi = pytest.mark.skipif(not (MPIRUN and MPI_DRIVER.exists()),
+                               reason="no mpirun or no msprobe-inspect-mpi (Open MPI not installed at build time)")
 
 
 def entry(root, step, rank, kernel):
@@ -201,6 +222,17 @@ def test_damaged_and_missing_rank_folders(runs, tmp_path):
     assert "nowhere" in r.stderr
 
 
+@needs_mpi
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_same_answer_under_mpirun(runs, n):
+    for args in (("first-nan", runs("groups-nan"), "--json"), ("first-nan", runs("chain-data"), "--json"),
+                 ("first-diff", runs("groups-nan"), runs("groups-clean"), "--json")):
+        alone = inspect(*args, expect=1)
+        r = under_mpirun(n, *args)
+        assert r.returncode == 1, f"mpirun -n {n} {args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+        assert json.loads(r.stdout) == json.loads(alone.stdout), (n, args)
+
+
 # ---- Synthetic dumps: the causal cases --------------------------------------------------------------------------
 
 def generate(dest, *args):
@@ -269,3 +301,33 @@ def test_clean_dump_exit_zero(tmp_path):
     doc, _ = first_nan(root, expect=0)
     assert doc["rank"] is None and doc["origins"] == [] and doc["spread"] == []
     assert {p["role"] for p in doc["per_rank"]} == {"clean"}
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [2, 4])
+def test_synthetic_same_answer_under_mpirun(tmp_path, n):
+    root = generate(tmp_path / "s", "--ranks", 16, "--group", 4, "--kernels", 120, "--groups-only",
+                    "--origin", "9:0:30", "--origin", "2:0:80")
+    alone = inspect("first-nan", root, "--json", expect=1)
+    r = under_mpirun(n, "first-nan", root, "--json")
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout) == json.loads(alone.stdout)
+    assert [o["rank"] for o in json.loads(r.stdout)["origins"]] == [9, 2]
+
+
+def test_without_the_mpi_driver_process_zero_runs_alone(runs, tmp_path):
+    """An msprobe-inspect started as if by mpirun, with no msprobe-inspect-mpi beside it: process 0 answers alone
+    and says so; another process does nothing."""
+    lone = tmp_path / "bin"
+    lone.mkdir()
+    shutil.copy2(INSPECT, lone / "msprobe-inspect")
+    root = runs("chain-data")
+    env = clean_env({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"})
+    r = subprocess.run([str(lone / "msprobe-inspect"), "first-nan", str(root), "--json"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 1 and json.loads(r.stdout)["rank"] == 1
+    assert "this build has no MPI driver" in r.stderr
+    env["OMPI_COMM_WORLD_RANK"] = "1"
+    r = subprocess.run([str(lone / "msprobe-inspect"), "first-nan", str(root)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""
