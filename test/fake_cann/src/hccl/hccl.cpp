@@ -229,6 +229,26 @@ HcclResult point_to_point(const char *api, bool send, void *buf, uint64_t count,
   return enqueue(c, stream, PointToPoint{api, send, dataType, peer, count, buf});
 }
 
+// HcclCommInitRootInfo(Config): `config` null for the first. Real HCCL names the communicator after the root info's
+// identifier, which every member was handed, unless the config names it.
+HcclResult init_root_info(const char *api, uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                          const HcclCommConfig *config, HcclComm *comm) {
+  if (HcclResult r = require_device(api)) return r;
+  if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rootInfo or comm is null");
+  std::string name;
+  if (config != nullptr)
+    if (HcclResult r = check_config(api, config, &name)) return r;
+  if (nRanks == 0 || nRanks > kMaxRanks)
+    return fail(HCCL_E_PARA, std::string(api) + ": nRanks " + std::to_string(nRanks) + " is out of range");
+  if (rank >= nRanks)
+    return fail(HCCL_E_PARA,
+                std::string(api) + ": rank " + std::to_string(rank) + " >= nRanks " + std::to_string(nRanks));
+  std::string id;
+  if (!parse_root_info(rootInfo, &id))
+    return fail(HCCL_E_PARA, std::string(api) + ": rootInfo was not produced by HcclGetRootInfo");
+  return create_comm(api, NewComm{"fakehccl-r" + id, name.empty() ? id : name, nRanks, rank}, comm);
+}
+
 }  // namespace
 
 extern "C" {
@@ -246,37 +266,13 @@ HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo) {
 }
 
 HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm) {
-  const char *api = "HcclCommInitRootInfo";
-  if (HcclResult r = require_device(api)) return r;
-  if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rootInfo or comm is null");
-  if (nRanks == 0 || nRanks > kMaxRanks)
-    return fail(HCCL_E_PARA, std::string(api) + ": nRanks " + std::to_string(nRanks) + " is out of range");
-  if (rank >= nRanks)
-    return fail(HCCL_E_PARA,
-                std::string(api) + ": rank " + std::to_string(rank) + " >= nRanks " + std::to_string(nRanks));
-  std::string id;
-  if (!parse_root_info(rootInfo, &id))
-    return fail(HCCL_E_PARA, std::string(api) + ": rootInfo was not produced by HcclGetRootInfo");
-  // Real HCCL names the communicator after the root info's identifier, which every member was handed.
-  return create_comm(api, NewComm{"fakehccl-r" + id, id, nRanks, rank}, comm);
+  return init_root_info("HcclCommInitRootInfo", nRanks, rootInfo, rank, nullptr, comm);
 }
 
 HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
                                       const HcclCommConfig *config, HcclComm *comm) {
-  const char *api = "HcclCommInitRootInfoConfig";
-  if (HcclResult r = require_device(api)) return r;
-  if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rootInfo or comm is null");
-  std::string name;
-  if (HcclResult r = check_config(api, config, &name)) return r;
-  if (nRanks == 0 || nRanks > kMaxRanks)
-    return fail(HCCL_E_PARA, std::string(api) + ": nRanks " + std::to_string(nRanks) + " is out of range");
-  if (rank >= nRanks)
-    return fail(HCCL_E_PARA,
-                std::string(api) + ": rank " + std::to_string(rank) + " >= nRanks " + std::to_string(nRanks));
-  std::string id;
-  if (!parse_root_info(rootInfo, &id))
-    return fail(HCCL_E_PARA, std::string(api) + ": rootInfo was not produced by HcclGetRootInfo");
-  return create_comm(api, NewComm{"fakehccl-r" + id, name.empty() ? id : name, nRanks, rank}, comm);
+  if (config == nullptr) return fail(HCCL_E_PTR, "HcclCommInitRootInfoConfig: config is null");
+  return init_root_info("HcclCommInitRootInfoConfig", nRanks, rootInfo, rank, config, comm);
 }
 
 HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
