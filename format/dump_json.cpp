@@ -327,13 +327,16 @@ void append_comm_info(std::string &out, const CommInfo &c) {
     if (out.back() != '{') out += ", ";
     append_key(out, k);
   };
+  auto number = [&](std::string_view k, std::optional<uint64_t> v) {
+    if (!v) return;
+    key(k);
+    append_json_integer(out, *v);
+  };
   out += '{';
   key(comm_key::kName);
   append_csv_safe_string(out, c.name);
-  key(comm_key::kRank);
-  append_json_integer(out, uint64_t{c.rank});
-  key(comm_key::kSize);
-  append_json_integer(out, uint64_t{c.size});
+  number(comm_key::kRank, c.rank);
+  number(comm_key::kSize, c.size);
   if (c.ranks) {
     key(comm_key::kRanks);
     out += '[';
@@ -343,22 +346,10 @@ void append_comm_info(std::string &out, const CommInfo &c) {
     }
     out += ']';
   }
-  if (c.seq) {
-    key(comm_key::kSeq);
-    append_json_integer(out, *c.seq);
-  }
-  if (c.peer) {
-    key(comm_key::kPeer);
-    append_json_integer(out, uint64_t{*c.peer});
-  }
-  if (c.pair_seq) {
-    key(comm_key::kPairSeq);
-    append_json_integer(out, *c.pair_seq);
-  }
-  if (c.root) {
-    key(comm_key::kRoot);
-    append_json_integer(out, uint64_t{*c.root});
-  }
+  number(comm_key::kSeq, c.seq);
+  number(comm_key::kPeer, c.peer);
+  number(comm_key::kPairSeq, c.pair_seq);
+  number(comm_key::kRoot, c.root);
   out += '}';
 }
 

@@ -304,6 +304,24 @@ HcclResult capture_call(const char *op_type, aclrtStream stream, const Issue &is
 // Counted and described whenever the shim is on, captured when this launch is.
 bool numbering() { return !ReentryGuard::active() && capture_enabled(); }
 
+// HcclSend / HcclRecv (the same parameters): a send's buffer is its input and it has no output, a receive's buffer
+// is its output and its only input is the peer.
+template <typename Real>
+HcclResult transfer(const char *api, bool send, Real real, void *buf, uint64_t count, HcclDataType type, uint32_t peer,
+                    HcclComm comm, aclrtStream stream) {
+  if (!real) return HCCL_E_NOT_FOUND;
+  auto forward = [&] { return real(buf, count, type, peer, comm, stream); };
+  if (!numbering()) return forward();
+  std::optional<TensorMeta> data = buffer(buf, count, type);
+  return capture_call(api, stream, take(comm, peer, send),
+                      {send,
+                       send ? data : std::nullopt,
+                       {ValueArg{vt::kInt, (int64_t)peer, send ? "destRank" : "srcRank"}},
+                       !send,
+                       send ? std::nullopt : data},
+                      forward);
+}
+
 }  // namespace
 
 MSPROBE_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
@@ -430,29 +448,12 @@ MSPROBE_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64
 
 MSPROBE_EXPORT HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank,
                                    HcclComm comm, aclrtStream stream) {
-  auto real = MSPROBE_REAL(HcclSend);
-  if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(sendBuf, count, dataType, destRank, comm, stream); };
-  if (!numbering()) return forward();
-  return capture_call("HcclSend", stream, take(comm, destRank, true),
-                      {true,
-                       buffer(sendBuf, count, dataType),
-                       {ValueArg{vt::kInt, (int64_t)destRank, "destRank"}},
-                       false,
-                       std::nullopt},
-                      forward);
+  return transfer("HcclSend", true, MSPROBE_REAL(HcclSend), sendBuf, count, dataType, destRank, comm, stream);
 }
 
 MSPROBE_EXPORT HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank,
                                    HcclComm comm, aclrtStream stream) {
-  auto real = MSPROBE_REAL(HcclRecv);
-  if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(recvBuf, count, dataType, srcRank, comm, stream); };
-  if (!numbering()) return forward();
-  return capture_call(
-      "HcclRecv", stream, take(comm, srcRank, false),
-      {false, std::nullopt, {ValueArg{vt::kInt, (int64_t)srcRank, "srcRank"}}, true, buffer(recvBuf, count, dataType)},
-      forward);
+  return transfer("HcclRecv", false, MSPROBE_REAL(HcclRecv), recvBuf, count, dataType, srcRank, comm, stream);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS)
