@@ -89,6 +89,13 @@ struct Writer {
       u64(b);
     }
   }
+  void counts(const std::map<uint32_t, uint64_t> &m) {
+    u64(m.size());
+    for (const auto &[k, v] : m) {
+      u64(k);
+      u64(v);
+    }
+  }
   template <typename T>
   void opt(const std::optional<T> &v) {
     u8(v.has_value());
@@ -143,6 +150,14 @@ struct Reader {
     }
     return s;
   }
+  std::map<uint32_t, uint64_t> counts() {
+    std::map<uint32_t, uint64_t> m;
+    for (size_t n = count(); n > 0; --n) {
+      const uint32_t k = u32();
+      m[k] = u64();
+    }
+    return m;
+  }
   std::optional<uint64_t> opt64() {
     if (!u8()) return std::nullopt;
     return u64();
@@ -181,17 +196,9 @@ std::string serialize(const RankDigest &d) {
     w.opt(c.before);
     w.opt(c.next);
     w.u64(c.first_bad_launch);
-    w.u64(c.first_bad_send_launch.size());
-    for (const auto &[peer, at] : c.first_bad_send_launch) {
-      w.u64(peer);
-      w.u64(at);
-    }
+    w.counts(c.first_bad_send_launch);
     w.u64(c.seen_end);
-    w.u64(c.sends_end.size());
-    for (const auto &[peer, end] : c.sends_end) {
-      w.u64(peer);
-      w.u64(end);
-    }
+    w.counts(c.sends_end);
   }
   w.u8(d.first.has_value());
   if (d.first) {
@@ -249,15 +256,9 @@ RankDigest deserialize(const std::string &bytes) {
     c.before = r.opt64();
     c.next = r.opt64();
     c.first_bad_launch = r.u64();
-    for (size_t n = r.count(); n > 0; --n) {
-      const uint32_t peer = r.u32();
-      c.first_bad_send_launch[peer] = r.u64();
-    }
+    c.first_bad_send_launch = r.counts();
     c.seen_end = r.u64();
-    for (size_t n = r.count(); n > 0; --n) {
-      const uint32_t peer = r.u32();
-      c.sends_end[peer] = r.u64();
-    }
+    c.sends_end = r.counts();
   }
   if (r.u8()) {
     Anomaly a;

@@ -47,6 +47,16 @@ CommEntry comm(const std::string &name, uint32_t comm_rank, uint32_t size) {
   return c;
 }
 
+// Ranks 0..n-1, each in the communicator `name` of `size` members at its own rank.
+std::vector<RankDigest> ranks_in(const std::string &name, uint32_t n, uint32_t size) {
+  std::vector<RankDigest> ds;
+  for (uint32_t r = 0; r < n; ++r) {
+    ds.push_back(rank(r));
+    ds.back().comms.push_back(comm(name, r, size));
+  }
+  return ds;
+}
+
 Anomaly anomaly(Kind kind, uint64_t launch, bool in_bad, bool out_bad, int32_t comm = -1, uint64_t seq = 0) {
   Anomaly a;
   a.kernel = "K" + std::to_string(launch);
@@ -89,12 +99,7 @@ TEST(Digest, RoundTrip) {
 
 // Rank 1 computes a NaN; the all-reduce (seq 3) carries it from rank 1 to ranks 0 and 2; rank 3 is clean.
 TEST(Reduce, OriginAndSpreadThroughACollective) {
-  std::vector<RankDigest> ds;
-  for (uint32_t r = 0; r < 4; ++r) {
-    RankDigest d = rank(r);
-    d.comms.push_back(comm("g", r, 3));
-    ds.push_back(d);
-  }
+  std::vector<RankDigest> ds = ranks_in("g", 4, 3);
   ds[3].comms[0] = comm("other", 0, 1);
   ds[1].first = anomaly(Kind::Compute, 20, false, true);
   ds[1].comms[0].bad_inputs.add(3);
@@ -122,13 +127,10 @@ TEST(Reduce, OriginAndSpreadThroughACollective) {
 // A collective whose inputs were clean on every member and whose output is not: each member is an origin; a member
 // without data is named.
 TEST(Reduce, CommunicationOriginNamesMembersWithoutData) {
-  std::vector<RankDigest> ds;
-  for (uint32_t r = 0; r < 2; ++r) {
-    RankDigest d = rank(r);
-    d.comms.push_back(comm("g", r, 3));
+  std::vector<RankDigest> ds = ranks_in("g", 2, 3);
+  for (RankDigest &d : ds) {
     d.comms[0].ranks = std::vector<uint32_t>{0, 1, 5};
     d.first = anomaly(Kind::Collective, 30, false, true, 0, 7);
-    ds.push_back(d);
   }
   const Finding f = reduce(ds, Question::Nan);
   ASSERT_EQ(f.origins.size(), 2u);
@@ -142,12 +144,7 @@ TEST(Reduce, CommunicationOriginNamesMembersWithoutData) {
 
 // A broadcast carries only the root's input; a receive is explained by the matching send only.
 TEST(Reduce, BroadcastRootAndPointToPoint) {
-  std::vector<RankDigest> ds;
-  for (uint32_t r = 0; r < 3; ++r) {
-    RankDigest d = rank(r);
-    d.comms.push_back(comm("w", r, 3));
-    ds.push_back(d);
-  }
+  std::vector<RankDigest> ds = ranks_in("w", 3, 3);
   // Rank 2 (not the root, 1) had bad input to the broadcast; rank 0's output went bad: not explained by rank 2.
   ds[2].first = anomaly(Kind::Compute, 5, false, true);
   ds[2].comms[0].bad_inputs.add(0);
@@ -180,12 +177,7 @@ TEST(Reduce, BroadcastRootAndPointToPoint) {
 // Two origins in one communicator: the one whose next collective the other had issued before its own anomaly comes
 // first, though it happened later in time.
 TEST(Reduce, CausalPrecedenceBeforeTime) {
-  std::vector<RankDigest> ds;
-  for (uint32_t r = 0; r < 2; ++r) {
-    RankDigest d = rank(r);
-    d.comms.push_back(comm("w", r, 2));
-    ds.push_back(d);
-  }
+  std::vector<RankDigest> ds = ranks_in("w", 2, 2);
   ds[0].first = anomaly(Kind::Compute, 10, false, true);
   ds[0].first->timestamp = 5000;
   ds[0].comms[0].next = 2;  // its first collective after the anomaly: seq 2
@@ -200,12 +192,7 @@ TEST(Reduce, CausalPrecedenceBeforeTime) {
 
 // A flight record that ends before the instance: the tainted member is the presumed sender.
 TEST(Reduce, PresumedSenderWhenItsRecordEnds) {
-  std::vector<RankDigest> ds;
-  for (uint32_t r = 0; r < 2; ++r) {
-    RankDigest d = rank(r);
-    d.comms.push_back(comm("w", r, 2));
-    ds.push_back(d);
-  }
+  std::vector<RankDigest> ds = ranks_in("w", 2, 2);
   ds[0].first = anomaly(Kind::Compute, 10, false, true);
   ds[0].comms[0].seen_end = 4;  // its record stops at its trigger, before seq 4
   ds[1].first = anomaly(Kind::Collective, 12, false, true, 0, 4);
