@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "collector/collector.h"
+#include "collector/msprobe_writer.h"
 #include "format/lz4.h"
 #include "format/stats.h"
 
@@ -66,13 +67,15 @@ int stats(const char *dtype, const char *file, int reps) {
 int write(const char *dir, int kernels, const char *file, bool lz4, bool files) {
   auto data = std::make_shared<const std::string>(slurp(file));
   const int64_t n = (int64_t)(data->size() / 4);
-  mc::CollectorOptions o;
+  mc::MsprobeWriterOptions o;
   o.dump_path = dir;
-  o.task = files ? mc::Task::Tensor : mc::Task::Statistics;
+  o.dump_task = files ? mc::Task::Tensor : mc::Task::Statistics;
   o.save_tensors = files;
   o.compress = lz4 ? mc::Compression::Lz4 : mc::Compression::Off;
   const double t0 = now_s();
-  mc::Collector c(o);
+  mc::CollectorParts parts;
+  parts.writer = mc::msprobe_writer(std::move(o));
+  mc::Collector c(std::move(parts));
   for (int i = 0; i < kernels; ++i) {
     mc::KernelCapture k;
     k.name = "Write.Default." + std::to_string(i);

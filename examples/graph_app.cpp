@@ -9,10 +9,13 @@
 //     --own-dump DIR  the program turns CANN's data dump on itself (aclmdlInitDump/SetDump, files under DIR) and
 //                     prints how many files it got
 //     --own-callback  the program registers its own acldumpRegCallback and prints how many files' chunks it got
+//     --stuck-callback  a test seam: the program's own dump callback never returns (it is registered as with
+//                       --own-callback; without a dump in force it is never called)
 //
 // One line per execution; exit status 0 when every output matches, 1 on a mismatch, 2 on an API or usage error.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +25,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl/acl.h"
@@ -74,6 +78,7 @@ struct Options {
   std::string model = GRAPH_APP_DEFAULT_MODEL;
   std::string own_dump;       // --own-dump DIR: the program runs CANN's data dump itself, files under DIR
   bool own_callback = false;  // --own-callback: the program registers its own dump callback and counts the files
+  bool stuck_callback = false;  // --stuck-callback: its callback never returns
 };
 
 bool ok(aclError rc, const char *what) {
@@ -92,6 +97,8 @@ bool parse(int argc, char **argv, Options &o) {
       o.async = true;
     } else if (a == "--own-callback") {
       o.own_callback = true;
+    } else if (a == "--stuck-callback") {
+      o.own_callback = o.stuck_callback = true;
     } else if (a == "--own-dump" && i + 1 < argc) {
       o.own_dump = argv[++i];
     } else if (a == "--runs" && i + 1 < argc) {
@@ -217,6 +224,11 @@ int32_t count_chunk(const acldumpChunk *chunk, int32_t len) {
   return 0;
 }
 
+// --stuck-callback: the first chunk it is given, it keeps.
+int32_t stuck_chunk(const acldumpChunk *, int32_t) {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 int count_files(const std::string &dir) {
   int n = 0;
   std::error_code ec;
@@ -230,12 +242,15 @@ int count_files(const std::string &dir) {
 int main(int argc, char **argv) {
   Options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: graph_app [--mem] [--async] [--runs N] [--own-dump DIR] [--own-callback] [MODEL]\n");
+    std::fprintf(stderr,
+                 "usage: graph_app [--mem] [--async] [--runs N] [--own-dump DIR] [--own-callback] [--stuck-callback] "
+                 "[MODEL]\n");
     return 2;
   }
   if (!ok(aclInit(nullptr), "aclInit") || !ok(aclrtSetDevice(0), "aclrtSetDevice")) return 2;
   if (!o.own_dump.empty() && !start_own_dump(o.own_dump)) return 2;
-  if (o.own_callback && !ok(acldumpRegCallback(count_chunk, 0), "acldumpRegCallback")) return 2;
+  if (o.own_callback && !ok(acldumpRegCallback(o.stuck_callback ? stuck_chunk : count_chunk, 0), "acldumpRegCallback"))
+    return 2;
   uint32_t id = 0;
   int status = 2;
   if (load(o, &id)) {

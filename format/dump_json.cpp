@@ -1,16 +1,11 @@
 #include "format/dump_json.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <system_error>
 
-#include "format/io.h"
 #include "format/naming.h"
 
 namespace msprobe::format {
@@ -92,6 +87,14 @@ void append_arg_value(std::string &out, const ArgValue &v) {
       for (size_t i = 0; i < a.size(); ++i) out += i ? (a[i] ? ", true" : ", false") : (a[i] ? "true" : "false");
       out += ']';
     }
+    void operator()(const std::vector<TypedScalar> &a) const {
+      out += '[';
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (i) out += ", ";
+        std::visit([this](const auto &x) { (*this)(x); }, a[i].value);
+      }
+      out += ']';
+    }
   };
   std::visit(Visitor{out}, v);
 }
@@ -134,7 +137,17 @@ void append_value_arg(std::string &out, const ValueArg &v) {
     list(kFloatLeafType, *d, [&](double x) { append_json_number(out, x); });
   else if (const auto *b = std::get_if<std::vector<bool>>(&v.value))
     list(kBoolLeafType, *b, [&](bool x) { out += x ? "true" : "false"; });
-  else
+  else if (const auto *t = std::get_if<std::vector<TypedScalar>>(&v.value)) {
+    out += '[';
+    for (size_t i = 0; i < t->size(); ++i) {
+      if (i) out += ", ";
+      const TypedScalar &x = (*t)[i];
+      append_value_leaf(
+          out, x.type, [&] { std::visit([&](const auto &s) { append_arg_value(out, ArgValue{s}); }, x.value); },
+          v.name);
+    }
+    out += ']';
+  } else
     append_value_leaf(
         out, v.type, [&] { append_arg_value(out, v.value); }, v.name);
 }
@@ -410,86 +423,6 @@ std::string kernel_entry_json(const KernelEntry &e, Framework framework) {
   return s;
 }
 
-// ---- Journals ---------------------------------------------------------------------------------------------------
-JsonJournal::JsonJournal(JsonJournal &&o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), entries_(o.entries_), bytes_(o.bytes_), suffix_(std::move(o.suffix_)) {}
-
-JsonJournal &JsonJournal::operator=(JsonJournal &&o) noexcept {
-  if (this != &o) {
-    try {
-      finish();
-    } catch (...) {
-    }
-    fd_ = std::exchange(o.fd_, -1);
-    entries_ = o.entries_;
-    bytes_ = o.bytes_;
-    suffix_ = std::move(o.suffix_);
-  }
-  return *this;
-}
-
-JsonJournal::~JsonJournal() {
-  try {
-    finish();
-  } catch (...) {  // a destructor must not throw; the file stays repairable
-  }
-}
-
-void JsonJournal::write_all(std::string_view s) {
-  if (!format::write_all(fd_, s.data(), s.size(), &bytes_))
-    throw std::system_error(errno, std::generic_category(), "journal write");
-}
-
-void JsonJournal::begin(const std::filesystem::path &path, std::string_view prefix, std::string_view suffix) {
-  finish();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
-  fd_ = fd;
-  entries_ = 0;
-  bytes_ = 0;
-  suffix_ = suffix;
-  std::string head(prefix);
-  head += '\n';
-  write_all(head);
-}
-
-void JsonJournal::append(std::string_view member) {
-  if (fd_ < 0) throw std::logic_error("JsonJournal::append before begin");
-  if (entries_ == 0) {
-    write_all(member);
-  } else {
-    pending_.assign(",\n");  // separator and member in one write(), the buffer reused across appends
-    pending_ += member;
-    write_all(pending_);
-  }
-  ++entries_;
-}
-
-void JsonJournal::append_batch(std::span<const std::string> members) {
-  if (fd_ < 0) throw std::logic_error("JsonJournal::append_batch before begin");
-  pending_.clear();
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (entries_ + i != 0) pending_ += ",\n";
-    pending_ += members[i];
-  }
-  write_all(pending_);
-  entries_ += members.size();
-}
-
-void JsonJournal::finish() {
-  if (fd_ < 0) return;
-  const int fd = fd_;
-  try {
-    write_all(suffix_);
-  } catch (...) {
-    ::close(fd);
-    fd_ = -1;
-    throw;
-  }
-  fd_ = -1;
-  if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "journal close");
-}
-
 std::string dump_json_prefix(const DumpHeader &h) {
   std::string s = "{";
   append_key(s, json_key::kTask);
@@ -515,23 +448,14 @@ std::string dump_json_prefix(const DumpHeader &h) {
   return s;
 }
 
-void DumpJsonWriter::begin(const std::filesystem::path &path, const DumpHeader &header) {
-  framework_ = header.framework;
-  journal_.begin(path, dump_json_prefix(header), kDumpJsonSuffix);
+std::string construct_json_member(std::string_view kernel_name) {
+  std::string s;
+  append_csv_safe_string(s, kernel_name);
+  s += ": null";
+  return s;
 }
 
-void DumpJsonWriter::append(const KernelEntry &e) {
-  scratch_.clear();
-  append_kernel_entry(scratch_, e, framework_);
-  journal_.append(scratch_);
-}
-
-void ConstructJsonWriter::append(std::string_view kernel_name) {
-  scratch_.clear();
-  append_csv_safe_string(scratch_, kernel_name);
-  scratch_ += ": null";
-  journal_.append(scratch_);
-}
+void append_csv_safe_json_string(std::string &out, std::string_view s) { append_csv_safe_string(out, s); }
 
 namespace {
 
@@ -624,25 +548,6 @@ std::string construct_json(std::span<const std::string> kernel_names) {
   }
   s += "\n}\n";
   return s;
-}
-
-void write_file_atomic(const std::filesystem::path &path, std::string_view content) {
-  static std::atomic<uint64_t> serial{0};  // distinct temporaries for concurrent writers
-  std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + tmp.string());
-  if (!write_all(fd, content.data(), content.size())) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), "write " + tmp.string());
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), "replace " + path.string());
-  }
 }
 
 }  // namespace msprobe::format

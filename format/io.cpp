@@ -1,9 +1,14 @@
 #include "format/io.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <system_error>
+
+#include "format/format.h"
 
 namespace msprobe::format {
 
@@ -49,6 +54,25 @@ bool read_to_end(int fd, std::string *out, size_t limit) {
     if (static_cast<size_t>(n) < want) break;
   }
   return true;
+}
+
+void write_file_atomic(const std::filesystem::path &path, std::string_view content) {
+  static std::atomic<uint64_t> serial{0};  // distinct temporaries for concurrent writers
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + tmp.string());
+  if (!write_all(fd, content.data(), content.size())) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "write " + tmp.string());
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::system_error(err, std::generic_category(), "replace " + path.string());
+  }
 }
 
 }  // namespace msprobe::format

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace msprobe::format {
 
@@ -17,6 +19,10 @@ bool write_all(int fd, const void *data, size_t bytes, uint64_t *written = nullp
 // Up to `bytes` into `buf`, from the file position (offset < 0) or at `offset` (pread): the count read, short only
 // at the end of the file; -1 with errno set on an error.
 ssize_t read_full(int fd, void *buf, size_t bytes, int64_t offset = -1) noexcept;
+
+// Writes `content` to a temporary file beside `path` and renames it over `path` (readers never see half a file).
+// Throws std::system_error.
+void write_file_atomic(const std::filesystem::path &path, std::string_view content);
 
 // Appends the rest of `fd` to *out, stopping once *out holds `limit` bytes. False with errno set on an error.
 bool read_to_end(int fd, std::string *out, size_t limit);

@@ -15,9 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "format/dump_json.h"
-#include "format/format.h"
-#include "format/stats.h"
+#include "format/model.h"
 
 namespace msprobe::record {
 

@@ -57,16 +57,21 @@ if [ -e $binfmt/qemu-aarch64 ] && grep -qx enabled $binfmt/qemu-aarch64; then ha
 # ---- 3. an arm64 python3 with numpy and pytest (optional) -----------------------------------------------------
 # Not co-installable with the host's python3, so its .debs are unpacked (dpkg -x) into $build/pyroot; the
 # launcher $build/pyroot/python3 points the loader at the unpacked libraries.
+# python3.11-venv: ensurepip, so that the wheel can be pip-installed into an arm64 venv (test_wheel.py); its pip and
+# setuptools wheels are the host's /usr/share/python-wheels (architecture-independent, from python3-venv).
 pyroot=$build/pyroot
-if [ "${MSPROBE_AARCH64_PYTHON:-0}" = 1 ] && [ ! -e "$pyroot/.complete" ]; then
+pydebs=(
+  python3.11-minimal:arm64 libpython3.11-minimal:arm64 libpython3.11-stdlib:arm64 python3.11-venv:arm64
+  python3-numpy:arm64 libblas3:arm64 liblapack3:arm64 libgfortran5:arm64 libexpat1:arm64 libssl3:arm64
+  libbz2-1.0:arm64 libffi8:arm64 zlib1g:arm64
+  python3-pytest python3-attr python3-more-itertools python3-pkg-resources python3-pluggy python3-py
+  python3-exceptiongroup python3-iniconfig python3-packaging python3-tomli
+)
+pystamp=$pyroot/.complete-$(echo "${pydebs[*]}" | md5sum | cut -c1-8)  # another package list: unpacked anew
+if [ "${MSPROBE_AARCH64_PYTHON:-0}" = 1 ] && [ ! -e "$pystamp" ]; then
   rm -rf "$pyroot" "$build/debs"
   mkdir -p "$pyroot" "$build/debs"
-  (cd "$build/debs" && apt-get download -qq \
-    python3.11-minimal:arm64 libpython3.11-minimal:arm64 libpython3.11-stdlib:arm64 python3-numpy:arm64 \
-    libblas3:arm64 liblapack3:arm64 libgfortran5:arm64 libexpat1:arm64 libssl3:arm64 libbz2-1.0:arm64 \
-    libffi8:arm64 zlib1g:arm64 \
-    python3-pytest python3-attr python3-more-itertools python3-pkg-resources python3-pluggy python3-py \
-    python3-exceptiongroup python3-iniconfig python3-packaging python3-tomli 2>&1 | grep -v '^W: Download' || true)
+  (cd "$build/debs" && apt-get download -qq "${pydebs[@]}" 2>&1 | grep -v '^W: Download' || true)
   for d in "$build"/debs/*.deb; do dpkg -x "$d" "$pyroot"; done
   # What update-alternatives would have done for libblas.so.3 / liblapack.so.3.
   ln -sf blas/libblas.so.3 "$pyroot/usr/lib/aarch64-linux-gnu/libblas.so.3"
@@ -75,7 +80,7 @@ if [ "${MSPROBE_AARCH64_PYTHON:-0}" = 1 ] && [ ! -e "$pyroot/.complete" ]; then
   # LD_PRELOAD (the shim) and make the host's loader complain on stderr.
   aarch64-linux-gnu-gcc -std=c11 -O2 -Wall -Wextra -Werror -static -o "$pyroot/python3" \
     "$here/scripts/aarch64_python_launcher.c"
-  touch "$pyroot/.complete"
+  touch "$pystamp"
 fi
 test_python=/usr/bin/python3
 if [ "${MSPROBE_AARCH64_PYTHON:-0}" = 1 ]; then test_python=$pyroot/python3; fi

@@ -19,7 +19,7 @@
 #include "shim/base/symbols.h"
 #include "shim/call/forwarder.h"
 #include "shim/call/trampoline.h"
-#include "shim/capture/kernel_launch.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/acl_types.h"
 #include "shim/device/handles.h"
@@ -152,19 +152,22 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
     case ParamKind::BoolArray:
       if (auto *v = h ? std::get_if<std::vector<bool>>(&*h) : nullptr) return ValueArg{vt::kAclBoolArray, *v};
       return ValueArg{vt::kAclBoolArray, std::monostate{}};
-    case ParamKind::ScalarList: {
-      std::vector<double> values;
-      if (auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr)
-        for (const void *s : *m) {
-          ValueArg v = scalar_value(s);
-          if (auto *d = std::get_if<double>(&v.value))
-            values.push_back(*d);
-          else if (auto *i = std::get_if<int64_t>(&v.value))
-            values.push_back((double)*i);
-          else if (auto *b = std::get_if<bool>(&v.value))
-            values.push_back(*b ? 1.0 : 0.0);
-        }
-      return ValueArg{vt::kAclScalarList, values};
+    case ParamKind::ScalarList: {  // each member as a lone aclScalar is written: its own type and value
+      std::vector<format::TypedScalar> values;
+      auto *m = h ? std::get_if<std::vector<const void *>>(&*h) : nullptr;
+      if (m == nullptr) return ValueArg{vt::kAclScalarList, std::monostate{}};
+      for (const void *s : *m) {
+        ValueArg v = scalar_value(s);
+        format::TypedScalar t{std::move(v.type), std::monostate{}};
+        std::visit(
+            [&t](auto &&x) {
+              using X = std::decay_t<decltype(x)>;
+              if constexpr (std::is_constructible_v<decltype(t.value), X>) t.value = std::forward<decltype(x)>(x);
+            },
+            std::move(v.value));
+        values.push_back(std::move(t));
+      }
+      return ValueArg{vt::kAclScalarList, std::move(values)};
     }
     case ParamKind::CString: {
       char buf[256];
@@ -461,62 +464,83 @@ void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
 
 // ---- Phase 2 ------------------------------------------------------------------------------------------------
 
-// The launch being made on this thread (phase 2 does not nest, but keep a few in case a runtime does).
+// The launch being made on this thread (phase 2 does not nest, but keep a few in case a runtime does). Every
+// phase2_pre pushes one entry (null when it recorded nothing) or counts one past the limit, and its phase2_post takes
+// that one back.
 struct InFlight {
   const void *executor;
   std::optional<OpCall> call;
-  KernelLaunch launch;
+  CaptureCall capture;
 };
 constexpr int kMaxNesting = 8;
 thread_local InFlight *t_inflight[kMaxNesting] __attribute__((tls_model("initial-exec")));
 thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local int t_past_limit __attribute__((tls_model("initial-exec"))) = 0;
 
-void phase2_pre(void *user, const RawArgs &a) {
-  Session *session = active_session();
-  if (session == nullptr || t_depth >= kMaxNesting) return;
-  const auto &b = *static_cast<const Binding *>(user);
+// The launch's record, with its inputs described: copied now, before the kernel can overwrite them (in-place ops).
+InFlight *begin_launch(Session &session, const Binding &b, const RawArgs &a) {
   const void *executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
   void *stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
   std::optional<OpCall> call = state().calls.get(executor);
   // Phase 2 may run on a task-queue thread without Python frames: the stack is phase 1's.
-  StackId stack = call ? call->stack : kEmptyStack;
-  auto *f = new InFlight{executor, std::move(call), KernelLaunch(*session, b.op, stack, stream)};
-  // Inputs are copied now, before the kernel can overwrite them (in-place ops).
+  const StackId stack = call ? call->stack : kEmptyStack;
+  auto *f = new InFlight{executor, std::move(call), CaptureCall(session, b.op, stack, stream)};
   if (f->call)
-    for (const CallParam &p : f->call->params) {
-      if (p.dir == Direction::Output) continue;
-      if (!p.present)
-        f->launch.input_null();
-      else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
-        f->launch.input_tensor(p.tensors[0]);
-      else if (p.kind == ParamKind::TensorList)
-        f->launch.input_tensor_list(p.tensors);
-      else if (p.value)
-        f->launch.input_value(*p.value);
-      else
-        f->launch.input_null();
-    }
+    f->capture.inputs([&](KernelLaunch &k) {
+      for (const CallParam &p : f->call->params) {
+        if (p.dir == Direction::Output) continue;
+        if (!p.present)
+          k.input_null();
+        else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+          k.input_tensor(p.tensors[0]);
+        else if (p.kind == ParamKind::TensorList)
+          k.input_tensor_list(p.tensors);
+        else if (p.value)
+          k.input_value(*p.value);
+        else
+          k.input_null();
+      }
+    });
+  return f;
+}
+
+void phase2_pre(void *user, const RawArgs &a) {
+  if (t_depth >= kMaxNesting) {
+    ++t_past_limit;
+    return;
+  }
+  InFlight *f = nullptr;
+  if (Session *session = active_session())
+    guarded([&] { f = begin_launch(*session, *static_cast<const Binding *>(user), a); });
   t_inflight[t_depth++] = f;
 }
 
 void phase2_post(void *, const RawArgs &, uint64_t ret) {
+  if (t_past_limit > 0) {
+    --t_past_limit;
+    return;
+  }
   if (t_depth == 0) return;
   InFlight *f = t_inflight[--t_depth];
+  if (f == nullptr) return;
   const bool launched = (int32_t)ret == 0;
   if (f->call && launched)
-    for (const CallParam &p : f->call->params) {
-      if (!is_tensor_kind(p.kind) || p.dir == Direction::Input || p.dir == Direction::None) continue;
-      if (!p.present)
-        f->launch.output_null();
-      else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
-        f->launch.output_tensor(p.tensors[0]);
-      else
-        f->launch.output_tensor_list(p.tensors);
-    }
+    f->capture.outputs([&](KernelLaunch &k) {
+      for (const CallParam &p : f->call->params) {
+        if (!is_tensor_kind(p.kind) || p.dir == Direction::Input || p.dir == Direction::None) continue;
+        if (!p.present)
+          k.output_null();
+        else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+          k.output_tensor(p.tensors[0]);
+        else
+          k.output_tensor_list(p.tensors);
+      }
+    });
   // A kernel the shim has no record of (its phase 1 ran before capture, or it was filtered out) is still
   // named and counted, so that names stay the same whatever the filters; it has no arguments.
-  f->launch.finish(launched && f->call.has_value());
-  if (f->call && launched && !f->call->repeatable) state().calls.erase_if(f->executor, f->call->serial);
+  f->capture.finish(launched && f->call.has_value());
+  if (f->call && launched && !f->call->repeatable)
+    guarded([&] { state().calls.erase_if(f->executor, f->call->serial); });
   delete f;
 }
 
@@ -530,7 +554,7 @@ int32_t phase2_entry(Binding *b, void *workspace, uint64_t size, void *executor,
   Session *session = active_session();
   if (ReentryGuard::active() || session == nullptr) return real(workspace, size, executor, stream);
   if (!state().calls.contains(executor) && !phase1_records(*session, *b)) {
-    session->skip_launch(b->op, stream, b->step_marker);
+    guarded([&] { session->skip_launch(b->op, stream, b->step_marker); });
     KernelLaunch::Uncaptured inside;  // the kernels the op launches are its own, not the host's
     return real(workspace, size, executor, stream);
   }
@@ -586,8 +610,7 @@ void *AclnnCapture::wrap_symbol(const char *name, void *real) {
   } else {
     // Phase 2 exists only next to its phase 1 in the same library (this leaves aclnnInit and friends alone).
     std::string phase1 = std::string(n) + std::string(kPhase1Suffix);
-    void *lib = object_containing(real);
-    if (lib == nullptr || real_dlsym(lib, phase1.c_str()) == nullptr) {
+    if (lookup_in_object_of(real, phase1.c_str()) == nullptr) {
       delete b;
       return real;
     }

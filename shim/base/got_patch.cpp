@@ -342,6 +342,18 @@ GotPatcher::~GotPatcher() { delete state_; }
 
 namespace {
 
+GotSlot slot_of(const ObjectId &object, const char *symbol, const Candidate &c) {
+  GotSlot s;
+  s.object = object.name;
+  s.symbol = symbol;
+  s.slot = reinterpret_cast<void **>(c.slot);
+  s.target = reinterpret_cast<void *>(c.value);
+  s.kind = c.kind;
+  s.relro = c.relro;
+  s.bound = c.bound;
+  return s;
+}
+
 // What the callbacks want written into the scanned slots (phase C of patch(), no lock held). A callback that throws
 // or hands back what it was given leaves its slot alone.
 std::map<ObjectId, std::vector<Write>> plan_writes(const std::vector<ScannedObject> &objects,
@@ -354,9 +366,11 @@ std::map<ObjectId, std::vector<Write>> plan_writes(const std::vector<ScannedObje
       const char *name = o.names.c_str() + c.name;
       try {
         if (options.wants && !options.wants(name)) continue;
+        if (options.observe) options.observe(slot_of(o.id, name, c));
       } catch (...) {
         continue;
       }
+      if (options.jump_slots_only && c.kind != GotSlotKind::JumpSlot) continue;
       void *current = reinterpret_cast<void *>(c.value);
       if (!c.bound) {
         current = nullptr;
@@ -420,17 +434,7 @@ int GotPatcher::patch(const ReplacementFor &replacement_for, const PatchOptions 
     if (!pending.empty()) dl_iterate_phdr(&write_cb, &ctx);
     for (const auto &[id, w] : ctx.done) {
       st.written[w.c.slot] = w.replacement;
-      if (options.patched) {
-        GotSlot s;
-        s.object = id->name;
-        s.symbol = w.symbol;
-        s.slot = reinterpret_cast<void **>(w.c.slot);
-        s.target = reinterpret_cast<void *>(w.c.value);
-        s.kind = w.c.kind;
-        s.relro = w.c.relro;
-        s.bound = w.c.bound;
-        options.patched->push_back(std::move(s));
-      }
+      if (options.patched) options.patched->push_back(slot_of(*id, w.symbol, w.c));
     }
     for (const ScannedObject &o : objects)
       if (!ctx.incomplete.count(o.id)) st.visited.insert(o.id);
@@ -450,19 +454,11 @@ std::vector<GotSlot> list_got_slots(const PatchOptions &options) noexcept {
   std::vector<GotSlot> out;
   try {
     unsigned long long subs = 0;
-    for (const ScannedObject &o : scan_objects(candidate_objects(options, subs))) {
+    for (const ScannedObject &o : scan_objects(candidate_objects(options, subs)))
       for (const Candidate &c : o.slots) {
-        GotSlot s;
-        s.object = o.id.name;
-        s.symbol = o.names.c_str() + c.name;
-        s.slot = reinterpret_cast<void **>(c.slot);
-        s.target = reinterpret_cast<void *>(c.value);
-        s.kind = c.kind;
-        s.relro = c.relro;
-        s.bound = c.bound;
-        out.push_back(std::move(s));
+        const char *name = o.names.c_str() + c.name;
+        if (!options.wants || options.wants(name)) out.push_back(slot_of(o.id, name, c));
       }
-    }
   } catch (...) {
     out.clear();
   }

@@ -1,7 +1,7 @@
 // GOT patching: redirects calls that programs and libraries make through their PLT/GOT (they were linked
 // against a library, e.g. a C++ program calling aclnnAdd directly) by rewriting the calling object's GOT
-// entries. LD_PRELOAD interposition only catches names the shim exports; this catches any name, including
-// aclnn ops the shim has never heard of.
+// entries. LD_PRELOAD interposition only catches names the shim exports, and changes what `&fn` means in every
+// object; this catches any name, including aclnn ops the shim has never heard of, object by object.
 //
 // Every loaded object is visited with dl_iterate_phdr, except the shim itself, ld.so, the vDSO and objects
 // the caller's skip predicate names (the CANN libraries: their internal calls must not be caught a second
@@ -9,7 +9,10 @@
 // relocations of function symbols found through DT_JMPREL and DT_RELA are offered to a callback, which returns
 // the replacement target or nullptr to leave the entry alone. RELRO pages are made writable for the write and
 // read-only again after. GLOB_DAT entries hold the address a program gets for `&fn`, so patching them also
-// changes function-pointer identity: `&aclnnAdd` in the program then compares unequal to the library's.
+// changes function-pointer identity: `&aclnnAdd` in the program then compares unequal to the library's, and
+// dladdr on it names the replacement's object. PatchOptions::jump_slots_only leaves them alone (and with them the
+// calls made through them: -fno-plt code, and x86-64 ld's .plt.got stubs of a function whose address the same
+// object also takes).
 //
 // Locking. The loader has two locks: dl_load_lock, held by dlopen/dlclose for the whole operation
 // (including library constructors) and by dlsym; and dl_load_write_lock, held by dl_iterate_phdr and briefly
@@ -75,6 +78,12 @@ struct PatchOptions {
   bool rescan = false;
   // If set, receives one GotSlot per entry written (target = the value it held before).
   std::vector<GotSlot> *patched = nullptr;
+  // Only JUMP_SLOT entries (the PLT's) are offered to the callback; GLOB_DAT entries keep the address the object
+  // takes of the function (see above).
+  bool jump_slots_only = false;
+  // If set, called (no lock held) once for every entry `wants` accepts in each object this call visits, of either
+  // kind and whether or not it is then written: what an object reaches, for diagnostics.
+  std::function<void(const GotSlot &)> observe;
 };
 
 // Remembers which objects it visited and what it wrote, so that calling it again (after each dlopen)
@@ -98,8 +107,8 @@ class GotPatcher {
 // The process-wide patcher (immortal: patching may happen during exit).
 int patch_got(const ReplacementFor &replacement_for, const PatchOptions &options = {}) noexcept;
 
-// Every function GOT entry of the objects patch_got would visit (skip, self_address and skip_self apply;
-// nothing is written). For diagnostics and tests.
+// Every function GOT entry of the objects patch_got would visit (skip, wants, self_address and skip_self apply;
+// nothing is written). For diagnostics, tests, and to ask whether a process references some names at all.
 std::vector<GotSlot> list_got_slots(const PatchOptions &options = {}) noexcept;
 
 }  // namespace msprobe::shim

@@ -82,9 +82,26 @@ int real_dlclose(void *handle) {
 
 void *object_containing(const void *addr) { return definer_of(const_cast<void *>(addr)); }
 
+void *lookup_in_object_of(const void *addr, const char *name) {
+  auto *l = static_cast<link_map *>(object_containing(addr));
+  if (l == nullptr) return nullptr;
+  // The main program's link_map is a handle from the start; another object's once it has been opened.
+  void *h = l->l_name == nullptr || l->l_name[0] == '\0' ? l : handle_of(l);
+  return h != nullptr ? real_dlsym(h, name) : nullptr;
+}
+
 bool inside_shim(const void *addr) {
   void *self = object_containing(&g_shim_anchor);
   return self != nullptr && object_containing(addr) == self;
+}
+
+bool loaded_before_shim(const void *addr) {
+  auto *self = static_cast<link_map *>(object_containing(&g_shim_anchor));
+  void *object = object_containing(addr);
+  if (self == nullptr || object == nullptr) return false;
+  for (link_map *l = self->l_prev; l != nullptr; l = l->l_prev)
+    if (l == object) return true;
+  return false;
 }
 
 void *next_definition(const void *caller_addr, const char *name) {

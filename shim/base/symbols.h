@@ -13,10 +13,16 @@ void *real_dlsym(void *handle, const char *name);
 void *real_dlopen(const char *file, int mode);
 int real_dlclose(void *handle);
 
-// The loaded object (glibc link_map, usable as a dlsym handle) that contains `addr`, or nullptr.
+// The loaded object (glibc link_map) that contains `addr`, or nullptr. Not a dlsym handle for an object loaded at
+// start-up that nobody opened yet (its search list is empty until then): use lookup_in_object_of for that.
 void *object_containing(const void *addr);
+// dlsym(handle of the object containing `addr`, name): `name` in that object or its dependencies, or nullptr.
+void *lookup_in_object_of(const void *addr, const char *name);
 // True when `addr` lies inside libmsprobe_shim.so (or the test binary that links the shim core).
 bool inside_shim(const void *addr);
+// True when `addr` lies in an object the loader placed before the shim in its chain of objects (the main program,
+// libraries preloaded ahead of the shim): a definition there would win a symbol lookup over one of the shim's.
+bool loaded_before_shim(const void *addr);
 
 // Next definition of `name` after the object `caller_addr` belongs to: dlsym(RTLD_NEXT) semantics on
 // behalf of another object (glibc resolves RTLD_NEXT relative to its direct caller, which is the shim).

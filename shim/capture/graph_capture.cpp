@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shim/base/bounded_call.h"
 #include "shim/base/log.h"
 #include "shim/base/reentry.h"
 #include "shim/capture/kernel_launch.h"
@@ -180,8 +181,7 @@ std::string GraphCapture::Impl::config_json() {
   const Config &c = session.config();
   const char *mode = c.data_mode == DataMode::Input ? "input" : c.data_mode == DataMode::Output ? "output" : "all";
   // Statistics (and names only, for the structure task) come from CANN's stats CSV: no tensor reaches the host.
-  const bool stats =
-      (c.task == Task::Statistics && c.summary_mode == SummaryMode::Statistics) || c.task == Task::Structure;
+  const bool stats = session.task_policy().graph_dump == GraphDump::Statistics;
   std::string j = "{\"dump\": {\"dump_path\": \"" + work_dir + "\", \"dump_list\": [{}], \"dump_mode\": \"" + mode +
                   "\", \"dump_data\": \"" + (stats ? "stats" : "tensor") + "\"";
   if (stats)
@@ -200,15 +200,15 @@ std::string GraphCapture::Impl::config_json() {
 bool GraphCapture::Impl::turn_on() {
   if (ours_on) return true;
   if (host_owns || unavailable) return false;
-  const Config &c = session.config();
   auto init = runtime::aclmdlInitDump.get();
   auto set = runtime::aclmdlSetDump.get();
   auto fin = runtime::aclmdlFinalizeDump.get();
   auto reg = runtime::acldumpRegCallback.get();
-  if (c.task == Task::Flight || !init || !set || !fin || !reg) {
+  const bool off = session.task_policy().graph_dump == GraphDump::Off;
+  if (off || !init || !set || !fin || !reg) {
     unavailable = true;
-    if (c.task == Task::Flight)
-      log_info("graph-sunk kernels are not recorded by the flight task");
+    if (off)
+      log_info("graph-sunk kernels are not recorded by this task (the flight ring keeps no copy of a model's tensors)");
     else
       log_info("the runtime has no data dump API: graph-sunk kernels are not captured");
     return false;
@@ -250,11 +250,23 @@ bool GraphCapture::Impl::turn_on() {
 }
 
 // Caller holds mu. Every queued chunk delivered (aclmdlFinalizeDump returns after CANN's record thread drained them).
+// The record thread also runs the host's own dump callback (the shim feeds it), which may never return: the wait is
+// bounded, and after a drain that did not end the dump stays off for good.
 void GraphCapture::Impl::turn_off() {
   if (!ours_on) return;
   ReentryGuard guard;
-  if (auto fin = runtime::aclmdlFinalizeDump.get()) fin();
   ours_on = false;
+  if (auto fin = runtime::aclmdlFinalizeDump.get();
+      fin &&
+      !call_with_deadline([fin] { fin(); }, std::chrono::milliseconds(session.config().graph_drain_timeout_ms))) {
+    unavailable = true;
+    log_warn(
+        "graph dump: CANN's record thread did not finish delivering the dump within %.1f s (a dump callback of the "
+        "program's that does not return?); the shim stops waiting for it, graph-sunk kernels not delivered by then "
+        "are missing, and no later model's kernels are captured",
+        (double)session.config().graph_drain_timeout_ms / 1e3);
+    return;  // the record thread may be in the middle of a file: chunks_mu is not waited for either
+  }
   std::lock_guard<std::mutex> lk(chunks_mu);
   flush_stats();
 }

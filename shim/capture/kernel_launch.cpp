@@ -4,8 +4,6 @@
 #include "shim/base/reentry.h"
 #include "shim/config/config.h"
 #include "shim/device/acl_types.h"
-#include "shim/device/device_ring.h"
-#include "shim/device/staging.h"
 
 namespace msprobe::shim {
 
@@ -27,25 +25,15 @@ std::string_view op_name_of(StackId stack) {
 }  // namespace
 
 KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream)
-    : session_(session),
-      stream_(stream),
-      stack_(stack),
-      ticket_(session.begin_launch(op_type, op_name_of(stack), stream)) {
+    : session_(session), stack_(stack), ticket_(session.begin_launch(op_type, op_name_of(stack), stream)) {
   ++open_;
-  use_device_stats_ = ticket_.capture && ticket_.with_data && DeviceStatsBatch::enabled(session.device_stats());
+  if (ticket_.capture) staging_ = session.stager().begin(stream);
 }
 
 KernelLaunch::~KernelLaunch() { --open_; }
 
-DeviceStatsBatch &KernelLaunch::device_stats_batch() {
-  if (!device_stats_)
-    device_stats_ = std::make_unique<DeviceStatsBatch>(stream_, session_.device_stats(), session_.staging());
-  return *device_stats_;
-}
-
 CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t item) {
   ReentryGuard guard;  // the copies go through the runtime, whose inner calls must not be captured
-  const bool output = side == Side::Output;
   TensorCapture t;
   t.dtype = acl_to_dtype(m.dtype);
   if (t.dtype == format::DType::Raw) t.dtype_name = acl_dtype_label(m.dtype);
@@ -54,60 +42,8 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, in
   t.format = acl_format_name(m.format);
   t.stride = t.block_strides;
   t.offset = m.offset;
-  if (session_.flight_ring() != nullptr && ticket_.with_data) {
-    flight_tensor(m, side, slot, item, t);
-    return CapturedArg{std::move(t)};
-  }
-  int64_t lo = 0, hi = 0;
-  size_t es = acl_dtype_size(m.dtype);
-  // Statistics on the device: a few scalars cross the host link instead of the tensor. overflow_check also
-  // keeps the bytes on the device, read back only if the kernel turns out to overflow.
-  if (use_device_stats_ && DeviceStatsBatch::eligible(m)) {
-    const bool overflow = session_.device_stats().overflow;
-    std::shared_ptr<const record::HostBlock> kept;
-    int64_t offset = 0;
-    if (!overflow || (kept = device_stats_batch().snapshot(m, &offset))) {
-      t.device_stats = device_stats_batch().add(m, overflow && output);
-      t.block = std::move(kept);
-      t.block_offset = offset;
-      if (t.device_stats || t.block) return CapturedArg{std::move(t)};
-    }
-  }
-  // Raw types (complex, 4-bit, fp8) are described but not copied: the collector cannot read them.
-  if (ticket_.with_data && t.dtype != format::DType::Raw && es > 0 && m.data != nullptr && m.extent(&lo, &hi)) {
-    const char *first = static_cast<const char *>(m.data) + lo * (int64_t)es;
-    t.block = session_.staging().copy_async(first, (uint64_t)(hi - lo + 1) * es, stream_);
-    t.block_offset = m.offset - lo;
-    staged_ = staged_ || t.block != nullptr;
-  }
+  if (staging_) staging_->take(m, side, slot, item, t);
   return CapturedArg{std::move(t)};
-}
-
-void KernelLaunch::flight_tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, TensorCapture &t) {
-  // The check: NaN and Inf show in an output's extremes, reduced on the device (only scalars come back).
-  const bool eligible = use_device_stats_ && DeviceStatsBatch::eligible(m);
-  if (side == Side::Output && eligible) t.device_stats = device_stats_batch().add(m);
-  int64_t lo = 0, hi = 0;
-  const size_t es = acl_dtype_size(m.dtype);
-  if (t.dtype == format::DType::Raw || es == 0 || m.data == nullptr || !m.extent(&lo, &hi)) return;
-  const uint64_t bytes = (uint64_t)(hi - lo + 1) * es;
-  DeviceRing::Refusal why = DeviceRing::Refusal::None;
-  t.block = session_.flight_ring()->copy_in(static_cast<const char *>(m.data) + lo * (int64_t)es, bytes, stream_, &why);
-  if (t.block) {
-    t.block_offset = m.offset - lo;
-    staged_ = true;
-    return;
-  }
-  // Not kept: its statistics, from the device, stand for it.
-  if (!t.device_stats && eligible) t.device_stats = device_stats_batch().add(m);
-  const char *reason = why == DeviceRing::Refusal::TooLarge   ? "is larger than the ring"
-                       : why == DeviceRing::Refusal::NoRoom   ? "found no room in the ring (kernels being checked)"
-                       : why == DeviceRing::Refusal::NoMemory ? "has no ring (no memory for it)"
-                                                              : "could not be copied into the ring";
-  std::string where = std::string(side == Side::Output ? "output." : "input.") + std::to_string(slot);
-  if (item >= 0) where += "." + std::to_string(item);
-  notes_ += (notes_.empty() ? "" : "; ") + where + " (" + std::to_string(bytes) + " bytes) " + reason +
-            (t.device_stats ? ": statistics only" : ": described only");
 }
 
 void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
@@ -141,27 +77,20 @@ void KernelLaunch::finish(bool launched) {
   finished_ = true;
   if (!ticket_.capture) return;
   ReentryGuard guard;
-  DeviceRing *ring = session_.flight_ring();
   if (!launched) {
-    // The kernel never ran, but copies and reductions of its inputs may be in flight: their memory must
-    // outlive them.
-    if (device_stats_) device_stats_->abandon();
-    if (staged_ || device_stats_)
-      if (auto done = session_.staging().fence(stream_)) done->wait();
-    if (ring) ring->seal();
+    staging_->abandon();
+    staging_->handed_over();
     return;
   }
-  // One copy of every tensor's device statistics, before the event that says the kernel's data is here.
-  if (device_stats_ && device_stats_->finish()) staged_ = true;
   record::KernelCapture k;
   static_cast<format::KernelHeader &>(k) = ticket_;
   k.stack_id = stack_;
   if (ticket_.with_inputs) k.inputs = std::move(inputs_);
   if (ticket_.with_outputs) k.outputs = std::move(outputs_);
-  if (staged_) k.ready = session_.staging().fence(stream_);
-  if (!notes_.empty()) k.notes.emplace_back(format::json_key::kFlightNote, std::move(notes_));
+  k.ready = staging_->finish();
+  k.notes = staging_->notes();
   session_.submit(std::move(k));
-  if (ring) ring->seal();  // handed over: the collector lets its ring bytes go in time
+  staging_->handed_over();
 }
 
 }  // namespace msprobe::shim

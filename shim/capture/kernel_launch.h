@@ -9,8 +9,8 @@
 
 #include "record/kernel_record.h"
 #include "shim/capture/session.h"
-#include "shim/device/device_stats.h"
 #include "shim/device/handles.h"
+#include "shim/device/stager.h"
 #include "shim/stacks/stacks.h"
 
 namespace msprobe::shim {
@@ -65,7 +65,7 @@ class KernelLaunch {
 
  private:
   // Inputs before the launch, outputs after it: the same rules for both.
-  enum class Side { Input, Output };
+  using Side = TensorSide;
   bool takes(Side side) const {
     return ticket_.capture && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
   }
@@ -75,20 +75,12 @@ class KernelLaunch {
   void add_null(Side side);
   // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
   record::CapturedArg tensor(const TensorMeta &m, Side side, size_t slot, int64_t item = -1);
-  // The flight task: the bytes into the ring, the outputs' extremes on the device for the check. `slot` / `item` name
-  // the tensor in a note, only when the ring refuses it.
-  void flight_tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, record::TensorCapture &t);
-  DeviceStatsBatch &device_stats_batch();
   Session &session_;
-  void *stream_;
   StackId stack_ = kEmptyStack;
   LaunchTicket ticket_;
   record::CapturedList inputs_, outputs_;
-  std::unique_ptr<DeviceStatsBatch> device_stats_;  // statistics task: reductions launched on the device
-  bool use_device_stats_ = false;
-  bool staged_ = false;
+  std::unique_ptr<LaunchStaging> staging_;  // the task's way of taking the tensors; null when not capturing
   bool finished_ = false;
-  std::string notes_;  // flight: tensors kept as statistics only, and why
   static thread_local int open_ __attribute__((tls_model("initial-exec")));
 };
 

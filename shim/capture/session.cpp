@@ -13,22 +13,18 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "collector/msprobe_writer.h"
 #include "format/naming.h"
 #include "shim/base/log.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
-#include "shim/device/device_ring.h"
-#include "shim/device/device_stats.h"
-#include "shim/device/staging.h"
 #include "shim/stacks/stacks.h"
 
 namespace msprobe::shim {
 
 struct Session::Impl {
   Config config;
-  DeviceStatsSettings device_stats;
-  std::unique_ptr<Staging> staging;
-  std::unique_ptr<DeviceRing> ring;  // flight only
+  TaskPolicy policy;
 
   std::mutex mu;  // launch order: everything below
   std::unique_ptr<collector::Collector> collector;
@@ -52,10 +48,6 @@ struct Session::Impl {
 };
 
 namespace {
-
-// MSPROBE_FLIGHT_KERNELS=auto: as many as the ring holds, up to this many (each kept kernel's description stays on the
-// host, about a kilobyte: this bounds them to tens of MB beside the budget).
-constexpr uint64_t kAutoFlightKernels = 16384;
 
 void update_ahead(Session::Impl &m);
 
@@ -119,25 +111,12 @@ void activate_session(Session *session) noexcept { g_active.store(session, std::
 
 Session::Session(Config config) : impl_(new Impl) {
   impl_->config = std::move(config);
-  const Config &c = impl_->config;
-  DeviceStatsSettings &d = impl_->device_stats;
-  // flight: the outputs' extremes are its check (whatever the summary mode: what it writes comes from the bytes).
-  d.enabled =
-      c.device_stats &&
-      ((c.summary_mode == SummaryMode::Statistics && (c.task == Task::Statistics || c.task == Task::OverflowCheck)) ||
-       c.task == Task::Flight);
-  d.overflow = c.task == Task::OverflowCheck;
-  d.high_precision = c.precision == Precision::High;
-  d.snapshot_budget = c.buffer_bytes;
-  impl_->staging = std::make_unique<Staging>(c.buffer_bytes);
-  if (c.task == Task::Flight) {
-    // A full ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels being
-    // checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
-    impl_->ring = std::make_unique<DeviceRing>(c.buffer_bytes, [m = impl_] {
-      collector::Collector *col = m->current_collector();
-      return col != nullptr && col->drop_oldest_kept();
-    });
-  }
+  // A full flight ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels
+  // being checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
+  impl_->policy = make_task_policy(impl_->config, [m = impl_] {
+    collector::Collector *col = m->current_collector();
+    return col != nullptr && col->drop_oldest_kept();
+  });
   update_ahead(*impl_);  // MSPROBE_RANK against a rank known from the environment is decided at the first launch
 }
 
@@ -146,11 +125,9 @@ Session::~Session() {
   delete impl_;
 }
 
-const DeviceStatsSettings &Session::device_stats() const { return impl_->device_stats; }
-
 const Config &Session::config() const { return impl_->config; }
-Staging &Session::staging() { return *impl_->staging; }
-DeviceRing *Session::flight_ring() { return impl_->ring.get(); }
+Stager &Session::stager() { return *impl_->policy.stager; }
+const TaskPolicy &Session::task_policy() const { return impl_->policy; }
 
 bool Session::may_capture(std::string_view op_type) const {
   const Config &c = impl_->config;
@@ -235,15 +212,13 @@ void name_and_select(Session::Impl &m, std::string_view op_type, std::string_vie
     }
   }
   if (selected && !c.list.empty()) selected = c.list.matches(op_type, t.name);
-  // overflow_check stops copying once the collector has found MSPROBE_OVERFLOW_NUMS overflows (it finds
-  // them after the kernels ran, so a few more may be copied; the collector writes only the first N).
-  if (selected && (c.task == Task::OverflowCheck || c.task == Task::Flight) && m.collector &&
-      m.collector->overflow_limit_reached())
-    selected = false;
+  // Copying stops once the collector will write nothing more (overflow_check has found MSPROBE_OVERFLOW_NUMS
+  // overflows: it finds them after the kernels ran, so a few more may be copied; it writes only the first N).
+  if (selected && m.collector && m.collector->write_limit_reached()) selected = false;
   t.capture = selected;
   t.with_inputs = c.data_mode != DataMode::Output;
   t.with_outputs = c.data_mode != DataMode::Input;
-  t.with_data = c.task != Task::Structure;
+  t.with_data = m.policy.takes_data;
 }
 
 }  // namespace
@@ -272,6 +247,33 @@ LaunchTicket Session::begin_graph_kernel(std::string_view op_type, std::string_v
   return t;
 }
 
+namespace {
+
+// msprobe's layout for the task's retention, made at the first captured kernel.
+std::unique_ptr<collector::Collector> make_collector(Session::Impl &m) {
+  const Config &c = m.config;
+  collector::MsprobeWriterOptions o;
+  o.dump_path = c.dump_path;
+  o.dump_task = m.policy.dump_task;
+  o.md5 = c.summary_mode == SummaryMode::Md5;
+  o.file_format = c.file_format;
+  o.host_framework = detect_host_framework();
+  // msprobe reads two conventions only: pytorch's for torch_npu hosts, mindspore's for the rest.
+  o.framework =
+      o.host_framework == format::HostFramework::PyTorch ? format::Framework::PyTorch : format::Framework::MindSpore;
+  o.precision = c.precision;
+  o.save_tensors = m.policy.saves_tensors;
+  o.compress = c.compress;
+  o.stacks = std::make_shared<StackTableRenderer>(c.stack);
+  o.journal_gap_us = c.test_journal_gap_us;
+  collector::CollectorParts parts;
+  parts.retention = m.policy.make_retention(o.stacks);
+  parts.writer = collector::msprobe_writer(std::move(o));
+  return std::make_unique<collector::Collector>(std::move(parts));
+}
+
+}  // namespace
+
 void Session::submit(record::KernelCapture kernel) {
   Impl &m = *impl_;
   collector::Collector *col;
@@ -279,28 +281,7 @@ void Session::submit(record::KernelCapture kernel) {
     std::lock_guard<std::mutex> lk(m.mu);
     // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
     if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank))) return;
-    if (!m.collector) {
-      const Config &c = m.config;
-      collector::CollectorOptions o;
-      o.dump_path = c.dump_path;
-      o.task = c.task;
-      o.md5 = c.summary_mode == SummaryMode::Md5;
-      o.file_format = c.file_format;
-      o.host_framework = detect_host_framework();
-      // msprobe reads two conventions only: pytorch's for torch_npu hosts, mindspore's for the rest.
-      o.framework = o.host_framework == format::HostFramework::PyTorch ? format::Framework::PyTorch
-                                                                       : format::Framework::MindSpore;
-      o.precision = c.precision;
-      o.save_tensors = c.task == Task::Tensor || c.task == Task::OverflowCheck || c.task == Task::Flight;
-      o.overflow_only = c.task == Task::OverflowCheck;
-      o.flight = c.task == Task::Flight;
-      o.flight_kernels = c.flight_kernels ? c.flight_kernels : kAutoFlightKernels;
-      o.flight_exact = c.flight_kernels != 0;
-      o.overflow_limit = c.overflow_nums;
-      o.stacks = std::make_shared<StackTableRenderer>(c.stack);
-      o.compress = c.compress;
-      m.collector = std::make_unique<collector::Collector>(o);
-    }
+    if (!m.collector) m.collector = make_collector(m);
     col = m.collector.get();
   }
   col->submit(std::move(kernel));
@@ -332,13 +313,12 @@ void Session::flush() {
 
 void Session::device_ending(const char *call) {
   flush();
-  if (!impl_->ring) return;
-  collector::Collector *col = impl_->current_collector();
-  if (col && impl_->config.flight_on_exit) col->write_kept(call);
-  if (col)
+  if (collector::Collector *col = impl_->current_collector()) {
+    if (impl_->config.flight_on_exit) col->write_kept(call);
     while (col->drop_oldest_kept()) {
     }
-  impl_->ring->forget_memory();
+  }
+  impl_->policy.stager->device_ending();
 }
 
 void Session::shutdown() {
@@ -351,48 +331,20 @@ void Session::shutdown() {
   }
   if (!col) return;
   // MSPROBE_FLIGHT_ON_EXIT: the kept kernels are the record of how the process ended.
-  if (impl_->ring && impl_->config.flight_on_exit) {
+  if (impl_->config.flight_on_exit) {
     const char *sig = lifecycle::ending_signal_name();
     col->write_kept(sig ? std::string("signal ") + sig : std::string("exit"));
   }
   col->close(/*join_writers=*/!lifecycle::process_is_dying());
   lifecycle::release_rank_outputs();
-  collector::CollectorCounters n = col->counters();
-  StagingCounters s = impl_->staging->counters();
-  log_info(
-      "%llu kernels written to %s (%llu tensor files, %llu bytes, %llu on disk); staging high water %llu of "
-      "%llu bytes (pool %llu), %llu copies, %llu pinned allocations, %llu budget waits (%.3f s)",
-      (unsigned long long)n.written, impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files,
-      (unsigned long long)n.tensor_bytes, (unsigned long long)n.file_bytes, (unsigned long long)s.high_water,
-      (unsigned long long)impl_->staging->budget(), (unsigned long long)s.pool_high_water, (unsigned long long)s.copies,
-      (unsigned long long)s.host_allocs, (unsigned long long)s.budget_waits, (double)s.wait_ns / 1e9);
-  // Waiting slowed the host down: say so without being asked (MSPROBE_LOG_LEVEL=info not needed).
-  if (s.budget_waits)
-    log_warn(
-        "MSPROBE_BUFFER_MB=%llu: kernel launches waited %llu times (%.3f s in all) for the writer to free "
-        "staging memory; a larger budget would avoid it",
-        (unsigned long long)(impl_->staging->budget() >> 20), (unsigned long long)s.budget_waits,
-        (double)s.wait_ns / 1e9);
-  if (DeviceStatsCounters d = device_stats_counters(); d.tensors + d.refused + d.snapshots > 0)
-    log_info(
-        "device statistics: %llu tensors, %llu reduction kernels launched, %llu bytes copied to the host in "
-        "%llu copies; %llu tensors refused by the runtime (computed on the host); %llu tensors kept on the "
-        "device (%llu bytes), %llu read back (%llu bytes)",
-        (unsigned long long)d.tensors, (unsigned long long)d.kernels, (unsigned long long)d.result_bytes,
-        (unsigned long long)d.batches, (unsigned long long)d.refused, (unsigned long long)d.snapshots,
-        (unsigned long long)d.snapshot_bytes, (unsigned long long)d.fetched, (unsigned long long)d.fetched_bytes);
-  if (impl_->ring) {
-    DeviceRingCounters r = impl_->ring->counters();
-    log_info(
-        "flight: ring of %llu bytes in %s memory, high water %llu; %llu tensors copied in (%llu bytes), %llu read back "
-        "(%llu bytes); %llu kernels let go for room, %llu waits (%.3f s); refused: %llu larger than the ring, %llu "
-        "for lack of room; %llu kernels kept at most; %llu flight records on overflow",
-        (unsigned long long)r.capacity, r.on_device ? "device" : "host", (unsigned long long)r.high_water,
-        (unsigned long long)r.copies, (unsigned long long)r.bytes, (unsigned long long)r.fetched,
-        (unsigned long long)r.fetched_bytes, (unsigned long long)r.evictions, (unsigned long long)r.waits,
-        (double)r.wait_ns / 1e9, (unsigned long long)r.too_large, (unsigned long long)r.no_room,
-        (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
-  }
+  const collector::CollectorCounters n = col->counters();
+  log_info("%llu kernels written to %s (%llu tensor files, %llu bytes, %llu on disk)", (unsigned long long)n.written,
+           impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files, (unsigned long long)n.tensor_bytes,
+           (unsigned long long)n.file_bytes);
+  if (n.kept_high_water + n.overflows > 0)
+    log_info("%llu kernels kept at most; %llu overflows found (flight: records written)",
+             (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
+  impl_->policy.stager->log_summary();
   if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
 }
 

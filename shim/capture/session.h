@@ -10,13 +10,11 @@
 
 #include "collector/collector.h"
 #include "record/kernel_record.h"
-#include "shim/device/device_stats.h"
+#include "shim/capture/task_policy.h"
 
 namespace msprobe::shim {
 
 struct Config;
-class DeviceRing;
-class Staging;
 
 // What the session decided for one kernel launch. Every launch gets a name and indices (so names stay
 // the same whatever the filters); only `capture` launches copy data.
@@ -24,7 +22,7 @@ struct LaunchTicket : format::KernelHeader {
   bool capture = false;
   bool with_inputs = true;   // data_mode includes inputs
   bool with_outputs = true;  // data_mode includes outputs
-  bool with_data = true;     // false: metadata only (structure task)
+  bool with_data = true;     // false: described only (TaskPolicy::takes_data)
 };
 
 class Session {
@@ -55,12 +53,10 @@ class Session {
   void skip_launch(std::string_view op_type, const void *stream, bool marker);
   bool is_step_marker(std::string_view op_type) const;
   void submit(record::KernelCapture kernel);
-  Staging &staging();
-  // The flight task's ring (shim/device/device_ring.h); null for every other task.
-  DeviceRing *flight_ring();
+  // How the task takes each captured tensor (KernelLaunch asks it once per captured launch).
+  Stager &stager();
+  const TaskPolicy &task_policy() const;
   const Config &config() const;
-  // What device statistics the configuration asks for (shim/device/device_stats.h).
-  const DeviceStatsSettings &device_stats() const;
   // msprobe_shim_step(): the host says a step ended.
   void end_step();
   // The host looked msprobe_shim_step up: it marks steps itself, so optimizer kernels no longer do.
@@ -69,8 +65,8 @@ class Session {
   void set_rank_hint(uint32_t rank);
   // Everything captured so far is on disk (called at exit, aclFinalize, device reset).
   void flush();
-  // aclFinalize / aclrtResetDevice (`call`): flush(), and the flight ring, whose memory the runtime takes back, is
-  // written (MSPROBE_FLIGHT_ON_EXIT) or let go.
+  // aclFinalize / aclrtResetDevice (`call`): flush(), and what the task keeps in device memory, which the runtime
+  // takes back (the flight ring), is written (MSPROBE_FLIGHT_ON_EXIT) or let go.
   void device_ending(const char *call);
   void shutdown();
 

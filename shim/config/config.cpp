@@ -1518,6 +1518,31 @@ std::vector<std::string> unknown_variables(const char *const *envp) {
   return out;
 }
 
+std::vector<SettingVariable> setting_variables() {
+  std::vector<SettingVariable> out;
+  for (const Setting &s : kSettings) {
+    if (s.env != nullptr) out.push_back({s.env, s.accepted});
+  }
+  return out;
+}
+
+bool check_setting(std::string_view name, std::string_view value, std::string *why) {
+  for (const Setting &s : kSettings) {
+    if (s.env == nullptr || name != s.env) continue;
+    const std::string_view text = s.text == Text::AsWritten ? value : trim(value);
+    if (text.empty() && s.text == Text::Trimmed) {
+      *why = "it is empty";
+      return false;
+    }
+    ConfigLoad scratch;
+    Messages m(scratch);
+    why->clear();
+    return s.parse_env(EnvValue{s.env, text}, scratch.config, why, m);
+  }
+  *why = "not a variable of msprobe-shim";
+  return false;
+}
+
 const char *to_string(Task t) { return keyword_name(kTasks, t); }
 const char *to_string(DataMode m) { return keyword_name(kDataModes, m); }
 const char *to_string(SummaryMode m) { return keyword_name(kSummaryModes, m); }

@@ -114,7 +114,11 @@ struct Config {
   // and whether the ring is written at any exit or fatal signal too (MSPROBE_FLIGHT_ON_EXIT).
   uint64_t flight_kernels = 0;
   bool flight_on_exit = false;
-  std::string config_path;  // MSPROBE_CONFIG as given, empty if none
+  std::string config_path;       // MSPROBE_CONFIG as given, empty if none
+  long test_journal_gap_us = 0;  // test seam, set by the composition root (shim/hooks/activation.cpp)
+  // How long the shim waits for CANN's data dump to drain (graph capture) before it gives up; a test seam may
+  // shorten it (SHIM_TEST_DRAIN_TIMEOUT_MS, read by the composition root).
+  long graph_drain_timeout_ms = 60000;
 
   std::array<Source, static_cast<size_t>(Field::kCount)> sources{};  // all Default
   Source source(Field f) const { return sources[static_cast<size_t>(f)]; }
@@ -146,6 +150,19 @@ std::string describe(const Config &config);
 // known name when one is near ("MSPROBE_DUMPPATH is not a variable of msprobe-shim; did you mean
 // MSPROBE_DUMP_PATH?"). Kept apart from load_config because it needs the whole environment.
 std::vector<std::string> unknown_variables(const char *const *envp);
+
+// The settings' variables in the order of their table, each with what it accepts as its messages say it: the wheel's
+// launcher offers one option per variable (shim/hooks/settings.cpp asks this).
+struct SettingVariable {
+  const char *name;
+  std::string_view accepted;
+};
+std::vector<SettingVariable> setting_variables();
+
+// `value` of variable `name` read alone by its own parser, as load_config() reads it: true when valid, else false
+// with *why (empty when "not valid; accepted: ..." says it all). False with *why "not a variable of msprobe-shim" for
+// a name that is not in the table. Reads no environment and no file.
+bool check_setting(std::string_view name, std::string_view value, std::string *why);
 
 // For messages: `"value"` with '"', '\', control bytes, invalid UTF-8 and C1/line-separator code points escaped
 // (\n, \t, \xNN, \u2028), cut to `max_bytes` of input with `..." (N bytes)` when longer. Always one line.

@@ -300,11 +300,11 @@ bool DeviceStatsBatch::enabled(const DeviceStatsSettings &settings) {
     if (!op->phase1.resolve() || !op->phase2.resolve()) return false;
   // The argument objects come from the op library's own dependencies (the libnnopbase it links), the way
   // the ops themselves reach them: another interposer's global aclCreateTensor must not see the shim's.
-  if (void *ops_lib = object_containing(op_aminmax.phase1.resolve()))
-    for (HookSlot *s : kArgumentObjectSlots) {
-      void *expected = nullptr;
-      if (void *f = real_dlsym(ops_lib, s->name)) s->original.compare_exchange_strong(expected, f);
-    }
+  for (HookSlot *s : kArgumentObjectSlots) {
+    void *expected = nullptr;
+    if (void *f = lookup_in_object_of(op_aminmax.phase1.resolve(), s->name))
+      s->original.compare_exchange_strong(expected, f);
+  }
   for (const auto &slots : {std::span(kArgumentObjectSlots), std::span(kMemorySlots)})
     for (HookSlot *s : slots)
       if (!s->resolve()) return false;

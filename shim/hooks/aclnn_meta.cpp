@@ -5,6 +5,7 @@
 
 #include "aclnn/acl_meta.h"
 #include "shim/aclnn/aclnn_capture.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/acl_types.h"
 #include "shim/device/handles.h"
@@ -49,7 +50,8 @@ template <typename Real, typename T>
 auto create_list(Real real, const T *const *value, uint64_t size) -> decltype(real(value, size)) {
   if (!real) return nullptr;
   auto *l = real(value, size);
-  if (l && capture_enabled()) handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size));
+  if (l && capture_enabled())
+    guarded([&] { handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size)); });
   return l;
 }
 
@@ -58,7 +60,7 @@ template <typename Real, typename Report>
 aclnnStatus on_executor(Real real, aclOpExecutor *executor, Report report) {
   if (!real) return ACLNN_ERR_INNER_NULLPTR;
   aclnnStatus rc = real(executor);
-  if (rc == ACLNN_SUCCESS) (aclnn_capture().*report)(executor);
+  if (rc == ACLNN_SUCCESS) guarded([&] { (aclnn_capture().*report)(executor); });
   return rc;
 }
 
@@ -91,20 +93,22 @@ aclnnStatus on_executor(Real real, aclOpExecutor *executor, Report report) {
   X(aclSetDynamicOutputTensorAddr)
 MSPROBE_HOOK_SLOTS(MSPROBE_ACLNN_META_HOOKS)
 
-MSPROBE_EXPORT aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
-                                          const int64_t *stride, int64_t offset, aclFormat format,
-                                          const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData) {
+MSPROBE_HOOK aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                                        const int64_t *stride, int64_t offset, aclFormat format,
+                                        const int64_t *storageDims, uint64_t storageDimsNum, void *tensorData) {
   auto real = MSPROBE_REAL(aclCreateTensor);
   if (!real) return nullptr;
   aclTensor *t = real(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum, tensorData);
   // The runtime validated the arguments: only a created tensor is recorded (and its dims are readable).
   if (t && viewDimsNum <= (uint64_t)kMaxDims && capture_enabled())
-    handles().put(t, tensor_meta(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
-                                 tensorData));
+    guarded([&] {
+      handles().put(t, tensor_meta(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
+                                   tensorData));
+    });
   return t;
 }
 
-MSPROBE_EXPORT aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
+MSPROBE_HOOK aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
   auto real = MSPROBE_REAL(aclCreateScalar);
   if (!real) return nullptr;
   aclScalar *s = real(value, dataType);
@@ -113,41 +117,41 @@ MSPROBE_EXPORT aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
     m.dtype = dataType;
     size_t n = scalar_size(dataType);
     if (n > 0 && n <= m.raw.size()) std::memcpy(m.raw.data(), value, n);  // read now, as the runtime does
-    handles().put(s, m);
+    guarded([&] { handles().put(s, m); });
   }
   return s;
 }
 
-#define MSPROBE_CREATE_ARRAY_HOOK(fn, Ret, T)                               \
-  MSPROBE_EXPORT Ret *fn(const T *value, uint64_t size) {                   \
-    auto real = MSPROBE_REAL(fn);                                           \
-    if (!real) return nullptr;                                              \
-    Ret *a = real(value, size);                                             \
-    if (a && capture_enabled()) handles().put(a, copy_values(value, size)); \
-    return a;                                                               \
+#define MSPROBE_CREATE_ARRAY_HOOK(fn, Ret, T)                                                 \
+  MSPROBE_HOOK Ret *fn(const T *value, uint64_t size) {                                       \
+    auto real = MSPROBE_REAL(fn);                                                             \
+    if (!real) return nullptr;                                                                \
+    Ret *a = real(value, size);                                                               \
+    if (a && capture_enabled()) guarded([&] { handles().put(a, copy_values(value, size)); }); \
+    return a;                                                                                 \
   }
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateIntArray, aclIntArray, int64_t)
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateFloatArray, aclFloatArray, float)
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateBoolArray, aclBoolArray, bool)
 #undef MSPROBE_CREATE_ARRAY_HOOK
 
-MSPROBE_EXPORT aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
+MSPROBE_HOOK aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
   return create_list(MSPROBE_REAL(aclCreateTensorList), value, size);
 }
 
-MSPROBE_EXPORT aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
+MSPROBE_HOOK aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
   return create_list(MSPROBE_REAL(aclCreateScalarList), value, size);
 }
 
 // Destruction is forwarded first; the record goes only if the runtime accepted it (a refused double
 // destroy must not make us forget a live handle that was re-created at the same address).
-#define MSPROBE_DESTROY_HOOK(fn, T)                       \
-  MSPROBE_EXPORT aclnnStatus fn(const T *obj) {           \
-    auto real = MSPROBE_REAL(fn);                         \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;            \
-    aclnnStatus rc = real(obj);                           \
-    if (rc == ACLNN_SUCCESS && obj) handles().erase(obj); \
-    return rc;                                            \
+#define MSPROBE_DESTROY_HOOK(fn, T)                                         \
+  MSPROBE_HOOK aclnnStatus fn(const T *obj) {                               \
+    auto real = MSPROBE_REAL(fn);                                           \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                              \
+    aclnnStatus rc = real(obj);                                             \
+    if (rc == ACLNN_SUCCESS && obj) guarded([&] { handles().erase(obj); }); \
+    return rc;                                                              \
   }
 MSPROBE_DESTROY_HOOK(aclDestroyTensor, aclTensor)
 MSPROBE_DESTROY_HOOK(aclDestroyScalar, aclScalar)
@@ -157,70 +161,74 @@ MSPROBE_DESTROY_HOOK(aclDestroyBoolArray, aclBoolArray)
 #undef MSPROBE_DESTROY_HOOK
 
 // Lists own their members: destroying the list destroys them inside the runtime, without calls we see.
-#define MSPROBE_DESTROY_LIST_HOOK(fn, T)                                 \
-  MSPROBE_EXPORT aclnnStatus fn(const T *list) {                         \
-    auto real = MSPROBE_REAL(fn);                                        \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                           \
-    auto members = list ? handles().get(list) : std::nullopt;            \
-    aclnnStatus rc = real(list);                                         \
-    if (rc == ACLNN_SUCCESS && list) {                                   \
-      handles().erase(list);                                             \
-      if (members)                                                       \
-        if (auto *m = std::get_if<std::vector<const void *>>(&*members)) \
-          for (const void *h : *m) handles().erase(h);                   \
-    }                                                                    \
-    return rc;                                                           \
+#define MSPROBE_DESTROY_LIST_HOOK(fn, T)                                   \
+  MSPROBE_HOOK aclnnStatus fn(const T *list) {                             \
+    auto real = MSPROBE_REAL(fn);                                          \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                             \
+    std::optional<HandleMeta> members;                                     \
+    if (list) guarded([&] { members = handles().get(list); });             \
+    aclnnStatus rc = real(list);                                           \
+    if (rc == ACLNN_SUCCESS && list)                                       \
+      guarded([&] {                                                        \
+        handles().erase(list);                                             \
+        if (members)                                                       \
+          if (auto *m = std::get_if<std::vector<const void *>>(&*members)) \
+            for (const void *h : *m) handles().erase(h);                   \
+      });                                                                  \
+    return rc;                                                             \
   }
 MSPROBE_DESTROY_LIST_HOOK(aclDestroyTensorList, aclTensorList)
 MSPROBE_DESTROY_LIST_HOOK(aclDestroyScalarList, aclScalarList)
 #undef MSPROBE_DESTROY_LIST_HOOK
 
-MSPROBE_EXPORT aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
+MSPROBE_HOOK aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
   auto real = MSPROBE_REAL(aclSetRawTensorAddr);
   if (!real) return ACLNN_ERR_INNER_NULLPTR;
   aclnnStatus rc = real(tensor, addr);
-  if (rc == ACLNN_SUCCESS) handles().set_tensor_data(tensor, addr);
+  if (rc == ACLNN_SUCCESS) guarded([&] { handles().set_tensor_data(tensor, addr); });
   return rc;
 }
 
-MSPROBE_EXPORT aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
+MSPROBE_HOOK aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
   return on_executor(MSPROBE_REAL(aclSetAclOpExecutorRepeatable), executor, &AclnnCapture::on_repeatable);
 }
 
-MSPROBE_EXPORT aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
+MSPROBE_HOOK aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
   return on_executor(MSPROBE_REAL(aclDestroyAclOpExecutor), executor, &AclnnCapture::on_destroyed);
 }
 
 // The address-rebinding family: index spaces as in the runtime (all tensor parameters, inputs only or
 // outputs only; a dynamic (list) parameter addressed by irIndex + relativeIndex).
-#define MSPROBE_SET_ADDR_HOOK(fn, space)                                                                      \
-  MSPROBE_EXPORT aclnnStatus fn(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) { \
-    auto real = MSPROBE_REAL(fn);                                                                             \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                                \
-    aclnnStatus rc = real(executor, index, tensor, addr);                                                     \
-    if (rc == ACLNN_SUCCESS) {                                                                                \
-      aclnn_capture().on_rebind(executor, space, index, 0, addr);                                             \
-      handles().set_tensor_data(tensor, addr);                                                                \
-    }                                                                                                         \
-    return rc;                                                                                                \
+#define MSPROBE_SET_ADDR_HOOK(fn, space)                                                                    \
+  MSPROBE_HOOK aclnnStatus fn(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) { \
+    auto real = MSPROBE_REAL(fn);                                                                           \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                              \
+    aclnnStatus rc = real(executor, index, tensor, addr);                                                   \
+    if (rc == ACLNN_SUCCESS)                                                                                \
+      guarded([&] {                                                                                         \
+        aclnn_capture().on_rebind(executor, space, index, 0, addr);                                         \
+        handles().set_tensor_data(tensor, addr);                                                            \
+      });                                                                                                   \
+    return rc;                                                                                              \
   }
 MSPROBE_SET_ADDR_HOOK(aclSetTensorAddr, IndexSpace::All)
 MSPROBE_SET_ADDR_HOOK(aclSetInputTensorAddr, IndexSpace::Inputs)
 MSPROBE_SET_ADDR_HOOK(aclSetOutputTensorAddr, IndexSpace::Outputs)
 #undef MSPROBE_SET_ADDR_HOOK
 
-#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn, space)                                                       \
-  MSPROBE_EXPORT aclnnStatus fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,   \
-                                aclTensorList *tensors, void *addr) {                                  \
-    auto real = MSPROBE_REAL(fn);                                                                      \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                         \
-    aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                            \
-    if (rc == ACLNN_SUCCESS) aclnn_capture().on_rebind(executor, space, irIndex, relativeIndex, addr); \
-    return rc;                                                                                         \
+#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn, space)                                                   \
+  MSPROBE_HOOK aclnnStatus fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, \
+                              aclTensorList *tensors, void *addr) {                                \
+    auto real = MSPROBE_REAL(fn);                                                                  \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                     \
+    aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                        \
+    if (rc == ACLNN_SUCCESS)                                                                       \
+      guarded([&] { aclnn_capture().on_rebind(executor, space, irIndex, relativeIndex, addr); });  \
+    return rc;                                                                                     \
   }
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicTensorAddr, IndexSpace::All)
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicInputTensorAddr, IndexSpace::Inputs)
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicOutputTensorAddr, IndexSpace::Outputs)
 #undef MSPROBE_SET_DYNAMIC_ADDR_HOOK
 
-MSPROBE_HOOK_FAMILY(MSPROBE_ACLNN_META_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_ACLNN_META_HOOKS, Linked)

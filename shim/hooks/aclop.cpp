@@ -10,7 +10,7 @@
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
 #include "format/naming.h"
-#include "shim/capture/kernel_launch.h"
+#include "shim/capture/capture_call.h"
 #include "shim/device/acl_types.h"
 #include "shim/hooks/hook.h"
 
@@ -91,46 +91,34 @@ std::optional<TensorMeta> tensor_of(const aclTensorDesc *desc, const aclDataBuff
   return m;
 }
 
-template <typename Desc, typename Buf>
-void add_inputs(KernelLaunch &k, int n, Desc *const descs[], Buf *const bufs[], const aclopAttr *attr) {
-  if (!k.capturing()) return;
-  for (int i = 0; i < n && descs && bufs; ++i) {
-    if (auto t = tensor_of(descs[i], bufs[i]))
-      k.input_tensor(*t);
-    else
-      k.input_null();
-  }
-  for (ValueArg &v : attrs().get(attr)) k.input_value(std::move(v));
-}
-
-template <typename Desc, typename Buf>
-void add_outputs(KernelLaunch &k, int n, Desc *const descs[], Buf *const bufs[]) {
-  if (!k.capturing()) return;
-  for (int i = 0; i < n && descs && bufs; ++i) {
-    if (auto t = tensor_of(descs[i], bufs[i]))  // read now: V2 may have updated a dynamic shape
-      k.output_tensor(*t);
-    else
-      k.output_null();
-  }
-}
-
-// Runs `real` inside a capture of op `op_type`.
+// Runs `real` inside a capture of op `op_type`: descriptors and buffers before it, outputs after (read then: V2 may
+// have updated a dynamic shape); an unused optional tensor (ACL_DT_UNDEFINED) is null.
 template <typename Desc, typename Buf, typename ODesc, typename OBuf, typename Real>
 aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const in_buf[], int nout,
                  ODesc *const out_desc[], OBuf *const out_buf[], const aclopAttr *attr, aclrtStream stream,
                  Real &&real) {
   if (ReentryGuard::active() || op_type == nullptr || !capture_enabled()) return real();
-  std::optional<KernelLaunch> k;
-  {
-    ReentryGuard guard;
-    k.emplace(session(), op_type, stream);
-    add_inputs(*k, nin, in_desc, in_buf, attr);
-  }
-  aclError rc = real();
-  ReentryGuard guard;
-  if (rc == ACL_SUCCESS) add_outputs(*k, nout, out_desc, out_buf);
-  k->finish(rc == ACL_SUCCESS);
-  return rc;
+  return capture_call(
+      session(), op_type, stream,
+      [&](KernelLaunch &k) {
+        for (int i = 0; i < nin && in_desc && in_buf; ++i) {
+          if (auto t = tensor_of(in_desc[i], in_buf[i]))
+            k.input_tensor(*t);
+          else
+            k.input_null();
+        }
+        for (ValueArg &v : attrs().get(attr)) k.input_value(std::move(v));
+      },
+      real,
+      [&](KernelLaunch &k) {
+        for (int i = 0; i < nout && out_desc && out_buf; ++i) {
+          if (auto t = tensor_of(out_desc[i], out_buf[i]))
+            k.output_tensor(*t);
+          else
+            k.output_null();
+        }
+      },
+      [](aclError rc) { return rc == ACL_SUCCESS; });
 }
 
 }  // namespace
@@ -153,26 +141,26 @@ aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const
   X(aclopCompileAndExecuteV2)
 MSPROBE_HOOK_SLOTS(MSPROBE_ACLOP_HOOKS)
 
-MSPROBE_EXPORT aclopAttr *aclopCreateAttr(void) {
+MSPROBE_HOOK aclopAttr *aclopCreateAttr(void) {
   auto real = MSPROBE_REAL(aclopCreateAttr);
   aclopAttr *a = real ? real() : nullptr;
-  if (a && capture_enabled()) attrs().create(a);
+  if (a && capture_enabled()) guarded([&] { attrs().create(a); });
   return a;
 }
 
-MSPROBE_EXPORT void aclopDestroyAttr(const aclopAttr *attr) {
+MSPROBE_HOOK void aclopDestroyAttr(const aclopAttr *attr) {
   if (auto real = MSPROBE_REAL(aclopDestroyAttr)) real(attr);
-  if (attr) attrs().erase(attr);
+  if (attr) guarded([&] { attrs().erase(attr); });
 }
 
 // Each setter forwards, then records the value the runtime accepted.
-#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                         \
-  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {       \
-    auto real = MSPROBE_REAL(fn);                                                        \
-    if (!real) return ACL_ERROR_INVALID_PARAM;                                           \
-    aclError rc = real(attr, attrName, attrValue);                                       \
-    if (rc == ACL_SUCCESS && capture_enabled()) attrs().set(attr, attrName, make_value); \
-    return rc;                                                                           \
+#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                                           \
+  MSPROBE_HOOK aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {                           \
+    auto real = MSPROBE_REAL(fn);                                                                          \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                                             \
+    aclError rc = real(attr, attrName, attrValue);                                                         \
+    if (rc == ACL_SUCCESS && capture_enabled()) guarded([&] { attrs().set(attr, attrName, make_value); }); \
+    return rc;                                                                                             \
   }
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{vt::kBool, attrValue != 0}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrInt, int64_t, (ValueArg{vt::kInt, attrValue}))
@@ -182,27 +170,28 @@ MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
                       (ValueArg{vt::kAclDataType, std::string(msprobe::format::dtype_id(acl_to_dtype(attrValue)))}))
 #undef MSPROBE_SET_ATTR_HOOK
 
-#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                            \
-  MSPROBE_EXPORT aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) { \
-    auto real = MSPROBE_REAL(fn);                                                                     \
-    if (!real) return ACL_ERROR_INVALID_PARAM;                                                        \
-    aclError rc = real(attr, attrName, numValues, values);                                            \
-    if (rc == ACL_SUCCESS && capture_enabled()) {                                                     \
-      std::vector<Elem> v;                                                                            \
-      for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                     \
-      attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                                 \
-    }                                                                                                 \
-    return rc;                                                                                        \
+#define MSPROBE_SET_LIST_ATTR_HOOK(fn, T, type_name, Elem)                                          \
+  MSPROBE_HOOK aclError fn(aclopAttr *attr, const char *attrName, int numValues, const T *values) { \
+    auto real = MSPROBE_REAL(fn);                                                                   \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                                      \
+    aclError rc = real(attr, attrName, numValues, values);                                          \
+    if (rc == ACL_SUCCESS && capture_enabled())                                                     \
+      guarded([&] {                                                                                 \
+        std::vector<Elem> v;                                                                        \
+        for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                 \
+        attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                             \
+      });                                                                                           \
+    return rc;                                                                                      \
   }
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListInt, int64_t, vt::kListInt, int64_t)
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListFloat, float, vt::kListFloat, double)
 MSPROBE_SET_LIST_ATTR_HOOK(aclopSetAttrListBool, uint8_t, vt::kListBool, bool)
 #undef MSPROBE_SET_LIST_ATTR_HOOK
 
-MSPROBE_EXPORT aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
-                                     const aclDataBuffer *const inputs[], int numOutputs,
-                                     const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
-                                     const aclopAttr *attr, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
+                                   const aclDataBuffer *const inputs[], int numOutputs,
+                                   const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
+                                   const aclopAttr *attr, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopExecute);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -210,9 +199,9 @@ MSPROBE_EXPORT aclError aclopExecute(const char *opType, int numInputs, const ac
   });
 }
 
-MSPROBE_EXPORT aclError aclopExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
-                                       aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
-                                       aclDataBuffer *outputs[], aclopAttr *attr, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
+                                     aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
+                                     aclDataBuffer *outputs[], aclopAttr *attr, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopExecuteV2);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -220,12 +209,11 @@ MSPROBE_EXPORT aclError aclopExecuteV2(const char *opType, int numInputs, aclTen
   });
 }
 
-MSPROBE_EXPORT aclError aclopCompileAndExecute(const char *opType, int numInputs,
-                                               const aclTensorDesc *const inputDesc[],
-                                               const aclDataBuffer *const inputs[], int numOutputs,
-                                               const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
-                                               const aclopAttr *attr, aclopEngineType engineType,
-                                               aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopCompileAndExecute(const char *opType, int numInputs, const aclTensorDesc *const inputDesc[],
+                                             const aclDataBuffer *const inputs[], int numOutputs,
+                                             const aclTensorDesc *const outputDesc[], aclDataBuffer *const outputs[],
+                                             const aclopAttr *attr, aclopEngineType engineType,
+                                             aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopCompileAndExecute);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -234,10 +222,10 @@ MSPROBE_EXPORT aclError aclopCompileAndExecute(const char *opType, int numInputs
   });
 }
 
-MSPROBE_EXPORT aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
-                                                 aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
-                                                 aclDataBuffer *outputs[], aclopAttr *attr, aclopEngineType engineType,
-                                                 aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
+MSPROBE_HOOK aclError aclopCompileAndExecuteV2(const char *opType, int numInputs, aclTensorDesc *inputDesc[],
+                                               aclDataBuffer *inputs[], int numOutputs, aclTensorDesc *outputDesc[],
+                                               aclDataBuffer *outputs[], aclopAttr *attr, aclopEngineType engineType,
+                                               aclopCompileType compileFlag, const char *opPath, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclopCompileAndExecuteV2);
   if (!real) return ACL_ERROR_API_NOT_SUPPORT;
   return capture(opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, stream, [&] {
@@ -246,4 +234,4 @@ MSPROBE_EXPORT aclError aclopCompileAndExecuteV2(const char *opType, int numInpu
   });
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_ACLOP_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_ACLOP_HOOKS, Linked)

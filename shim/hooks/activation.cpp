@@ -11,18 +11,24 @@
 #include <filesystem>
 #include <string>
 
-#include "shim/aclnn/plt_redirect.h"
 #include "shim/base/log.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/graph_capture.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
+#include "shim/hooks/linked_calls.h"
 
 namespace msprobe::shim {
 namespace {
 
-enum class State : int { Unknown, Initializing, Active, Disabled };
+// Unknown -> Deciding -> Ready (configured to capture) -> Starting -> Active, or -> Disabled. Deciding reads the
+// configuration and checks the dump root; starting builds the session and installs the lifecycle. A program linked
+// against CANN decides at load, to know whether to redirect its calls (start_with_a_linked_program); it starts at the
+// first call a hook sees, as every process does, so that a child it forks before that starts its own capture.
+enum class State : int { Unknown, Deciding, Ready, Starting, Active, Disabled };
 // Constant-initialized: hooks may run before any constructor.
 constinit std::atomic<int> g_state{(int)State::Unknown};
+Config *g_config = nullptr;  // what Deciding found, for Starting (published by the release store of Ready)
 
 // The dump root must be (or be creatable as) a directory we can write. Checked at start-up, without
 // creating anything (a process that never launches a kernel leaves no trace), so that a bad path is one
@@ -99,9 +105,9 @@ void offer_mindspore_step_hook() {
   ::setenv("MS_HOOK_ENABLE", "on", 1);
 }
 
-void initialize() {
+void decide() {
   int expected = (int)State::Unknown;
-  if (!g_state.compare_exchange_strong(expected, (int)State::Initializing)) return;
+  if (!g_state.compare_exchange_strong(expected, (int)State::Deciding)) return;
   ConfigLoad load = load_config_from_environment();
   report_config(load);
   if (!load.config.enabled || !load.errors.empty()) {
@@ -115,8 +121,26 @@ void initialize() {
     g_state.store((int)State::Disabled);
     return;
   }
-  auto *s = new Session(std::move(load.config));  // immortal: hooks may run during and after exit handlers
-  activate_graph_capture(new GraphCapture(*s));   // likewise (CANN's record thread may call into it at any time)
+  // Test seam (test/integration/crash/kill_stress.py): widens the moment between a kernel's two journal appends.
+  if (const char *gap = std::getenv("SHIM_TEST_JOURNAL_GAP_US"))
+    load.config.test_journal_gap_us = std::strtol(gap, nullptr, 10);
+  // Test seam (test/integration/shim/test_shim_graph.py): a shorter bound on the graph dump's drain.
+  if (const char *ms = std::getenv("SHIM_TEST_DRAIN_TIMEOUT_MS"))
+    load.config.graph_drain_timeout_ms = std::strtol(ms, nullptr, 10);
+  // Test seam (test/integration/edges/test_shim_describe_faults.py): every describe step of one side throws.
+  if (const char *fault = std::getenv("SHIM_TEST_DESCRIBE_THROWS"))
+    set_describe_fault(std::strcmp(fault, "inputs") == 0    ? DescribeFault::Inputs
+                       : std::strcmp(fault, "outputs") == 0 ? DescribeFault::Outputs
+                                                            : DescribeFault::None);
+  g_config = new Config(std::move(load.config));
+  g_state.store((int)State::Ready, std::memory_order_release);
+}
+
+void start() {
+  int expected = (int)State::Ready;
+  if (!g_state.compare_exchange_strong(expected, (int)State::Starting)) return;
+  auto *s = new Session(std::move(*g_config));   // immortal: hooks may run during and after exit handlers
+  activate_graph_capture(new GraphCapture(*s));  // likewise (CANN's record thread may call into it at any time)
   activate_session(s);
   offer_mindspore_step_hook();
   std::atexit(exit_handler);
@@ -131,7 +155,25 @@ void initialize() {
     activate_session(nullptr);
   };
   lifecycle::install(callbacks);  // fatal signals, _exit, fork
-  redirect_plt_calls();
+  redirect_linked_calls();
+}
+
+// A program started linked against CANN reaches the hooks only through GOT entries the shim redirects (it exports no
+// CANN function: shim/hooks/linked_calls.h), and no hook call would come to do it: the configuration is read here, at
+// load, and when it says capture, the calls into the hooked CANN functions are redirected. The session starts at the
+// first of those calls, as before. A process that references no CANN function at start-up (a Python interpreter, a
+// shell a host spawns with LD_PRELOAD inherited) is left alone until it opens CANN (dlopen) or looks a hook up
+// (dlsym). The program's own libraries' constructors ran already (glibc initialises them before a preloaded library):
+// a CANN call one of them makes is not captured (docs/lifecycle.md). Default priority: after the sanitizer runtime is
+// ready (shim/hooks/dl.cpp).
+__attribute__((constructor)) void start_with_a_linked_program() {
+  if (!process_links_cann()) return;
+  int s = g_state.load(std::memory_order_acquire);
+  if (s == (int)State::Unknown) {
+    decide();
+    s = g_state.load(std::memory_order_acquire);
+  }
+  if (s == (int)State::Ready) redirect_calls_to_hooks();  // Active: a hook already started capture, and redirected
 }
 
 }  // namespace
@@ -140,10 +182,14 @@ bool capture_enabled() {
   int s = g_state.load(std::memory_order_acquire);
   if (s == (int)State::Active) return true;
   if (s == (int)State::Unknown) {
-    initialize();
+    decide();
     s = g_state.load(std::memory_order_acquire);
   }
-  return s == (int)State::Active;  // still Initializing: a call made by the initialization itself
+  if (s == (int)State::Ready) {
+    start();
+    s = g_state.load(std::memory_order_acquire);
+  }
+  return s == (int)State::Active;  // still Deciding or Starting: a call made by the initialization itself
 }
 
 }  // namespace msprobe::shim

@@ -2,13 +2,14 @@
 // library handle), which plain symbol interposition never sees.
 //
 // dlsym: the real lookup runs first (with dlsym(RTLD_NEXT) semantics computed for the *caller*, since
-// glibc would otherwise search after the shim); then a name the shim interposes is answered with the
+// glibc would otherwise search after the shim); then a name the shim hooks is answered with the
 // shim's function, and an aclnn launch symbol with its capture wrapper. Missing symbols stay missing:
 // torch_npu falls back to other paths when an aclnn symbol does not exist.
 //
 // dlopen: a bare library name is searched in the caller's own paths (its RPATH/RUNPATH and
 // LD_LIBRARY_PATH, as the dynamic linker would for the caller, not for the shim); then direct (PLT) calls
-// to aclnn functions from the newly loaded objects are redirected.
+// from the newly loaded objects to hooked CANN functions and aclnn functions are redirected
+// (shim/hooks/linked_calls.h).
 //
 // Sanitizer builds (ASan, TSan): the entry points are the shim's first code to run in a process, earlier than
 // the sanitizer runtime is ready. libasan sets up its interceptors with dlsym(RTLD_NEXT, "mmap") and friends from
@@ -19,7 +20,6 @@
 // runtime) they only forward, through the uninstrumented shim/base/symbols.cpp (compiled without sanitizers,
 // shim/CMakeLists.txt). In other builds the entry points intercept from the very first call, as before.
 #include <dlfcn.h>
-#include <link.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -28,23 +28,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "shim/aclnn/aclnn_capture.h"
-#include "shim/aclnn/plt_redirect.h"
 #include "shim/capture/session.h"
 #include "shim/hooks/hook.h"
+#include "shim/hooks/linked_calls.h"
 #include "shim/stacks/stacks.h"
 
 // Never instrumented (see above): the sanitizers named here are the ones the tree is built with.
 #define MSPROBE_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
-
-// The families' tables (MSPROBE_HOOK_FAMILY, shim/hooks/hook.h): the linker gathers the section msprobe_hooks of
-// every hooks file and defines these bounds (local to the shim: exports.map). Their sections are kept by the
-// reference to the bounds even under --gc-sections; the sanitizers leave globals in named sections unpadded.
-extern "C" __attribute__((visibility("hidden"))) const msprobe::shim::HookFamily *const __start_msprobe_hooks[];
-extern "C" __attribute__((visibility("hidden"))) const msprobe::shim::HookFamily *const __stop_msprobe_hooks[];
 
 namespace msprobe::shim {
 
@@ -76,16 +69,6 @@ MSPROBE_NO_SANITIZE inline bool instrumented_code_ready() {
 #endif
 }
 
-const std::unordered_map<std::string, const HookEntry *> &hook_table() {
-  static const auto *table = [] {
-    auto *t = new std::unordered_map<std::string, const HookEntry *>;
-    for (const HookFamily *const *f = __start_msprobe_hooks; f != __stop_msprobe_hooks; ++f)
-      for (size_t i = 0; i < (*f)->count; ++i) (*t)[(*f)->entries[i].name] = &(*f)->entries[i];
-    return t;
-  }();
-  return *table;
-}
-
 // The caller's library search path for a bare name, in the dynamic linker's order; empty if unknown.
 std::vector<std::string> search_path_of(const void *caller) {
   std::vector<std::string> dirs;
@@ -102,9 +85,6 @@ std::vector<std::string> search_path_of(const void *caller) {
   return dirs;
 }
 
-// Kept out of dlsym: glibc declares dlsym's `name` nonnull, and -Werror rejects a NULL test on it there.
-bool is_hooked_name(const char *name) { return name != nullptr && hook_table().count(name) != 0; }
-
 }  // namespace
 
 void *intercept_lookup(const char *name, void *real) {
@@ -115,11 +95,10 @@ void *intercept_lookup(const char *name, void *real) {
     return real;
   }
   if (!capture_enabled()) return real;
-  auto &table = hook_table();
-  if (auto it = table.find(name); it != table.end()) {
+  if (const HookedName *h = find_hook(name)) {
     void *expected = nullptr;
-    it->second->slot->original.compare_exchange_strong(expected, real);
-    return it->second->wrapper();
+    h->entry->slot->original.compare_exchange_strong(expected, real);
+    return h->entry->wrapper();
   }
   if (std::strncmp(name, "aclnn", 5) == 0) return aclnn_capture().wrap_symbol(name, real);
   return real;
@@ -132,12 +111,16 @@ using namespace msprobe::shim;
 namespace {
 
 // The entry points' work once instrumented code may run. noinline: never merged into the uninstrumented callers.
-__attribute__((noinline)) void *hooked_dlsym(void *handle, const char *name, void *real) {
+__attribute__((noinline)) void *hooked_dlsym(void *handle, const char *name, void *real, const void *caller) {
   if (ReentryGuard::active()) return real;  // the shim's own lookups
-  // Another interposer forwarding down the chain: the next definition after it is the answer, whoever defines
-  // it. Before the shim, that is the shim's own function; after it, the call already went through the shim,
-  // and handing out the shim's hook again would bring the call back to that interposer, forever.
-  if (handle == RTLD_NEXT && is_hooked_name(name)) return real;
+  // Another interposer forwarding down the chain. One after the shim: the call already went through the shim,
+  // and handing out the shim's hook again would bring the call back to that interposer, forever. One before it:
+  // the next definition is the shim's own function where the shim exports the name (libc's), and the shim's hook
+  // for a linked CANN name, which the shim does not export but whose calls it takes all the same (linked_calls.h).
+  if (handle == RTLD_NEXT) {
+    const HookedName *h = find_hook(name);
+    if (h != nullptr && (h->reach != HookReach::Linked || !loaded_before_shim(caller))) return real;
+  }
   ReentryGuard guard;
   return intercept_lookup(name, real);
 }
@@ -166,7 +149,7 @@ __attribute__((noinline)) void *hooked_dlopen(const char *file, int mode, const 
   if (handle != nullptr && !ReentryGuard::active()) {
     ReentryGuard guard;
     // MSPROBE_ENABLE=0 (or a configuration error): no wrapper is installed anywhere, calls cost nothing.
-    if (capture_enabled()) redirect_plt_calls();
+    if (capture_enabled()) redirect_linked_calls();
     StackTable::modules_changed();
   }
   return handle;
@@ -203,12 +186,7 @@ MSPROBE_NO_SANITIZE void *early_next_definition(const void *caller, const char *
       {"_Exit", reinterpret_cast<void *>(&_Exit)},     {"sigaction", reinterpret_cast<void *>(&sigaction)},
       {"signal", reinterpret_cast<void *>(&signal)},
   };
-  auto *self = static_cast<link_map *>(object_containing(reinterpret_cast<void *>(&dlsym)));
-  void *from = object_containing(caller);
-  bool before_shim = false;
-  for (link_map *l = self ? self->l_prev : nullptr; l != nullptr && !before_shim; l = l->l_prev)
-    before_shim = l == from;
-  if (!before_shim) return next_definition(caller, name);
+  if (!loaded_before_shim(caller)) return next_definition(caller, name);
   for (const auto &own : kOwnLibcNames)
     if (same_name(name, own.name)) return own.own;
   return real_dlsym(RTLD_NEXT, name);
@@ -221,7 +199,7 @@ MSPROBE_EXPORT MSPROBE_NO_SANITIZE void *dlsym(void *handle, const char *name) {
   if (!instrumented_code_ready())
     return handle == RTLD_NEXT ? early_next_definition(caller, name) : real_dlsym(handle, name);
   void *real = handle == RTLD_NEXT ? next_definition(caller, name) : real_dlsym(handle, name);
-  return hooked_dlsym(handle, name, real);
+  return hooked_dlsym(handle, name, real, caller);
 }
 
 MSPROBE_EXPORT MSPROBE_NO_SANITIZE void *dlopen(const char *file, int mode) {

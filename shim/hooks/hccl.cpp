@@ -24,7 +24,7 @@
 #include "acl/acl_base.h"
 #include "format/comm_info.h"
 #include "format/naming.h"
-#include "shim/capture/kernel_launch.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/handles.h"
 #include "shim/hooks/hook.h"
@@ -196,7 +196,7 @@ struct Issue {
   uint64_t taken = 0;
 };
 
-Issue take(HcclComm comm, std::optional<uint32_t> peer = std::nullopt, bool sends = false) {
+Issue take_number(HcclComm comm, std::optional<uint32_t> peer, bool sends) {
   Issue is;
   is.comm = comm;
   if (comm == nullptr) return is;  // HCCL refuses the call
@@ -238,6 +238,13 @@ Issue take(HcclComm comm, std::optional<uint32_t> peer = std::nullopt, bool send
   return is;
 }
 
+// The bookkeeping never throws into the host (shim/capture/capture_call.h's policy): an Issue without a number then.
+Issue take(HcclComm comm, std::optional<uint32_t> peer = std::nullopt, bool sends = false) noexcept {
+  Issue is;
+  guarded([&] { is = take_number(comm, peer, sends); });
+  return is;
+}
+
 void release(const Issue &is) {
   if (is.comm == nullptr) return;
   std::lock_guard<std::mutex> lk(g_comms_mu);
@@ -254,8 +261,10 @@ HcclResult init_comm(Real real, std::optional<uint32_t> rank, HcclComm *comm, st
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(args...);
   if (rc != HCCL_SUCCESS || ReentryGuard::active() || !capture_enabled()) return rc;
-  if (rank) session().set_rank_hint(*rank);
-  if (comm != nullptr && *comm != nullptr) register_comm(*comm, std::move(key), std::move(ranks));
+  guarded([&] {
+    if (rank) session().set_rank_hint(*rank);
+    if (comm != nullptr && *comm != nullptr) register_comm(*comm, std::move(key), std::move(ranks));
+  });
   return rc;
 }
 
@@ -270,34 +279,35 @@ struct Sides {
   std::optional<TensorMeta> out;
 };
 
+// The call numbered by `issue`: recorded when this launch is captured (the skeleton of shim/capture/capture_call.h),
+// its number given back when HCCL refuses it.
 template <typename Forward>
-HcclResult capture_call(const char *op_type, aclrtStream stream, const Issue &issue, const Sides &io, Forward forward) {
-  std::optional<KernelLaunch> launch;
-  if (capturing()) {
-    try {
-      launch.emplace(session(), op_type, stream);
-      if (issue.info) launch->set_comm(*issue.info);
-      if (io.in)
-        launch->input_tensor(*io.in);
-      else if (io.has_input)
-        launch->input_null();
-      for (const ValueArg &v : io.values) launch->input_value(v);
-    } catch (...) {
-    }
+HcclResult issue_call(const char *op_type, aclrtStream stream, const Issue &issue, const Sides &io, Forward forward) {
+  HcclResult rc;
+  if (!capturing()) {
+    rc = forward();
+  } else {
+    rc = capture_call(
+        session(), op_type, stream,
+        [&](KernelLaunch &k) {
+          if (issue.info) k.set_comm(*issue.info);
+          if (io.in)
+            k.input_tensor(*io.in);
+          else if (io.has_input)
+            k.input_null();
+          for (const ValueArg &v : io.values) k.input_value(v);
+        },
+        forward,
+        [&](KernelLaunch &k) {
+          if (!io.has_output) return;
+          if (io.out)
+            k.output_tensor(*io.out);
+          else
+            k.output_null();
+        },
+        [](HcclResult r) { return r == HCCL_SUCCESS; });
   }
-  const HcclResult rc = forward();
-  if (rc != HCCL_SUCCESS) release(issue);
-  if (!launch) return rc;
-  try {
-    if (rc == HCCL_SUCCESS && io.has_output) {
-      if (io.out)
-        launch->output_tensor(*io.out);
-      else
-        launch->output_null();
-    }
-    launch->finish(rc == HCCL_SUCCESS);
-  } catch (...) {
-  }
+  if (rc != HCCL_SUCCESS) guarded([&] { release(issue); });
   return rc;
 }
 
@@ -313,98 +323,102 @@ HcclResult transfer(const char *api, bool send, Real real, void *buf, uint64_t c
   auto forward = [&] { return real(buf, count, type, peer, comm, stream); };
   if (!numbering()) return forward();
   std::optional<TensorMeta> data = buffer(buf, count, type);
-  return capture_call(api, stream, take(comm, peer, send),
-                      {send,
-                       send ? data : std::nullopt,
-                       {ValueArg{vt::kInt, (int64_t)peer, send ? "destRank" : "srcRank"}},
-                       !send,
-                       send ? std::nullopt : data},
-                      forward);
+  return issue_call(api, stream, take(comm, peer, send),
+                    {send,
+                     send ? data : std::nullopt,
+                     {ValueArg{vt::kInt, (int64_t)peer, send ? "destRank" : "srcRank"}},
+                     !send,
+                     send ? std::nullopt : data},
+                    forward);
 }
 
 }  // namespace
 
-MSPROBE_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
-                                               HcclComm *comm) {
+MSPROBE_HOOK HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                             HcclComm *comm) {
   // Every member was handed the same root info: its bytes are the key when HCCL names nothing.
   std::string key = rootInfo ? "rootinfo-" + hex64(fnv1a64(rootInfo->internal, HCCL_ROOT_INFO_BYTES)) : "";
   return init_comm(MSPROBE_REAL(HcclCommInitRootInfo), rank, comm, std::move(key), std::nullopt, nRanks, rootInfo, rank,
                    comm);
 }
 
-MSPROBE_EXPORT HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
-                                                     const HcclCommConfig *config, HcclComm *comm) {
+MSPROBE_HOOK HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                                   const HcclCommConfig *config, HcclComm *comm) {
   std::string key = config_name(config);
   if (key.empty() && rootInfo) key = "rootinfo-" + hex64(fnv1a64(rootInfo->internal, HCCL_ROOT_INFO_BYTES));
   return init_comm(MSPROBE_REAL(HcclCommInitRootInfoConfig), rank, comm, std::move(key), std::nullopt, nRanks, rootInfo,
                    rank, config, comm);
 }
 
-MSPROBE_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
+MSPROBE_HOOK HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
   // A rank table's rank_id is the global rank: the members are 0..n-1 in comm-rank order.
   auto real = MSPROBE_REAL(HcclCommInitClusterInfo);
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(clusterInfo, rank, comm);
   if (rc != HCCL_SUCCESS || !numbering()) return rc;
-  session().set_rank_hint(rank);
-  if (comm == nullptr || *comm == nullptr) return rc;
-  std::vector<uint32_t> ranks(query(slot_rank_size, *comm).value_or(0));
-  std::iota(ranks.begin(), ranks.end(), 0u);
-  register_comm(*comm, "hccl_world_group", ranks.empty() ? std::nullopt : std::optional(std::move(ranks)));
+  guarded([&] {
+    session().set_rank_hint(rank);
+    if (comm == nullptr || *comm == nullptr) return;
+    std::vector<uint32_t> ranks(query(slot_rank_size, *comm).value_or(0));
+    std::iota(ranks.begin(), ranks.end(), 0u);
+    register_comm(*comm, "hccl_world_group", ranks.empty() ? std::nullopt : std::optional(std::move(ranks)));
+  });
   return rc;
 }
 
-MSPROBE_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
-                                                  uint64_t subCommId, uint32_t subCommRankId, HcclCommConfig *config,
-                                                  HcclComm *subComm) {
+MSPROBE_HOOK HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
+                                                uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm) {
   auto real = MSPROBE_REAL(HcclCreateSubCommConfig);
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(comm, rankNum, rankIds, subCommId, subCommRankId, config, subComm);
   if (rc != HCCL_SUCCESS || !numbering() || subComm == nullptr || *subComm == nullptr || comm == nullptr ||
       rankIds == nullptr)
     return rc;
-  // HCCL's rule for the name: the config's, else "{global communicator's}_sub_{subCommId}".
-  std::string key = config_name(config);
-  if (key.empty()) key = key_of(*comm) + "_sub_" + std::to_string(subCommId);
-  // rankIds are ranks of the global communicator: global ranks when its members are known.
-  std::optional<std::vector<uint32_t>> ranks;
-  if (std::optional<std::vector<uint32_t>> outer = known_ranks(*comm)) {
-    ranks.emplace();
-    for (uint32_t i = 0; i < rankNum && ranks; ++i) {
-      if (rankIds[i] < outer->size())
-        ranks->push_back((*outer)[rankIds[i]]);
-      else
-        ranks.reset();
+  guarded([&] {
+    // HCCL's rule for the name: the config's, else "{global communicator's}_sub_{subCommId}".
+    std::string key = config_name(config);
+    if (key.empty()) key = key_of(*comm) + "_sub_" + std::to_string(subCommId);
+    // rankIds are ranks of the global communicator: global ranks when its members are known.
+    std::optional<std::vector<uint32_t>> ranks;
+    if (std::optional<std::vector<uint32_t>> outer = known_ranks(*comm)) {
+      ranks.emplace();
+      for (uint32_t i = 0; i < rankNum && ranks; ++i) {
+        if (rankIds[i] < outer->size())
+          ranks->push_back((*outer)[rankIds[i]]);
+        else
+          ranks.reset();
+      }
     }
-  }
-  register_comm(*subComm, std::move(key), std::move(ranks));
+    register_comm(*subComm, std::move(key), std::move(ranks));
+  });
   return rc;
 }
 
-MSPROBE_EXPORT HcclResult HcclCommDestroy(HcclComm comm) {
+MSPROBE_HOOK HcclResult HcclCommDestroy(HcclComm comm) {
   auto real = MSPROBE_REAL(HcclCommDestroy);
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(comm);
-  if (rc == HCCL_SUCCESS) {  // the address may be given to the next communicator
-    std::lock_guard<std::mutex> lk(g_comms_mu);
-    g_comms->erase(comm);
-  }
+  if (rc == HCCL_SUCCESS)  // the address may be given to the next communicator
+    guarded([&] {
+      std::lock_guard<std::mutex> lk(g_comms_mu);
+      g_comms->erase(comm);
+    });
   return rc;
 }
 
-MSPROBE_EXPORT HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,
-                                        HcclReduceOp op, HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType,
+                                      HcclReduceOp op, HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclAllReduce);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(sendBuf, recvBuf, count, dataType, op, comm, stream); };
   if (!numbering()) return forward();
-  return capture_call("HcclAllReduce", stream, take(comm),
-                      {true, buffer(sendBuf, count, dataType), {reduce_op(op)}, true, buffer(recvBuf, count, dataType)},
-                      forward);
+  return issue_call("HcclAllReduce", stream, take(comm),
+                    {true, buffer(sendBuf, count, dataType), {reduce_op(op)}, true, buffer(recvBuf, count, dataType)},
+                    forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
-                                        aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
+                                      aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclBroadcast);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(buf, count, dataType, root, comm, stream); };
@@ -412,48 +426,48 @@ MSPROBE_EXPORT HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType 
   Issue issue = take(comm);
   if (issue.info) issue.info->root = root;
   auto t = buffer(buf, count, dataType);
-  return capture_call("HcclBroadcast", stream, std::move(issue),
-                      {true, t, {ValueArg{vt::kInt, (int64_t)root, "root"}}, true, t}, forward);
+  return issue_call("HcclBroadcast", stream, std::move(issue),
+                    {true, t, {ValueArg{vt::kInt, (int64_t)root, "root"}}, true, t}, forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,
-                                        HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,
+                                      HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclAllGather);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(sendBuf, recvBuf, sendCount, dataType, comm, stream); };
   if (!numbering()) return forward();
-  return capture_call("HcclAllGather", stream, take(comm),
-                      {true,
-                       buffer(sendBuf, sendCount, dataType),
-                       {},
-                       true,
-                       buffer(recvBuf, times_rank_size(sendCount, comm), dataType)},
-                      forward);
+  return issue_call("HcclAllGather", stream, take(comm),
+                    {true,
+                     buffer(sendBuf, sendCount, dataType),
+                     {},
+                     true,
+                     buffer(recvBuf, times_rank_size(sendCount, comm), dataType)},
+                    forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
-                                            HcclReduceOp op, HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
+                                          HcclReduceOp op, HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclReduceScatter);
   if (!real) return HCCL_E_NOT_FOUND;
   auto forward = [&] { return real(sendBuf, recvBuf, recvCount, dataType, op, comm, stream); };
   if (!numbering()) return forward();
-  return capture_call("HcclReduceScatter", stream, take(comm),
-                      {true,
-                       buffer(sendBuf, times_rank_size(recvCount, comm), dataType),
-                       {reduce_op(op)},
-                       true,
-                       buffer(recvBuf, recvCount, dataType)},
-                      forward);
+  return issue_call("HcclReduceScatter", stream, take(comm),
+                    {true,
+                     buffer(sendBuf, times_rank_size(recvCount, comm), dataType),
+                     {reduce_op(op)},
+                     true,
+                     buffer(recvBuf, recvCount, dataType)},
+                    forward);
 }
 
-MSPROBE_EXPORT HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank,
-                                   HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
+                                 aclrtStream stream) {
   return transfer("HcclSend", true, MSPROBE_REAL(HcclSend), sendBuf, count, dataType, destRank, comm, stream);
 }
 
-MSPROBE_EXPORT HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank,
-                                   HcclComm comm, aclrtStream stream) {
+MSPROBE_HOOK HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
+                                 aclrtStream stream) {
   return transfer("HcclRecv", false, MSPROBE_REAL(HcclRecv), recvBuf, count, dataType, srcRank, comm, stream);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS, Linked)

@@ -3,15 +3,20 @@
 // An API family is one file that lists its hooked C functions once, in an X-macro, and defines them:
 //
 //   #define MSPROBE_MEMORY_HOOKS(X) X(aclrtMalloc) X(aclrtFree)
-//   MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)    // before the definitions: one slot per name
-//   MSPROBE_EXPORT aclError aclrtMalloc(...) { auto real = MSPROBE_REAL(aclrtMalloc); ... }
-//   MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS)   // after them: the family's table, registered for dlsym
+//   MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)            // before the definitions: one slot per name
+//   MSPROBE_HOOK aclError aclrtMalloc(...) { auto real = MSPROBE_REAL(aclrtMalloc); ... }
+//   MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS, Linked)   // after them: the family's table and how hosts reach it
 //
 // A slot finds the real function lazily (first call, or the handle the host looked it up in). The family's
-// table lands in the linker section msprobe_hooks, which shim/hooks/dl.cpp reads whole: no list of families
+// table lands in the linker section msprobe_hooks, which shim/hooks/hook_table.cpp reads whole: no list of families
 // to keep, and nothing there runs a constructor (the dlsym hook runs before any, shim/hooks/dl.cpp). Hooks must
 // never throw, abort or change the host's arguments or results; ReentryGuard lets calls the shim itself makes
 // into the runtime (copies, events) pass straight through the shim's own hooks.
+//
+// How a hook is put in the host's way depends on the family's HookReach (hook_table.h): a CANN function is never
+// exported by the shim, so that the address a linked program takes of it (`&aclrtMalloc`) stays CANN's (MindSpore finds
+// its CANN install with dladdr on it, reference/mindspore_runtime.md §1.1); calls reach the hook through dlsym's answer
+// and through the redirected GOT entries of direct calls (shim/hooks/linked_calls.h).
 #pragma once
 #include <cstddef>
 #include <iterator>
@@ -19,22 +24,9 @@
 #include "shim/base/reentry.h"
 #include "shim/base/symbols.h"
 #include "shim/hooks/activation.h"
-
-#define MSPROBE_EXPORT extern "C" __attribute__((visibility("default")))
+#include "shim/hooks/hook_table.h"
 
 namespace msprobe::shim {
-
-struct HookEntry {
-  const char *name;
-  void *(*wrapper)();  // the shim's exported function (a function, so that the table is a constant)
-  HookSlot *slot;      // where its original lives
-};
-
-// One API family's hooks, defined in its own file, for dlsym dispatch.
-struct HookFamily {
-  const HookEntry *entries;
-  size_t count;
-};
 
 template <auto Fn>
 void *address_of() {
@@ -59,12 +51,14 @@ inline F original_of(HookSlot &slot) {
 // The slots of the hooks a family's X-macro `list` names (`list(X)` expands X(name) for each).
 #define MSPROBE_HOOK_SLOTS(list) list(MSPROBE_HOOK_SLOT_ROW_)
 // The family's table, registered by a pointer to it in the section msprobe_hooks (pointers: the section stays an
-// array, where a compiler may align larger objects further). One per file, after its hooks' definitions.
-#define MSPROBE_HOOK_FAMILY(list)                                                                                      \
+// array, where a compiler may align larger objects further). One per file, after its hooks' definitions; `reach` is
+// one of HookReach's names (Linked, LookedUp, Exported). test/integration/edges/dladdr/gen_hooked_names.py reads this
+// line.
+#define MSPROBE_HOOK_FAMILY(list, reach)                                                                               \
   namespace {                                                                                                          \
   constinit const ::msprobe::shim::HookEntry msprobe_family_entries[] = {list(MSPROBE_HOOK_ENTRY_ROW_)};               \
-  constinit const ::msprobe::shim::HookFamily msprobe_family{msprobe_family_entries,                                   \
-                                                             std::size(msprobe_family_entries)};                       \
+  constinit const ::msprobe::shim::HookFamily msprobe_family{                                                          \
+      msprobe_family_entries, std::size(msprobe_family_entries), ::msprobe::shim::HookReach::reach};                   \
   [[gnu::used, gnu::section("msprobe_hooks")]] constinit const ::msprobe::shim::HookFamily *const msprobe_family_ref = \
       &msprobe_family;                                                                                                 \
   }

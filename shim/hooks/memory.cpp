@@ -8,6 +8,7 @@
 // by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
 #include "runtime/mem.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/device_allocations.h"
 #include "shim/hooks/hook.h"
@@ -19,11 +20,11 @@ namespace {
 bool tracking() { return !ReentryGuard::active() && capture_enabled(); }
 
 void allocated(void **devPtr, uint64_t size) {
-  if (devPtr != nullptr && *devPtr != nullptr) device_allocations().insert(*devPtr, size);
+  if (devPtr != nullptr && *devPtr != nullptr) guarded([&] { device_allocations().insert(*devPtr, size); });
 }
 
 void freeing(void *devPtr) {
-  if (devPtr != nullptr) device_allocations().erase(devPtr);
+  if (devPtr != nullptr) guarded([&] { device_allocations().erase(devPtr); });
 }
 
 }  // namespace
@@ -57,20 +58,20 @@ Rc release(Real real, Rc missing, void *devPtr) {
 
 }  // namespace
 
-MSPROBE_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+MSPROBE_HOOK aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
   return allocate(MSPROBE_REAL(aclrtMalloc), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
 }
 
-MSPROBE_EXPORT aclError aclrtFree(void *devPtr) {
+MSPROBE_HOOK aclError aclrtFree(void *devPtr) {
   return release(MSPROBE_REAL(aclrtFree), aclError{ACL_ERROR_INVALID_PARAM}, devPtr);
 }
 
-MSPROBE_EXPORT rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t type, const uint16_t moduleId) {
+MSPROBE_HOOK rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t type, const uint16_t moduleId) {
   return allocate(MSPROBE_REAL(rtMalloc), rtError_t{ACL_ERROR_RT_MEMORY_ALLOCATION}, devPtr, size, type, moduleId);
 }
 
-MSPROBE_EXPORT rtError_t rtFree(void *devPtr) {
+MSPROBE_HOOK rtError_t rtFree(void *devPtr) {
   return release(MSPROBE_REAL(rtFree), rtError_t{ACL_ERROR_RT_PARAM_INVALID}, devPtr);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS, Linked)

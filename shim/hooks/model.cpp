@@ -36,43 +36,43 @@ using RawCallback = GraphCapture::ChunkCallback;
 
 }  // namespace
 
-MSPROBE_EXPORT aclError aclmdlLoadFromFile(const char *modelPath, uint32_t *modelId) {
+MSPROBE_HOOK aclError aclmdlLoadFromFile(const char *modelPath, uint32_t *modelId) {
   auto real = MSPROBE_REAL(aclmdlLoadFromFile);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   if (GraphCapture *g = graph()) g->before_model_load();
   return real(modelPath, modelId);
 }
 
-MSPROBE_EXPORT aclError aclmdlLoadFromMem(const void *model, size_t modelSize, uint32_t *modelId) {
+MSPROBE_HOOK aclError aclmdlLoadFromMem(const void *model, size_t modelSize, uint32_t *modelId) {
   auto real = MSPROBE_REAL(aclmdlLoadFromMem);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   if (GraphCapture *g = graph()) g->before_model_load();
   return real(model, modelSize, modelId);
 }
 
-MSPROBE_EXPORT aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output) {
+MSPROBE_HOOK aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output) {
   auto real = MSPROBE_REAL(aclmdlExecute);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   if (GraphCapture *g = graph()) g->model_executing(modelId);
   return real(modelId, input, output);
 }
 
-MSPROBE_EXPORT aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
-                                           aclrtStream stream) {
+MSPROBE_HOOK aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                                         aclrtStream stream) {
   auto real = MSPROBE_REAL(aclmdlExecuteAsync);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   if (GraphCapture *g = graph()) g->model_executing(modelId);
   return real(modelId, input, output, stream);
 }
 
-MSPROBE_EXPORT aclError aclmdlInitDump(void) {
+MSPROBE_HOOK aclError aclmdlInitDump(void) {
   auto real = MSPROBE_REAL(aclmdlInitDump);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   if (GraphCapture *g = graph()) g->host_init_dump();
   return real();
 }
 
-MSPROBE_EXPORT aclError acldumpRegCallback(DumpCallback messageCallback, int32_t flag) {
+MSPROBE_HOOK aclError acldumpRegCallback(DumpCallback messageCallback, int32_t flag) {
   auto real = MSPROBE_REAL(acldumpRegCallback);
   if (!real) return ACL_ERROR_FAILURE;
   GraphCapture *g = graph();
@@ -81,7 +81,7 @@ MSPROBE_EXPORT aclError acldumpRegCallback(DumpCallback messageCallback, int32_t
                                    reinterpret_cast<int32_t (*)(RawCallback, int32_t)>(real));
 }
 
-MSPROBE_EXPORT void acldumpUnregCallback(void) {
+MSPROBE_HOOK void acldumpUnregCallback(void) {
   auto real = MSPROBE_REAL(acldumpUnregCallback);
   if (!real) return;
   if (GraphCapture *g = graph()) return g->host_unregister_callback(real);
@@ -107,4 +107,4 @@ MSPROBE_EXPORT void MS_DbgOnStepEnd(std::map<uint32_t, void *> exts) {
   if (GraphCapture *g = graph()) g->step_end();
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_MODEL_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_MODEL_HOOKS, Linked)

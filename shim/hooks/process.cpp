@@ -26,4 +26,4 @@ MSPROBE_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigact
 
 MSPROBE_EXPORT sighandler_t signal(int sig, sighandler_t handler) { return lifecycle::host_signal(sig, handler); }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_PROCESS_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_PROCESS_HOOKS, Exported)

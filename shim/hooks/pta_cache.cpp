@@ -105,23 +105,23 @@ aclOpExecutor *look_up(Real real, KeyOf key_of, Args... args) {
   X(PTAFindExecCache)
 MSPROBE_HOOK_SLOTS(MSPROBE_PTA_CACHE_HOOKS)
 
-MSPROBE_EXPORT void InitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(InitPTACacheThreadLocal)); }
+MSPROBE_HOOK void InitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(InitPTACacheThreadLocal)); }
 
-MSPROBE_EXPORT void UnInitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(UnInitPTACacheThreadLocal)); }
+MSPROBE_HOOK void UnInitPTACacheThreadLocal(void) { forward_and_start_over(MSPROBE_REAL(UnInitPTACacheThreadLocal)); }
 
-MSPROBE_EXPORT void SetPTAHashKey(uint64_t hash) {
+MSPROBE_HOOK void SetPTAHashKey(uint64_t hash) {
   auto real = MSPROBE_REAL(SetPTAHashKey);
   if (real) real(hash);
   if (capture_enabled()) aclnn_capture().set_cache_key(ExecCacheKey::Hash, ExecCacheKey::of_hash(hash));
 }
 
-MSPROBE_EXPORT void SetPTACacheHashKey(uint8_t *buf, size_t len) {
+MSPROBE_HOOK void SetPTACacheHashKey(uint8_t *buf, size_t len) {
   auto real = MSPROBE_REAL(SetPTACacheHashKey);
   if (real) real(buf, len);
   if (capture_enabled()) aclnn_capture().set_cache_key(ExecCacheKey::Bytes, ExecCacheKey::of_bytes(buf, len));
 }
 
-MSPROBE_EXPORT void AddTensorAddrToCachedList(void *addr) {
+MSPROBE_HOOK void AddTensorAddrToCachedList(void *addr) {
   auto real = MSPROBE_REAL(AddTensorAddrToCachedList);
   if (real) real(addr);
   try {
@@ -134,14 +134,14 @@ MSPROBE_EXPORT void AddTensorAddrToCachedList(void *addr) {
   }
 }
 
-MSPROBE_EXPORT aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *workspaceSize) {
+MSPROBE_HOOK aclOpExecutor *PTAGetExecCache(uint64_t hash, uint64_t *workspaceSize) {
   return look_up(
       MSPROBE_REAL(PTAGetExecCache), [&] { return ExecCacheKey::of_hash(hash); }, hash, workspaceSize);
 }
 
-MSPROBE_EXPORT aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_t *workspaceSize) {
+MSPROBE_HOOK aclOpExecutor *PTAFindExecCache(uint8_t *buf, size_t len, uint64_t *workspaceSize) {
   return look_up(
       MSPROBE_REAL(PTAFindExecCache), [&] { return ExecCacheKey::of_bytes(buf, len); }, buf, len, workspaceSize);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_PTA_CACHE_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_PTA_CACHE_HOOKS, LookedUp)

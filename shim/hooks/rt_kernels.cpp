@@ -16,7 +16,7 @@
 #include "acl/acl_base.h"
 #include "format/naming.h"
 #include "runtime/kernel.h"
-#include "shim/capture/kernel_launch.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/device_allocations.h"
 #include "shim/device/handles.h"
@@ -83,66 +83,48 @@ Blob blob_of(const rtArgsEx_t *info) {
 // One captured launch: arguments read before `forward` runs the real launch, device buffers again after.
 template <typename Forward>
 rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_t stream, Forward forward) {
-  std::optional<KernelLaunch> launch;
   std::vector<RtArgSlot> slots;
-  try {
-    launch.emplace(session(), op_type, stream);
-    if (launch->capturing()) {
-      if (blob.on_device) {
-        // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
-        auto addr = reinterpret_cast<uint64_t>(blob.args);
-        if (auto r = device_allocations().find(addr))
-          launch->input_tensor(raw_bytes(addr, std::min<uint64_t>(blob.size, r->end() - addr)));
-      } else {
+  return capture_call(
+      session(), op_type, stream,
+      [&](KernelLaunch &k) {
+        if (blob.on_device) {
+          // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
+          auto addr = reinterpret_cast<uint64_t>(blob.args);
+          if (auto r = device_allocations().find(addr))
+            k.input_tensor(raw_bytes(addr, std::min<uint64_t>(blob.size, r->end() - addr)));
+          return;
+        }
         slots = scan_args_blob(blob.args, blob.slot_bytes, device_allocations());
         for (const RtArgSlot &s : slots) {
           if (s.device_extent)
-            launch->input_tensor(raw_bytes(s.value, *s.device_extent));
+            k.input_tensor(raw_bytes(s.value, *s.device_extent));
           else
-            launch->input_value(raw_value(s));
+            k.input_value(raw_value(s));
         }
-      }
-    }
-  } catch (...) {
-    slots.clear();
-  }
-  const rtError_t rc = forward();
-  if (!launch) return rc;
-  try {
-    if (rc == RT_ERROR_NONE && launch->capturing())
-      for (const RtArgSlot &s : slots)
-        if (s.device_extent) launch->output_tensor(raw_bytes(s.value, *s.device_extent));
-  } catch (...) {
-  }
-  try {
-    launch->finish(rc == RT_ERROR_NONE);
-  } catch (...) {
-  }
-  return rc;
+      },
+      forward,
+      [&](KernelLaunch &k) {
+        for (const RtArgSlot &s : slots)
+          if (s.device_extent) k.output_tensor(raw_bytes(s.value, *s.device_extent));
+      },
+      [](rtError_t rc) { return rc == RT_ERROR_NONE; });
 }
 
 std::string stub_op_type(const void *stub) {
-  try {
-    return kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel);
-  } catch (...) {
-    return kUnknownRtKernel;
-  }
+  std::string name(kUnknownRtKernel);
+  guarded([&] { name = kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel); });
+  return name;
 }
 
 std::string handle_op_type(const void *handle, uint64_t tiling_key) {
-  try {
-    return kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel);
-  } catch (...) {
-    return kUnknownRtKernel;
-  }
+  std::string name(kUnknownRtKernel);
+  guarded([&] { name = kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel); });
+  return name;
 }
 
 void registered(const rtDevBinary_t *bin, void **hdl) {
   if (bin == nullptr || hdl == nullptr || *hdl == nullptr) return;
-  try {
-    kernel_binaries().register_binary(*hdl, bin->data, bin->length);
-  } catch (...) {
-  }
+  guarded([&] { kernel_binaries().register_binary(*hdl, bin->data, bin->length); });
 }
 
 // rtDevBinaryRegister and rtRegisterAllKernel: a binary the runtime accepted is recorded.
@@ -191,73 +173,64 @@ rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStre
   X(rtKernelLaunchWithHandleV2)
 MSPROBE_HOOK_SLOTS(MSPROBE_RT_KERNEL_HOOKS)
 
-MSPROBE_EXPORT rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
+MSPROBE_HOOK rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
   return register_binary(MSPROBE_REAL(rtDevBinaryRegister), bin, hdl);
 }
 
-MSPROBE_EXPORT rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
+MSPROBE_HOOK rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl) {
   return register_binary(MSPROBE_REAL(rtRegisterAllKernel), bin, hdl);
 }
 
-MSPROBE_EXPORT rtError_t rtDevBinaryUnRegister(void *hdl) {
+MSPROBE_HOOK rtError_t rtDevBinaryUnRegister(void *hdl) {
   auto real = MSPROBE_REAL(rtDevBinaryUnRegister);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   // Forgotten first: a binary registered by another thread right after may get the same handle.
-  if (hdl != nullptr && registering()) {
-    try {
-      kernel_binaries().unregister_binary(hdl);
-    } catch (...) {
-    }
-  }
+  if (hdl != nullptr && registering()) guarded([&] { kernel_binaries().unregister_binary(hdl); });
   return real(hdl);
 }
 
-MSPROBE_EXPORT rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc, const char_t *stubName,
-                                            const void *kernelInfoExt, uint32_t funcMode) {
+MSPROBE_HOOK rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc, const char_t *stubName,
+                                          const void *kernelInfoExt, uint32_t funcMode) {
   auto real = MSPROBE_REAL(rtFunctionRegister);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   rtError_t rc = real(binHandle, stubFunc, stubName, kernelInfoExt, funcMode);
   // The runtime accepted the strings, so they are readable names.
-  if (rc == RT_ERROR_NONE && registering()) {
-    try {
-      kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt);
-    } catch (...) {
-    }
-  }
+  if (rc == RT_ERROR_NONE && registering())
+    guarded([&] { kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt); });
   return rc;
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
-                                        rtSmDesc_t *smDesc, rtStream_t stm) {
+MSPROBE_HOOK rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
+                                      rtSmDesc_t *smDesc, rtStream_t stm) {
   return launch(MSPROBE_REAL(rtKernelLaunch), ByStub{stubFunc}, plain_blob(args, argsSize), stm, stubFunc, blockDim,
                 args, argsSize, smDesc, stm);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
-                                                rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
+                                              rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithFlag), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
                 smDesc, stm, flags);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
-                                                  rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
-                                                  const rtTaskCfgInfo_t *cfgInfo) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
+                                                rtSmDesc_t *smDesc, rtStream_t stm, uint32_t flags,
+                                                const rtTaskCfgInfo_t *cfgInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithFlagV2), ByStub{stubFunc}, argsInfo, stm, stubFunc, blockDim, argsInfo,
                 smDesc, stm, flags, cfgInfo);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
-                                                  rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
-                                                  const void *kernelInfo) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
+                                                rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                const void *kernelInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithHandle), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
                 blockDim, argsInfo, smDesc, stm, kernelInfo);
 }
 
-MSPROBE_EXPORT rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
-                                                    rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
-                                                    const rtTaskCfgInfo_t *cfgInfo) {
+MSPROBE_HOOK rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
+                                                  rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                  const rtTaskCfgInfo_t *cfgInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithHandleV2), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
                 blockDim, argsInfo, smDesc, stm, cfgInfo);
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS, Linked)

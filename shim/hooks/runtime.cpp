@@ -30,11 +30,11 @@ aclError flush_then(const char *call, Real real, aclError missing, Args... args)
 
 }  // namespace
 
-MSPROBE_EXPORT aclError aclFinalize(void) {
+MSPROBE_HOOK aclError aclFinalize(void) {
   return flush_then("aclFinalize", MSPROBE_REAL(aclFinalize), ACL_ERROR_UNINITIALIZE);
 }
 
-MSPROBE_EXPORT aclError aclrtResetDevice(int32_t deviceId) {
+MSPROBE_HOOK aclError aclrtResetDevice(int32_t deviceId) {
   return flush_then("aclrtResetDevice", MSPROBE_REAL(aclrtResetDevice), ACL_ERROR_INVALID_DEVICE, deviceId);
 }
 
@@ -43,4 +43,4 @@ MSPROBE_EXPORT void msprobe_shim_step(void) {
   if (capture_enabled()) session().end_step();
 }
 
-MSPROBE_HOOK_FAMILY(MSPROBE_RUNTIME_HOOKS)
+MSPROBE_HOOK_FAMILY(MSPROBE_RUNTIME_HOOKS, Linked)

@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include "shim/base/log.h"
 #include "shim/base/symbols.h"
@@ -37,15 +40,24 @@ struct PythonStacks::Api {
   void (*DecRef)(void *) = nullptr;
   void (*Err_Fetch)(void **, void **, void **) = nullptr;
   void (*Err_Restore)(void *, void *, void *) = nullptr;
+  void *(*Object_GetAttrString)(void *, const char *) = nullptr;              // the C API walk's strings
+  const char *(*Unicode_AsUTF8AndSize)(void *, ptrdiff_t *) = nullptr;        // likewise
   uintptr_t code_type = 0, unicode_type = 0, bytes_type = 0, frame_type = 0;  // &PyCode_Type...
+  // Everything the C API walk (GIL held, layout unknown) calls is there (3.9+).
+  bool frame_api() const {
+    return GILState_Check != nullptr && ThreadState_UncheckedGet != nullptr && ThreadState_GetFrame != nullptr &&
+           Frame_GetBack != nullptr && Frame_GetCode != nullptr && Frame_GetLineNumber != nullptr &&
+           IncRef != nullptr && DecRef != nullptr && Err_Fetch != nullptr && Err_Restore != nullptr &&
+           Object_GetAttrString != nullptr && Unicode_AsUTF8AndSize != nullptr;
+  }
 };
 
-// Where CPython keeps what the walk reads, per minor version, 64-bit (x86-64 and aarch64 alike): offsets from
-// reference/python_frames.md §3-§8 (Include/cpython/pystate.h, internal/pycore_frame.h, cpython/code.h,
-// cpython/unicodeobject.h of each release).
+// Where CPython keeps what the walk reads, 64-bit (x86-64 and aarch64 alike). 3.8 to 3.12: a row per minor version,
+// offsets from reference/python_frames.md §3-§8 (Include/cpython/pystate.h, internal/pycore_frame.h, cpython/code.h,
+// cpython/unicodeobject.h of each release). 3.13 on: built at run time from the interpreter's own _Py_DebugOffsets.
 struct PythonStacks::RawLayout {
   int minor;
-  size_t ts_head;         // PyThreadState.frame (3.8-3.10), .cframe (3.11, 3.12), .current_frame (3.13)
+  size_t ts_head;         // PyThreadState.frame (3.8-3.10), .cframe (3.11, 3.12), .current_frame (3.13+)
   int cframe_current;     // _PyCFrame.current_frame; -1: no _PyCFrame indirection
   size_t ts_thread_id;    // PyThreadState.thread_id
   bool frame_objects;     // 3.8-3.10: a chain of PyFrameObject; else _PyInterpreterFrame
@@ -72,12 +84,17 @@ constexpr Layout kLayouts[] = {
     {10,  24, -1, 176, true,  32, 24, 96,  72, 100, 2,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
     {11,  56, 8,  152, false, 32, 48, 0,   0,  0,   0,  56, 69, 40,  72, 112, 120, 128, 136, 168, 184, 48, 72},
     {12,  56, 0,  136, false, 0,  8,  0,   0,  0,   0,  56, 70, 48,  68, 112, 120, 128, 136, 176, 192, 40, 56},
-    {13,  72, -1, 152, false, 0,  8,  0,   0,  0,   0,  56, 70, 48,  68, 112, 120, 128, 136, 184, 200, 40, 56},
 };
 // clang-format on
 constexpr size_t kObType = 8, kVarSize = 16, kBytesData = 32, kStrLength = 16, kStrState = 32;
 constexpr size_t kFrameObjectLineno = 40;  // PyFrameObject.f_lineno, 3.11+
-constexpr char kOwnedByGenerator = 1, kOwnedByCStack = 3;
+// _PyInterpreterFrame.owner: 1 is a generator's frame in every version; from 3 up, frames that are not Python code
+// (3.12, 3.13: 3 = C-stack entry frame; 3.14: 3 = the interpreter's entry frame, 4 = C stack).
+constexpr char kOwnedByGenerator = 1, kFirstNonCodeOwner = 3;
+// 3.14 frames hold their code object as a _PyStackRef: the low bit is a reference-count tag, 0b11 a tagged int
+// (Include/internal/pycore_stackref.h). Earlier versions hold a plain pointer, whose low bits are 0.
+constexpr uintptr_t kStackRefTagBits = 3;
+constexpr intptr_t kApiFrameCheck = 1;  // the C API walk's frames: their code objects are pinned (GIL held)
 constexpr int kMaxDepth = 4096;
 constexpr int64_t kMaxString = 4096, kMaxTable = int64_t{64} << 20;
 
@@ -161,14 +178,15 @@ WalkResult walk_frames(const Layout &L, const PythonStacks::Api &A, uintptr_t ts
       if (traced) lasti = kPyLineFlag | line;
     } else {
       const auto owner = static_cast<char>(load_at<uint8_t>(f, L.f_owner));
-      if (L.minor >= 12 && owner == kOwnedByCStack) {
+      if (L.minor >= 12 && owner >= kFirstNonCodeOwner) {
         f = next;
         continue;
       }
-      code = load_at<uintptr_t>(f, L.f_code);
+      const auto executable = load_at<uintptr_t>(f, L.f_code);
+      code = executable & ~kStackRefTagBits;
       if (code == 0) return WalkResult::BadLayout;
-      if (type_of(code) != A.code_type) {  // 3.13: None in entry frames (owner 3, skipped above); else unknown
-        f = next;
+      if ((executable & kStackRefTagBits) == kStackRefTagBits || type_of(code) != A.code_type) {
+        f = next;  // 3.13: None in entry frames (owner 3, skipped above); else not a code object
         continue;
       }
       const auto instr = static_cast<intptr_t>(load_at<uintptr_t>(f, L.f_instr));
@@ -180,7 +198,8 @@ WalkResult walk_frames(const Layout &L, const PythonStacks::Api &A, uintptr_t ts
       lasti = units < 0 ? -1 : units * 2;
       if (const auto fo = load_at<uintptr_t>(f, L.f_frame_obj); fo != 0) {
         if (type_of(fo) != A.frame_type) return WalkResult::BadLayout;
-        if (const int line = load_at<int>(fo, kFrameObjectLineno); line != 0) lasti = kPyLineFlag | line;
+        // PyFrame_GetLineNumber: a positive f_lineno is the line (0: none set; 3.13+: -1, not computed yet).
+        if (const int line = load_at<int>(fo, kFrameObjectLineno); line > 0) lasti = kPyLineFlag | line;
       }
     }
     out[(*n)++] = {code, lasti, fingerprint(L, code)};
@@ -445,19 +464,225 @@ int python_version(void *handle) {
   return (major << 8) | minor;
 }
 
-// 3.13 publishes its own offsets at the start of _PyRuntime (_Py_DebugOffsets, reference §10): the table above
-// must agree with them.
-bool debug_offsets_agree(void *handle, const Layout &L) {
+// ---- _Py_DebugOffsets (reference §10): CPython 3.13+ says where its structures keep each field -------------------
+//
+// The struct sits at the start of _PyRuntime: the cookie "xdebugpy", PY_VERSION_HEX, whether the build is
+// free-threaded, then one group per structure, each {sizeof, offsets of fields...}, every member a uint64_t. The
+// groups differ between minor versions (3.14 added fields inside and after the thread state's), so the reader knows
+// the shape of each minor's table; the offsets themselves are read from the running interpreter, not written here.
+using U64 = uint64_t;
+struct RuntimeGroup {
+  U64 size, finalizing, interpreters_head;
+};
+struct ThreadGroup {
+  U64 size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
+};
+struct ObjectGroup {
+  U64 size, ob_type;
+};
+struct TypeGroup {
+  U64 size, tp_name, tp_repr, tp_flags;
+};
+struct SequenceGroup {
+  U64 size, ob_item, ob_size;
+};
+struct BytesGroup {
+  U64 size, ob_size, ob_sval;
+};
+struct UnicodeGroup {
+  U64 size, state, length, asciiobject_size;
+};
+struct DictGroup {
+  U64 size, ma_keys, ma_values;
+};
+struct FloatGroup {
+  U64 size, ob_fval;
+};
+struct LongGroup {
+  U64 size, lv_tag, ob_digit;
+};
+struct GcGroup {
+  U64 size, collecting;
+};
+
+// Include/internal/pycore_runtime.h of 3.13.
+struct DebugOffsets313 {
+  char cookie[8];
+  U64 version, free_threaded;
+  RuntimeGroup runtime_state;
+  struct {
+    U64 size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil, gil_runtime_state,
+        gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
+  } interpreter_state;
+  ThreadGroup thread_state;
+  struct {
+    U64 size, previous, executable, instr_ptr, localsplus, owner;
+  } interpreter_frame;
+  struct {
+    U64 size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames, localspluskinds,
+        co_code_adaptive;
+  } code_object;
+  ObjectGroup pyobject;
+  TypeGroup type_object;
+  SequenceGroup tuple_object, list_object;
+  DictGroup dict_object;
+  FloatGroup float_object;
+  LongGroup long_object;
+  BytesGroup bytes_object;
+  UnicodeGroup unicode_object;
+  GcGroup gc;
+};
+static_assert(sizeof(DebugOffsets313) == 584);  // reference §10.3
+
+// Include/internal/pycore_debug_offsets.h of 3.14.
+struct DebugOffsets314 {
+  char cookie[8];
+  U64 version, free_threaded;
+  RuntimeGroup runtime_state;
+  struct {
+    U64 size, id, next, threads_head, threads_main, gc, imports_modules, sysdict, builtins, ceval_gil,
+        gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder,
+        code_object_generation, tlbc_generation;
+  } interpreter_state;
+  ThreadGroup thread_state;
+  struct {
+    U64 size, previous, executable, instr_ptr, localsplus, owner, stackpointer, tlbc_index;
+  } interpreter_frame;
+  struct {
+    U64 size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames, localspluskinds,
+        co_code_adaptive, co_tlbc;
+  } code_object;
+  ObjectGroup pyobject;
+  TypeGroup type_object;
+  SequenceGroup tuple_object, list_object;
+  struct {
+    U64 size, used, table, mask;
+  } set_object;
+  DictGroup dict_object;
+  FloatGroup float_object;
+  LongGroup long_object;
+  BytesGroup bytes_object;
+  UnicodeGroup unicode_object;
+  GcGroup gc;
+  struct {
+    U64 size, gi_name, gi_iframe, gi_frame_state;
+  } gen_object;
+  struct {
+    U64 next, prev;
+  } llist_node;
+  struct {
+    U64 eval_breaker, remote_debugger_support, remote_debugging_enabled, debugger_pending_call, debugger_script_path,
+        debugger_script_path_size;
+  } debugger_support;
+};
+static_assert(sizeof(DebugOffsets314) == 760);
+
+constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
+
+// The layout a table describes, or nullopt with *why when it says something the walk cannot use. The table's own
+// claims are checked (each offset inside its structure, the structures' sizes plausible), as are the few facts the
+// walk takes as given on 64-bit CPython: ob_type at 8, a bytes object's size at 16 and data at 32, a str's length at
+// 16 and state at 32. Two fields the table does not give are derived from neighbours, unchanged from 3.11 to 3.14 in
+// non-free-threaded builds: PyCodeObject._co_firsttraceable (an int, then co_extra, right before co_code_adaptive)
+// and _PyInterpreterFrame.frame_obj (the pointer right before instr_ptr). The C API cross-check, where the GIL is
+// held, then checks the whole walk.
+template <class D>
+std::optional<Layout> layout_from(const D &d, int minor, std::string *why) {
+  const auto &ts = d.thread_state;
+  const auto &fr = d.interpreter_frame;
+  const auto &co = d.code_object;
+  const auto &un = d.unicode_object;
+  auto inside = [](U64 off, U64 size, U64 width) { return off + width <= size; };
+  auto plausible = [](U64 size) { return size >= 16 && size <= (U64{1} << 20); };
+  if (d.free_threaded != 0) {
+    *why = "a free-threaded build";
+  } else if (!plausible(ts.size) || !plausible(fr.size) || !plausible(co.size) || !plausible(un.size)) {
+    *why = "a structure size out of range";
+  } else if (!inside(ts.current_frame, ts.size, 8) || !inside(ts.thread_id, ts.size, 8) ||
+             !inside(fr.previous, fr.size, 8) || !inside(fr.executable, fr.size, 8) ||
+             !inside(fr.instr_ptr, fr.size, 8) || fr.instr_ptr < 8 || !inside(fr.owner, fr.size, 1) ||
+             !inside(co.filename, co.size, 8) || !inside(co.name, co.size, 8) || !inside(co.qualname, co.size, 8) ||
+             !inside(co.linetable, co.size, 8) || !inside(co.firstlineno, co.size, 4) || co.co_code_adaptive < 32 ||
+             co.co_code_adaptive > co.size || !inside(un.state, un.size, 4) || !inside(un.length, un.size, 8) ||
+             un.asciiobject_size > un.size) {
+    *why = "an offset outside its structure";
+  } else if (d.pyobject.size != 16 || d.pyobject.ob_type != kObType || d.bytes_object.ob_size != kVarSize ||
+             d.bytes_object.ob_sval != kBytesData || un.length != kStrLength || un.state != kStrState) {
+    *why = "object headers of another shape";
+  } else {
+    return Layout{.minor = minor,
+                  .ts_head = ts.current_frame,
+                  .cframe_current = -1,
+                  .ts_thread_id = ts.thread_id,
+                  .frame_objects = false,
+                  .f_code = fr.executable,
+                  .f_back = fr.previous,
+                  .f_lasti = 0,  // the PyFrameObject chain's (3.8-3.10)
+                  .f_trace = 0,
+                  .f_lineno = 0,
+                  .lasti_scale = 0,
+                  .f_instr = fr.instr_ptr,
+                  .f_owner = fr.owner,
+                  .f_frame_obj = fr.instr_ptr - 8,
+                  .co_firstlineno = co.firstlineno,
+                  .co_filename = co.filename,
+                  .co_name = co.name,
+                  .co_qualname = co.qualname,
+                  .co_table = co.linetable,
+                  .co_firsttraceable = co.co_code_adaptive - 16,
+                  .co_adaptive = co.co_code_adaptive,
+                  .str_ascii_data = un.asciiobject_size,
+                  .str_compact_data = un.asciiobject_size + 16};  // PyCompactUnicodeObject: utf8_length, utf8
+  }
+  return std::nullopt;
+}
+
+// What the interpreter's _PyRuntime says of itself.
+struct DebugOffsetsRead {
+  enum { Absent, OtherVersion, Unreadable, Ok } verdict = Absent;
+  int table_version = 0;  // 0xMMmm the table names
+  std::string why;        // Unreadable
+  Layout layout{};        // Ok
+};
+
+DebugOffsetsRead read_debug_offsets(void *handle, int version) {
+  DebugOffsetsRead r;
   const auto rt = reinterpret_cast<uintptr_t>(real_dlsym(handle, "_PyRuntime"));
-  if (rt == 0 || std::memcmp(reinterpret_cast<const void *>(rt), "xdebugpy", 8) != 0) return false;
-  if ((load_at<uint64_t>(rt, 8) >> 16) != 0x030D || load_at<uint64_t>(rt, 16) != 0) return false;  // not free-threaded
-  auto at = [rt](size_t off) { return load_at<uint64_t>(rt, off); };
-  return at(152 + 32) == L.ts_head && at(152 + 40) == L.ts_thread_id && at(224 + 8) == L.f_back &&
-         at(224 + 16) == L.f_code && at(224 + 24) == L.f_instr && at(224 + 40) == L.f_owner &&
-         at(272 + 8) == L.co_filename && at(272 + 16) == L.co_name && at(272 + 24) == L.co_qualname &&
-         at(272 + 32) == L.co_table && at(272 + 40) == L.co_firstlineno && at(272 + 72) == L.co_adaptive &&
-         at(352 + 8) == kObType && at(512 + 16) == kBytesData && at(536 + 8) == kStrState &&
-         at(536 + 16) == kStrLength && at(536 + 24) == L.str_ascii_data;
+  if (rt == 0 || std::memcmp(reinterpret_cast<const void *>(rt), kDebugCookie, sizeof kDebugCookie) != 0) return r;
+  const auto hex = load_at<uint64_t>(rt, 8);  // PY_VERSION_HEX: the cookie and version are where every minor has them
+  r.table_version = static_cast<int>((hex >> 16) & 0xFFFF);
+  if (r.table_version != version) {
+    r.verdict = DebugOffsetsRead::OtherVersion;
+    return r;
+  }
+  // Final releases only: the table changed shape before 3.13.0 (3.13.0rc2) and may have during any pre-release.
+  const bool final_release = (hex & 0xFFFFu) >= 0x00F0u;
+  std::optional<Layout> L;
+  if (!final_release) {
+    r.why = "a pre-release";
+  } else if (version == 0x030D) {
+    L = layout_from(load_at<DebugOffsets313>(rt, 0), 13, &r.why);
+  } else if (version == 0x030E) {
+    L = layout_from(load_at<DebugOffsets314>(rt, 0), 14, &r.why);
+  } else {
+    r.why = "a _Py_DebugOffsets of a shape this shim does not know (it reads 3.13's and 3.14's)";
+  }
+  r.verdict = L ? DebugOffsetsRead::Ok : DebugOffsetsRead::Unreadable;
+  if (L) r.layout = *L;
+  return r;
+}
+
+// A str attribute of an object through the C API (GIL held): the C API walk's strings.
+bool attr_string(const PythonStacks::Api &a, void *obj, const char *name, std::string *out) {
+  out->clear();
+  void *v = a.Object_GetAttrString(obj, name);
+  if (v == nullptr) return false;
+  ptrdiff_t n = 0;
+  const char *s = a.Unicode_AsUTF8AndSize(v, &n);
+  const bool ok = s != nullptr && n >= 0;
+  if (ok) out->assign(s, static_cast<size_t>(std::min<ptrdiff_t>(n, kMaxString)));
+  a.DecRef(v);
+  return ok;
 }
 
 }  // namespace
@@ -519,25 +744,59 @@ const PythonStacks::Api *PythonStacks::bind() noexcept {
   lookup(handle, "Py_DecRef", api->DecRef);
   lookup(handle, "PyErr_Fetch", api->Err_Fetch);
   lookup(handle, "PyErr_Restore", api->Err_Restore);
+  lookup(handle, "PyObject_GetAttrString", api->Object_GetAttrString);
+  lookup(handle, "PyUnicode_AsUTF8AndSize", api->Unicode_AsUTF8AndSize);
   if (!lookup(handle, "PyThreadState_GetUnchecked", api->ThreadState_UncheckedGet))
     lookup(handle, "_PyThreadState_UncheckedGet", api->ThreadState_UncheckedGet);
   if (!lookup(handle, "Py_IsFinalizing", api->IsFinalizing)) lookup(handle, "_Py_IsFinalizing", api->IsFinalizing);
   interpreter_addr_.store(reinterpret_cast<uintptr_t>(api->GILState_GetThisThreadState), std::memory_order_release);
 
   const int version = python_version(handle);
-  for (const Layout &L : kLayouts)
-    if (version == (0x0300 | L.minor)) layout_ = &L;
-  if (layout_ != nullptr && layout_->minor == 13 && !debug_offsets_agree(handle, *layout_)) {
-    log_warn(
-        "Python frames: CPython 3.13's _Py_DebugOffsets differ from the layout known (a free-threaded or "
-        "changed build): kernels get no Python frames");
-    layout_ = nullptr;
-  } else if (layout_ == nullptr) {
-    log_warn("Python frames: CPython %d.%d is not supported (3.8 to 3.13 are): kernels get no Python frames",
-             version >> 8, version & 0xFF);
+  const int major = version >> 8, minor = version & 0xFF;
+  // Why the layout is unknown, when it is: frames then come from the C API where the GIL is held.
+  std::string unknown;
+  if (version >= 0x030D) {  // 3.13 on: the layout the interpreter publishes (reference §10)
+    const DebugOffsetsRead d = read_debug_offsets(handle, version);
+    if (d.verdict == DebugOffsetsRead::OtherVersion) {
+      // The runtime contradicts itself: the symbols found may not be this interpreter's own. Nothing is trusted,
+      // the C API included.
+      log_warn(
+          "Python frames: the runtime says CPython %d.%d (Py_Version) but its _Py_DebugOffsets say %d.%d: "
+          "kernels get no Python frames",
+          major, minor, d.table_version >> 8, d.table_version & 0xFF);
+      api_.store(api, std::memory_order_release);
+      return api;
+    }
+    if (d.verdict == DebugOffsetsRead::Ok) {
+      layout_ = new (std::nothrow) Layout(d.layout);  // kept for the life of the process, as the Api
+      if (layout_ == nullptr) unknown = "out of memory";
+    } else {
+      unknown = d.verdict == DebugOffsetsRead::Absent ? "no _Py_DebugOffsets at the start of _PyRuntime" : d.why;
+    }
+  } else {
+    for (const Layout &L : kLayouts)
+      if (version == (0x0300 | L.minor)) layout_ = &L;
+    if (layout_ == nullptr)
+      unknown = "not a version with a known layout (3.8 to 3.12 here, 3.13 on from _Py_DebugOffsets)";
   }
-  if (layout_ != nullptr && !raw_refused_.load(std::memory_order_acquire))
-    raw_.store(layout_, std::memory_order_release);
+  if (layout_ == nullptr) {
+    api_fallback_capable_ = api->frame_api();
+    if (api_fallback_capable_) {
+      log_warn(
+          "Python frames: CPython %d.%d's frame layout cannot be read (%s): Python frames only where the GIL is "
+          "held (C API)",
+          major, minor, unknown.c_str());
+    } else {
+      log_warn(
+          "Python frames: CPython %d.%d's frame layout cannot be read (%s) and its C API lacks the frame "
+          "functions: kernels get no Python frames",
+          major, minor, unknown.c_str());
+    }
+  }
+  if (!raw_refused_.load(std::memory_order_acquire)) {
+    if (layout_ != nullptr) raw_.store(layout_, std::memory_order_release);
+    api_walk_.store(api_fallback_capable_, std::memory_order_release);
+  }
   api_.store(api, std::memory_order_release);
   return api;
 }
@@ -549,6 +808,7 @@ int PythonStacks::layout_minor() const noexcept {
 
 void PythonStacks::refuse(const char *why) noexcept {
   raw_.store(nullptr, std::memory_order_release);
+  api_walk_.store(false, std::memory_order_release);
   if (!raw_refused_.exchange(true)) log_warn("Python frames: %s; kernels get no Python frames from now on", why);
 }
 
@@ -556,17 +816,43 @@ int PythonStacks::walk(PyFrameRef *out, int max) noexcept {
   const Api *a = bind();
   if (a == nullptr || max <= 0) return 0;
   const RawLayout *L = raw_.load(std::memory_order_acquire);
-  if (L == nullptr || a->IsInitialized() == 0) return 0;
+  const bool api_walk = L == nullptr && api_walk_.load(std::memory_order_acquire);
+  if ((L == nullptr && !api_walk) || a->IsInitialized() == 0) return 0;
   if (a->IsFinalizing != nullptr && a->IsFinalizing() != 0) return 0;
   // This thread's own state, GIL held or not (never the "current" one: with the GIL released that can be another
   // thread's, reference §2).
   const auto ts = reinterpret_cast<uintptr_t>(a->GILState_GetThisThreadState());
   if (ts == 0) return 0;
+  if (api_walk)
+    return holds_gil(a, reinterpret_cast<void *>(ts)) ? walk_api(a, reinterpret_cast<void *>(ts), out, max) : 0;
   int n = 0;
   if (walk_frames(*L, *a, ts, out, max, &n) == WalkResult::BadLayout) {
     refuse("the interpreter's frames do not have the layout expected");
     return 0;
   }
+  return n;
+}
+
+// GIL held, layout unknown: the frames as the C API gives them (PyThreadState_GetFrame, PyFrame_GetBack), each with
+// its line (PyFrame_GetLineNumber) in place of an instruction offset. Their code objects are pinned by resolve().
+int PythonStacks::walk_api(const Api *a, void *ts, PyFrameRef *out, int max) noexcept {
+  ErrorGuard keep(a);  // creating frame objects (3.11+) can fail with MemoryError: never leave it to the host
+  int n = 0;
+  void *f = a->ThreadState_GetFrame(ts);
+  for (int depth = 0; f != nullptr && n < max && depth < kMaxDepth; ++depth) {
+    void *code = a->Frame_GetCode(f);
+    const int line = a->Frame_GetLineNumber(f);
+    // The frame keeps its code alive while it executes, which it does until the hook returns.
+    if (code != nullptr) {
+      out[n++] = {reinterpret_cast<uintptr_t>(code), kPyLineFlag | static_cast<intptr_t>(static_cast<uint32_t>(line)),
+                  static_cast<uintptr_t>(kApiFrameCheck)};
+      a->DecRef(code);
+    }
+    void *back = a->Frame_GetBack(f);
+    a->DecRef(f);
+    f = back;
+  }
+  if (f != nullptr) a->DecRef(f);
   return n;
 }
 
@@ -607,6 +893,7 @@ bool PythonStacks::agrees_with_c_api(const Api *a, void *ts, const PyFrameRef *f
 void PythonStacks::allow_raw_walk(bool allow) noexcept {
   raw_refused_.store(!allow, std::memory_order_release);
   raw_.store(allow ? layout_ : nullptr, std::memory_order_release);
+  api_walk_.store(allow && api_fallback_capable_, std::memory_order_release);
 }
 
 uint32_t PythonStacks::code_index(const PyFrameRef &f, bool pin) {
@@ -623,11 +910,18 @@ uint32_t PythonStacks::code_index(const PyFrameRef &f, bool pin) {
       return it->second;
     }
   }
-  const RawLayout &L = *layout_;
   CodeInfo ci;
-  if (!read_str(L, *a, load_at<uintptr_t>(f.code, L.co_filename), &ci.filename)) ci.filename = "?";
-  if (!read_str(L, *a, load_at<uintptr_t>(f.code, L.co_qualname != 0 ? L.co_qualname : L.co_name), &ci.qualname))
-    ci.qualname = "?";
+  if (const RawLayout *L = layout_) {
+    if (!read_str(*L, *a, load_at<uintptr_t>(f.code, L->co_filename), &ci.filename)) ci.filename = "?";
+    if (!read_str(*L, *a, load_at<uintptr_t>(f.code, L->co_qualname != 0 ? L->co_qualname : L->co_name), &ci.qualname))
+      ci.qualname = "?";
+  } else {  // the C API walk: the GIL is held
+    ErrorGuard keep(a);
+    void *code = reinterpret_cast<void *>(f.code);
+    if (!attr_string(*a, code, "co_filename", &ci.filename)) ci.filename = "?";
+    if (!attr_string(*a, code, "co_qualname", &ci.qualname) && !attr_string(*a, code, "co_name", &ci.qualname))
+      ci.qualname = "?";
+  }
   ci.hidden = is_hidden_python_file(ci.filename) || is_hidden_python_function(ci.qualname);
   if (!ci.filename.empty() && ci.filename[0] == '/') {
     ci.source_path = ci.filename;
@@ -653,13 +947,15 @@ uint32_t PythonStacks::code_index(const PyFrameRef &f, bool pin) {
 bool PythonStacks::resolve(const PyFrameRef *frames, int n, uint32_t *ids) noexcept {
   const Api *a = api_.load(std::memory_order_acquire);
   const RawLayout *L = raw_.load(std::memory_order_acquire);
-  if (a == nullptr || L == nullptr || a->IsInitialized() == 0) return false;
+  const bool api_walk = L == nullptr && api_walk_.load(std::memory_order_acquire);
+  if (a == nullptr || (L == nullptr && !api_walk) || a->IsInitialized() == 0) return false;
   try {
     void *ts = a->GILState_GetThisThreadState();
     const bool gil = ts != nullptr && holds_gil(a, ts);
+    if (api_walk && !gil) return false;  // the C API's frames are only read, and pinned, with the GIL
     // GIL held, first sight of this stack: check the walk against the C API once more (its cost is small next to
     // resolving). A difference turns the walk off for good and this stack keeps no Python frames.
-    if (gil && n > 0 && !agrees_with_c_api(a, ts, frames, n)) {
+    if (!api_walk && gil && n > 0 && !agrees_with_c_api(a, ts, frames, n)) {
       refuse("the direct frame walk disagreed with the C API");
       return false;
     }
@@ -680,8 +976,9 @@ bool PythonStacks::resolve(const PyFrameRef *frames, int n, uint32_t *ids) noexc
       }
       const uint32_t ci = code_index(frames[i], pin);
       // The code object is alive (its frame executes): decode its line table now.
-      const int line = (key.lasti & kPyLineFlag) != 0 ? static_cast<int>(key.lasti & ~kPyLineFlag)
-                                                      : decode_line(*L, *a, key.code, key.lasti);
+      const int line = (key.lasti & kPyLineFlag) != 0 ? static_cast<int>(static_cast<uint32_t>(key.lasti))
+                       : L != nullptr                 ? decode_line(*L, *a, key.code, key.lasti)
+                                                      : -1;
       std::lock_guard<std::mutex> lock(mu_);
       auto [it, inserted] = frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
       if (inserted) {

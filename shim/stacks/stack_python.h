@@ -8,9 +8,14 @@
 //   its frames and their code objects cannot change or go away; other threads may run Python meanwhile. Real
 //   hosts release the GIL around native calls (torch's bindings, ctypes.CDLL). The GIL is never taken, no Python
 //   runs and CPython's allocator is never used on this path.
-// - The layout is chosen at run time from the version (Py_Version, else Py_GetVersion()): CPython 3.8 to 3.13,
-//   64-bit. Every pointer followed is type-checked (frame, code, str, bytes objects); on 3.13 the table is
-//   cross-checked against _Py_DebugOffsets. Any other version or a failed check: no Python frames, one warning.
+// - The layout is chosen at run time from the version (Py_Version, else Py_GetVersion()), 64-bit: a table per
+//   minor version for CPython 3.8 to 3.12; from 3.13 on, the offsets the interpreter publishes itself in
+//   _Py_DebugOffsets at the start of _PyRuntime (cookie, version, not free-threaded, every offset inside its
+//   structure; the table's shape is known for 3.13 and 3.14). Every pointer followed is type-checked (frame, code,
+//   str, bytes objects). A layout that cannot be read (another version, a free-threaded build, a table of an unknown
+//   shape): frames from the C API where the GIL is held (PyThreadState_GetFrame, PyFrame_GetBack,
+//   PyFrame_GetLineNumber, the code object's co_filename and co_qualname), none where it is released, one warning.
+//   A runtime whose _Py_DebugOffsets name another version than Py_Version: no Python frames at all, one warning.
 // - A frame is captured as (code object, instruction byte offset, fingerprint of the code object). Code objects
 //   are not pinned when the GIL is released (a reference count cannot be touched without it), so a freed code
 //   object's address can come back as another one: the fingerprint (its filename, name, qualname and line table
@@ -19,7 +24,7 @@
 // - File, qualified name (co_qualname, co_name before 3.11) and line (the version's line table decoded here) are
 //   resolved natively once per distinct (code, offset, fingerprint), so the OpName is the same GIL or not. Where
 //   the GIL is held, each stack seen for the first time is also compared with the C API's frames (3.9+); the
-//   first difference turns the direct walk off for good (then: no Python frames).
+//   first difference turns the direct walk off for good (then: no Python frames, the C API walk included).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -87,7 +92,8 @@ class PythonStacks {
   static PythonStacks &global();  // created on first use, never destroyed
 
   // The calling thread's Python frames, innermost first (at most `max`); 0 when there is no initialized Python
-  // runtime, the thread has no Python state or the layout is unknown. Never throws, never takes the GIL.
+  // runtime, the thread has no Python state, or the layout is unknown and the thread does not hold the GIL. Never
+  // throws, never takes the GIL.
   int walk(PyFrameRef *out, int max) noexcept;
   // Frame ids for frames that walk() just returned on this thread: call it in the same native call, before
   // control goes back to Python (the frames still execute, so their code objects are alive). Resolves frames seen
@@ -103,12 +109,12 @@ class PythonStacks {
   uintptr_t interpreter_address() const { return interpreter_addr_.load(std::memory_order_acquire); }
   // A libpython was loaded: look for a Python runtime again if none was found so far.
   void refresh() noexcept;
-  // Whether walk() can read frames (a known layout, not refused) and, for tests, a way to turn it off (then no
-  // Python frames) or on again.
+  // Whether walk() can read frames without the GIL (a known layout, not refused) and, for tests, a way to turn the
+  // walk off (then no Python frames, the C API walk included) or on again.
   bool raw_walk_active() const noexcept { return raw_.load(std::memory_order_acquire) != nullptr; }
   void allow_raw_walk(bool allow) noexcept;
 
-  // The CPython minor version whose layout walk() uses (8..13), 0 when none.
+  // The CPython minor version whose layout walk() uses (8..14), 0 when none.
   int layout_minor() const noexcept;
 
   struct Api;
@@ -119,6 +125,7 @@ class PythonStacks {
   const Api *bind() noexcept;
   void refuse(const char *why) noexcept;
   bool holds_gil(const Api *a, void *ts) const noexcept;
+  int walk_api(const Api *a, void *ts, PyFrameRef *out, int max) noexcept;
   bool agrees_with_c_api(const Api *a, void *ts, const PyFrameRef *frames, int n) noexcept;
   uint32_t code_index(const PyFrameRef &f, bool pin);  // strings of a code object, resolved once
 
@@ -143,6 +150,8 @@ class PythonStacks {
   std::atomic<const RawLayout *> raw_{nullptr};  // the layout walk() uses; null: no Python frames
   const RawLayout *layout_ = nullptr;            // this interpreter's layout, if known
   std::atomic<bool> raw_refused_{false};         // a check failed, or a test said no
+  bool api_fallback_capable_ = false;            // layout unknown, C API complete: frames where the GIL is held
+  std::atomic<bool> api_walk_{false};            // walk() reads the C API (capable, not refused)
   std::atomic<bool> absent_{false};              // no Python runtime in the process (until refresh())
   std::atomic<int (*)()> is_initialized_{nullptr};
   std::mutex bind_mu_;

@@ -344,6 +344,13 @@ def _cat(a, d):
     return [np.concatenate(tensors, axis=dim)]
 
 
+@ref("ForeachMulScalarList")
+def _foreach_mul_scalar_list(a, d):
+    """One output, a tensor list: x[i] * scalars[i] (a bool scalar as 0/1)."""
+    tensors, scalars = a
+    return [[x * float(s) for x, s in zip(tensors, scalars)]]
+
+
 @ref("Embedding")
 def _embedding(a, d):
     weight, indices = a

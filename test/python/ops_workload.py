@@ -21,6 +21,33 @@ from tiny_npu.tensor import Tensor  # noqa: E402
 F32 = tiny_npu.float32
 
 
+def foreach_mul_scalar_list(xs, scalars, outs):
+    """aclnnForeachMulScalarList, out[i] = xs[i] * scalars[i], with a scalar list of Python scalars as torch_npu
+    passes them (int64, double, bool). tiny_npu binds no aclScalarList op: the handles are made here with its own
+    helpers, and the kernel goes through its launch queue as every op does."""
+    import ctypes
+    import types
+    from tiny_npu import acl
+    from tiny_npu import runtime
+    rt = runtime.current()
+    n = rt.libs.nnopbase
+    n.aclCreateScalarList.argtypes, n.aclCreateScalarList.restype = [ctypes.c_void_p, ctypes.c_uint64], ctypes.c_void_p
+    op = acl.AclnnOp(rt.libs, "ForeachMulScalarList", "TTT")
+
+    def tensor_list(ts):
+        hs = [ops._create_tensor(rt, x) for x in ts]
+        return n.aclCreateTensorList((ctypes.c_void_p * len(hs))(*hs), len(hs))
+
+    values = [ops._scalar_value(v) for v in scalars]
+    members = [n.aclCreateScalar(ctypes.byref(v), dt) for v, dt in values]
+    sl = n.aclCreateScalarList((ctypes.c_void_p * len(members))(*members), len(members))
+    xl, ol = tensor_list(xs), tensor_list(outs)
+    ws, ex = op.prepare(xl, sl, ol)
+    releases = [(rt.destroy_fn["tensor_list"], xl), (rt.destroy_fn["tensor_list"], ol),
+                (ops._addr(n.aclDestroyScalarList), sl)]  # each list destroys its members
+    ops._launch(rt, types.SimpleNamespace(name=op.name, phase2=op.phase2_address()), ws, ex, releases)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
@@ -85,6 +112,7 @@ def main():
         # Data movement.
         ops.cast(x, F32 if dt != F32 else tiny_npu.bfloat16)
         ops.cat([x, offset[1:3], strided], 0)
+        foreach_mul_scalar_list([x, strided, x3], [2, 0.5, True], [t((4, 6), dt), t((4, 6), dt), t((2, 3, 6), dt)])
         ops.permute(x3, (2, 0, 1))
         dst = t((4, 6), dt)
         ops.inplace_copy(dst, row)  # broadcast source

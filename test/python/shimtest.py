@@ -430,9 +430,17 @@ def check_recomputation(dump):
                     problems.append(f"{f.path}: {name}: output {i} is {'absent' if out is None else 'present'}, "
                                     f"the reference says otherwise")
                 continue
-            msg = npu_refs.compare(f.load(out), want, out["dtype"])
-            if msg:
-                problems.append(f"step{f.step}/{os.path.basename(f.path)}: {name} output {i} ({out['dtype']}): {msg}")
+            # A tensor list output (aclTensorList out): one reference array per member.
+            members = list(zip(want, out)) if isinstance(out, list) else [(want, out)]
+            if isinstance(out, list) != isinstance(want, list) or (isinstance(out, list) and len(want) != len(out)):
+                problems.append(f"{f.path}: {name}: output {i} and the reference's differ in form or length")
+                continue
+            for j, (w, o) in enumerate(members):
+                where = f"{i}.{j}" if isinstance(out, list) else f"{i}"
+                msg = npu_refs.compare(f.load(o), w, o["dtype"])
+                if msg:
+                    problems.append(f"step{f.step}/{os.path.basename(f.path)}: {name} output {where} ({o['dtype']}): "
+                                    f"{msg}")
         checked[op] += 1
     return problems, checked
 

@@ -8,6 +8,7 @@
 
 #include "format/dump_json.h"
 #include "format/format.h"
+#include "format/io.h"
 #include "format/lz4.h"
 #include "format/naming.h"
 #include "format/npy.h"

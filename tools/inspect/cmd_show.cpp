@@ -1,4 +1,5 @@
 // show DIR KERNEL: one kernel entry, readable.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -73,9 +74,15 @@ struct Printer {
       return;
     }
     if (auto seq = v.is_array() && !v.empty() ? read_value_arg(v) : std::nullopt) {
-      // A sequence of scalar leaves (an int array...) on one line, as the old single-leaf form printed.
-      std::printf("%s%-4s %s %s\n", pad.c_str(), slot.c_str(), (seq->type + "[]").c_str(),
-                  to_json_text(Json(seq->values)).c_str());
+      // A sequence of scalar leaves (an int array...) on one line, as the old single-leaf form printed; one whose
+      // members differ in type (an aclScalarList may mix them) names each: "[int, float, bool] [2, 0.25, true]".
+      std::string type = seq->type + "[]";
+      if (std::any_of(seq->types.begin(), seq->types.end(), [&](const std::string &t) { return t != seq->type; })) {
+        type = "[";
+        for (size_t i = 0; i < seq->types.size(); ++i) type += (i ? ", " : "") + seq->types[i];
+        type += "]";
+      }
+      std::printf("%s%-4s %s %s\n", pad.c_str(), slot.c_str(), type.c_str(), to_json_text(Json(seq->values)).c_str());
       return;
     }
     if (v.is_array()) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "format/dump_json.h"
 #include "format/format.h"
 #include "tools/inspect/replay.h"
 #include "tools/reader/tensor_data.h"
@@ -33,22 +34,6 @@ int64_t as_int(const Json &e) {
   return e.is_number_unsigned() ? static_cast<int64_t>(e.get<uint64_t>()) : e.get<int64_t>();
 }
 
-Arg sequence_arg(const std::vector<Json> &xs, const std::string &slot) {
-  Arg a;
-  const bool bools = std::all_of(xs.begin(), xs.end(), [](const Json &e) { return e.is_boolean(); });
-  const bool ints = std::all_of(xs.begin(), xs.end(), [](const Json &e) { return e.is_number_integer(); });
-  if (bools && !xs.empty()) {
-    a.kind = Kind::BoolList;
-    for (const Json &e : xs) a.bools.push_back(e.get<bool>());
-  } else if (ints) {
-    a.kind = Kind::IntList;
-    for (const Json &e : xs) a.ints.push_back(as_int(e));
-  } else {
-    throw RefError("input." + slot + ": an array value the references do not use");
-  }
-  return a;
-}
-
 Arg scalar_arg(const Json &x, const std::string &slot) {
   Arg a;
   if (x.is_boolean()) {
@@ -69,6 +54,36 @@ Arg scalar_arg(const Json &x, const std::string &slot) {
     a.text = x.get<std::string>();
   } else {
     throw RefError("input." + slot + ": a value the references do not use");
+  }
+  return a;
+}
+
+// A member of a sequence, as its leaf's type says (an aclScalarList's members each have theirs): a "float" leaf is a
+// float even when its value is integral.
+Arg member_arg(const Json &x, const std::string &type, const std::string &slot) {
+  Arg a = scalar_arg(x, slot);
+  if (type == format::value_type::kFloat && a.kind == Kind::Int) a.kind = Kind::Float;
+  return a;
+}
+
+// A sequence: all ints or all bools read as an int or bool array (aclIntArray, aclBoolArray, or a scalar list of
+// one kind), any other list of numbers as a scalar list; every member also in `scalars`.
+Arg sequence_arg(const ValueArgRead &read, const std::string &slot) {
+  Arg a;
+  for (size_t i = 0; i < read.values.size(); ++i)
+    a.scalars.push_back(
+        member_arg(read.values[i], i < read.types.size() ? read.types[i] : read.type, slot + "." + std::to_string(i)));
+  auto all = [&](auto pred) { return std::all_of(a.scalars.begin(), a.scalars.end(), pred); };
+  if (all([](const Arg &s) { return s.kind == Kind::Bool; }) && !a.scalars.empty()) {
+    a.kind = Kind::BoolList;
+    for (const Arg &s : a.scalars) a.bools.push_back(s.b);
+  } else if (all([](const Arg &s) { return s.kind == Kind::Int; })) {
+    a.kind = Kind::IntList;
+    for (const Arg &s : a.scalars) a.ints.push_back(s.i);
+  } else if (all([](const Arg &s) { return s.kind == Kind::Int || s.kind == Kind::Float || s.kind == Kind::Bool; })) {
+    a.kind = Kind::ScalarList;
+  } else {
+    throw RefError("input." + slot + ": an array value the references do not use");
   }
   return a;
 }
@@ -103,7 +118,7 @@ Arg make_arg(const Folder &f, const Json &v, const std::string &slot,
   }
   const std::optional<ValueArgRead> read = read_value_arg(v);
   if (!read) throw RefError("input." + slot + ": a non-tensor argument without a value");
-  return read->is_list ? sequence_arg(read->values, slot) : scalar_arg(read->values.front(), slot);
+  return read->is_list ? sequence_arg(*read, slot) : scalar_arg(read->values.front(), slot);
 }
 
 }  // namespace msprobe::tools::replay

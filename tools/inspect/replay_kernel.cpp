@@ -48,11 +48,13 @@ std::string one_line(std::string s) {
 
 namespace {
 
-// A kernel's dumped tensors: inputs by slot, outputs by output index (nested lists are not outputs of aclnn kernels).
+// A kernel's dumped tensors: inputs by slot; outputs in `output` order, the members of a tensor list output (an
+// aclTensorList out, "output.0.1") in place of the list.
 struct KernelTensors {
   std::vector<TensorInfo> all;
   std::unordered_map<std::string, const TensorInfo *> inputs;  // into `all`
   std::vector<const TensorInfo *> outputs;                     // null where output i is not a tensor
+  std::vector<std::string> output_slots;                       // "0", "1", or "0.1" for a list member
 };
 
 const Json *array_member(const Json &entry, std::string_view key) {
@@ -65,18 +67,26 @@ KernelTensors kernel_tensors(const Folder &f, const EntryRead &k) {
   kt.all = entry_tensors(k.entry, f.header);
   for (const TensorInfo &t : kt.all)
     if (t.io == format::IoKind::Input) kt.inputs.emplace(t.slot, &t);
-  const Json *out_json = array_member(k.entry, format::json_key::kOutput);
-  kt.outputs.assign(out_json ? out_json->size() : 0, nullptr);
+  if (const Json *out_json = array_member(k.entry, format::json_key::kOutput))
+    for (size_t i = 0; i < out_json->size(); ++i) {
+      const Json &o = (*out_json)[i];
+      if (!o.is_array() || o.empty()) {
+        kt.output_slots.push_back(std::to_string(i));
+        continue;
+      }
+      for (size_t m = 0; m < o.size(); ++m) kt.output_slots.push_back(std::to_string(i) + "." + std::to_string(m));
+    }
+  kt.outputs.assign(kt.output_slots.size(), nullptr);
   for (const TensorInfo &t : kt.all)
     if (t.io == format::IoKind::Output)
       for (size_t i = 0; i < kt.outputs.size(); ++i)
-        if (t.slot == std::to_string(i)) kt.outputs[i] = &t;
+        if (t.slot == kt.output_slots[i]) kt.outputs[i] = &t;
   return kt;
 }
 
-OutputRow output_row(size_t i, const TensorInfo &t) {
+OutputRow output_row(const TensorInfo &t) {
   OutputRow row;
-  row.slot = std::to_string(i);
+  row.slot = t.slot;
   row.device_dtype = t.dtype_text;
   row.shape = shape_text(t.shape);
   row.bench_dtype = "N/A";
@@ -90,7 +100,7 @@ KernelResult skipped(const KernelTensors &kt, const std::string &why) {
   r.message = one_line(why);
   for (size_t i = 0; i < kt.outputs.size(); ++i) {
     if (!kt.outputs[i]) continue;
-    OutputRow row = output_row(i, *kt.outputs[i]);
+    OutputRow row = output_row(*kt.outputs[i]);
     row.m.message = r.message;
     r.rows.push_back(std::move(row));
   }
@@ -120,10 +130,10 @@ Outputs run_reference(const RefEntry &ref, const Folder &f, const EntryRead &k, 
   return ref.fn(call);
 }
 
-// Output i of the kernel against the reference's value for it; *compared says whether it could be judged.
-OutputRow judge_output(const Folder &f, size_t i, const TensorInfo &t, std::optional<Tensor> &want, const RefEntry &ref,
+// Output `t` of the kernel against the reference's value for it; *compared says whether it could be judged.
+OutputRow judge_output(const Folder &f, const TensorInfo &t, std::optional<Tensor> &want, const RefEntry &ref,
                        const PrecheckThresholds &th, bool *compared) {
-  OutputRow row = output_row(i, t);
+  OutputRow row = output_row(t);
   *compared = false;
   if (!want) {
     row.m.message = "The reference computes nothing for this output.";
@@ -200,7 +210,7 @@ KernelResult replay_kernel(const Folder &f, const EntryRead &k, const Context &c
   for (size_t i = 0; i < kt.outputs.size(); ++i) {
     if (!kt.outputs[i]) continue;
     bool compared = false;
-    OutputRow row = judge_output(f, i, *kt.outputs[i], want[i], *ref, ctx.th, &compared);
+    OutputRow row = judge_output(f, *kt.outputs[i], want[i], *ref, ctx.th, &compared);
     if (compared) r.status = worse(r.status, row.status);  // the worst output decides
     any_compared |= compared;
     r.rows.push_back(std::move(row));

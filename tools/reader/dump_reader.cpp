@@ -430,7 +430,8 @@ std::optional<ValueArgRead> read_value_arg(const Json &v) {
     for (const Json &e : v) {
       const Json *value = scalar_leaf_value(e);
       if (value == nullptr) return std::nullopt;
-      if (r.values.empty()) r.type = string_member(e, ck::kType).value_or("");
+      r.types.push_back(string_member(e, ck::kType).value_or(""));
+      if (r.values.empty()) r.type = r.types.back();
       r.values.push_back(*value);
     }
     return r;
@@ -450,6 +451,7 @@ std::optional<ValueArgRead> read_value_arg(const Json &v) {
   } else {
     return std::nullopt;
   }
+  r.types.assign(r.values.size(), r.type);
   return r;
 }
 

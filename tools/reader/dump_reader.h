@@ -92,6 +92,9 @@ struct ValueArgRead {
   std::string type;          // the leaf's type; for a list of leaves, the first leaf's ("int")
   bool is_list = false;      // a sequence (either form)
   std::vector<Json> values;  // the scalar values: one for a scalar leaf, the elements of a sequence
+  // Each value's own type: its leaf's "type" (an aclScalarList's members may differ: "int", "float", "bool"); in
+  // the old form and for a scalar leaf, `type` for every value.
+  std::vector<std::string> types;
 };
 // nullopt for null, a tensor, a non-object, or a list that holds anything but scalar leaves. An empty list reads as
 // an empty sequence with an empty type: on its own it cannot tell an empty int array from an empty tensor list.

@@ -12,6 +12,7 @@
 
 #include "format/dump_json.h"
 #include "format/format.h"
+#include "format/io.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/json_reader.h"
 

@@ -30,6 +30,7 @@ const char *kind_name(Arg::Kind k) {
     case Arg::Kind::Bool: return "a bool";
     case Arg::Kind::IntList: return "an int array";
     case Arg::Kind::BoolList: return "a bool array";
+    case Arg::Kind::ScalarList: return "a scalar list";
     case Arg::Kind::Text: return "a string";
   }
   return "?";
@@ -100,6 +101,16 @@ std::vector<bool> Call::bool_list(size_t i) const {
   if (i < args.size() && empty_list(args[i])) return {};
   if (i >= args.size() || args[i].kind != Arg::Kind::BoolList) throw wrong_kind(*this, i, "a bool array");
   return args[i].bools;
+}
+
+std::vector<double> Call::number_list(size_t i) const {
+  if (i < args.size() && empty_list(args[i])) return {};
+  const bool sequence = i < args.size() && (args[i].kind == Arg::Kind::IntList || args[i].kind == Arg::Kind::BoolList ||
+                                            args[i].kind == Arg::Kind::ScalarList);
+  if (!sequence) throw wrong_kind(*this, i, "a list of numbers");
+  std::vector<double> out;
+  for (const Arg &s : args[i].scalars) out.push_back(s.f);
+  return out;
 }
 
 // ---- Helpers --------------------------------------------------------------------------------------------------------

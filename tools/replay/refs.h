@@ -47,7 +47,9 @@ struct Tensor {
 
 // One recorded phase-1 argument.
 struct Arg {
-  enum class Kind { Absent, Tensor, TensorList, Int, Float, Bool, IntList, BoolList, Text };
+  // IntList / BoolList: a sequence of ints / bools only; ScalarList: any other sequence of numbers (floats, or an
+  // aclScalarList whose members mix int, float and bool).
+  enum class Kind { Absent, Tensor, TensorList, Int, Float, Bool, IntList, BoolList, ScalarList, Text };
   Kind kind = Kind::Absent;
   const Tensor *tensor = nullptr;
   std::vector<const Tensor *> tensors;
@@ -56,7 +58,8 @@ struct Arg {
   bool b = false;
   std::vector<int64_t> ints;
   std::vector<bool> bools;
-  std::string text;  // Text, and the dtype name of an aclDataType argument
+  std::vector<Arg> scalars;  // every sequence: its members as scalar arguments (Int, Float, Bool), in order
+  std::string text;          // Text, and the dtype name of an aclDataType argument
 };
 
 // What the dumped output slot holds (the reference may use it, e.g. Cast's target dtype).
@@ -84,10 +87,13 @@ struct Call {
   bool boolean(size_t i) const;     // Bool or Int
   std::vector<int64_t> int_list(size_t i) const;
   std::vector<bool> bool_list(size_t i) const;
+  // Any sequence of numbers (IntList, BoolList, ScalarList): each member's value as a number.
+  std::vector<double> number_list(size_t i) const;
   void expect_at_least(size_t n) const;
 };
 
-// The outputs in `output` order; nullopt where the kernel writes nothing (absent optional output, a mask bit off).
+// The outputs in `output` order, the members of a tensor list output each in its place ("output.0.1"); nullopt where
+// the kernel writes nothing (absent optional output, a mask bit off).
 using Outputs = std::vector<std::optional<Tensor>>;
 using RefFn = Outputs (*)(const Call &);
 

@@ -83,12 +83,25 @@ Outputs inplace_copy(const Call &c) {  // selfRef = src broadcast to selfRef's s
 }
 Outputs cast(const Call &c) { return {unary(c.tensor(0), identity)}; }  // rounded to the output dtype (table)
 
+Outputs foreach_mul_scalar_list(const Call &c) {  // out_i = x_i * scalars_i, one scalar per tensor of the list
+  c.expect_at_least(2);
+  const std::vector<const Tensor *> x = c.tensor_list(0);
+  const std::vector<double> scalars = c.number_list(1);
+  if (scalars.size() != x.size())
+    throw RefError("ForeachMulScalarList: " + std::to_string(x.size()) + " tensors but " +
+                   std::to_string(scalars.size()) + " scalars");
+  Outputs out;
+  for (size_t i = 0; i < x.size(); ++i) out.push_back(unary(*x[i], [k = scalars[i]](double v) { return v * k; }));
+  return out;
+}
+
 const RefEntry kRefs[] = {
     {"Add", add},
     {"Adds", add},
     {"Sub", sub},
     {"Mul", mul},
     {"Muls", mul},
+    {"ForeachMulScalarList", foreach_mul_scalar_list},
     {"Div", div},
     {"InplaceAdd", inplace_add},
     {"Relu", unary_op<relu>},

@@ -2,7 +2,9 @@
 
 msprobe-shim [options] -- COMMAND [ARGS...]
     Adds the packaged libmsprobe_shim.so to LD_PRELOAD (after what is already there), sets one MSPROBE_*
-    variable per option given, and then *replaces itself* with COMMAND (execvp): COMMAND runs with the same
+    variable per option given (the options are the shim's settings, read from the packaged library: one per
+    MSPROBE_* variable, each value checked by the shim's own rules), and then *replaces itself* with COMMAND
+    (execvp): COMMAND runs with the same
     process id, process group, terminal, working directory, open files and signal dispositions the launcher
     had. So every signal sent to the launcher (SIGINT, SIGTERM, Ctrl-C from the terminal, ...) reaches the
     program, exactly once, and the launcher's exit status is the program's, or it dies of the same signal:
@@ -22,32 +24,82 @@ LIBRARY = os.path.join(PACKAGE_DIR, "lib", "libmsprobe_shim.so")
 INSPECT = os.path.join(PACKAGE_DIR, "bin", "msprobe-inspect")
 PROG = "msprobe-shim"
 
-# (flag, variable, accepted keywords or None when the shim checks the value itself, help).
-# Keywords are case-insensitive, as in the shim (docs/configuration.md); the value is passed on as written.
-OPTIONS = [
-    ("--task", "MSPROBE_TASK", ["statistics", "tensor", "overflow_check", "structure"], "what to dump"),
-    ("--dump-path", "MSPROBE_DUMP_PATH", None, "output root (relative to the program's working directory)"),
-    ("--config", "MSPROBE_CONFIG", None, "an msprobe config.json; options given here override its fields"),
-    ("--step", "MSPROBE_STEP", None, "steps to dump: all, or numbers and ranges such as 0,2,4-6"),
-    ("--rank", "MSPROBE_RANK", None, "ranks to dump: all, or numbers and ranges such as 0,2,4-6"),
-    ("--list", "MSPROBE_LIST", None, "kernel items to dump (op types, names, name-regex(R)), comma-separated"),
-    ("--scope", "MSPROBE_SCOPE", None, "first,last: dump from the first item to the last in each step"),
-    ("--data-mode", "MSPROBE_DATA_MODE", ["all", "input", "output"], "which side of each kernel"),
-    ("--summary-mode", "MSPROBE_SUMMARY_MODE", ["statistics", "md5"], "md5 adds a CRC-32 of each tensor"),
-    ("--file-format", "MSPROBE_FILE_FORMAT", ["npy", "bin"], "tensor file format (tensor task)"),
-    ("--stack", "MSPROBE_STACK", ["off", "native", "python", "mixed"], "call stacks recorded in stack.json"),
-    ("--compress", "MSPROBE_COMPRESS", ["off", "lz4"], "compress tensor files"),
-    ("--buffer-mb", "MSPROBE_BUFFER_MB", None, "pinned host buffer, MiB"),
-    ("--overflow-nums", "MSPROBE_OVERFLOW_NUMS", None, "overflow_check: stop after N overflows (-1: never)"),
-    ("--step-marker", "MSPROBE_STEP_MARKER", None, "regular expression over op types that ends a step, or off"),
-    ("--precision", "MSPROBE_PRECISION", ["low", "high"], "statistics precision"),
-    ("--device-stats", "MSPROBE_DEVICE_STATS",
-     ["on", "off", "1", "0", "true", "false", "yes", "no"], "compute statistics on the device"),
-    ("--log-level", "MSPROBE_LOG_LEVEL", ["error", "warn", "info", "debug", "0", "1", "2", "3", "4"],
-     "the shim's messages on stderr"),
-    ("--enable", "MSPROBE_ENABLE", ["1", "0", "true", "false", "on", "off", "yes", "no"],
-     "0 loads the shim but passes every call through"),
-]
+# The options are the shim's settings, asked of the packaged library itself (msprobe_shim_settings, in
+# shim/hooks/settings.cpp): the variables of the table the shim's configuration reads, each with what it accepts,
+# in the table's order. --task for MSPROBE_TASK, --flight-kernels for MSPROBE_FLIGHT_KERNELS: a setting added to the
+# shim is an option here with no second edit. Each value is checked by the shim's own parser for that variable
+# (msprobe_shim_check_setting) and passed on as written.
+#
+# The library is asked in a child Python that preloads it (with MSPROBE_ENABLE=0: a pure pass-through): it uses
+# initial-exec TLS, as a preloaded library may, so dlopen (ctypes) cannot load it into a running process.
+PREFIX = "MSPROBE_"
+ASK = r"""
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])  # the preloaded library itself
+lib.msprobe_shim_settings.restype = ctypes.c_char_p
+check = lib.msprobe_shim_check_setting
+check.restype = ctypes.c_int
+check.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+verdicts = []
+for variable, value in json.loads(sys.argv[2]):
+    why = ctypes.create_string_buffer(512)
+    ok = check(variable.encode(), value.encode("utf-8", "surrogateescape"), why, len(why))
+    verdicts.append(None if ok == 1 else why.value.decode("utf-8", "replace"))
+sys.stdout.write(json.dumps({"settings": json.loads(lib.msprobe_shim_settings().decode("utf-8")),
+                             "verdicts": verdicts}))
+"""
+
+
+class SettingsError(Exception):
+    pass
+
+
+class Settings:
+    """The packaged library's settings table, [(flag, variable, accepted)], and its verdict on the values given."""
+
+    def __init__(self, candidates):
+        """candidates: [(variable, value)] to check (every --name VALUE of the command line, whatever the name)."""
+        import json
+        import subprocess
+        env = dict(os.environ)
+        env["MSPROBE_ENABLE"] = "0"
+        env["LD_PRELOAD"] = preload_value(env.get("LD_PRELOAD", ""))
+        try:
+            p = subprocess.run([sys.executable, "-I", "-S", "-c", ASK, LIBRARY, json.dumps(candidates)], env=env,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SettingsError(str(exc)) from exc
+        try:
+            answer = json.loads(p.stdout.decode("utf-8"))
+        except ValueError:
+            lines = p.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise SettingsError(lines[-1] if lines else f"exit status {p.returncode}") from None
+        self.options = [(flag_of(s["variable"]), s["variable"], s["accepted"]) for s in answer["settings"]]
+        self._verdicts = {tuple(c): v for c, v in zip(candidates, answer["verdicts"])}
+
+    def check(self, variable, value):
+        """None when the shim accepts `value` for `variable`, else its reason ("" when none beyond "not valid")."""
+        return self._verdicts.get((variable, value), "")
+
+
+def candidates(options):
+    """(MSPROBE_NAME, value) for each --name VALUE or --name=VALUE among the options."""
+    out = []
+    for i, arg in enumerate(options):
+        if not arg.startswith("--") or arg == "--":
+            continue
+        name, eq, value = arg[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(options):
+                continue
+            value = options[i + 1]
+        out.append((PREFIX + name.upper().replace("-", "_"), value))
+    return out
+
+
+def flag_of(variable):
+    """MSPROBE_FLIGHT_KERNELS -> --flight-kernels."""
+    return "--" + variable[len(PREFIX):].lower().replace("_", "-")
 
 
 def version():
@@ -65,23 +117,21 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def keyword(flag, accepted):
-    def check(value):
-        if value.strip().lower() not in accepted:
-            raise argparse.ArgumentTypeError(f"unknown value {value!r}; accepted: {', '.join(accepted)}")
-        return value
-    return check
-
-
-def not_empty(flag):
+def shim_value(settings, variable, accepted):
+    """An option's value as the shim reads its variable: refused here, with what the shim accepts, if not valid."""
     def check(value):
         if value == "":
             raise argparse.ArgumentTypeError("empty value (leave the option out to get the default)")
+        why = settings.check(variable, value)
+        if why == "":
+            raise argparse.ArgumentTypeError(f"unknown value {value!r}; accepted: {accepted}")
+        if why is not None:
+            raise argparse.ArgumentTypeError(f"invalid value {value!r} ({why}); accepted: {accepted}")
         return value
     return check
 
 
-def parser():
+def parser(settings):
     p = Parser(
         prog=PROG,
         usage=f"{PROG} [options] -- COMMAND [ARGS...]\n       {PROG} --print-preload",
@@ -93,12 +143,9 @@ def parser():
     p.add_argument("--print-preload", action="store_true",
                    help="print the path of the packaged libmsprobe_shim.so and exit")
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
-    for flag, var, accepted, text in OPTIONS:
-        if accepted:
-            p.add_argument(flag, dest=var, metavar="|".join(accepted) if len(accepted) <= 5 else "VALUE",
-                           type=keyword(flag, accepted), help=f"{text} ({var})")
-        else:
-            p.add_argument(flag, dest=var, metavar="VALUE", type=not_empty(flag), help=f"{text} ({var})")
+    for flag, var, accepted in settings.options:
+        p.add_argument(flag, dest=var, metavar="VALUE", type=shim_value(settings, var, accepted),
+                       help=f"{accepted} ({var})".replace("%", "%%"))
     return p
 
 
@@ -153,25 +200,27 @@ def main(argv=None):
         options, command = argv[:i], argv[i + 1:]
     else:
         options, command = argv, []
-    args = parser().parse_args(options)
+    status = check_library()
+    if status:
+        return status
+    try:
+        settings = Settings(candidates(options))
+    except SettingsError as exc:
+        return fail(f"cannot read the settings of the packaged library {LIBRARY} ({exc}); reinstall the msprobe_shim "
+                    f"wheel", 1)
+    args = parser(settings).parse_args(options)
     if args.print_preload:
         if command:
             return fail("--print-preload takes no command")
-        status = check_library()
-        if status:
-            return status
         print(LIBRARY)
         return 0
     if not command:
         return fail("no command: put it after '--', as in: msprobe-shim --task tensor -- python train.py")
-    config = getattr(args, "MSPROBE_CONFIG")
+    config = getattr(args, "MSPROBE_CONFIG", None)
     if config is not None and not os.path.isfile(config):
         return fail(f"--config: {config!r} is not a file")
-    status = check_library()
-    if status:
-        return status
     env = dict(os.environ)
-    for _, var, _, _ in OPTIONS:
+    for _, var, _ in settings.options:
         value = getattr(args, var)
         if value is not None:
             env[var] = value

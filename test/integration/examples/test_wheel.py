@@ -3,9 +3,15 @@ offline into a fresh venv, and the venv's msprobe-shim launcher runs examples/tr
 passes the exit status and SIGINT/SIGTERM through unchanged, and changes nothing of the environment but
 LD_PRELOAD (appended) and the MSPROBE_* variables of its options; msprobe-inspect from the venv reads the dump.
 
+The launcher's options are the shim's settings (issue 32): one per variable of the library's own settings table,
+in its order, each value checked by the shim's parser; compared here with the table as the library reports it and
+with docs/configuration.md, and the launcher runs every task the shim accepts (flight included) into a dump that
+msprobe-inspect verify accepts.
+
 When the built binaries cannot keep the manylinux_2_28 promise (DT_NEEDED, symbol versions), the manylinux test
 fails with build_wheel.sh's list of reasons, and the other tests run on a host-only linux_<arch> wheel of the same
 files (MSPROBE_WHEEL_TAG=linux), so that one failure does not hide the others."""
+import json
 import os
 import re
 import select
@@ -24,7 +30,6 @@ from shimtest import BUILD, SOURCE, TRAIN, check_files, check_statistics, clean_
 SCRIPT = os.path.join(SOURCE, "scripts", "build_wheel.sh")
 VERSION = open(os.path.join(SOURCE, "VERSION")).read().strip()
 ARCH = os.uname().machine
-PYTHON = "/usr/bin/python3"  # Debian's: python3-venv, numpy
 
 
 def elf_arch(path):
@@ -37,6 +42,9 @@ def elf_arch(path):
 if elf_arch(os.path.join(BUILD, "lib", "libmsprobe_shim.so")) != ARCH:
     pytest.skip(f"the build's libmsprobe_shim.so is not {ARCH}: the launcher runs need a Python of the build's "
                 f"architecture (MSPROBE_AARCH64_PYTHON=1)", allow_module_level=True)
+# The venv's interpreter: Debian's python3 (python3-venv, numpy) when it is of the build's architecture; else (the
+# aarch64 stage's long variant, under qemu) the arm64 python3.11 the tests run on, with Debian's arm64 venv module.
+PYTHON = "/usr/bin/python3" if elf_arch(os.path.realpath("/usr/bin/python3")) == ARCH else sys.executable
 
 
 class Built:
@@ -276,7 +284,13 @@ def test_signals_reach_the_program(venv, tmp_path, signame, mode):
 @pytest.mark.parametrize("args, message", [
     (["--task", "tensr", "--", "true"],
      "msprobe-shim: argument --task: unknown value 'tensr'; accepted: statistics, tensor, overflow_check, "
-     "structure (see msprobe-shim --help)"),
+     "structure, flight (see msprobe-shim --help)"),
+    (["--step", "3-x", "--", "true"],
+     "msprobe-shim: argument --step: invalid value '3-x' (item \"3-x\" is not a number or a range a-b of numbers); "
+     "accepted: all, or numbers and ranges in [0, 1000000] such as 0,2,4-6 (see msprobe-shim --help)"),
+    (["--flight-kernels", "0", "--", "true"],
+     "msprobe-shim: argument --flight-kernels: invalid value '0' (out of range); accepted: auto (as many as "
+     "MSPROBE_BUFFER_MB holds) or a whole number in [1, 1000000] (see msprobe-shim --help)"),
     (["--stack", "full", "--", "true"],
      "msprobe-shim: argument --stack: unknown value 'full'; accepted: off, native, python, mixed "
      "(see msprobe-shim --help)"),
@@ -311,3 +325,73 @@ def test_inspect_passes_status_through(venv, tmp_path):
         got = subprocess.run([str(venv / "msprobe-inspect"), *args], capture_output=True, text=True, timeout=60)
         assert want.returncode != 0
         assert (got.returncode, got.stdout) == (want.returncode, want.stdout), (got, want)
+
+
+# ---- the launcher's options are the shim's settings (issue 32) --------------------------------------------------------
+SETTINGS_PROBE = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); lib.msprobe_shim_settings.restype = "
+                  "ctypes.c_char_p; print(lib.msprobe_shim_settings().decode())")
+
+
+def shim_settings():
+    """[(variable, accepted)] as the build's library says, read with ctypes in a child (apart from the launcher)."""
+    lib = os.path.join(BUILD, "lib", "libmsprobe_shim.so")
+    # Preloaded (initial-exec TLS: dlopen cannot load it into a running process), as a pure pass-through.
+    env = sanitizer_preload.with_prefix(clean_env({"LD_PRELOAD": lib, "MSPROBE_ENABLE": "0"}))
+    p = subprocess.run([PYTHON, "-c", SETTINGS_PROBE, lib], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr
+    return [(s["variable"], s["accepted"]) for s in json.loads(p.stdout)]
+
+
+def documented_variables():
+    """The variables of docs/configuration.md's table (the users' reference)."""
+    text = open(os.path.join(SOURCE, "docs", "configuration.md"), encoding="utf-8").read()
+    return re.findall(r"^\| `(MSPROBE_[A-Z_]+)` \|", text, re.M)
+
+
+def test_launcher_options_are_the_shims_settings(venv, tmp_path):
+    settings = shim_settings()
+    variables = [v for v, _ in settings]
+    assert "MSPROBE_FLIGHT_KERNELS" in variables and "MSPROBE_FLIGHT_ON_EXIT" in variables, variables
+    assert sorted(variables) == sorted(documented_variables()), (variables, documented_variables())
+    r = launcher(venv, ["--help"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    flags = re.findall(r"^  (--[a-z-]+) VALUE", r.stdout, re.M)
+    helped = re.findall(r"\((MSPROBE_[A-Z_]+)\)", r.stdout)
+    # One option per variable, in the table's order, named after it.
+    assert helped == variables, (helped, variables)
+    assert flags == ["--" + v[len("MSPROBE_"):].lower().replace("_", "-") for v in variables], flags
+    # Each option's help says what the shim accepts, as the shim's own messages say it (argparse wraps lines, at
+    # hyphens too: compared without white space).
+    flat = "".join(r.stdout.split())
+    for v, accepted in settings:
+        assert "".join(accepted.split()) + f"({v})" in flat, (v, accepted)
+    # A setting's keywords are the shim's: MSPROBE_TASK's, flight included.
+    tasks = dict(settings)["MSPROBE_TASK"].split(", ")
+    assert "flight" in tasks, tasks
+
+
+@pytest.mark.parametrize("task", ["statistics", "tensor", "overflow_check", "structure", "flight"])
+def test_launcher_runs_every_task(venv, tmp_path, task):
+    """Every task the shim accepts (the list is checked against the shim's own just below), through the launcher,
+    into a dump that msprobe-inspect verify accepts."""
+    assert task in dict(shim_settings())["MSPROBE_TASK"].split(", ")
+    extra = {"overflow_check": ["--overflow-nums", "-1"], "flight": ["--flight-kernels", "4", "--flight-on-exit", "1"]}
+    train = ["--steps", "2"] + (["--overflow-at", "1"] if task in ("overflow_check", "flight") else [])
+    r = launcher(venv, ["--task", task, "--dump-path", "out", *extra.get(task, []), "--", sys.executable, TRAIN,
+                        *train], tmp_path / "run")
+    assert r.returncode == 0, f"launcher exited {r.returncode}\n{r.stdout}\n{r.stderr}"
+    assert "capture is disabled" not in r.stderr, r.stderr
+    dump = tmp_path / "run" / "out"
+    kernels = list(shimtest.Dump(str(dump)).kernels())
+    assert kernels, f"no kernel in {dump}\n{r.stderr}"
+    v = subprocess.run([str(venv / "msprobe-inspect"), "verify", str(dump)], capture_output=True, text=True,
+                       timeout=300)
+    assert v.returncode == 0, f"verify: {v.stdout}\n{v.stderr}"
+    s = subprocess.run([str(venv / "msprobe-inspect"), "summary", str(dump)], capture_output=True, text=True,
+                       timeout=120)
+    assert s.returncode == 0, s.stderr
+    if task == "flight":  # written as the tensor task writes, and listed as a flight record
+        assert re.search(r"^task\s+tensor\b", s.stdout, re.M) and re.search(r"^flight\s+a flight record", s.stdout,
+                                                                            re.M), s.stdout
+    else:
+        assert re.search(rf"^task\s+{task}\b", s.stdout, re.M), s.stdout

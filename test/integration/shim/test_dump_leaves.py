@@ -5,7 +5,8 @@ there makes its result table ragged and the whole compare aborts. Sequences (acl
 attributes...) must be written as msprobe writes them: a JSON list of scalar leaves. Checked here with Python's json
 (an independent reader) on dumps of train.py and acl_app under every task, the HCCL, rt and aclop paths included;
 then two train.py runs must still compare kernel by kernel with msprobe-inspect, and the old form (a leaf with a
-list value, in dumps already on disk) must still read the same in compare and replay.
+list value, in dumps already on disk) must still read the same in compare and replay. The members of an
+aclScalarList keep their own types (int, float, bool, mixed; issue 32), and replay rebuilds the call from them.
 """
 import csv
 import functools
@@ -16,6 +17,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import shimtest
@@ -245,3 +247,122 @@ def test_show_prints_a_sequence_on_one_line(dumps):
     assert is_sequence(seq), seq
     out = inspect("show", root, "LayerNorm#0", expect=0).stdout
     assert re.search(rf"^\s+1\s+int\[\] {re.escape(json.dumps([x['value'] for x in seq]))}$", out, re.M), out
+
+
+# ---- aclScalarList: each member with its own type (issue 32) -------------------------------------------------------
+# aclnnForeachMulScalarList (out[i] = x[i] * scalars[i]) launched with a list of each kind and a mixed one. Each
+# member is a leaf of its own type, as a lone aclScalar is written; replay rebuilds the call from those leaves.
+SCALAR_LISTS = {
+    "ints": [("int64", 3), ("int32", -2)],
+    "floats": [("float", 0.375), ("double", 0.1)],
+    "bools": [("bool", True), ("bool", False)],
+    "mixed": [("int64", 2), ("float", 0.25), ("bool", True)],
+}
+LEAF_TYPE = {"int64": "int", "int32": "int", "float": "float", "double": "float", "bool": "bool"}
+
+SCALAR_LIST_HOST = textwrap.dedent('''
+    import ctypes, json, sys
+    import numpy as np
+    from tiny_npu import acl
+    P, U64 = ctypes.c_void_p, ctypes.c_uint64
+    CTYPE = {"int64": (ctypes.c_int64, acl.INT64), "int32": (ctypes.c_int32, acl.INT32),
+             "float": (ctypes.c_float, acl.FLOAT), "double": (ctypes.c_double, acl.DOUBLE),
+             "bool": (ctypes.c_uint8, acl.BOOL)}
+    lists = json.loads(sys.argv[1])
+    libs = acl.Libraries()
+    a, n = libs.ascendcl, libs.nnopbase
+    n.aclCreateScalar.argtypes, n.aclCreateScalar.restype = [P, ctypes.c_int], P
+    n.aclCreateScalarList.argtypes, n.aclCreateScalarList.restype = [P, U64], P
+    n.aclCreateTensorList.argtypes, n.aclCreateTensorList.restype = [P, U64], P
+    assert a.aclInit(None) == 0 and a.aclrtSetDevice(0) == 0
+    stream = P()
+    assert a.aclrtCreateStream(ctypes.byref(stream)) == 0
+    op = acl.AclnnOp(libs, "ForeachMulScalarList", "TTT")
+    rng = np.random.default_rng(32)
+    keep, record = [], {}
+
+    def tensor(values):
+        v = np.ascontiguousarray(values, dtype=np.float32)
+        ptr = P()
+        assert a.aclrtMalloc(ctypes.byref(ptr), max(v.nbytes, 1), 0) == 0
+        assert a.aclrtMemcpy(ptr, v.nbytes, v.ctypes.data, v.nbytes, acl.MEMCPY_H2D) == 0
+        nd = v.ndim
+        dims = (ctypes.c_int64 * nd)(*v.shape)
+        strides = (ctypes.c_int64 * nd)(*[s // 4 for s in v.strides])
+        h = n.aclCreateTensor(dims, nd, acl.FLOAT, strides, 0, acl.FORMAT_ND, dims, nd, ptr)
+        assert h
+        keep.append((ptr, h))
+        return ptr, h
+
+    def read(ptr, shape):
+        out = np.empty(shape, np.float32)
+        assert a.aclrtMemcpy(out.ctypes.data, out.nbytes, ptr, out.nbytes, acl.MEMCPY_D2H) == 0
+        return out
+
+    for name, members in lists.items():
+        xs = [rng.uniform(-2, 2, (2, 3 + i)).astype(np.float32) for i in range(len(members))]
+        xh = [tensor(x) for x in xs]
+        oh = [tensor(np.zeros_like(x)) for x in xs]
+        scalars = []
+        for kind, value in members:
+            ctype, dtype = CTYPE[kind]
+            buf = ctype(value)
+            keep.append(buf)
+            scalars.append(n.aclCreateScalar(ctypes.byref(buf), dtype))
+        sl = n.aclCreateScalarList((P * len(scalars))(*scalars), len(scalars))
+        xl = n.aclCreateTensorList((P * len(xh))(*[h for _, h in xh]), len(xh))
+        ol = n.aclCreateTensorList((P * len(oh))(*[h for _, h in oh]), len(oh))
+        ws, ex = op.prepare(xl, sl, ol)
+        w = P()
+        if ws:
+            assert a.aclrtMalloc(ctypes.byref(w), ws, 0) == 0
+        assert op.phase2(w, ws, ex, stream) == 0
+        assert a.aclrtSynchronizeStream(stream) == 0
+        record[name] = {"x": [x.tolist() for x in xs], "out": [read(p, x.shape).tolist() for (p, _), x in zip(oh, xs)]}
+    print(json.dumps(record))
+''')
+
+
+def test_scalar_list_members_keep_their_types_and_replay_reads_them(tmp_path):
+    host = tmp_path / "scalar_lists.py"
+    host.write_text(SCALAR_LIST_HOST)
+    r = run([shimtest.PYTHON, str(host), json.dumps(SCALAR_LISTS)], tmp_path / "w",
+            env={"MSPROBE_TASK": "tensor"}).check()
+    record = json.loads(r.stdout.strip().splitlines()[-1])
+    docs = check_dump(r.dump.root)
+    entries = sorted(((n, e) for d in docs for n, e in d["data"].items()
+                      if shimtest.op_type(n) == "ForeachMulScalarList"), key=lambda kv: kv[1]["launch"]["index"])
+    assert len(entries) == len(SCALAR_LISTS), [n for n, _ in entries]
+    for (name, entry), (kind, members) in zip(entries, SCALAR_LISTS.items()):
+        x, scalars = entry["input_args"]
+        # Each member as a lone aclScalar of its dtype is written: int / float / bool with its exact value.
+        want = [{"type": LEAF_TYPE[k], "value": float(np.float32(v)) if k == "float" else v} for k, v in members]
+        assert scalars == want, (kind, scalars, want)
+        assert all(type(s["value"]) is type(w["value"]) for s, w in zip(scalars, want)), (kind, scalars)
+        assert len(x) == len(members) and len(entry["output"]) == 1 and len(entry["output"][0]) == len(members)
+        # The kernel's results, independently: x[i] * scalars[i] in numpy, rounded to float32 once.
+        for i, (k, v) in enumerate(members):
+            xi = np.array(record[kind]["x"][i], np.float32)
+            np.testing.assert_array_equal(np.array(record[kind]["out"][i], np.float32),
+                                          (xi.astype(np.float64) * float(v)).astype(np.float32))
+    # replay rebuilds each call from the dumped leaves and passes every kernel (a wrong type or value would make a
+    # reference unusable, a skip, or a different product, an error).
+    out = tmp_path / "replay"
+    rep = inspect("replay", r.dump.root, "--out", out, expect=0)
+    (path,) = out.glob("accuracy_checking_result_*.csv")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [x for x in csv.DictReader(f) if shimtest.op_type(x["API name"]) == "ForeachMulScalarList"]
+    assert [x["API name"] for x in rows] == [n for n, _ in entries]
+    assert all(x["Forward Test Success"] == "pass" for x in rows), rows
+    (path,) = out.glob("accuracy_checking_details_*.csv")
+    with open(path, newline="", encoding="utf-8") as f:
+        details = [x["API Name"] for x in csv.DictReader(f)]
+    for (name, _), members in zip(entries, SCALAR_LISTS.values()):
+        assert [d for d in details if d.startswith(name + ".")] == \
+            [f"{name}.output.0.{i}" for i in range(len(members))], details
+    assert " 0 skipped" in rep.stdout, rep.stdout
+    # show names each member's type when they differ.
+    shown = inspect("show", r.dump.root, "ForeachMulScalarList#3", expect=0).stdout
+    assert re.search(r"^\s+1\s+\[int, float, bool\] \[2, 0\.25, true\]$", shown, re.M), shown
+    shown = inspect("show", r.dump.root, "ForeachMulScalarList#0", expect=0).stdout
+    assert re.search(r"^\s+1\s+int\[\] \[3, -2\]$", shown, re.M), shown

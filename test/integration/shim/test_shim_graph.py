@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -229,6 +230,21 @@ def test_host_with_its_own_callback_gets_every_chunk_too(tmp_path):
     # Without the shim the program's callback gets nothing: nobody turned the dump on.
     plain = graph_app(tmp_path / "p", "--runs", "2", "--own-callback", shim=False)
     assert "own callback: 0 files in 0 chunks" in plain.stdout, plain.stdout
+
+
+def test_a_program_callback_that_never_returns_does_not_hang_the_program(tmp_path):
+    """The shim feeds the program's own dump callback (above); one that never returns holds CANN's record thread, so
+    the shim's drain (aclmdlFinalizeDump at aclrtResetDevice) would wait for ever. It waits a bounded time, says so
+    once, and the program ends as it does without the shim (whose callback is then never called)."""
+    plain = graph_app(tmp_path / "p", "--runs", "2", "--stuck-callback", shim=False)
+    started = time.monotonic()
+    r = run([GRAPH_APP, "--runs", "2", "--stuck-callback"], tmp_path / "a", timeout=120,
+            env={"MSPROBE_TASK": "tensor", "SHIM_TEST_DRAIN_TIMEOUT_MS": "1500"}).check()
+    elapsed = time.monotonic() - started
+    assert r.stdout == plain.stdout
+    warnings = [line for line in r.stderr.splitlines() if "did not finish delivering the dump" in line]
+    assert len(warnings) == 1 and "within 1.5 s" in warnings[0], r.stderr
+    assert elapsed < 60, elapsed  # the bound, not the callback, ended the wait
 
 
 # What each damage planted by the stand-in (FAKE_CANN_DUMP_FAULT, fake_cann/README.md) makes the shim say.

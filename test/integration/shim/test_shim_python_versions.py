@@ -5,8 +5,15 @@ a generator, an asyncio coroutine and a second thread while another thread spins
 phase 1, on the call's own line, traceback.extract_stack() and the frames' qualified names. Each kernel's Python
 frames in stack.json must be exactly those (file, line, qualname; co_name before 3.11), innermost first, with the
 GIL released (ctypes.CDLL) and held (ctypes.PyDLL), and the kernel names (scopes) must be the same both ways.
-Interpreters that are absent are skipped, and the skip says which. A faked CPython 3.14 (a preloaded Py_Version)
-must give the same dump without Python frames, with one warning, and never crash or hang.
+Interpreters that are absent are skipped, and the skip says which. A faked CPython 3.14 (a preloaded Py_Version
+over 3.13, whose _Py_DebugOffsets then name another version) must give the same dump without Python frames, with
+one warning, and never crash or hang.
+
+From 3.13 on the layout comes from the interpreter's own _Py_DebugOffsets (issue 32): CPython 3.14 (a build from
+CPython's source, if one is installed under /var/cache/msprobe-shim/cpython-3.14 or by pyenv) must give the same
+frames as 3.8-3.13 without a layout of its own in the shim. A layout the shim cannot read (here: the interpreter's
+table marked free-threaded by the host before the first launch) gives the C API's frames where the GIL is held,
+exactly traceback.extract_stack()'s, none where it is released, and one warning.
 """
 import glob
 import json
@@ -22,6 +29,9 @@ from test_shim_stacks import load_stacks, python_frames, stack_of, by_launch
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOST = os.path.join(HERE, "python_versions", "ctypes_host.py")
 WANTED = ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"]
+# CPython 3.14: no layout of its own in the shim (read from its _Py_DebugOffsets). Not in pyenv here: a build from
+# CPython's source installed outside the repository, when there is one.
+CPYTHON_314 = ["/var/cache/msprobe-shim/cpython-3.14/bin/python3.14", "/root/.pyenv/versions/3.14.*/bin/python3.14"]
 
 
 def elf_machine(path):
@@ -43,6 +53,8 @@ def interpreters():
     for minor in WANTED:
         found = sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python{minor}"))
         out.append((f"pyenv-{minor}", usable(found[-1]) if found else None))
+    found = sorted(p for pattern in CPYTHON_314 for p in glob.glob(pattern))
+    out.append(("cpython-3.14", usable(found[0]) if found else None))
     debian = usable("/usr/bin/python3") or usable(sys.executable)
     out.append(("debian-python3", debian))
     return out
@@ -78,7 +90,8 @@ def kernels(r):
 @pytest.mark.parametrize("label,python", INTERPRETERS, ids=[k for k, _ in INTERPRETERS])
 def test_frames_match_the_interpreters_own(tmp_path, label, python):
     if python is None:
-        pytest.skip(f"{label}: no such interpreter on this machine (or not of the shim's architecture)")
+        where = f" (looked for {' and '.join(CPYTHON_314)})" if label == "cpython-3.14" else ""
+        pytest.skip(f"{label}: no such interpreter on this machine{where} (or not of the shim's architecture)")
     names = {}
     for kind in ("CDLL", "PyDLL"):
         r, rec = run_host(tmp_path, python, kind)
@@ -130,3 +143,43 @@ def test_unsupported_version_gives_no_python_frames_and_one_warning(tmp_path):
         b = [e for f in faked.dump.folders() for _, e in by_launch(f)]
         strip = lambda e: json.dumps(shimtest.entry_without_time(e), sort_keys=True)
         assert [strip(e) for e in a] == [strip(e) for e in b]
+
+
+# The host marks its interpreter's _Py_DebugOffsets free-threaded before its first launch: a table the shim does not
+# read. CPython itself never reads the table (it is there for debuggers and profilers), so the run is unchanged.
+SPOIL_TABLE = r'''
+import ctypes, runpy, sys
+rt = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
+assert ctypes.string_at(rt, 8) == b"xdebugpy", ctypes.string_at(rt, 8)
+ctypes.c_uint64.from_address(rt + 16).value = 1  # _Py_DebugOffsets.free_threaded
+host = sys.argv.pop(1)
+sys.argv[0] = host
+runpy.run_path(host, run_name="__main__")
+'''
+
+
+@pytest.mark.parametrize("label,python", [(k, p) for k, p in INTERPRETERS if k in ("pyenv-3.13", "cpython-3.14")],
+                         ids=["pyenv-3.13", "cpython-3.14"])
+def test_unreadable_layout_gives_the_c_apis_frames_with_the_gil(tmp_path, label, python):
+    if python is None:
+        pytest.skip(f"{label}: no such interpreter on this machine (or not of the shim's architecture)")
+    wrapper = tmp_path / "spoil_table.py"
+    wrapper.write_text(SPOIL_TABLE)
+    for kind in ("CDLL", "PyDLL"):
+        work = tmp_path / kind
+        rec = work / "records.json"
+        r = shimtest.run([python, str(wrapper), HOST, kind, str(rec)], work,
+                         env={"MSPROBE_STACK": "python", "MSPROBE_TASK": "statistics"}, timeout=300).check()
+        with open(rec) as f:
+            launches = json.load(f)["launches"]
+        got = kernels(r)
+        assert len(got) == len(launches) == 8, (label, kind, len(got), len(launches))
+        warnings = [l for l in r.stderr.splitlines() if "Python frames" in l]
+        assert len(warnings) == 1 and "free-threaded" in warnings[0] and "C API" in warnings[0], r.stderr
+        for i, ((name, frames), want) in enumerate(zip(got, launches)):
+            if kind == "CDLL":  # the GIL released: the C API cannot be used, and nothing else is trusted
+                assert frames == [] and name.split(".")[1] == "Default", (label, i, name, frames)
+                continue
+            assert [(f, l) for f, l, _ in frames] == [(w[0], w[1]) for w in want], (label, i, frames, want)
+            assert [q for _, _, q in frames] == [w[3] for w in want], (label, i, frames, want)
+            assert name.split(".")[1] != "Default", (label, name)

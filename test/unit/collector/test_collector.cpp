@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collector/collector.h"
+#include "collector/msprobe_writer.h"
 #include "format/half.h"
 #include "format/lz4.h"
 #include "format/npy.h"
@@ -103,16 +104,23 @@ std::vector<std::string> keys_in_order(const fs::path &json_file, const char *me
   return out;
 }
 
+// A collector with msprobe's writer and every kernel written (the statistics and tensor tasks' retention).
+mc::CollectorParts writer_only(mc::MsprobeWriterOptions o, unsigned threads = 0) {
+  mc::CollectorParts p;
+  p.writer = mc::msprobe_writer(std::move(o));
+  p.writer_threads = threads;
+  return p;
+}
+
 TEST(Collector, WriterThreadsAppendInSubmissionOrder) {
   const fs::path dir = fresh_dir("order");
   constexpr int kKernels = 64;
-  mc::CollectorOptions o;
+  mc::MsprobeWriterOptions o;
   o.dump_path = dir;
-  o.writer_threads = 4;
   Gate gate;
   std::vector<std::vector<float>> data(kKernels);
   {
-    mc::Collector c(o);
+    mc::Collector c(writer_only(std::move(o), 4));
     for (int i = 0; i < kKernels; ++i) {
       mc::KernelCapture k;
       k.name = "Op" + std::to_string(i % 3) + ".Default." + std::to_string(i / 3);
@@ -163,12 +171,12 @@ TEST(Collector, Lz4FilesDecompressToTheUncompressedFiles) {
 
   auto run = [&](mc::Compression z) {
     const fs::path dir = fresh_dir(z == mc::Compression::Lz4 ? "lz4" : "plain");
-    mc::CollectorOptions o;
+    mc::MsprobeWriterOptions o;
     o.dump_path = dir;
-    o.task = mc::Task::Tensor;
+    o.dump_task = mc::Task::Tensor;
     o.save_tensors = true;
     o.compress = z;
-    mc::Collector c(o);
+    mc::Collector c(writer_only(std::move(o)));
     mc::KernelCapture k;
     k.name = "Mix.Default.0.forward";
     k.inputs = mc::CapturedList{mc::CapturedArg{tensor(DType::F32, {600, 500}, block_of(f32))},

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collector/collector.h"
+#include "collector/msprobe_writer.h"
 #include "format/naming.h"
 #include "format/npy.h"
 
@@ -83,15 +84,22 @@ float value_of(int t, int i) { return static_cast<float>(t * 1000 + i); }
 
 }  // namespace
 
+// A collector with msprobe's writer and every kernel written (the statistics and tensor tasks' retention).
+CollectorParts writer_only(MsprobeWriterOptions o, unsigned threads = 0) {
+  CollectorParts p;
+  p.writer = msprobe_writer(std::move(o));
+  p.writer_threads = threads;
+  return p;
+}
+
 TEST(CollectorConcurrency, ManyProducersFlushersAndLateCompletions) {
   constexpr int kThreads = 6, kPerThread = 60;
   const fs::path root = fresh_dir("producers");
-  CollectorOptions o;
+  MsprobeWriterOptions o;
   o.dump_path = root;
-  o.task = Task::Tensor;
+  o.dump_task = Task::Tensor;
   o.save_tensors = true;
-  o.writer_threads = 3;
-  Collector c(o);
+  Collector c(writer_only(std::move(o), 3));
 
   std::mutex submit_mutex;  // makes launch_index the submission order, which dump.json must follow
   uint64_t next_index = 0;
@@ -193,9 +201,9 @@ TEST(CollectorConcurrency, ManyProducersFlushersAndLateCompletions) {
 
 TEST(CollectorConcurrency, SubmitsRacingCloseAreCountedNotLost) {
   const fs::path root = fresh_dir("close");
-  CollectorOptions o;
+  MsprobeWriterOptions o;
   o.dump_path = root;
-  auto c = std::make_unique<Collector>(o);
+  auto c = std::make_unique<Collector>(writer_only(std::move(o)));
   std::atomic<uint64_t> submitted{0};
   std::vector<std::thread> producers;
   for (int t = 0; t < 4; ++t) {

@@ -209,6 +209,14 @@ class Device:
         self.others.append((self.n.aclDestroyBoolArray, h))
         return Handle(h)
 
+    def scalar_list(self, scalars):
+        arr = (ctypes.c_void_p * len(scalars))(*[s.handle for s in scalars])
+        self.n.aclCreateScalarList.argtypes, self.n.aclCreateScalarList.restype = [ctypes.c_void_p, ctypes.c_uint64], \
+            ctypes.c_void_p
+        h = self.n.aclCreateScalarList(arr, len(scalars))
+        self.others.append((self.n.aclDestroyScalarList, h))
+        return Handle(h)
+
     def tensor_list(self, tensors):
         arr = (ctypes.c_void_p * len(tensors))(*[t.handle for t in tensors])
         h = self.n.aclCreateTensorList(arr, len(tensors))
@@ -662,6 +670,27 @@ def test_cat(dev, dtype, dim):
     bad = dev.tensor_list([dev.tensor(np.zeros((2, 1, 3)), dtype), dev.tensor(np.zeros((3, 1, 3)), dtype)])
     assert dev.phase1("Cat", bad, 1, dev.empty((2, 2, 3), dtype)) == INVALID
     assert dev.phase1("Cat", dev.tensor_list(ts[:1]), 3, dev.empty((2, 1, 3), dtype)) == INVALID
+
+
+@pytest.mark.parametrize("dtype", [FLOAT, FLOAT16, BF16, INT32], ids=ident)
+def test_foreach_mul_scalar_list(dev, dtype):
+    """out[i] = x[i] * scalars[i]; scalars of any numeric dtype, a bool one included, taken as their value."""
+    xs = [rng.integers(-20, 20, s) if dtype == INT32 else rand(s) for s in ((2, 3), (4,), (1, 2, 2))]
+    scalars = [(3, INT64), (0.375, FLOAT), (True, BOOL)]
+    tx = [dev.tensor(x, dtype, lay) for x, lay in zip(xs, ["contig", "strided", "offset"])]
+    outs = [dev.empty(x.shape, dtype, "transposed") for x in xs]
+    sl = dev.scalar_list([dev.scalar(v, t) for v, t in scalars])
+    dev.run("ForeachMulScalarList", dev.tensor_list(tx), sl, dev.tensor_list(outs))
+    for t, o, (v, _) in zip(tx, outs, scalars):
+        want = t.host.astype(np.float64) * float(v)
+        if dtype == INT32:
+            np.testing.assert_array_equal(o.read(), np.trunc(want))
+        else:
+            np.testing.assert_array_equal(o.read(), as_dtype(want, dtype))
+    two = dev.scalar_list([dev.scalar(1.0), dev.scalar(2.0)])
+    assert dev.phase1("ForeachMulScalarList", dev.tensor_list(tx), two, dev.tensor_list(outs)) == INVALID
+    wrong = dev.tensor_list([dev.empty((2, 3), dtype), dev.empty((5,), dtype), dev.empty((1, 2, 2), dtype)])
+    assert dev.phase1("ForeachMulScalarList", dev.tensor_list(tx), sl, wrong) == INVALID
 
 
 @pytest.mark.parametrize("dims", [[2, 0, 1], [-1, -3, -2], [0, 1, 2]])

@@ -27,8 +27,11 @@
 #include <string>
 #include <vector>
 
+#include "collector/dump_files.h"
+#include "collector/journal.h"
 #include "format/half.h"
 #include "format/dump_json.h"
+#include "format/io.h"
 #include "format/naming.h"
 #include "format/npy.h"
 #include "format/stats.h"
@@ -182,11 +185,11 @@ int cmd_csvsafe() {
 }
 
 int cmd_create(const fs::path &dir, const std::string &hex_name) {
-  auto f = mc::create_dump_file(dir, unhex(hex_name));
+  auto f = msprobe::collector::create_dump_file(dir, unhex(hex_name));
   const std::string payload = "payload";
   if (::write(f.fd, payload.data(), payload.size()) != static_cast<ssize_t>(payload.size())) return 1;
   ::close(f.fd);
-  if (f.renamed()) mc::append_mapping_row(dir, f.mapping_row);
+  if (f.renamed()) msprobe::collector::append_mapping_row(dir, f.mapping_row);
   std::cout << f.file_name << "\n" << f.mapping_row << "\n";
   return 0;
 }
@@ -265,7 +268,7 @@ int cmd_journal(const fs::path &dir, const std::string &framework) {
   h.host_framework = *fw == mc::Framework::PyTorch ? mc::HostFramework::PyTorch : mc::HostFramework::Acl;
   h.dump_data_dir = (dir / "dump_tensor_data").string();
   const auto entries = sample_entries();
-  mc::DumpJsonWriter w;
+  msprobe::collector::DumpJsonWriter w;
   w.begin(dir / "dump.json", h);
   const std::string suffix(mc::kDumpJsonSuffix);
   spit(dir / "snap_0.json", slurp(dir / "dump.json") + suffix);
@@ -290,8 +293,8 @@ int cmd_journal(const fs::path &dir, const std::string &framework) {
                       "fullwidth"};
   groups[1].kernels = {entries[1].name};
   groups[1].frames = {"The call stack retrieval failed."};
-  mc::write_file_atomic(dir / "stack.json", mc::stack_json(groups));
-  mc::ConstructJsonWriter c;
+  msprobe::format::write_file_atomic(dir / "stack.json", mc::stack_json(groups));
+  msprobe::collector::ConstructJsonWriter c;
   c.begin(dir / "construct.json");
   for (const auto &e : entries) c.append(e.name);
   c.finish();

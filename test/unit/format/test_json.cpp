@@ -1,4 +1,5 @@
-// dump.json / stack.json / construct.json text: numbers, escaping, key order, the journal and its repair.
+// dump.json / stack.json / construct.json text: numbers, escaping, key order, the journal text and its repair.
+// (The journals that append it to files are the collector's: test/unit/collector/test_journal.cpp.)
 // (Python's json module parses the same output in test_collector_formats.py.)
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <limits>
 
 #include "format/dump_json.h"
+#include "format/io.h"
 
 namespace mc = msprobe::format;
 namespace fs = std::filesystem;
@@ -210,7 +212,7 @@ TEST(Json, SequencesAreListsOfScalarLeaves) {
       "\"launch\": {\"index\": 0, \"task_id\": 0, \"stream_id\": 0, \"timestamp\": 0, \"shape_extra\": [1, 2]}}");
 }
 
-class JournalDir : public ::testing::Test {
+class FileDir : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("collector_json_" + std::to_string(::getpid()));
@@ -220,48 +222,6 @@ class JournalDir : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
-
-TEST_F(JournalDir, DumpJsonIsAValidPrefixAfterEveryAppend) {
-  mc::DumpJsonWriter w;
-  mc::DumpHeader h;
-  h.task = mc::Task::Tensor;
-  h.dump_data_dir = "/abs/step0/rank0/dump_tensor_data";
-  w.begin(dir_ / "dump.json", h);
-  const std::string head =
-      "{\"task\": \"tensor\", \"level\": \"L2\", \"framework\": \"mindspore\", \"host_framework\": \"acl\", "
-      "\"dump_data_dir\": \"/abs/step0/rank0/dump_tensor_data\", \"data\": {\n";
-  EXPECT_EQ(slurp(dir_ / "dump.json"), head);
-  EXPECT_EQ(slurp(dir_ / "dump.json") + std::string(mc::kDumpJsonSuffix), head + "\n}}\n");
-  w.append(entry("Add.Default.0"));
-  const std::string e0 = mc::kernel_entry_json(entry("Add.Default.0"), Framework::MindSpore);
-  EXPECT_EQ(slurp(dir_ / "dump.json"), head + e0);
-  w.append(entry("Add.Default.1"));
-  const std::string e1 = mc::kernel_entry_json(entry("Add.Default.1"), Framework::MindSpore);
-  EXPECT_EQ(slurp(dir_ / "dump.json"), head + e0 + ",\n" + e1);
-  EXPECT_EQ(w.journal().entries(), 2u);
-  w.finish();
-  EXPECT_EQ(slurp(dir_ / "dump.json"), head + e0 + ",\n" + e1 + "\n}}\n");
-  w.finish();  // idempotent
-  EXPECT_EQ(slurp(dir_ / "dump.json"), head + e0 + ",\n" + e1 + "\n}}\n");
-}
-
-TEST_F(JournalDir, DestructorClosesAndBatchesAreOneWrite) {
-  {
-    mc::ConstructJsonWriter c;
-    c.begin(dir_ / "construct.json");
-    c.append("Add.Default.0");
-    c.append("Mul.Default.0");
-  }
-  EXPECT_EQ(slurp(dir_ / "construct.json"), "{\n\"Add.Default.0\": null,\n\"Mul.Default.0\": null\n}\n");
-  mc::JsonJournal j;
-  j.begin(dir_ / "j.json", "{", "\n}\n");
-  const std::string batch[] = {"\"a\": null", "\"b\": null"};
-  j.append_batch(batch);
-  j.append_batch(batch);
-  j.finish();
-  EXPECT_EQ(slurp(dir_ / "j.json"), "{\n\"a\": null,\n\"b\": null,\n\"a\": null,\n\"b\": null\n}\n");
-  EXPECT_THROW(j.append("\"c\": null"), std::logic_error);
-}
 
 TEST(Json, RepairKeepsEveryCompleteEntry) {
   const std::string head = mc::dump_json_prefix({}) + "\n";
@@ -299,7 +259,7 @@ TEST(Json, StackAndConstructFiles) {
   EXPECT_EQ(mc::construct_json(names), "{\n\"A.Default.0\": null,\n\"B.Default.0\": null\n}\n");
 }
 
-TEST_F(JournalDir, AtomicWriteReplaces) {
+TEST_F(FileDir, AtomicWriteReplaces) {
   mc::write_file_atomic(dir_ / "stack.json", "{}\n");
   mc::write_file_atomic(dir_ / "stack.json", "{\"0\": [[], []]}\n");
   EXPECT_EQ(slurp(dir_ / "stack.json"), "{\"0\": [[], []]}\n");

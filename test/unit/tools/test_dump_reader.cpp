@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 
+#include "collector/journal.h"
 #include "format/dump_json.h"
 #include "tools/reader/dump_reader.h"
 
@@ -51,7 +52,7 @@ mc::TensorSummary tensor(mc::DType t, std::vector<int64_t> shape, double max) {
 // A dump.json written by the collector's own journal writer.
 void write_dump(const fs::path &dir, int kernels, mc::Framework fw = mc::Framework::MindSpore) {
   fs::create_directories(dir);
-  mc::DumpJsonWriter w;
+  msprobe::collector::DumpJsonWriter w;
   mc::DumpHeader h;
   h.task = mc::Task::Statistics;
   h.framework = fw;
@@ -61,9 +62,11 @@ void write_dump(const fs::path &dir, int kernels, mc::Framework fw = mc::Framewo
     e.name = (i % 2 ? "Gelu.Default." : "Add.Default.") + std::to_string(i / 2);
     mc::Arg a, b, list, value, none;
     a.v = tensor(mc::DType::F32, {2, 3}, i == 3 ? std::numeric_limits<double>::quiet_NaN() : 1.0 + i);
-    mc::ArgList inner;
-    inner.push_back(mc::Arg{tensor(mc::DType::BF16, {4}, 2.0)});
-    inner.push_back(mc::Arg{tensor(mc::DType::I64, {}, 7.0)});
+    // Not push_back(Arg{...}): there, since ArgValue gained std::vector<TypedScalar>, GCC 12 for aarch64 reports the
+    // moved temporary's vector alternative as maybe uninitialized (a false positive, an error with -Werror).
+    mc::ArgList inner(2);
+    inner[0].v = tensor(mc::DType::BF16, {4}, 2.0);
+    inner[1].v = tensor(mc::DType::I64, {}, 7.0);
     list.v = std::move(inner);
     value.v = mc::ValueArg{"float", 2.5};
     e.input_args = mc::ArgList{a, none, list, value};

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "collector/journal.h"
 #include "format/dump_json.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/json_reader.h"
@@ -37,7 +38,7 @@ struct Journal {
 // Writes `n` entries with the collector's writer, recording where each member ends on disk.
 Journal make_dump_journal(int n) {
   const fs::path p = fs::temp_directory_path() / ("tools_repair_" + std::to_string(::getpid()) + ".json");
-  mc::DumpJsonWriter w;
+  msprobe::collector::DumpJsonWriter w;
   mc::DumpHeader h;
   h.task = mc::Task::Tensor;
   w.begin(p, h);
@@ -113,7 +114,7 @@ TEST(Repair, DumpJsonCutAtEveryByteKeepsEveryCompleteEntry) {
 
 TEST(Repair, ConstructJsonCutAtEveryByte) {
   const fs::path p = fs::temp_directory_path() / ("tools_repair_c_" + std::to_string(::getpid()) + ".json");
-  mc::ConstructJsonWriter w;
+  msprobe::collector::ConstructJsonWriter w;
   w.begin(p);
   std::vector<size_t> ends;
   for (int i = 0; i < 6; ++i) {
@@ -169,7 +170,7 @@ std::string construct_journal(const std::vector<std::string> &names, size_t n) {
 // exactly dump.json's, in order, and dump.json keeps every kernel whose entry was complete.
 TEST(RepairFolder, KillAnywhereInTheTwoJournalsGivesAgreeingFiles) {
   const Journal dump = make_dump_journal(6);
-  mc::ConstructJsonWriter cw;
+  msprobe::collector::ConstructJsonWriter cw;
   const fs::path cp = fs::temp_directory_path() / ("tools_repair_k_" + std::to_string(::getpid()) + ".json");
   cw.begin(cp);
   std::vector<size_t> construct_ends;

@@ -1,7 +1,7 @@
 # The post-run tools' reader library (tools/reader): the NaN-tolerant JSON reader, dump layout and kernel selectors,
 # journal repair, tensor files, compare metrics, CSV and flight records.
 foreach(part json_reader dump_reader repair tensor_data metrics csv flight)
-  msprobe_gtest(tools_${part} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_${part}.cpp LINK msprobe_dump_reader TIMEOUT 120)
+  msprobe_gtest(tools_${part} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_${part}.cpp LINK msprobe_dump_reader msprobe_collector TIMEOUT 120)
 endforeach()
 # first-nan / first-diff's digest and reduce (tools/inspect/ranks.h), on hand-built digests.
 msprobe_gtest(tools_ranks SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ranks.cpp LINK msprobe_inspect_core TIMEOUT 120)

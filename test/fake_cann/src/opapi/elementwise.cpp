@@ -116,6 +116,35 @@ aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor *self, const aclScalar *ot
   });
 }
 
+// out[i] = x[i] * scalars[i]: one scalar per tensor, each out[i] of its x[i]'s shape. CANN documents FLOAT scalars for
+// floating lists and INT64 ones for INT32 lists; like every scalar of the stand-in, a member of any numeric dtype
+// (bool included) is taken as its value.
+aclnnStatus aclnnForeachMulScalarListGetWorkspaceSize(const aclTensorList *x, const aclScalarList *scalars,
+                                                      const aclTensorList *out, uint64_t *workspaceSize,
+                                                      aclOpExecutor **executor) {
+  return phase1("ForeachMulScalarList", workspaceSize, executor, [&] {
+    constexpr DtypeSet kTypes = kFloats | dtypes({ACL_INT32});
+    std::vector<const TensorView *> in = tensor_list(x, "x", kTypes), o = tensor_list(out, "out", kTypes);
+    std::vector<double> k = scalar_list(scalars, "scalars");
+    if (in.empty()) fail("x is empty");
+    if (k.size() != in.size() || o.size() != in.size())
+      fail("x has " + std::to_string(in.size()) + " tensors, scalars " + std::to_string(k.size()) + ", out " +
+           std::to_string(o.size()));
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (o[i]->dtype != in[i]->dtype)
+        fail("out[" + std::to_string(i) + "] differs in dtype from x[" + std::to_string(i) + "]");
+      require_shape(*o[i], in[i]->shape, "out");
+    }
+    return ExecutorSpec{"", {nn::slot(x, Io::Input), nn::slot(out, Io::Output)}, 0, [k](const Slots &s) {
+                          for (size_t i = 0; i < k.size(); ++i) {
+                            Values v = gather(s[0].views[i]);
+                            for (double &e : v) e *= k[i];
+                            scatter(s[1].views[i], v);
+                          }
+                        }};
+  });
+}
+
 // selfRef += alpha * other, other broadcast to selfRef's shape.
 aclnnStatus aclnnInplaceAddGetWorkspaceSize(const aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
                                             uint64_t *workspaceSize, aclOpExecutor **executor) {

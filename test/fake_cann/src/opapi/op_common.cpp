@@ -108,6 +108,14 @@ double scalar(const aclScalar *s, const char *name) {
   return s->value;
 }
 
+std::vector<double> scalar_list(const aclScalarList *l, const char *name) {
+  if (l == nullptr) null_arg(name);
+  require_live(l, nn::Kind::ScalarList, name);
+  std::vector<double> out;
+  for (const aclScalar *s : l->items) out.push_back(scalar(s, name));
+  return out;
+}
+
 const std::vector<int64_t> &int_array(const aclIntArray *a, const char *name) {
   if (a == nullptr) null_arg(name);
   require_live(a, nn::Kind::IntArray, name);

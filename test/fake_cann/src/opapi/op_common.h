@@ -53,6 +53,7 @@ const TensorView *optional_tensor(const aclTensor *t, const char *name, DtypeSet
 const TensorView *optional_tensor(const aclTensor *t, const char *name, DtypeSet allowed, const Shape &shape,
                                   bool required = false);
 double scalar(const aclScalar *s, const char *name);
+std::vector<double> scalar_list(const aclScalarList *l, const char *name);  // each member as scalar() reads it
 const std::vector<int64_t> &int_array(const aclIntArray *a, const char *name);
 std::vector<bool> bool_array(const aclBoolArray *a, const char *name);
 std::vector<const TensorView *> tensor_list(const aclTensorList *l, const char *name, DtypeSet allowed);

@@ -88,7 +88,7 @@ class AclnnCaptureTest : public ::testing::Test {
     ASSERT_EQ(aclrtMemcpy(m.data, v.size() * 4, v.data(), v.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
   }
 
-  uint64_t copies() { return session_->staging().counters().copies; }
+  uint64_t copies() { return session_->stager().staging()->counters().copies; }
 
   // Closes the dump and returns its data.
   nlohmann::json finish() {

@@ -239,6 +239,34 @@ TEST(GotPatch, GlobDatEntryChangesTheAddressTheProgramSees) {
   EXPECT_EQ(wrap("got_mul").calls.load(), 1);
 }
 
+// The shim's policy for hooked CANN functions (shim/hooks/linked_calls.h): calls redirected, `&fn` left as it is.
+TEST(GotPatch, JumpSlotsOnlyLeavesTheAddressTheProgramSeesAndObservesBothKinds) {
+  (void)got_add(1, 2);  // bound
+  const auto mul_before = address_of_mul();  // another test may have redirected it already: it must not change here
+  std::map<std::string, std::set<GotSlotKind>> observed;
+  PatchOptions opts = options_patching_this_program();
+  opts.jump_slots_only = true;
+  opts.wants = [](const char* name) { return std::strcmp(name, "got_mul") == 0 || std::strcmp(name, "got_add") == 0; };
+  opts.observe = [&observed](const GotSlot& s) { observed[s.object + ":" + s.symbol].insert(s.kind); };
+  std::vector<std::string> asked;
+  GotPatcher patcher;
+  patcher.patch(
+      [&asked](const char* name, void*) -> void* {
+        asked.emplace_back(name);
+        return nullptr;
+      },
+      opts);
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), "got_mul"), 0) << "a GLOB_DAT entry was offered";
+  EXPECT_GE(std::count(asked.begin(), asked.end(), "got_add"), 1);  // the program's, libgot_caller's
+  EXPECT_EQ(observed[":got_mul"], std::set<GotSlotKind>{GotSlotKind::GlobDat});
+  EXPECT_EQ(observed[":got_add"], std::set<GotSlotKind>{GotSlotKind::JumpSlot});
+  EXPECT_EQ(address_of_mul(), mul_before);
+
+  // list_got_slots applies `wants` too.
+  for (const GotSlot& s : list_got_slots(opts)) EXPECT_TRUE(s.symbol == "got_mul" || s.symbol == "got_add") << s.symbol;
+  EXPECT_NE(find_slot(list_got_slots(opts), "", "got_mul"), nullptr);
+}
+
 TEST(GotPatch, LazyEntriesAreResolvedNeverHandedOverAsStubs) {
   GotPatcher patcher;
   ASSERT_EQ(patcher.patch(wrap_names({"got_lazy_probe"}), options_patching_this_program()), 1);

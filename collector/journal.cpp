@@ -1,0 +1,109 @@
+#include "collector/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "format/io.h"
+
+namespace msprobe::collector {
+
+JsonJournal::JsonJournal(JsonJournal &&o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), entries_(o.entries_), bytes_(o.bytes_), suffix_(std::move(o.suffix_)) {}
+
+JsonJournal &JsonJournal::operator=(JsonJournal &&o) noexcept {
+  if (this != &o) {
+    try {
+      finish();
+    } catch (...) {
+    }
+    fd_ = std::exchange(o.fd_, -1);
+    entries_ = o.entries_;
+    bytes_ = o.bytes_;
+    suffix_ = std::move(o.suffix_);
+  }
+  return *this;
+}
+
+JsonJournal::~JsonJournal() {
+  try {
+    finish();
+  } catch (...) {  // a destructor must not throw; the file stays repairable
+  }
+}
+
+void JsonJournal::write_all(std::string_view s) {
+  if (!format::write_all(fd_, s.data(), s.size(), &bytes_))
+    throw std::system_error(errno, std::generic_category(), "journal write");
+}
+
+void JsonJournal::begin(const std::filesystem::path &path, std::string_view prefix, std::string_view suffix) {
+  finish();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, format::kFileMode);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "open " + path.string());
+  fd_ = fd;
+  entries_ = 0;
+  bytes_ = 0;
+  suffix_ = suffix;
+  std::string head(prefix);
+  head += '\n';
+  write_all(head);
+}
+
+void JsonJournal::append(std::string_view member) {
+  if (fd_ < 0) throw std::logic_error("JsonJournal::append before begin");
+  if (entries_ == 0) {
+    write_all(member);
+  } else {
+    pending_.assign(",\n");  // separator and member in one write(), the buffer reused across appends
+    pending_ += member;
+    write_all(pending_);
+  }
+  ++entries_;
+}
+
+void JsonJournal::append_batch(std::span<const std::string> members) {
+  if (fd_ < 0) throw std::logic_error("JsonJournal::append_batch before begin");
+  pending_.clear();
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (entries_ + i != 0) pending_ += ",\n";
+    pending_ += members[i];
+  }
+  write_all(pending_);
+  entries_ += members.size();
+}
+
+void JsonJournal::finish() {
+  if (fd_ < 0) return;
+  const int fd = fd_;
+  try {
+    write_all(suffix_);
+  } catch (...) {
+    ::close(fd);
+    fd_ = -1;
+    throw;
+  }
+  fd_ = -1;
+  if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "journal close");
+}
+
+void DumpJsonWriter::begin(const std::filesystem::path &path, const DumpHeader &header) {
+  framework_ = header.framework;
+  journal_.begin(path, format::dump_json_prefix(header), format::kDumpJsonSuffix);
+}
+
+void DumpJsonWriter::append(const KernelEntry &e) {
+  scratch_.clear();
+  format::append_kernel_entry(scratch_, e, framework_);
+  journal_.append(scratch_);
+}
+
+void ConstructJsonWriter::append(std::string_view kernel_name) {
+  journal_.append(format::construct_json_member(kernel_name));
+}
+
+}  // namespace msprobe::collector

@@ -1,0 +1,84 @@
+// dump.json and construct.json as append-only journals (the writer's files, not the format's vocabulary): after begin()
+// and after every append() the file on disk plus a known closing suffix is valid JSON, so a crash loses at most the
+// entry being written, and format::repair_journal_text() restores a valid file.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "format/dump_json.h"
+
+namespace msprobe::collector {
+
+using format::DumpHeader;
+using format::Framework;
+using format::KernelEntry;
+
+// A JSON object written as a stream of members. On disk:
+//     <prefix, one line ending in '{'>\n<member 1>,\n<member 2>, ... ,\n<member N>
+// and finish() adds the suffix ("\n" + the closing braces + "\n"). Each append is one write() (the file is not
+// buffered in user space), so after each append the file + suffix() is valid JSON even if the process dies.
+// Not thread-safe. The destructor finishes an open journal.
+class JsonJournal {
+ public:
+  JsonJournal() = default;
+  JsonJournal(const JsonJournal &) = delete;
+  JsonJournal &operator=(const JsonJournal &) = delete;
+  JsonJournal(JsonJournal &&other) noexcept;
+  JsonJournal &operator=(JsonJournal &&other) noexcept;
+  ~JsonJournal();
+
+  // Creates or truncates `path` (mode kFileMode) and writes `prefix` + "\n". `prefix` is one line that opens the
+  // object the members go into; `suffix` closes it. Throws std::system_error.
+  void begin(const std::filesystem::path &path, std::string_view prefix, std::string_view suffix);
+  // One member (`"key": value`, on one line). Throws std::system_error.
+  void append(std::string_view member);
+  // Several members in one write().
+  void append_batch(std::span<const std::string> members);
+  // Writes the suffix and closes the file; does nothing when not open.
+  void finish();
+
+  bool is_open() const { return fd_ >= 0; }
+  uint64_t entries() const { return entries_; }
+  uint64_t bytes_written() const { return bytes_; }
+  const std::string &suffix() const { return suffix_; }
+
+ private:
+  void write_all(std::string_view s);
+  int fd_ = -1;
+  uint64_t entries_ = 0, bytes_ = 0;
+  std::string suffix_, pending_;
+};
+
+// dump.json: begin() writes the skeleton, append() one kernel entry, finish() closes it.
+class DumpJsonWriter {
+ public:
+  void begin(const std::filesystem::path &path, const DumpHeader &header);
+  void append(const KernelEntry &e);
+  void finish() { journal_.finish(); }
+  JsonJournal &journal() { return journal_; }
+
+ private:
+  JsonJournal journal_;
+  Framework framework_ = Framework::MindSpore;
+  std::string scratch_;
+};
+
+// construct.json as a journal: {kernel name: null, ...} (flat: kernels have no parent).
+class ConstructJsonWriter {
+ public:
+  void begin(const std::filesystem::path &path) {
+    journal_.begin(path, format::kConstructJsonPrefix, format::kConstructJsonSuffix);
+  }
+  void append(std::string_view kernel_name);
+  void finish() { journal_.finish(); }
+  JsonJournal &journal() { return journal_; }
+
+ private:
+  JsonJournal journal_;
+  std::string scratch_;
+};
+
+}  // namespace msprobe::collector

@@ -1,0 +1,94 @@
+#include "collector/tensor_view.h"
+
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <utility>
+
+namespace msprobe::collector {
+
+using record::CapturedArg;
+using record::CapturedList;
+using record::TensorCapture;
+
+const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned char> &scratch, uint64_t *bytes) {
+  const size_t es = format::element_size(t.dtype);
+  uint64_t n = 1;
+  for (int64_t d : t.shape) n *= (uint64_t)(d > 0 ? d : 0);
+  *bytes = n * es;
+  if (!t.block) return nullptr;
+  const auto *base = static_cast<const unsigned char *>(t.block->data());
+  if (base == nullptr) return nullptr;  // the producer could not give the bytes back
+  if (n == 0) return base;
+  int64_t lo = t.block_offset, hi = t.block_offset;
+  bool contiguous = true;
+  int64_t expect = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    int64_t span = (t.shape[i] - 1) * t.block_strides[i];
+    (span > 0 ? hi : lo) += span;
+    if (t.shape[i] != 1 && t.block_strides[i] != expect) contiguous = false;
+    expect *= t.shape[i];
+  }
+  if (lo < 0 || (uint64_t)(hi + 1) * es > t.block->size()) return nullptr;
+  if (contiguous) return base + t.block_offset * es;
+  scratch.resize(*bytes);
+  const size_t nd = t.shape.size();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = t.block_offset;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::memcpy(scratch.data() + i * es, base + off * es, es);
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < t.shape[d]) {
+        off += t.block_strides[d];
+        break;
+      }
+      off -= t.block_strides[d] * (t.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return scratch.data();
+}
+
+namespace {
+
+// "3 NaN, 1 +Inf, 0 -Inf", or the kinds alone when only the device's extremes were taken (a flight tensor kept as
+// statistics only: which kinds, not how many).
+std::string counts_text(const format::TensorStats &st) {
+  if (st.counts_exact)
+    return std::to_string(st.nan_count) + " NaN, " + std::to_string(st.pos_inf_count) + " +Inf, " +
+           std::to_string(st.neg_inf_count) + " -Inf";
+  std::string kinds;
+  for (auto [n, kind] : {std::pair{st.nan_count, "NaN"}, {st.pos_inf_count, "+Inf"}, {st.neg_inf_count, "-Inf"}})
+    if (n) kinds += (kinds.empty() ? "" : ", ") + std::string(kind);
+  return kinds + " (not counted)";
+}
+
+}  // namespace
+
+std::string nonfinite_outputs(const record::KernelCapture &k, format::StatPrecision precision) {
+  std::string found;
+  std::function<void(const CapturedArg &, const std::string &)> visit = [&](const CapturedArg &a,
+                                                                            const std::string &path) {
+    if (auto *l = std::get_if<CapturedList>(&a.v)) {
+      for (size_t i = 0; i < l->size(); ++i) visit((*l)[i], path + "." + std::to_string(i));
+      return;
+    }
+    const auto *t = std::get_if<TensorCapture>(&a.v);
+    if (!t || !format::is_floating(t->dtype)) return;
+    std::optional<format::TensorStats> pre = t->device_stats ? t->device_stats->stats() : std::nullopt;
+    if (!pre && !t->block) return;
+    std::vector<unsigned char> scratch;
+    uint64_t bytes = 0;
+    const unsigned char *data = pre ? nullptr : materialize(*t, scratch, &bytes);
+    if (!pre && !data) return;
+    const format::TensorStats st = pre ? *pre : format::compute_stats(t->dtype, data, t->shape, precision);
+    if (!st.has_nan_or_inf()) return;
+    if (!found.empty()) found += "; ";
+    found += "output" + path + ": " + counts_text(st);
+  };
+  if (k.outputs)
+    for (size_t i = 0; i < k.outputs->size(); ++i) visit((*k.outputs)[i], "." + std::to_string(i));
+  return found;
+}
+
+}  // namespace msprobe::collector
