@@ -21,7 +21,10 @@ part=$(mktemp)
 trap 'rm -f "$part"' EXIT
 
 # The benchmarks' own targets, and whatever bench_writer*/bench_device_stats* targets the build has.
-targets=(msprobe_shim bench_stacks bench_stacks_py bench_passthrough examples)
+targets=(msprobe_shim bench_stacks bench_stacks_py bench_passthrough examples msprobe_inspect)
+if [ -f "$build/build.ninja" ] && ninja -C "$build" -t targets all 2>/dev/null | grep -q '^msprobe_inspect_mpi:'; then
+  targets+=(msprobe_inspect_mpi)
+fi
 if [ -f "$build/build.ninja" ]; then
   targets+=($(ninja -C "$build" -t targets all 2>/dev/null | grep -oE '^bench_(writer|device_stats)[^:]*' | sort -u || true))
 fi
@@ -73,5 +76,6 @@ for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.p
     run md "$extra" $python "$here/bench/$extra" "${quick[@]}"
   fi
 done
+run md "msprobe-inspect first-nan at scale (bench_first_nan.py)" $python "$here/bench/bench_first_nan.py" "${quick[@]}"
 echo "results: $out" >&2
 exit $failed

@@ -13,6 +13,7 @@ packages=(
   debootstrap  # the Debian 11 chroot of the compat stage (scripts/compat_chroot.sh)
   lz4  # the lz4 tool: tests decompress MSPROBE_COMPRESS=lz4 files with it, independently of our reader
   clang libclang-rt-14-dev  # libFuzzer and the clang sanitizer runtimes (scripts/fuzz.sh)
+  openmpi-bin libopenmpi-dev  # msprobe-inspect-mpi, the MPI driver of first-nan / first-diff (docs/inspect.md)
 )
 
 missing=()

@@ -45,6 +45,8 @@ class KernelLaunch {
 
   bool capturing() const { return ticket_.capture; }
   const LaunchTicket &ticket() const { return ticket_; }
+  // HCCL kernels: the communicator and the kernel's place in it, written as the entry's "comm".
+  void set_comm(format::CommInfo comm) { ticket_.comm = std::move(comm); }
 
   // Before the real launch (ignored unless capturing and data_mode includes inputs).
   void input_tensor(const TensorMeta &t);
