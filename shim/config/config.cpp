@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/io.h"
+#include "shim/base/text.h"
 
 namespace msprobe::shim {
 
@@ -36,25 +37,6 @@ constexpr int64_t kMaxOverflowNums = 2147483647;
 constexpr int64_t kMaxFlightKernels = 1000000;
 
 // ---- text helpers ------------------------------------------------------------------------------------------------
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// ASCII only: std::tolower follows the host's locale (in a Turkish locale 'I' does not lower to 'i').
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  }
-  return true;
-}
 
 void append_hex(std::string &out, unsigned char c) {
   static const char hex[] = "0123456789abcdef";
