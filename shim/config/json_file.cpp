@@ -183,9 +183,8 @@ bool file_filter_item(const std::string &field, size_t index, const json &item, 
 
 // The static-graph L2 style: a list of statistics, md5 among them or not.
 bool file_summary_list(const FileValue &f, Config &into, Messages &m) {
-  static constexpr std::string_view kItems[] = {"max", "min", "mean", "l2norm", "md5"};
   const auto is_item = [](const json &item) {
-    return std::any_of(std::begin(kItems), std::end(kItems),
+    return std::any_of(std::begin(kSummaryItems), std::end(kSummaryItems),
                        [&](std::string_view k) { return iequals(k, item.get_ref<const std::string &>()); });
   };
   bool md5 = false, ok = !f.value.empty();
@@ -194,7 +193,7 @@ bool file_summary_list(const FileValue &f, Config &into, Messages &m) {
     md5 = md5 || (item.is_string() && iequals(item.get_ref<const std::string &>(), "md5"));
   }
   if (!ok) {
-    m.file_error(f.field, f.value, "", "\"statistics\", \"md5\", or a non-empty list of max, min, mean, l2norm, md5");
+    m.file_error(f.field, f.value, "", kSummaryModeValues);
     return false;
   }
   into.summary_mode = md5 ? SummaryMode::Md5 : SummaryMode::Statistics;
@@ -299,7 +298,7 @@ bool file_data_mode(const FileValue &f, Config &into, Messages &m) {
   const json &v = f.value;
   const json *one = v.is_string() ? &v : (v.is_array() && v.size() == 1 && v[0].is_string()) ? &v[0] : nullptr;
   if (one == nullptr) {
-    m.reject(f, v.is_array() ? "it must hold exactly one of all, input, output" : "");
+    m.reject(f, v.is_array() ? "it must hold exactly one of " + std::string(kWordsOf<kDataModes>) : "");
     return false;
   }
   const std::string &mode = one->get_ref<const std::string &>();
@@ -362,8 +361,7 @@ bool file_flight_on_exit(const FileValue &f, Config &into, Messages &m) {
 
 // msprobe's KBK statistics: where the statistics are computed.
 bool file_device_stats(const FileValue &f, Config &into, Messages &m) {
-  static constexpr std::string_view kPlaces[] = {"device", "host"};
-  if (!f.value.is_string() || !contains(kPlaces, f.value.get_ref<const std::string &>())) {
+  if (!f.value.is_string() || !contains(kStatisticsPlaces, f.value.get_ref<const std::string &>())) {
     m.reject(f, "");
     return false;
   }
@@ -383,8 +381,7 @@ bool file_async_dump(const FileValue &f, Config &, Messages &m) {
 }
 
 bool file_check_mode(const FileValue &f, Config &, Messages &m) {
-  static constexpr std::string_view kModes[] = {"all", "aicore", "atomic"};
-  if (!f.value.is_string() || !contains(kModes, f.value.get_ref<const std::string &>())) {
+  if (!f.value.is_string() || !contains(kCheckModes, f.value.get_ref<const std::string &>())) {
     m.reject(f, "");
     return false;
   }

@@ -1,9 +1,14 @@
-// The settings table: THE place to add a setting. One row per setting names its MSPROBE_* variable, its config.json
-// key, the parser of each (parsers.h; a keyword setting takes env_keyword / file_keyword and a table of keywords.h)
-// and what each accepts, as the messages and the wheel's launcher say it. The loader (loader.cpp) reads the
-// settings by this table, and the launcher asks for it at run time (shim/hooks/settings.cpp). Below the table: the
-// questions asked of it (a row by field or key, unknown variables, one value checked alone).
+// The settings table: the one place to add a setting. A row is one setting: its MSPROBE_* variable, its config.json
+// key, the parser of each, and what each accepts as the messages say it. The loader (loader.cpp) reads the settings
+// by this table, and the wheel's launcher asks the shim for it at run time (shim/hooks/settings.cpp): a row here is
+// an option there, with its text.
 //
+// Adding a setting: its field in Config and Field (config.h), then its row here. A setting that takes words has its
+// table in keywords.h, env_keyword / file_keyword as parsers and kWordsOf<its table> as accepted text (made from the
+// table, so a word added there is in the messages and the launcher too); any other has its parsers in variables.cpp
+// and json_file.cpp (declared in parsers.h). Then its line in docs/configuration.md.
+//
+// Below the table, the questions asked of it: a row by field or key, unknown variables, one value checked alone.
 // The table is constant data (constexpr): hooks may run before any constructor, and read it then.
 #include "shim/config/settings.h"
 
@@ -21,7 +26,7 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_LOG_LEVEL",
      .field = Field::LogLevel,
      .parse_env = env_keyword<&Config::log_level, kLogLevels>,
-     .accepted = "error, warn, info, debug (or msprobe's numbers 0-4: 0 debug ... 3 error, 4 error only)",
+     .accepted = kLogLevelWords,
      .take = take<&Config::log_level>},
     {.env = "MSPROBE_DUMP_PATH",
      .field = Field::DumpPath,
@@ -40,7 +45,7 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_TASK",
      .field = Field::Task,
      .parse_env = env_keyword<&Config::task, kTasks>,
-     .accepted = "statistics, tensor, overflow_check, structure, flight",
+     .accepted = kWordsOf<kTasks>,
      .section = Section::Top,
      .key = "task",
      .parse_file = file_task,
@@ -86,16 +91,16 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_DATA_MODE",
      .field = Field::DataMode,
      .parse_env = env_keyword<&Config::data_mode, kDataModes>,
-     .accepted = "all, input, output",
+     .accepted = kWordsOf<kDataModes>,
      .section = Section::Task,
      .key = "data_mode",
      .parse_file = file_data_mode,
-     .file_accepted = "[\"all\"], [\"input\"] or [\"output\"]",
+     .file_accepted = kDataModeLists,
      .take = take<&Config::data_mode>},
     {.env = "MSPROBE_SUMMARY_MODE",
      .field = Field::SummaryMode,
      .parse_env = env_keyword<&Config::summary_mode, kSummaryModes>,
-     .accepted = "statistics, md5",
+     .accepted = kWordsOf<kSummaryModes>,
      .section = Section::Task,
      .key = "summary_mode",
      .parse_file = file_summary_mode,
@@ -103,7 +108,7 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_FILE_FORMAT",
      .field = Field::FileFormat,
      .parse_env = env_keyword<&Config::file_format, kFileFormats>,
-     .accepted = "npy, bin",
+     .accepted = kWordsOf<kFileFormats>,
      .section = Section::Task,
      .key = "file_format",
      .parse_file = file_keyword<&Config::file_format, kFileFormats>,
@@ -111,7 +116,7 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_PRECISION",
      .field = Field::Precision,
      .parse_env = env_keyword<&Config::precision, kPrecisions>,
-     .accepted = "low, high",
+     .accepted = kWordsOf<kPrecisions>,
      .section = Section::Top,
      .key = "precision",
      .parse_file = file_keyword<&Config::precision, kPrecisions>,
@@ -119,11 +124,11 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_DEVICE_STATS",
      .field = Field::DeviceStats,
      .parse_env = env_keyword<&Config::device_stats, kBools>,
-     .accepted = "on, off (also 1/0, true/false, yes/no)",
+     .accepted = kOnOrOff,
      .section = Section::Statistics,
      .key = "device",
      .parse_file = file_device_stats,
-     .file_accepted = "\"device\", \"host\"",
+     .file_accepted = kQuotedWordsOf<kStatisticsPlaces>,
      .take = take<&Config::device_stats>},
     {.env = "MSPROBE_OVERFLOW_NUMS",
      .field = Field::OverflowNums,
@@ -145,7 +150,7 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_FLIGHT_ON_EXIT",
      .field = Field::FlightOnExit,
      .parse_env = env_keyword<&Config::flight_on_exit, kBools>,
-     .accepted = "1 or 0 (also true/false, on/off, yes/no)",
+     .accepted = kOneOrZero,
      .section = Section::Task,
      .key = "on_exit",
      .parse_file = file_flight_on_exit,
@@ -154,12 +159,12 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_STACK",
      .field = Field::Stack,
      .parse_env = env_keyword<&Config::stack, kStackModes>,
-     .accepted = "off, native, python, mixed",
+     .accepted = kWordsOf<kStackModes>,
      .take = take<&Config::stack>},
     {.env = "MSPROBE_COMPRESS",
      .field = Field::Compress,
      .parse_env = env_keyword<&Config::compress, kCompress>,
-     .accepted = "off, lz4",
+     .accepted = kWordsOf<kCompress>,
      .take = take<&Config::compress>},
     {.env = "MSPROBE_BUFFER_MB",
      .field = Field::BufferMb,
@@ -175,14 +180,14 @@ constexpr Setting kSettings[] = {
     {.env = "MSPROBE_ENABLE",
      .stage = Stage::First,
      .parse_env = env_keyword<&Config::enabled, kBools>,
-     .accepted = "1 or 0 (also true/false, on/off, yes/no)"},
+     .accepted = kOneOrZero},
     // config.json keys only
     {.section = Section::Top, .key = "level", .parse_file = file_level, .file_accepted = "\"L2\""},
     {.section = Section::Top, .key = "async_dump", .parse_file = file_async_dump, .file_accepted = "true, false"},
     {.section = Section::Task,
      .key = "check_mode",
      .parse_file = file_check_mode,
-     .file_accepted = "\"all\", \"aicore\", \"atomic\""},
+     .file_accepted = kQuotedWordsOf<kCheckModes>},
 };
 
 std::span<const Setting> settings() { return kSettings; }
