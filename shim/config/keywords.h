@@ -133,6 +133,15 @@ constexpr AcceptedText listed_words(const Table &table, Listing how = {}) {
   return text;
 }
 
+static_assert(
+    [] {
+      for (size_t i = 0; i < std::size(kBools); i += 2) {
+        if (i + 1 == std::size(kBools) || !kBools[i].value || kBools[i + 1].value) return false;
+      }
+      return true;
+    }(),
+    "kBools: in pairs, the true word first");
+
 // "1 or 0 (also true/false, on/off, yes/no)": the pair of kBools that starts with `first`, then the other pairs.
 constexpr AcceptedText bool_words(std::string_view first, std::string_view between) {
   AcceptedText text, also;
