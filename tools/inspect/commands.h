@@ -21,8 +21,9 @@ int run_repair(std::span<char *const> argv);
 int run_compare(std::span<char *const> argv);
 int run_convert(std::span<char *const> argv);
 int run_replay(std::span<char *const> argv);
+int run_report(std::span<char *const> argv);
 
 extern const std::string_view kSummaryHelp, kShowHelp, kVerifyHelp, kRepairHelp, kCompareHelp, kConvertHelp,
-    kReplayHelp;
+    kReplayHelp, kReportHelp;
 
 }  // namespace msprobe::tools

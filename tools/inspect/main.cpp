@@ -24,6 +24,8 @@ const Command kCommands[] = {
     {"convert", "turn .bin tensor files into .npy", kConvertHelp, run_convert},
     {"replay", "re-run kernels on their dumped inputs with CPU references (msprobe's pre-check)", kReplayHelp,
      run_replay},
+    {"report", "one HTML file that shows the dump: overview, values over launch order, first NaN, differences",
+     kReportHelp, run_report},
 };
 
 void print_usage(FILE *out) {
