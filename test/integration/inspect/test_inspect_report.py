@@ -462,6 +462,68 @@ def test_browser_link_to_a_kernel_of_another_rank(browser, dumps, reports):
     assert dom.by_id("series-summary").find(cls="where").text().startswith("step0/rank1")
 
 
+# Drives the page's controls once it has loaded, as a person would, and writes what it saw on <body data-drive>.
+DRIVER = r"""<script>
+window.addEventListener("load", function () {
+  const out = {};
+  const $ = (id) => document.getElementById(id);
+  const shown = () => document.querySelector("#series-summary .sum-kernels").textContent;
+  try {
+    $("step").value = "all";
+    $("step").dispatchEvent(new Event("change"));
+    out.all = shown();
+    $("filter").value = "^Gelu\\.";
+    $("filter").dispatchEvent(new Event("change"));
+    out.gelu = shown();
+    $("filter").value = "";
+    $("filter").dispatchEvent(new Event("change"));
+    $("log").click();
+    const canvas = $("series-chart");
+    let chart = Chart.getChart(canvas);
+    out.scale = chart.options.scales.y.type;
+    const r = canvas.getBoundingClientRect();
+    const marker = chart.getDatasetMeta(3).data[0];  // the first NaN marker
+    chart.options.onClick(new MouseEvent("click", { clientX: r.left + marker.x, clientY: r.top + marker.y }), [], chart);
+    out.clicked = document.querySelector("#kernel .kernel-name").textContent;
+    const x = chart.scales.x;
+    out.range = [x.min, x.max];
+    canvas.dispatchEvent(new MouseEvent("mousedown", { clientX: r.left + x.left + 10, clientY: r.top + 60 }));
+    canvas.dispatchEvent(new MouseEvent("mouseup", { clientX: r.left + x.left + 210, clientY: r.top + 60 }));
+    chart = Chart.getChart(canvas);
+    out.zoomed = [chart.scales.x.min, chart.scales.x.max];
+    $("whole").click();
+    out.whole = [chart.scales.x.min, chart.scales.x.max];
+    document.querySelector('#overview-table td.cell[data-folder="0"]').click();
+    out.cell = document.querySelector("#series-summary .where").textContent;
+  } catch (e) {
+    out.error = String((e && e.stack) || e);
+  }
+  document.body.setAttribute("data-drive", JSON.stringify(out));
+});
+</script>"""
+
+
+def test_browser_controls(browser, dumps, reports, tmp_path):
+    """The step selector (all steps), the name filter, the log-scale switch, a click on a NaN marker, a drag to zoom
+    and the whole-range button, and a click on an overview cell, driven in the page."""
+    root = dumps("overflow")
+    path, _ = reports("overflow")
+    driven = tmp_path / "driven.html"
+    driven.write_text(path.read_text().replace("</body>", DRIVER + "</body>"))
+    dom = rendered(browser, driven)
+    out = json.loads(dom.find("body").attrs["data-drive"])
+    assert "error" not in out, out["error"]
+    every = [k for f in folders(root) for k in expected_folder(f)]
+    assert int(out["all"]) == len(every)
+    assert int(out["gelu"]) == sum(1 for k in every if re.match(r"^Gelu\.", k["name"])) > 0
+    assert out["scale"] == "linear"
+    assert out["clicked"] == next(k["name"] for k in every if k["flags"] & 1)
+    lo, hi = out["range"]
+    assert lo < out["zoomed"][0] < out["zoomed"][1] < hi
+    assert out["whole"] == out["range"]
+    assert out["cell"].startswith("step0/")
+
+
 def test_browser_flight_record(browser, dumps, reports):
     root = dumps("flight")
     path, _ = reports("flight")

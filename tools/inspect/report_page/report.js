@@ -656,10 +656,15 @@
     $("step").addEventListener("change", () => select($("rank").value, parseStep($("step").value), null));
     $("log").addEventListener("change", () => { drawSeries(); });
     let timer = null;
+    const refilter = () => {
+      clearTimeout(timer);
+      select($("rank").value, parseStep($("step").value), null);
+    };
     $("filter").addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => select($("rank").value, parseStep($("step").value), null), 250);
+      timer = setTimeout(refilter, 250);
     });
+    $("filter").addEventListener("change", refilter);  // Enter, or leaving the field: at once
     $("whole").addEventListener("click", () => { unzoom(state.seriesChart); unzoom(state.diffChart); });
     drawFirstNan();
     drawAgainstStatic();
