@@ -82,6 +82,7 @@ struct FolderData {
   std::vector<KernelPoint> kernels;  // launch order
   std::unordered_map<std::string, size_t> by_name;
   uint64_t nan = 0, inf = 0;           // kernels with kOutputNan, kOutputInf
+  std::optional<size_t> first_bad;     // the first of them in launch order
   std::optional<std::string> against;  // the label of B's folder paired with this one
   std::vector<KernelDiff> diffs;       // parallel to kernels when paired
   std::string name_of(size_t pos, const Strings &s) const;

@@ -230,6 +230,7 @@ FolderData read_folder(const RankDir &d, size_t index, const compare::Side *B, R
     rd.point.x = rd.launch_index.value_or(rd.file_pos);
     if (rd.point.flags & kOutputNan) ++f.nan;
     if (rd.point.flags & kOutputInf) ++f.inf;
+    if ((rd.point.flags & (kOutputNan | kOutputInf)) && !f.first_bad) f.first_bad = f.kernels.size();
     f.by_name.emplace(r.strings.stems.items()[rd.point.stem] + r.strings.tails.items()[rd.point.tail],
                       f.kernels.size());
     f.kernels.push_back(std::move(rd.point));

@@ -192,7 +192,16 @@ std::string main_json(const Report &r, const std::vector<TopDiff> &top) {
     o += ",\"task\":";
     str(o, f.task);
     o += ",\"kernels\":" + std::to_string(f.kernels.size()) + ",\"nan\":" + std::to_string(f.nan) +
-         ",\"inf\":" + std::to_string(f.inf) + ",\"against\":";
+         ",\"inf\":" + std::to_string(f.inf) + ",\"first_bad\":";
+    if (f.first_bad) {
+      o += "{\"pos\":" + std::to_string(*f.first_bad) + ",\"x\":" + std::to_string(f.kernels[*f.first_bad].x) +
+           ",\"kernel\":";
+      str(o, f.name_of(*f.first_bad, r.strings));
+      o += '}';
+    } else {
+      o += "null";
+    }
+    o += ",\"against\":";
     if (f.against)
       str(o, *f.against);
     else

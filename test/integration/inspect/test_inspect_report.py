@@ -186,6 +186,9 @@ def test_every_kernel_as_in_the_dump(dumps, reports):
         assert info["nan"] == sum(1 for k in expected if k["flags"] & 1)
         assert info["inf"] == sum(1 for k in expected if k["flags"] & 2)
         assert info["task"] == "statistics"
+        bad = [k for k in expected if k["flags"] & 3]
+        assert info["first_bad"] == ({"pos": expected.index(bad[0]), "x": bad[0]["x"], "kernel": bad[0]["name"]}
+                                     if bad else None)
         for pos, k in enumerate(expected):
             assert data["stems"][blob["name"][2 * pos]] + data["tails"][blob["name"][2 * pos + 1]] == k["name"]
             assert blob["x"][pos] == k["x"]
@@ -409,6 +412,10 @@ def test_browser_shows_the_dumps_numbers(browser, dumps, reports):
         assert numbers(td.find("span", cls="nan").text())[0] == sum(1 for k in expected if k["flags"] & 1)
         assert numbers(td.find("span", cls="inf").text())[0] == sum(1 for k in expected if k["flags"] & 2)
         assert ("nan" in td.attrs["class"].split()) == any(k["flags"] & 1 for k in expected)
+        bad = [k for k in expected if k["flags"] & 3]
+        first = td.find("span", cls="first-bad")
+        assert (first.text(), first.attrs["title"]) == (f"from launch_index {bad[0]['x']}", bad[0]["name"]) if bad \
+            else first is None
     # The drawn folder is the first NaN's, its summary from the dump.
     key, folder, kernel = first_nan_expected(root)
     expected = expected_folder(folder)

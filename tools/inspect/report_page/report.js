@@ -306,7 +306,9 @@
                              onclick: () => select(f.rank, f.step, null) },
                      el("span", { class: "kernels", text: f.kernels + " kernels" }),
                      el("span", { class: "nan" + (f.nan ? " bad" : ""), text: f.nan + " NaN" }),
-                     el("span", { class: "inf" + (f.inf ? " bad" : ""), text: f.inf + " Inf" })));
+                     el("span", { class: "inf" + (f.inf ? " bad" : ""), text: f.inf + " Inf" }),
+                     f.first_bad ? el("span", { class: "first-bad", title: f.first_bad.kernel,
+                                                text: "from launch_index " + f.first_bad.x }) : null));
       }
       t.append(tr);
     }
