@@ -4,6 +4,7 @@
 // when that folder is shown.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ctime>
 #include <set>
 #include <tuple>
@@ -16,27 +17,29 @@ namespace msprobe::tools::report {
 
 namespace {
 
-void str(std::string &o, std::string_view s) { format::append_json_string(o, s); }
-
-void opt_int(std::string &o, const std::optional<uint64_t> &v) {
-  if (v)
-    format::append_json_integer(o, *v);
-  else
-    o += "null";
+// The whole-dump part of the page's data is small and built as a JSON value; the per-folder arrays (100k+ kernels)
+// are written as text by folder_json.
+Json page_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Inf" : "-Inf";
+  return v;
 }
 
-template <typename T, typename Each>
-void list(std::string &o, const std::vector<T> &items, Each each) {
-  o += '[';
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) o += ',';
-    each(items[i]);
+Json page_stat(const format::StatValue &v) {
+  using K = format::StatValue::Kind;
+  switch (v.kind) {
+    case K::Null: break;
+    case K::Real: return page_number(v.real);
+    case K::Integer: return v.integer;
+    case K::Unsigned: return v.uinteger;
+    case K::Bool: return v.boolean;
   }
-  o += ']';
+  return nullptr;
 }
 
-void strings(std::string &o, const std::vector<std::string> &items) {
-  list(o, items, [&](const std::string &s) { str(o, s); });
+template <typename T>
+Json or_null(const std::optional<T> &v) {
+  return v ? Json(*v) : Json(nullptr);
 }
 
 // Where a marked kernel is in the report: (folder, position), when the report holds it.
@@ -50,37 +53,26 @@ std::optional<std::pair<size_t, size_t>> locate(const Report &r, const MarkedKer
   return std::nullopt;
 }
 
-void marked_json(std::string &o, const Report &r, const MarkedKernel &k) {
-  o += "{\"rank\":";
-  str(o, k.rank);
-  o += ",\"step\":";
-  opt_int(o, k.step);
-  o += ",\"kernel\":";
-  str(o, k.kernel);
-  o += ",\"launch_index\":";
-  opt_int(o, k.launch_index);
-  o += ",\"note\":";
-  str(o, k.note);
+Json marked_json(const Report &r, const MarkedKernel &k) {
   const auto at = locate(r, k);
-  o += ",\"folder\":" + (at ? std::to_string(at->first) : "null");
-  o += ",\"pos\":" + (at ? std::to_string(at->second) : "null") + "}";
+  return {{"rank", k.rank},
+          {"step", or_null(k.step)},
+          {"kernel", k.kernel},
+          {"launch_index", or_null(k.launch_index)},
+          {"note", k.note},
+          {"folder", at ? Json(at->first) : Json(nullptr)},
+          {"pos", at ? Json(at->second) : Json(nullptr)}};
 }
 
 // A mark as first-nan --json / first-diff --json print it, with where the report holds each kernel.
-void mark_json(std::string &o, const Report &r, const std::optional<Mark> &m) {
-  if (!m) {
-    o += "null";
-    return;
-  }
-  marked_json(o, r, m->at);
-  o.pop_back();  // the closing brace: the mark's own fields follow
-  o += ",\"stack\":";
-  strings(o, m->stack);
-  o += ",\"verdict\":";
-  str(o, m->verdict);
-  o += ",\"spread\":";
-  list(o, m->spread, [&](const MarkedKernel &k) { marked_json(o, r, k); });
-  o += '}';
+Json mark_json(const Report &r, const std::optional<Mark> &m) {
+  if (!m) return nullptr;
+  Json j = marked_json(r, m->at);
+  j["stack"] = m->stack;
+  j["verdict"] = m->verdict;
+  j["spread"] = Json::array();
+  for (const MarkedKernel &k : m->spread) j["spread"].push_back(marked_json(r, k));
+  return j;
 }
 
 struct TopDiff {
@@ -121,118 +113,94 @@ std::vector<std::set<size_t>> featured(const Report &r, const std::vector<TopDif
   return out;
 }
 
-void flight_json(std::string &o, const Report &r, const FlightRecord &rec) {
-  o += "{\"rank\":";
-  str(o, rec.rank);
-  o += ",\"trigger\":";
-  str(o, rec.trigger);
-  o += ",\"trigger_kernel\":";
-  str(o, rec.trigger_kernel);
-  o += ",\"trigger_text\":";
-  str(o, rec.trigger_text());
+Json flight_json(const Report &r, const FlightRecord &rec) {
   const FlightKernel *t = rec.trigger_entry();
-  o += ",\"overflow\":";
-  str(o, t ? t->fields.overflow : std::string());
-  o += ",\"kernels\":";
-  list(o, rec.kernels, [&](const FlightKernel &k) {
+  Json kernels = Json::array();
+  for (const FlightKernel &k : rec.kernels) {
     const FolderData &fd = r.folders[k.folder];
     auto it = fd.by_name.find(k.name);
-    o += "{\"folder\":" + std::to_string(k.folder) +
-         ",\"pos\":" + (it == fd.by_name.end() ? std::string("null") : std::to_string(it->second)) + ",\"name\":";
-    str(o, k.name);
-    o += ",\"note\":";
-    str(o, k.fields.note);
-    o += std::string(",\"inputs_finite\":") + (k.inputs_finite ? "true" : "false") +
-         ",\"output_non_finite\":" + (k.output_non_finite ? "true" : "false") + "}";
-  });
-  o += '}';
+    kernels.push_back({{"folder", k.folder},
+                       {"pos", it == fd.by_name.end() ? Json(nullptr) : Json(it->second)},
+                       {"name", k.name},
+                       {"note", k.fields.note},
+                       {"inputs_finite", k.inputs_finite},
+                       {"output_non_finite", k.output_non_finite}});
+  }
+  return {{"rank", rec.rank},
+          {"trigger", rec.trigger},
+          {"trigger_kernel", rec.trigger_kernel},
+          {"trigger_text", rec.trigger_text()},
+          {"overflow", t ? t->fields.overflow : std::string()},
+          {"kernels", std::move(kernels)}};
+}
+
+Json folder_info(const Report &r, const FolderData &f) {
+  Json first_bad = nullptr;
+  if (f.first_bad)
+    first_bad = {
+        {"pos", *f.first_bad}, {"x", f.kernels[*f.first_bad].x}, {"kernel", f.name_of(*f.first_bad, r.strings)}};
+  return {{"label", f.dir.label()}, {"step", or_null(f.dir.step)}, {"rank", f.dir.rank_label()},
+          {"task", f.task},         {"kernels", f.kernels.size()}, {"nan", f.nan},
+          {"inf", f.inf},           {"first_bad", first_bad},      {"against", or_null(f.against)}};
+}
+
+std::string chartjs_version() {
+  const std::string_view js = chart_js();
+  const size_t v = js.find("Chart.js v");
+  if (v == std::string_view::npos) return "?";
+  return std::string(js.substr(v + 10, js.find_first_of(" \n", v + 10) - v - 10));
 }
 
 std::string main_json(const Report &r, const std::vector<TopDiff> &top) {
-  std::string o = "{\"schema\":1,\"root\":";
-  str(o, r.root.string());
-  o += ",\"against\":";
-  if (r.against)
-    str(o, r.against->string());
-  else
-    o += "null";
   char when[32] = "";
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   if (localtime_r(&now, &tm)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-  o += ",\"generated\":";
-  str(o, when);
-  const std::string_view js = chart_js();
-  const size_t v = js.find("Chart.js v");
-  o += ",\"chartjs\":";
-  str(o, v == std::string_view::npos ? "?" : js.substr(v + 10, js.find_first_of(" \n", v + 10) - v - 10));
-  o += ",\"thresholds\":{\"stat_rtol\":";
-  append_page_number(o, r.th.stat_rtol);
-  o += ",\"atol\":";
-  append_page_number(o, r.th.atol);
-  o += ",\"cos\":";
-  append_page_number(o, r.th.cosine);
-  o += "},\"stems\":";
-  strings(o, r.strings.stems.items());
-  o += ",\"tails\":";
-  strings(o, r.strings.tails.items());
-  o += ",\"frames\":";
-  strings(o, r.strings.frames.items());
-  o += ",\"stacks\":";
-  list(o, r.strings.stacks,
-       [&](const std::vector<uint32_t> &s) { list(o, s, [&](uint32_t id) { o += std::to_string(id); }); });
-  o += ",\"folders\":";
-  list(o, r.folders, [&](const FolderData &f) {
-    o += "{\"label\":";
-    str(o, f.dir.label());
-    o += ",\"step\":";
-    opt_int(o, f.dir.step);
-    o += ",\"rank\":";
-    str(o, f.dir.rank_label());
-    o += ",\"task\":";
-    str(o, f.task);
-    o += ",\"kernels\":" + std::to_string(f.kernels.size()) + ",\"nan\":" + std::to_string(f.nan) +
-         ",\"inf\":" + std::to_string(f.inf) + ",\"first_bad\":";
-    if (f.first_bad) {
-      o += "{\"pos\":" + std::to_string(*f.first_bad) + ",\"x\":" + std::to_string(f.kernels[*f.first_bad].x) +
-           ",\"kernel\":";
-      str(o, f.name_of(*f.first_bad, r.strings));
-      o += '}';
-    } else {
-      o += "null";
-    }
-    o += ",\"against\":";
-    if (f.against)
-      str(o, *f.against);
-    else
-      o += "null";
-    o += '}';
-  });
-  o += ",\"first_nan\":";
-  mark_json(o, r, r.first_nan);
-  o += ",\"first_diff\":";
-  mark_json(o, r, r.first_diff);
-  o += ",\"top\":";
-  list(o, top, [&](const TopDiff &t) {
+  Json j = {{"schema", 1},
+            {"root", r.root.string()},
+            {"against", r.against ? Json(r.against->string()) : Json(nullptr)},
+            {"generated", when},
+            {"chartjs", chartjs_version()},
+            {"thresholds",
+             {{"stat_rtol", page_number(r.th.stat_rtol)},
+              {"atol", page_number(r.th.atol)},
+              {"cos", page_number(r.th.cosine)}}},
+            {"stems", r.strings.stems.items()},
+            {"tails", r.strings.tails.items()},
+            {"frames", r.strings.frames.items()},
+            {"stacks", r.strings.stacks}};
+  j["folders"] = Json::array();
+  for (const FolderData &f : r.folders) j["folders"].push_back(folder_info(r, f));
+  j["first_nan"] = mark_json(r, r.first_nan);
+  j["first_diff"] = mark_json(r, r.first_diff);
+  j["top"] = Json::array();
+  for (const TopDiff &t : top) {
     const KernelDiff &d = r.folders[t.folder].diffs[t.pos];
-    o += "{\"folder\":" + std::to_string(t.folder) + ",\"pos\":" + std::to_string(t.pos) + ",\"rel\":";
-    append_page_number(o, t.rel);
-    o += ",\"where\":";
-    str(o, d.where);
-    o += ",\"a\":";
-    append_page_stat(o, d.a);
-    o += ",\"b\":";
-    append_page_stat(o, d.b);
-    o += '}';
-  });
-  o += ",\"only_a\":";
-  strings(o, r.only_a);
-  o += ",\"only_b\":";
-  strings(o, r.only_b);
-  o += ",\"kernels_only_a\":" + std::to_string(r.kernels_only_a) +
-       ",\"kernels_only_b\":" + std::to_string(r.kernels_only_b) + ",\"flight\":";
-  list(o, r.flight, [&](const FlightRecord &rec) { flight_json(o, r, rec); });
-  return o + "}";
+    j["top"].push_back({{"folder", t.folder},
+                        {"pos", t.pos},
+                        {"rel", page_number(t.rel)},
+                        {"where", d.where},
+                        {"a", page_stat(d.a)},
+                        {"b", page_stat(d.b)}});
+  }
+  j["only_a"] = r.only_a;
+  j["only_b"] = r.only_b;
+  j["kernels_only_a"] = r.kernels_only_a;
+  j["kernels_only_b"] = r.kernels_only_b;
+  j["flight"] = Json::array();
+  for (const FlightRecord &rec : r.flight) j["flight"].push_back(flight_json(r, rec));
+  // Stack frames may hold bytes that are not UTF-8 (native symbols): replaced, never a reason to fail.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+template <typename T, typename Each>
+void list(std::string &o, const std::vector<T> &items, Each each) {
+  o += '[';
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) o += ',';
+    each(items[i]);
+  }
+  o += ']';
 }
 
 std::string folder_json(const FolderData &f, const std::set<size_t> &featured) {
@@ -275,7 +243,7 @@ std::string folder_json(const FolderData &f, const std::set<size_t> &featured) {
         o += "null";
     });
     o += ",\"where\":";
-    list(o, f.diffs, [&](const KernelDiff &d) { str(o, d.where); });
+    list(o, f.diffs, [&](const KernelDiff &d) { format::append_json_string(o, d.where); });
     o += ",\"matched\":";
     list(o, f.diffs, [&](const KernelDiff &d) { o += d.matched ? '1' : '0'; });
   }
