@@ -21,7 +21,7 @@ import pytest
 import sanitizer_preload
 import shimtest
 from browser import Browser
-from inspect_support import folders, inspect, load_dump, stack_of, tensors_of
+from inspect_support import folders, inspect, load_dump, stack_of, tensors_of, to_old_form
 
 STATS = ("Max", "Min", "Mean", "Norm")
 CHARTJS = Path("/usr/share/javascript/chart.js/chart.min.js")
@@ -318,6 +318,24 @@ def test_flight_record(dumps, reports):
         xs = [page_json(path.read_text(), f"folder-{k['folder']}")["x"][k["pos"]] for k in page["kernels"]]
         assert xs[0] == rec["first_launch_index"] and xs[-1] == rec["last_launch_index"]
         assert rec["trigger_kernel"] in [k["name"] for k in page["kernels"]]
+
+
+def test_dump_of_the_older_form(dumps, tmp_path):
+    """A dump written before kernel names ended in .forward (launch fields at each entry's top level) is drawn the
+    same, and pairs with a new dump for --against by the name without its token."""
+    old = to_old_form(dumps("overflow"), tmp_path / "old")
+    path = tmp_path / "old.html"
+    out = inspect("report", old, "--against", dumps("overflow"), "-o", path, expect=0).stdout
+    _, data, blobs = page_data(path)
+    for blob, folder in zip(blobs, folders(old)):
+        names = [data["stems"][blob["name"][2 * p]] + data["tails"][blob["name"][2 * p + 1]]
+                 for p in range(len(blob["x"]))]
+        dump = load_dump(folder)["data"]
+        assert names == sorted(dump, key=lambda n: dump[n]["launch_index"])
+        assert not any(n.endswith(".forward") for n in names)
+        assert all(blob["matched"]) and all(r in (0, None) for r in blob["rel"])  # the same run, paired by name
+    assert data["first_nan"]["kernel"].startswith("Muls.") and not data["first_nan"]["kernel"].endswith(".forward")
+    assert "first divergence: none" in out
 
 
 def test_large_folder_keeps_the_named_kernels_tensors_and_grows_linearly(tmp_path):
