@@ -30,6 +30,8 @@ const Command kCommands[] = {
      run_first_nan},
     {"first-diff", "where two runs first part across ranks, and how it spread (mpirun-able)", kFirstDiffHelp,
      run_first_diff},
+    {"report", "one HTML file that shows the dump: overview, values over launch order, first NaN, differences",
+     kReportHelp, run_report},
 };
 
 void print_usage(FILE *out) {

@@ -19,6 +19,7 @@
 // Everything a rank computes after its first anomaly is downstream of it and is not looked at again.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -170,5 +171,15 @@ Finding reduce(std::vector<RankDigest> digests, Question q);
 // ---- report ---------------------------------------------------------------------------------------------------------
 std::string report_text(const Finding &f);
 std::string report_json(const Finding &f);
+// Pieces of the text, for other presentations of a Finding (the HTML report's marks).
+std::string ranks_phrase(const std::vector<uint32_t> &ranks);  // "rank 5", "ranks 0-3, 6"
+std::string hop_instance(const Hop &h);                        // "comm hccl_world_group, seq 7"
+std::string origin_kind(const Origin &o, Question q);          // "compute: its inputs are finite, ..."
+
+// ---- one process
+// ------------------------------------------------------------------------------------------------------ The whole
+// analysis where every rank folder is on this machine (the HTML report; first-nan and first-diff themselves go through
+// the transport, which also runs under mpirun): `b` null for first-nan.
+Finding analyze_here(const std::filesystem::path &a, const std::filesystem::path *b, const ScanOptions &o);
 
 }  // namespace msprobe::tools::ranks

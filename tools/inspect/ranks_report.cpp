@@ -220,4 +220,8 @@ std::string report_json(const Finding &f) {
   return j.dump(2) + "\n";
 }
 
+std::string ranks_phrase(const std::vector<uint32_t> &ranks) { return ranks_text(ranks); }
+std::string hop_instance(const Hop &h) { return instance_text(h); }
+std::string origin_kind(const Origin &o, Question q) { return kind_sentence(o, q); }
+
 }  // namespace msprobe::tools::ranks
