@@ -1,7 +1,10 @@
 #include "shim/capture/kernel_launch.h"
 
+#include <string_view>
+
 #include "format/naming.h"
 #include "shim/base/reentry.h"
+#include "shim/capture/scope_names.h"
 #include "shim/config/config.h"
 #include "shim/device/acl_types.h"
 
@@ -25,12 +28,30 @@ std::string_view op_name_of(StackId stack) {
 }  // namespace
 
 KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream)
-    : session_(session), stack_(stack), ticket_(session.begin_launch(op_type, op_name_of(stack), stream)) {
+    : session_(session),
+      stack_(stack),
+      ticket_(scope_names::armed() ? session.begin_unnamed_launch(op_type, stream)
+                                   : session.begin_launch(op_type, op_name_of(stack), stream)) {
   ++open_;
+  if (ticket_.name_pending) op_type_ = op_type;
   if (ticket_.capture) staging_ = session.stager().begin(stream);
 }
 
-KernelLaunch::~KernelLaunch() { --open_; }
+KernelLaunch::~KernelLaunch() {
+  --open_;
+  if (ticket_.name_pending && !finished_) finish(false);  // still counted: it gets its name (and ordinal) in order
+}
+
+void KernelLaunch::park(std::optional<record::KernelCapture> kernel) {
+  scope_names::Pending p;
+  p.session = &session_;
+  p.ticket = ticket_;
+  p.op_type = std::move(op_type_);
+  p.fallback_op_name = std::string(op_name_of(stack_));
+  p.kernel = std::move(kernel);
+  if (p.kernel) p.staging = std::move(staging_);
+  scope_names::park(std::move(p));
+}
 
 CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t item) {
   ReentryGuard guard;  // the copies go through the runtime, whose inner calls must not be captured
@@ -75,11 +96,15 @@ void KernelLaunch::input_value(format::ValueArg v) {
 void KernelLaunch::finish(bool launched) {
   if (finished_) return;
   finished_ = true;
-  if (!ticket_.capture) return;
+  if (!ticket_.capture) {
+    if (ticket_.name_pending) park(std::nullopt);
+    return;
+  }
   ReentryGuard guard;
   if (!launched) {
     staging_->abandon();
     staging_->handed_over();
+    if (ticket_.name_pending) park(std::nullopt);
     return;
   }
   record::KernelCapture k;
@@ -89,6 +114,10 @@ void KernelLaunch::finish(bool launched) {
   if (ticket_.with_outputs) k.outputs = std::move(outputs_);
   k.ready = staging_->finish();
   k.notes = staging_->notes();
+  if (ticket_.name_pending) {
+    park(std::move(k));
+    return;
+  }
   session_.submit(std::move(k));
   staging_->handed_over();
 }

@@ -38,6 +38,7 @@ struct Session::Impl {
   std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
   format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}.forward, per step and rank
   bool closed = false;
+  std::atomic<void (*)()> before_flush{nullptr};
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
@@ -193,11 +194,20 @@ void Session::skip_launch(std::string_view op_type, const void *stream, bool mar
 
 namespace {
 
+// Under m.mu: the selection that needs no name (closed, step, rank, op type).
+bool selected_before_name(Session::Impl &m, std::string_view op_type, const LaunchTicket &t) {
+  const Config &c = m.config;
+  bool selected = !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
+                  (c.ranks.all() || t.rank.has_value());
+  return selected && (c.list.empty() || c.scope.has_value() || c.list.may_match_type(op_type));
+}
+
 // Under m.mu, after the ticket's step and rank are known: its name ({n} per step, rank and base name) and whether the
 // configuration selects it (closed, step, rank, scope, list, the overflow limit), and what of it to take.
 void name_and_select(Session::Impl &m, std::string_view op_type, std::string_view op_name, LaunchTicket &t) {
   const Config &c = m.config;
-  t.timestamp_us = now_us();
+  if (!t.name_pending) t.timestamp_us = now_us();
+  t.name_pending = false;
   std::string base = format::kernel_base_name(op_type, op_name);
   t.name = format::kernel_name(base, m.ordinals.next(t.step, t.rank, base));
 
@@ -231,6 +241,30 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
   name_and_select(m, op_type, op_name, t);
   return t;
 }
+
+LaunchTicket Session::begin_unnamed_launch(std::string_view op_type, const void *stream) {
+  Impl &m = *impl_;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  count_launch(m, op_type, stream, t);
+  t.timestamp_us = now_us();
+  t.name_pending = true;
+  t.capture = selected_before_name(m, op_type, t) && !(m.collector && m.collector->write_limit_reached());
+  t.with_inputs = m.config.data_mode != DataMode::Output;
+  t.with_outputs = m.config.data_mode != DataMode::Input;
+  t.with_data = m.policy.takes_data;
+  return t;
+}
+
+void Session::name_launch(LaunchTicket &t, std::string_view op_type, std::string_view op_name) {
+  Impl &m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  const bool could = t.capture;
+  name_and_select(m, op_type, op_name, t);
+  t.capture = t.capture && could;  // copied from the start, or never
+}
+
+void Session::set_before_flush(void (*before_flush)()) { impl_->before_flush.store(before_flush); }
 
 LaunchTicket Session::begin_graph_kernel(std::string_view op_type, std::string_view op_name, uint64_t step,
                                          uint64_t stream_id, uint64_t task_id) {
@@ -308,6 +342,7 @@ void Session::set_rank_hint(uint32_t rank) {
 }
 
 void Session::flush() {
+  if (auto before = impl_->before_flush.load()) before();
   if (collector::Collector *col = impl_->current_collector()) col->flush();
 }
 
@@ -322,6 +357,7 @@ void Session::device_ending(const char *call) {
 }
 
 void Session::shutdown() {
+  if (auto before = impl_->before_flush.load()) before();
   collector::Collector *col;
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
