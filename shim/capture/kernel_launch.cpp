@@ -4,6 +4,7 @@
 
 #include "format/naming.h"
 #include "shim/base/reentry.h"
+#include "shim/capture/acl_graphs.h"
 #include "shim/capture/scope_names.h"
 #include "shim/config/config.h"
 #include "shim/device/acl_types.h"
@@ -34,7 +35,11 @@ KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId s
                                    : session.begin_launch(op_type, op_name_of(stack), stream)) {
   ++open_;
   if (ticket_.name_pending) op_type_ = op_type;
-  if (ticket_.capture) staging_ = session.stager().begin(stream);
+  if (auto graph = session.acl_graphs().capturing(stream, ticket_.step)) {
+    if (ticket_.capture) staging_ = session.acl_graphs().staging_for(*graph);  // nothing enqueued on that stream
+  } else if (ticket_.capture) {
+    staging_ = session.stager().begin(stream);
+  }
 }
 
 KernelLaunch::~KernelLaunch() {

@@ -16,6 +16,7 @@
 #include "collector/msprobe_writer.h"
 #include "format/naming.h"
 #include "shim/base/log.h"
+#include "shim/capture/acl_graphs.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
 #include "shim/stacks/stacks.h"
@@ -39,6 +40,7 @@ struct Session::Impl {
   format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}.forward, per step and rank
   bool closed = false;
   std::atomic<void (*)()> before_flush{nullptr};
+  AclGraphs acl_graphs;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
@@ -128,6 +130,7 @@ Session::~Session() {
 
 const Config &Session::config() const { return impl_->config; }
 Stager &Session::stager() { return *impl_->policy.stager; }
+AclGraphs &Session::acl_graphs() { return impl_->acl_graphs; }
 const TaskPolicy &Session::task_policy() const { return impl_->policy; }
 
 bool Session::may_capture(std::string_view op_type) const {

@@ -15,6 +15,7 @@
 namespace msprobe::shim {
 
 struct Config;
+class AclGraphs;
 
 // What the session decided for one kernel launch. Every launch gets a name and indices (so names stay
 // the same whatever the filters); only `capture` launches copy data.
@@ -66,6 +67,8 @@ class Session {
   void submit(record::KernelCapture kernel);
   // How the task takes each captured tensor (KernelLaunch asks it once per captured launch).
   Stager &stager();
+  // The ACL graphs being captured and replayed (aclmdlRI*): a kernel launched into one is described only.
+  AclGraphs &acl_graphs();
   const TaskPolicy &task_policy() const;
   const Config &config() const;
   // msprobe_shim_step(): the host says a step ended.
