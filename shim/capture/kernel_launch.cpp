@@ -1,8 +1,12 @@
 #include "shim/capture/kernel_launch.h"
 
+#include <sys/prctl.h>
+
+#include <atomic>
 #include <string_view>
 
 #include "format/naming.h"
+#include "shim/base/log.h"
 #include "shim/base/reentry.h"
 #include "shim/capture/acl_graphs.h"
 #include "shim/capture/scope_names.h"
@@ -17,7 +21,33 @@ using record::TensorCapture;
 
 thread_local int KernelLaunch::open_ = 0;
 
+namespace {
+
+// MindSpore's PyNative pipeline (reference/mindspore_runtime.md §5) runs an op's C++ on its frontend_queue thread,
+// phase 1 on backend_queue and phase 2 on launch_queue (names set with pthread_setname_np): none has the Python frames
+// of the line that made the op, which by then has moved on. Said once per process, on the first stack taken on one of
+// them; with MS_DEV_LAUNCH_BLOCKING=1 (MindSpore 2.7+) the three stages run on the Python thread and never get here.
+void check_mindspore_queue_thread() {
+  static thread_local int8_t checked = 0;
+  if (checked) return;
+  checked = 1;
+  char name[16] = {};
+  if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0) return;
+  const std::string_view n(name);
+  if (n != "frontend_queue" && n != "backend_queue" && n != "launch_queue") return;
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  log_warn(
+      "MindSpore's PyNative pipeline prepares and launches kernels on its own threads (%s here), which have no "
+      "Python frames: kernels are named Default and stack.json has no Python lines; run with "
+      "MS_DEV_LAUNCH_BLOCKING=1 (MindSpore 2.7 and later) to get the Python frames",
+      name);
+}
+
+}  // namespace
+
 StackId launch_stack(const Session &session) {
+  check_mindspore_queue_thread();
   return StackTable::global().capture(StackTable::options_for(session.config().stack));
 }
 
