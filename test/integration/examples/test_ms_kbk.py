@@ -253,3 +253,17 @@ def test_acl_graph_capture_the_capture_step_described_the_replays_said_once(plai
         name = kernel_name(KERNELS[12][0], KERNELS[12][1], n)
         assert_kernel_matches(later, name, later.data[name], expected[n + 1][KERNELS[12][1]])
 
+
+
+def test_name_filters_select_by_the_profilers_names(plain, tmp_path):
+    # The names are known only after the launch: the kernels are copied first, and those the list does not select are
+    # let go once named. Ordinals count every kernel, selected or not.
+    r = run_kbk(tmp_path, "--dump", str(tmp_path / "run.npz"), env={"MSPROBE_LIST": "name-regex(.*_fc1-Dense_.*)"})
+    _, _, expected = replay(np.load(tmp_path / "run.npz"))
+    fc1 = [(op, full) for op, full in KERNELS if "/fc1-Dense/" in full]
+    assert len(fc1) == 4
+    for step in range(STEPS):
+        folder = r.dump.folder(step, None)
+        assert list(folder.data) == [kernel_name(op, full) for op, full in fc1]
+        for op, full in fc1:
+            assert_kernel_matches(folder, kernel_name(op, full), folder.data[kernel_name(op, full)], expected[step][full])
