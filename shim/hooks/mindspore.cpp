@@ -67,10 +67,14 @@ struct Offsets {
 constexpr Offsets kOldAbi{8, 12, 1, 32, 48};   // four 8-byte strings from 16
 constexpr Offsets kNewAbi{8, 12, 1, 80, 144};  // four 32-byte strings from 16
 
-// The full name in a record, or empty when the record is not a kernel launch's (or cannot be read).
+// What a record is. The name of a kernel launch's is read in place (valid while the hook runs: the caller holds the
+// record). The first kChecked names are read through safe reads (a library of another layout would fault otherwise);
+// once they all made sense the layout is trusted and names are read directly.
 enum class Record { KernelLaunch, Inner, Other, Unreadable };
+constexpr int kChecked = 16;
+constinit std::atomic<int> g_checked{0};
 
-Record read_record(const void *data_ptr, std::string *full_name) {
+Record read_record(const void *data_ptr, std::string_view *full_name) {
   const Layout layout = (Layout)g_layout.load(std::memory_order_relaxed);
   if (data_ptr == nullptr || layout == Layout::Unknown) return Record::Unreadable;
   const auto *data = *static_cast<const unsigned char *const *>(data_ptr);  // shared_ptr<ProfilerData>: {T*, ctrl*}
@@ -83,24 +87,29 @@ Record read_record(const void *data_ptr, std::string *full_name) {
   if (module != kModuleKernel || event != kEventKernelLaunch) return Record::Other;
   const char *chars = nullptr;
   uint64_t len = 0;
+  std::memcpy(&chars, data + o.full_name, 8);
+  if (chars == nullptr) return Record::Unreadable;
+  const bool check = g_checked.load(std::memory_order_relaxed) < kChecked;
+  const pid_t self = check ? getpid() : 0;
   if (layout == Layout::OldAbi) {  // _M_p; the length sits in the _Rep header 24 bytes before the characters
-    std::memcpy(&chars, data + o.full_name, 8);
-    uint64_t header = 0, first = 0;
-    if (chars == nullptr || !safe_read_pair(getpid(), chars - 24, chars, &header, &first)) return Record::Unreadable;
-    len = header;
+    uint64_t first = 0;
+    if (check && !safe_read_pair(self, chars - 24, chars, &len, &first)) return Record::Unreadable;
+    if (!check) std::memcpy(&len, chars - 24, 8);
   } else {  // {_M_p, _M_string_length, ...}
-    std::memcpy(&chars, data + o.full_name, 8);
     std::memcpy(&len, data + o.full_name + 8, 8);
   }
-  if (chars == nullptr || len == 0 || len > kMaxNameBytes) return Record::Unreadable;
+  if (len == 0 || len > kMaxNameBytes) return Record::Unreadable;
   uint64_t a = 0, b = 0;
-  if (!safe_read_pair(getpid(), chars, chars + (len >= 8 ? len - 8 : 0), &a, &b)) return Record::Unreadable;
-  full_name->assign(chars, len);
+  if (check) {
+    if (!safe_read_pair(self, chars, chars + (len >= 8 ? len - 8 : 0), &a, &b)) return Record::Unreadable;
+    g_checked.fetch_add(1, std::memory_order_relaxed);
+  }
+  *full_name = std::string_view(chars, len);
   return Record::KernelLaunch;
 }
 
 void observe(const void *data_ptr) {
-  std::string name;
+  std::string_view name;
   switch (read_record(data_ptr, &name)) {
     case Record::KernelLaunch: scope_names::kernel_recorded(name); break;
     case Record::Other: scope_names::other_record(); break;
