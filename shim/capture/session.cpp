@@ -54,12 +54,14 @@ namespace {
 
 void update_ahead(Session::Impl &m);
 
-// Which framework drives the process, from the libraries it has loaded.
+// Which framework drives the process, from the file names of the libraries it has loaded (not their directories: a
+// checkout or a home directory named after a framework says nothing).
 format::HostFramework detect_host_framework() {
   int found = 0;  // 1 torch_npu, 2 mindspore
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *data) {
         const char *n = info->dlpi_name ? info->dlpi_name : "";
+        if (const char *slash = std::strrchr(n, '/')) n = slash + 1;
         int *f = static_cast<int *>(data);
         if (std::strstr(n, "torch_npu"))
           *f = 1;
