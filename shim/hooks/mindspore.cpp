@@ -6,12 +6,13 @@
 // (`Default/network-WithLossCell/_backbone-MLP/fc1-Dense/MatMul-op0`).
 //
 // The shim (1) sets MS_ENABLE_RUNTIME_PROFILER=1 at start-up when the user has not set it, (2) calls the exported
-// ProfilerAnalyzer::GetInstance().StartStep() once libmindspore_profiler.so is loaded (the profiler reads the variable
-// only then, and MindSpore calls StartStep itself only from Model.train's callback and PyNative's Sync), (3) takes
-// every RecordData call, redirected in the callers' GOT like a linked CANN function (HookReach::Framework), reads the
-// record and names the kernels of that thread (shim/capture/scope_names.h). The records are passed on to MindSpore
-// only when the user turned the profiler on: when the shim did, nothing piles up in it (its data grows until EndStep,
-// which custom loops never call) and it writes no RuntimeProfiler files.
+// ProfilerAnalyzer::GetInstance().StartStep() once the library exporting it is loaded (libmindspore_profiler.so from
+// 2.6, libmindspore_common.so in 2.5; the profiler reads the variable only then, and MindSpore calls StartStep itself
+// only from Model.train's callback and PyNative's Sync), (3) takes every RecordData call, redirected in the callers'
+// GOT like a linked CANN function (HookReach::Framework), reads the record and names the kernels of that thread
+// (shim/capture/scope_names.h). The records are passed on to MindSpore only when the user turned the profiler on: when
+// the shim did, nothing piles up in it (its data grows until EndStep, which custom loops never call) and it writes no
+// RuntimeProfiler files.
 //
 // The names and layouts read here are those of MindSpore 2.5.0, 2.6.0 and 2.7 (r2.7.rc1) source, all alike
 // (debug/profiler/profiler.h; include/common/profiler.h in 2.5): the ProfilerData members
@@ -20,6 +21,7 @@
 // with ProfilerModule::kKernel = 4 and ProfilerEvent::kKernelLaunch = 4. MindSpore builds with
 // _GLIBCXX_USE_CXX11_ABI=0 (8-byte copy-on-write strings); the library's own GetBriefName symbol says which ABI it
 // was built with, and a library with neither layout is left alone. 2.8 and later are not verified.
+#include <link.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -159,6 +161,19 @@ void offer_mindspore_profiler() {
 
 void mindspore_libraries_loaded() {
   if (g_started.load(std::memory_order_acquire) || g_user_disabled.load(std::memory_order_relaxed)) return;
+  // Cheap for every other dlopen (Python imports make many): the symbols are looked for only when a library named
+  // after MindSpore came (libmindspore_profiler.so from 2.6, libmindspore_common.so in 2.5).
+  static std::atomic<int> seen{-1};
+  int mindspore_objects = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *count) {
+        const char *n = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (const char *slash = std::strrchr(n, '/')) n = slash + 1;  // the file's name, not its directory's
+        if (std::strstr(n, "mindspore") != nullptr) ++*static_cast<int *>(count);
+        return 0;
+      },
+      &mindspore_objects);
+  if (mindspore_objects == 0 || seen.exchange(mindspore_objects) == mindspore_objects) return;
   using GetInstance = void *(*)();
   using Method = void (*)(void *);
   using Enabled = bool (*)(const void *);
