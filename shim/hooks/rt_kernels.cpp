@@ -218,34 +218,22 @@ rtError_t aicpu_launch(Real real, const char *so, const char *kernel, uint32_t b
   });
   if (!task) return capture_launch(kernel, blob_of(info), stm, forward);
   const std::string op_type = kernel == kRunCpuKernel && !task->op.empty() ? task->op : std::string(kernel);
+  // One side's tensors: typed from the NodeDef, else every io address as raw bytes (inputs and outputs alike).
+  auto describe = [&](KernelLaunch &k, bool input) {
+    if (!task->described) {
+      for (uint64_t a : task->io_addrs) aicpu_raw(k, a, input);
+      return;
+    }
+    for (const auto &t : input ? task->inputs : task->outputs) {
+      if (auto m = aicpu_tensor(t))
+        input ? k.input_tensor(*m) : k.output_tensor(*m);
+      else
+        aicpu_raw(k, t.addr, input);
+    }
+  };
   return capture_call(
-      session(), op_type, stm,
-      [&](KernelLaunch &k) {
-        if (!task->described) {
-          for (uint64_t a : task->io_addrs) aicpu_raw(k, a, true);
-          return;
-        }
-        for (const auto &t : task->inputs) {
-          if (auto m = aicpu_tensor(t))
-            k.input_tensor(*m);
-          else
-            aicpu_raw(k, t.addr, true);
-        }
-      },
-      forward,
-      [&](KernelLaunch &k) {
-        if (!task->described) {
-          for (uint64_t a : task->io_addrs) aicpu_raw(k, a, false);
-          return;
-        }
-        for (const auto &t : task->outputs) {
-          if (auto m = aicpu_tensor(t))
-            k.output_tensor(*m);
-          else
-            aicpu_raw(k, t.addr, false);
-        }
-      },
-      [](rtError_t rc) { return rc == RT_ERROR_NONE; });
+      session(), op_type, stm, [&](KernelLaunch &k) { describe(k, true); }, forward,
+      [&](KernelLaunch &k) { describe(k, false); }, [](rtError_t rc) { return rc == RT_ERROR_NONE; });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "acl/acl_base.h"
+#include "rt_buffers.h"
 #include "runtime/rt.h"
 
 namespace {
@@ -98,27 +99,17 @@ class Aicpu : public ::testing::Test {
   }
   void TearDown() override {
     rtStreamSynchronize(stream_);
-    for (void *p : allocs_) rtFree(p);
+    mem_.free_all();
     rtStreamDestroy(stream_);
   }
   template <typename T>
   void *upload(const std::vector<T> &v) {
-    void *d = alloc(v.size() * sizeof(T));
-    EXPECT_EQ(rtMemcpy(d, v.size() * sizeof(T), v.data(), v.size() * sizeof(T), RT_MEMCPY_HOST_TO_DEVICE), 0);
-    return d;
+    return mem_.upload(v);
   }
-  void *alloc(size_t bytes) {
-    void *d = nullptr;
-    EXPECT_EQ(rtMalloc(&d, bytes, RT_MEMORY_HBM, 0), RT_ERROR_NONE);
-    EXPECT_EQ(rtMemset(d, bytes, 0, bytes), RT_ERROR_NONE);
-    allocs_.push_back(d);
-    return d;
-  }
+  void *alloc(size_t bytes) { return mem_.alloc(bytes); }
   template <typename T>
   std::vector<T> download(const void *d, size_t n) {
-    std::vector<T> v(n);
-    EXPECT_EQ(rtMemcpy(v.data(), n * sizeof(T), d, n * sizeof(T), RT_MEMCPY_DEVICE_TO_HOST), RT_ERROR_NONE);
-    return v;
+    return RtBuffers::download<T>(d, n);
   }
   rtError_t launch(std::vector<char> &args, const char *so = "libcpu_kernels.so", const char *kernel = "RunCpuKernel",
                    uint32_t flags = RT_KERNEL_DEFAULT) {
@@ -128,7 +119,7 @@ class Aicpu : public ::testing::Test {
     return rtCpuKernelLaunchWithFlag(so, kernel, 1, &info, nullptr, stream_, flags);
   }
   rtStream_t stream_ = nullptr;
-  std::vector<void *> allocs_;
+  RtBuffers mem_;
 };
 
 TEST_F(Aicpu, GatherV2RowsOfAMatrixArgsCopiedAtLaunch) {

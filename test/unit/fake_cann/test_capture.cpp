@@ -9,6 +9,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_add.h"
+#include "device_buffers.h"
 
 namespace {
 
@@ -30,22 +31,12 @@ class Capture : public ::testing::Test {
       aclmdlRIDestroy(ri);
     }
     aclrtSynchronizeStream(stream_);
-    for (void *p : buffers_) aclrtFree(p);
+    mem_.free_all();
     for (aclTensor *t : tensors_) aclDestroyTensor(t);
     aclrtDestroyStream(stream_);
   }
-  void *upload(const std::vector<float> &v) {
-    void *d = nullptr;
-    EXPECT_EQ(aclrtMalloc(&d, v.size() * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    EXPECT_EQ(aclrtMemcpy(d, v.size() * 4, v.data(), v.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    buffers_.push_back(d);
-    return d;
-  }
-  std::vector<float> download(void *d, size_t n) {
-    std::vector<float> v(n);
-    EXPECT_EQ(aclrtMemcpy(v.data(), n * 4, d, n * 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-    return v;
-  }
+  void *upload(const std::vector<float> &v) { return mem_.upload(v); }
+  static std::vector<float> download(void *d, size_t n) { return DeviceBuffers::download(d, n); }
   aclTensor *tensor(void *d, int64_t n) {
     int64_t shape[1] = {n}, stride[1] = {1};
     aclTensor *t = aclCreateTensor(shape, 1, ACL_FLOAT, stride, 0, ACL_FORMAT_ND, shape, 1, d);
@@ -64,7 +55,7 @@ class Capture : public ::testing::Test {
     return ex;
   }
   aclrtStream stream_ = nullptr;
-  std::vector<void *> buffers_;
+  DeviceBuffers mem_;
   std::vector<aclTensor *> tensors_;
 };
 

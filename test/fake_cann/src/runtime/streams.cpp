@@ -291,14 +291,24 @@ bool stream_capturing(Stream *s) {
   return s->capture != nullptr;
 }
 
+namespace {
+
+// Under g_registry_mu: 0 when `m` is a model whose capture ended, else the error code.
+int check_ended_model(CapturedModel *m) {
+  if (m == nullptr || g_models->count(m) == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!m->ended) {
+    set_error_message("the model is still being captured");
+    return ACL_ERROR_RT_MODEL_CAPTURED;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int captured_model_execute(CapturedModel *m, Stream *s) {
   {
     std::lock_guard<std::mutex> rk(g_registry_mu);
-    if (m == nullptr || g_models->count(m) == 0) return ACL_ERROR_RT_PARAM_INVALID;
-    if (!m->ended) {
-      set_error_message("the model is still being captured");
-      return ACL_ERROR_RT_MODEL_CAPTURED;
-    }
+    if (int e = check_ended_model(m)) return e;
     std::lock_guard<std::mutex> mk(m->mu);
     ++m->running;
   }
@@ -324,11 +334,7 @@ int captured_model_destroy(CapturedModel *m) {
   std::vector<Task> tasks;
   {
     std::lock_guard<std::mutex> rk(g_registry_mu);
-    if (m == nullptr || g_models->count(m) == 0) return ACL_ERROR_RT_PARAM_INVALID;
-    if (!m->ended) {
-      set_error_message("the model is still being captured");
-      return ACL_ERROR_RT_MODEL_CAPTURED;
-    }
+    if (int e = check_ended_model(m)) return e;
     std::lock_guard<std::mutex> mk(m->mu);
     if (m->running != 0) {
       set_error_message("the model is still running: synchronize its stream first");
@@ -354,8 +360,9 @@ int capture_forbids_unsafe_call() {
   std::lock_guard<std::mutex> rk(g_registry_mu);
   for (CapturedModel *m : *g_capturing)
     if (m->mode == kCaptureGlobal || (m->mode == kCaptureThreadLocal && m->owner == std::this_thread::get_id())) {
-      set_error_message("an unsafe call (synchronous copy or memset, copy from pageable host memory) while a stream "
-                        "is capturing in a mode that forbids it");
+      set_error_message(
+          "an unsafe call (synchronous copy or memset, copy from pageable host memory) while a stream "
+          "is capturing in a mode that forbids it");
       return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
     }
   return 0;

@@ -7,28 +7,13 @@
 #include <vector>
 
 #include "shim/graph/aicpu_task.h"
+#include "test/unit/shim/graph/pb_writer.h"
 
 using namespace msprobe::shim::graph;
-using Buf = std::vector<unsigned char>;
+using pb_test::Buf;
+using pb_test::Pb;
 
 namespace {
-
-struct Pb {
-  Buf b;
-  Pb &varint(uint64_t v) {
-    while (v >= 0x80) b.push_back(static_cast<unsigned char>(v | 0x80)), v >>= 7;
-    b.push_back(static_cast<unsigned char>(v));
-    return *this;
-  }
-  Pb &tag(uint32_t field, uint32_t wire) { return varint(uint64_t{field} << 3 | wire); }
-  Pb &u64(uint32_t field, uint64_t v) { return tag(field, 0).varint(v); }
-  Pb &bytes(uint32_t field, const Buf &p) {
-    tag(field, 2).varint(p.size());
-    b.insert(b.end(), p.begin(), p.end());
-    return *this;
-  }
-  Pb &str(uint32_t field, const std::string &s) { return bytes(field, Buf(s.begin(), s.end())); }
-};
 
 Buf tensor(const std::vector<int64_t> &shape, int32_t dtype) {
   Pb s;
