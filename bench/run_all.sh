@@ -71,7 +71,7 @@ run text "Call-stack capture, native + Python frames (bench_stacks.py)" \
 run md "Pass-through and train.py (bench_passthrough.py)" \
   $python "$here/bench/bench_passthrough.py" "${quick[@]}" --build "$build"
 # Written by other work in progress; they find the build through MSPROBE_BUILD_DIR.
-for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.py bench_report.py; do
+for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.py bench_report.py bench_ms_naming.py; do
   if [ -f "$here/bench/$extra" ]; then
     run md "$extra" $python "$here/bench/$extra" "${quick[@]}"
   fi

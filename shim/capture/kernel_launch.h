@@ -4,6 +4,8 @@
 // families only say which tensors and values are inputs and outputs.
 #pragma once
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,7 +62,8 @@ class KernelLaunch {
   void output_null();
 
   // Submits the capture (launched) or waits for the copies already enqueued and drops them (the
-  // launch failed, so the kernel never ran).
+  // launch failed, so the kernel never ran). A launch begun while the framework names kernels (scope_names.h) waits
+  // on its thread for its name instead.
   void finish(bool launched);
 
  private:
@@ -73,10 +76,13 @@ class KernelLaunch {
   void add_tensor(Side side, const TensorMeta &t);
   void add_tensor_list(Side side, const std::vector<TensorMeta> &ts);
   void add_null(Side side);
+  // A launch named later: waits on its thread (scope_names.h), with its finished record when it was captured.
+  void park(std::optional<record::KernelCapture> kernel);
   // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
   record::CapturedArg tensor(const TensorMeta &m, Side side, size_t slot, int64_t item = -1);
   Session &session_;
   StackId stack_ = kEmptyStack;
+  std::string op_type_;  // for a launch named later (scope_names.h)
   LaunchTicket ticket_;
   record::CapturedList inputs_, outputs_;
   std::unique_ptr<LaunchStaging> staging_;  // the task's way of taking the tensors; null when not capturing
