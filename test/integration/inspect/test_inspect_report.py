@@ -137,21 +137,27 @@ def rank_folders_by_label(root):
 
 
 def first_nan_expected(root):
-    """The simple single-rank rule: per rank, steps then launch order, the first kernel (not a collective) whose
-    outputs hold NaN/Inf while its inputs are finite; ranks ordered by (step, launch_index, rank)."""
+    """first-nan's rule where no collective joins the candidates (these dumps: each rank's first anomaly is its own
+    compute origin): per rank, steps then launch order, the first kernel (not a collective) whose outputs hold NaN/Inf
+    while its inputs are finite; independent origins ordered by (step, time stamp, rank)."""
     best = None
     ranks = []
     for f in folders(root):
         if f.name not in ranks:
             ranks.append(f.name)
+    done = set()
     for f in folders(root):
+        if f.name in done:
+            continue
+        data = load_dump(f)["data"]
         for k in expected_folder(f):
             outs_bad = any(non_finite(t) for row, t in k["rows"] if row.startswith("output"))
             ins_ok = not any(non_finite(t) for row, t in k["rows"] if row.startswith("input"))
             if outs_bad and ins_ok and not k["name"].startswith("Hccl"):
-                key = (int(f.parent.name[4:]), k["x"], ranks.index(f.name))
+                key = (int(f.parent.name[4:]), data[k["name"]]["launch"]["timestamp"], ranks.index(f.name))
                 if best is None or key < best[0]:
                     best = (key, f, k["name"])
+                done.add(f.name)
                 break
     return best
 
