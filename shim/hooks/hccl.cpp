@@ -27,6 +27,7 @@
 #include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/handles.h"
+#include "shim/device/runtime_api.h"
 #include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
@@ -50,11 +51,6 @@ namespace vt = msprobe::format::value_type;  // the dump's value types
 MSPROBE_HOOK_SLOTS(MSPROBE_HCCL_HOOKS)
 
 namespace {
-
-// Called, not interposed.
-HookSlot slot_rank_size{"HcclGetRankSize"};
-HookSlot slot_rank_id{"HcclGetRankId"};
-HookSlot slot_comm_name{"HcclGetCommName"};
 
 bool capturing() { return !ReentryGuard::active() && !KernelLaunch::open_on_this_thread() && capture_enabled(); }
 
@@ -92,8 +88,8 @@ std::optional<TensorMeta> buffer(void *data, std::optional<uint64_t> count, Hccl
 }
 
 // One of the communicator queries (HcclGetRankSize, HcclGetRankId), nullopt when it is missing or fails.
-std::optional<uint32_t> query(HookSlot &slot, HcclComm comm) {
-  auto get = reinterpret_cast<HcclResult (*)(HcclComm, uint32_t *)>(slot.resolve());
+std::optional<uint32_t> query(runtime::Function<int32_t (*)(void *, uint32_t *)> &fn, HcclComm comm) {
+  auto get = fn.get();
   if (get == nullptr) return std::nullopt;
   uint32_t v = 0;
   ReentryGuard guard;
@@ -102,7 +98,7 @@ std::optional<uint32_t> query(HookSlot &slot, HcclComm comm) {
 }
 
 std::optional<uint64_t> times_rank_size(uint64_t count, HcclComm comm) {
-  std::optional<uint32_t> n = query(slot_rank_size, comm);
+  std::optional<uint32_t> n = query(runtime::HcclGetRankSize, comm);
   if (!n || *n == 0 || count > UINT64_MAX / *n) return std::nullopt;
   return count * *n;
 }
@@ -155,9 +151,9 @@ std::string config_name(const HcclCommConfig *config) {
 // Asks HCCL (outside the lock: these calls may take it) and fills in what it answers.
 void describe(HcclComm comm, CommState &s) {
   s.described = true;
-  s.rank = query(slot_rank_id, comm);
-  s.size = query(slot_rank_size, comm);
-  auto get_name = reinterpret_cast<HcclResult (*)(HcclComm, char *)>(slot_comm_name.resolve());
+  s.rank = query(runtime::HcclGetRankId, comm);
+  s.size = query(runtime::HcclGetRankSize, comm);
+  auto get_name = runtime::HcclGetCommName.get();
   if (get_name != nullptr) {
     char name[COMM_NAME_MAX_LENGTH + 1] = {};
     ReentryGuard guard;
@@ -359,7 +355,7 @@ MSPROBE_HOOK HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_
   guarded([&] {
     session().set_rank_hint(rank);
     if (comm == nullptr || *comm == nullptr) return;
-    std::vector<uint32_t> ranks(query(slot_rank_size, *comm).value_or(0));
+    std::vector<uint32_t> ranks(query(runtime::HcclGetRankSize, *comm).value_or(0));
     std::iota(ranks.begin(), ranks.end(), 0u);
     register_comm(*comm, "hccl_world_group", ranks.empty() ? std::nullopt : std::optional(std::move(ranks)));
   });
