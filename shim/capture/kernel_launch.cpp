@@ -88,9 +88,9 @@ void KernelLaunch::park(std::optional<record::KernelCapture> kernel) {
   scope_names::park(std::move(p));
 }
 
-CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t item) {
+void KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, CapturedArg &into) {
   ReentryGuard guard;  // the copies go through the runtime, whose inner calls must not be captured
-  TensorCapture t;
+  TensorCapture &t = into.v.emplace<TensorCapture>();
   t.dtype = acl_to_dtype(m.dtype);
   if (t.dtype == format::DType::Raw) t.dtype_name = acl_dtype_label(m.dtype);
   t.shape.assign(m.shape.begin(), m.shape.begin() + m.ndim);
@@ -99,22 +99,26 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, in
   t.stride = t.block_strides;
   t.offset = m.offset;
   if (staging_) staging_->take(m, side, slot, item, t);
-  return CapturedArg{std::move(t)};
 }
 
 void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
-  if (takes(side)) list_of(side).push_back(tensor(t, side, list_of(side).size()));
+  if (!takes(side)) return;
+  CapturedList &args = list_of(side);
+  size_t slot = args.size();
+  tensor(t, side, slot, -1, args.emplace_back());
 }
 
 void KernelLaunch::add_tensor_list(Side side, const std::vector<TensorMeta> &ts) {
   if (!takes(side)) return;
-  CapturedList list;
-  for (const TensorMeta &t : ts) list.push_back(tensor(t, side, list_of(side).size(), (int64_t)list.size()));
-  list_of(side).push_back(CapturedArg{std::move(list)});
+  CapturedList &args = list_of(side);
+  size_t slot = args.size();
+  CapturedList &list = args.emplace_back().v.emplace<CapturedList>();
+  list.reserve(ts.size());
+  for (const TensorMeta &t : ts) tensor(t, side, slot, (int64_t)list.size(), list.emplace_back());
 }
 
 void KernelLaunch::add_null(Side side) {
-  if (takes(side)) list_of(side).push_back(CapturedArg{});
+  if (takes(side)) list_of(side).emplace_back();
 }
 
 void KernelLaunch::input_tensor(const TensorMeta &t) { add_tensor(Side::Input, t); }
@@ -125,7 +129,7 @@ void KernelLaunch::output_tensor_list(const std::vector<TensorMeta> &ts) { add_t
 void KernelLaunch::output_null() { add_null(Side::Output); }
 
 void KernelLaunch::input_value(format::ValueArg v) {
-  if (takes(Side::Input)) inputs_.push_back(CapturedArg{std::move(v)});
+  if (takes(Side::Input)) inputs_.emplace_back().v.emplace<format::ValueArg>(std::move(v));
 }
 
 void KernelLaunch::finish(bool launched) {

@@ -79,7 +79,9 @@ class KernelLaunch {
   // A launch named later: waits on its thread (scope_names.h), with its finished record when it was captured.
   void park(std::optional<record::KernelCapture> kernel);
   // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
-  record::CapturedArg tensor(const TensorMeta &m, Side side, size_t slot, int64_t item = -1);
+  // Describes (and stages) one tensor into `into`, in place: moving a filled CapturedArg trips GCC 12's
+  // -Wmaybe-uninitialized (a false positive) on aarch64.
+  void tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, record::CapturedArg &into);
   Session &session_;
   StackId stack_ = kEmptyStack;
   std::string op_type_;  // for a launch named later (scope_names.h)
