@@ -1,6 +1,8 @@
 // The report's marks from the cross-rank analyses of first-nan and first-diff (ranks.h): the primary origin in causal
 // order, its stack and verdict, and its route (the next kernels on its rank that took its values, then the collectives
 // that carried them to other ranks, then any other origin), as the seam (report_marks.h) draws them.
+#include "tools/inspect/report_marks.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -9,7 +11,6 @@
 
 #include "format/format.h"
 #include "tools/inspect/ranks.h"
-#include "tools/inspect/report_marks.h"
 #include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools::report {
@@ -67,7 +68,8 @@ std::optional<Mark> mark_of(const ranks::Finding &f, const std::filesystem::path
   if (!o.a.verdict.empty()) m.verdict += "; verdict " + o.a.verdict + ": " + o.a.verdict_reason;
   for (const ranks::Hop &h : o.spread) {
     const std::optional<uint32_t> receiver =
-        h.to.empty() ? std::nullopt : std::optional<uint32_t>(h.to.front());  // the hop's kernel is its first receiver's
+        h.to.empty() ? std::nullopt
+                     : std::optional<uint32_t>(h.to.front());  // the hop's kernel is its first receiver's
     m.spread.push_back(marked(receiver, h.step, h.kernel, h.launch_index,
                               ranks::hop_instance(h) + ": " + ranks::ranks_phrase(h.from) + " -> " +
                                   ranks::ranks_phrase(h.to) + (h.presumed ? " (presumed)" : "")));
