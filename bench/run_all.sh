@@ -21,7 +21,10 @@ part=$(mktemp)
 trap 'rm -f "$part"' EXIT
 
 # The benchmarks' own targets, and whatever bench_writer*/bench_device_stats* targets the build has.
-targets=(msprobe_shim bench_stacks bench_stacks_py bench_passthrough examples)
+targets=(msprobe_shim bench_stacks bench_stacks_py bench_passthrough examples msprobe_inspect)
+if [ -f "$build/build.ninja" ] && ninja -C "$build" -t targets all 2>/dev/null | grep -q '^msprobe_inspect_mpi:'; then
+  targets+=(msprobe_inspect_mpi)
+fi
 if [ -f "$build/build.ninja" ]; then
   targets+=($(ninja -C "$build" -t targets all 2>/dev/null | grep -oE '^bench_(writer|device_stats)[^:]*' | sort -u || true))
 fi
@@ -68,10 +71,11 @@ run text "Call-stack capture, native + Python frames (bench_stacks.py)" \
 run md "Pass-through and train.py (bench_passthrough.py)" \
   $python "$here/bench/bench_passthrough.py" "${quick[@]}" --build "$build"
 # Written by other work in progress; they find the build through MSPROBE_BUILD_DIR.
-for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.py; do
+for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.py bench_report.py bench_ms_naming.py; do
   if [ -f "$here/bench/$extra" ]; then
     run md "$extra" $python "$here/bench/$extra" "${quick[@]}"
   fi
 done
+run md "msprobe-inspect first-nan at scale (bench_first_nan.py)" $python "$here/bench/bench_first_nan.py" "${quick[@]}"
 echo "results: $out" >&2
 exit $failed

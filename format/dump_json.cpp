@@ -334,6 +334,38 @@ void append_arg(std::string &out, const Arg &a, Framework framework) {
   }
 }
 
+// Declared in comm_info.h (a header of data only), written with this file's scalars.
+void append_comm_info(std::string &out, const CommInfo &c) {
+  auto key = [&](std::string_view k) {
+    if (out.back() != '{') out += ", ";
+    append_key(out, k);
+  };
+  auto number = [&](std::string_view k, std::optional<uint64_t> v) {
+    if (!v) return;
+    key(k);
+    append_json_integer(out, *v);
+  };
+  out += '{';
+  key(comm_key::kName);
+  append_csv_safe_string(out, c.name);
+  number(comm_key::kRank, c.rank);
+  number(comm_key::kSize, c.size);
+  if (c.ranks) {
+    key(comm_key::kRanks);
+    out += '[';
+    for (size_t i = 0; i < c.ranks->size(); ++i) {
+      if (i) out += ", ";
+      append_json_integer(out, uint64_t{(*c.ranks)[i]});
+    }
+    out += ']';
+  }
+  number(comm_key::kSeq, c.seq);
+  number(comm_key::kPeer, c.peer);
+  number(comm_key::kPairSeq, c.pair_seq);
+  number(comm_key::kRoot, c.root);
+  out += '}';
+}
+
 void append_kernel_entry(std::string &out, const KernelEntry &e, Framework framework) {
   append_csv_safe_string(out, e.name);
   out += ": {";
@@ -374,6 +406,10 @@ void append_kernel_entry(std::string &out, const KernelEntry &e, Framework frame
     append_arg_value(out, value);
   }
   out += '}';
+  if (e.comm) {
+    next_key(comm_key::kComm);
+    append_comm_info(out, *e.comm);
+  }
   for (const auto &[key, text] : e.notes) {
     next_key(key);
     append_csv_safe_string(out, text);

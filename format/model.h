@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "format/comm_info.h"
 #include "format/format.h"
 #include "format/stats.h"
 
@@ -97,6 +98,7 @@ struct KernelHeader {
   uint64_t task_id = 0;
   uint64_t stream_id = 0;
   uint64_t timestamp_us = 0;
+  std::optional<CommInfo> comm;  // HCCL kernels: the communicator and this kernel's place in it ("comm")
 };
 
 // Text members of an entry beside its arguments (flight_note, overflow, graph_note...): strings only, so they never

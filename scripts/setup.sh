@@ -13,6 +13,10 @@ packages=(
   debootstrap  # the Debian 11 chroot of the compat stage (scripts/compat_chroot.sh)
   lz4  # the lz4 tool: tests decompress MSPROBE_COMPRESS=lz4 files with it, independently of our reader
   clang libclang-rt-14-dev  # libFuzzer and the clang sanitizer runtimes (scripts/fuzz.sh)
+  openmpi-bin libopenmpi-dev  # msprobe-inspect-mpi, the MPI driver of first-nan / first-diff (docs/inspect.md)
+  libjs-chart.js  # Chart.js, embedded into msprobe-inspect when it is built: its report draws with it (docs/report.md)
+  chromium fonts-dejavu-core python3-pil  # headless chromium, a font, and PIL to read its screenshots: the report's
+                                          # browser tests (test_inspect_report.py) and bench/bench_report.py
 )
 
 missing=()

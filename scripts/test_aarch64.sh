@@ -102,7 +102,7 @@ export PATH=$toolbin:$PATH
 # (acl_app, msprobe-inspect, format_probe, ...) and check their output with the host's python3 and numpy.
 # MSPROBE_AARCH64_EXCLUDE overrides the list (empty: run everything).
 needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|aclnn_ops|pta_cache)|examples\..*)$'
-needs_target_python+='|^integration\.[a-z]+\.test_(train|graph_train|demo|inspect(_compare|_replay|_flight)?|shim_(config_errors|crash'
+needs_target_python+='|^integration\.[a-z]+\.test_(train|graph_train|demo|inspect(_compare|_replay|_flight|_ranks|_report)?|shim_(config_errors|crash'
 needs_target_python+='|custom_op|device_stats|dump|dump_modes|dump_ranks|flight|graph|hostile|kill_stress|linkage|op_launch_path'
 needs_target_python+='|process|pta_cache|rt_hccl|stacks'
 needs_target_python+='|tasks|writer)|dump_leaves|wheel)$'

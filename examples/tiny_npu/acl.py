@@ -100,7 +100,11 @@ class Libraries:
                              (h.HcclAllReduce, [P, P, U64, ctypes.c_int, ctypes.c_int, P, P]),
                              (h.HcclBroadcast, [P, U64, ctypes.c_int, U32, P, P]),
                              (h.HcclGetRankSize, [P, P]), (h.HcclGetRankId, [P, P]),
-                             (h.HcclCommDestroy, [P])]:
+                             (h.HcclCommDestroy, [P]), (h.HcclCommInitClusterInfo, [ctypes.c_char_p, U32, P]),
+                             (h.HcclCreateSubCommConfig, [P, U32, P, U64, U32, P, P]),
+                             (h.HcclGetCommName, [P, ctypes.c_char_p]),
+                             (h.HcclSend, [P, U64, ctypes.c_int, U32, P, P]),
+                             (h.HcclRecv, [P, U64, ctypes.c_int, U32, P, P])]:
                 fn.argtypes = args
                 fn.restype = ctypes.c_int
             h.HcclGetErrorString.argtypes = [ctypes.c_int]

@@ -1,11 +1,15 @@
-"""Data parallelism over libhccl: one process per rank, gradients summed with HcclAllReduce.
+"""Collectives over libhccl: one process per rank.
 
-Rank 0 creates the root info (HcclGetRootInfo) and publishes its bytes in a file that the launcher
-named (TINY_NPU_HCCL_ROOT_INFO); the other ranks wait for the file, then every rank calls
-HcclCommInitRootInfo, the same hand-over torch_npu does through its TCP store.
+A global communicator comes from a root info (HcclCommInitRootInfo: rank 0 creates it with HcclGetRootInfo and
+publishes its bytes in a file that the launcher named, TINY_NPU_HCCL_ROOT_INFO; the other ranks wait for the file,
+the same hand-over torch_npu does through its TCP store) or from a rank table (HcclCommInitClusterInfo, as MindSpore's
+RANK_TABLE_FILE launch does). `split` makes sub-communicators of it with HcclCreateSubCommConfig (groups of data
+parallelism, a pipeline's stages), and `send` / `recv` move a tensor between two ranks of a communicator.
 """
 import ctypes
+import json
 import os
+import struct
 import time
 
 from . import acl
@@ -16,6 +20,27 @@ HCCL_ROOT_INFO_BYTES = 4108
 HCCL_REDUCE_SUM = 0
 HCCL_DTYPE = {acl.INT8: 0, acl.INT16: 1, acl.INT32: 2, acl.FLOAT16: 3, acl.FLOAT: 4, acl.INT64: 5,
               acl.UINT64: 6, acl.UINT8: 7, acl.UINT16: 8, acl.UINT32: 9, acl.DOUBLE: 10, acl.BF16: 11}
+COMM_NAME_MAX_LENGTH = 128
+NOT_A_MEMBER = 0xFFFFFFFF  # subCommId of a rank that is in no sub-communicator (with rankIds NULL)
+
+
+class HcclCommConfig(ctypes.Structure):
+    """hccl_types.h's HcclCommConfig."""
+    _fields_ = [("reserved", ctypes.c_char * 24), ("hcclBufferSize", ctypes.c_uint32),
+                ("hcclDeterministic", ctypes.c_uint32), ("hcclCommName", ctypes.c_char * COMM_NAME_MAX_LENGTH),
+                ("hcclUdi", ctypes.c_char * 128), ("hcclOpExpansionMode", ctypes.c_uint32),
+                ("hcclRdmaTrafficClass", ctypes.c_uint32), ("hcclRdmaServiceLevel", ctypes.c_uint32)]
+
+
+def comm_config(name=None):
+    """What HcclCommConfigInit (an inline function of hccl.h) makes, with hcclCommName set when `name` is given."""
+    c = HcclCommConfig()
+    ctypes.memmove(ctypes.addressof(c), struct.pack("=QIIQ", ctypes.sizeof(c), 0xF0F0F0F0, 5, 0), 24)
+    c.hcclBufferSize = c.hcclDeterministic = 0xFFFFFFFF
+    c.hcclRdmaTrafficClass = c.hcclRdmaServiceLevel = 0xFFFFFFFF
+    if name:
+        c.hcclCommName = name.encode()
+    return c
 
 
 class HcclError(RuntimeError):
@@ -39,11 +64,29 @@ def wait_root_info(path, timeout=60.0):
         return f.read()
 
 
+def write_rank_table(path, world_size):
+    """A version-1.0 rank table of one server with `world_size` devices (rank r on device r)."""
+    devices = [{"device_id": str(r), "device_ip": f"192.168.100.{100 + r}", "rank_id": str(r)}
+               for r in range(world_size)]
+    table = {"version": "1.0", "server_count": "1", "status": "completed",
+             "server_list": [{"server_id": "127.0.0.1", "device": devices}]}
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(table, f)
+    os.replace(tmp, path)
+
+
 class ProcessGroup:
-    def __init__(self, rank, world_size, root_info_path=None, rt=None):
+    """A communicator this rank is a member of. ProcessGroup(rank, world_size) makes a global one from a root info;
+    ProcessGroup.from_rank_table(path, rank) from a rank table; pg.split(...) a sub-communicator."""
+
+    def __init__(self, rank, world_size, root_info_path=None, rt=None, comm=None):
         self.rt = rt or _rt.current()
         self.rank, self.world_size = rank, world_size
         self.h = self.rt.libs.hccl
+        if comm is not None:
+            self.comm = comm
+            return
         info = (ctypes.c_char * HCCL_ROOT_INFO_BYTES)()
         path = root_info_path or os.environ.get("TINY_NPU_HCCL_ROOT_INFO")
         if rank == 0:
@@ -62,18 +105,82 @@ class ProcessGroup:
                     f"HcclCommInitRootInfo(rank {rank} of {world_size})")
         self.comm = comm.value
 
+    @classmethod
+    def from_rank_table(cls, path, rank, rt=None):
+        rt = rt or _rt.current()
+        h = rt.libs.hccl
+        comm = ctypes.c_void_p(0)
+        pg = cls.__new__(cls)
+        pg.rt, pg.h = rt, h
+        pg._check(h.HcclCommInitClusterInfo(path.encode(), rank, ctypes.byref(comm)),
+                  f"HcclCommInitClusterInfo({path}, rank {rank})")
+        pg.comm = comm.value
+        pg.rank, pg.world_size = pg._query(h.HcclGetRankId), pg._query(h.HcclGetRankSize)
+        return pg
+
+    def split(self, rank_ids, sub_id, name=None):
+        """The sub-communicator of the ranks `rank_ids` (ranks of this communicator, ascending); every rank calls it,
+        the ranks outside get None. `name`: the config's hcclCommName (else HCCL names it after this one)."""
+        rank_ids = sorted(rank_ids)
+        sub = ctypes.c_void_p(0)
+        base = ctypes.c_void_p(self.comm)
+        config = comm_config(name)
+        if self.rank in rank_ids:
+            ids = (ctypes.c_uint32 * len(rank_ids))(*rank_ids)
+            rc = self.h.HcclCreateSubCommConfig(ctypes.byref(base), len(rank_ids), ids, sub_id,
+                                                rank_ids.index(self.rank), ctypes.byref(config), ctypes.byref(sub))
+        else:
+            rc = self.h.HcclCreateSubCommConfig(ctypes.byref(base), 0, None, NOT_A_MEMBER, 0, ctypes.byref(config),
+                                                ctypes.byref(sub))
+        self._check(rc, f"HcclCreateSubCommConfig({rank_ids}, {sub_id})")
+        if not sub.value:
+            return None
+        return ProcessGroup(rank_ids.index(self.rank), len(rank_ids), rt=self.rt, comm=sub.value)
+
+    def name(self):
+        buf = ctypes.create_string_buffer(COMM_NAME_MAX_LENGTH)
+        self._check(self.h.HcclGetCommName(self.comm, buf), "HcclGetCommName")
+        return buf.value.decode()
+
+    def _query(self, fn):
+        v = ctypes.c_uint32(0)
+        self._check(fn(self.comm, ctypes.byref(v)), fn.__name__)
+        return v.value
+
     def _check(self, rc, what):
         if rc != 0:
             s = self.h.HcclGetErrorString(rc)
             raise HcclError(f"{what} failed with HCCL error {rc} ({s.decode() if s else '?'})")
 
+    def _contiguous(self, t, what):
+        if not t.is_contiguous():
+            raise ValueError(f"{what} needs a contiguous tensor")
+        self.rt.drain()  # the producers of `t` must be on the stream before the transfer
+
     def all_reduce(self, t, op=HCCL_REDUCE_SUM):
         """In-place all-reduce of a contiguous tensor, on the current stream."""
-        if not t.is_contiguous():
-            raise ValueError("all_reduce needs a contiguous tensor")
-        self.rt.drain()  # the producers of `t` must be on the stream before the collective
+        self._contiguous(t, "all_reduce")
         self._check(self.h.HcclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), HCCL_DTYPE[t.dtype], op,
                                          self.comm, self.rt.stream), "HcclAllReduce")
+        return t
+
+    def broadcast(self, t, root):
+        """In place: every rank's `t` becomes the root's."""
+        self._contiguous(t, "broadcast")
+        self._check(self.h.HcclBroadcast(t.data_ptr(), t.numel(), HCCL_DTYPE[t.dtype], root, self.comm,
+                                         self.rt.stream), "HcclBroadcast")
+        return t
+
+    def send(self, t, dst):
+        self._contiguous(t, "send")
+        self._check(self.h.HcclSend(t.data_ptr(), t.numel(), HCCL_DTYPE[t.dtype], dst, self.comm, self.rt.stream),
+                    f"HcclSend(to {dst})")
+
+    def recv(self, t, src):
+        """Into `t` (its shape and dtype must be the sender's)."""
+        self._contiguous(t, "recv")
+        self._check(self.h.HcclRecv(t.data_ptr(), t.numel(), HCCL_DTYPE[t.dtype], src, self.comm, self.rt.stream),
+                    f"HcclRecv(from {src})")
         return t
 
     def average_gradients(self, params):

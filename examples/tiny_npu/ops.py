@@ -211,6 +211,9 @@ def _run(name, *args):
     op = _op(rt, name)
     if len(args) != len(op.kinds):
         raise TypeError(f"aclnn{name} takes {len(op.kinds)} parameters, got {len(args)}")
+    if rt.pynative is not None:  # MindSpore's PyNative pipeline (pynative.py)
+        rt.pynative._dispatch(op, args)
+        return
     if rt.executor_cache is not None:
         rt.executor_cache._run(op, args)
         return

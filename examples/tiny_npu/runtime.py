@@ -133,6 +133,9 @@ class Runtime:
         self.allocator = CachingAllocator(self)
         self.alive = True
         self.executor_cache = None  # set by ops.enable_executor_cache
+        # TINY_NPU_PYNATIVE=1: aclnn ops through MindSpore's PyNative queues instead (pynative.py).
+        from . import pynative
+        self.pynative = pynative.Pipeline(self) if pynative.enabled() else None
         self.destroy_fn = {
             "tensor": _addr(self.libs.nnopbase.aclDestroyTensor),
             "scalar": _addr(self.libs.nnopbase.aclDestroyScalar),
@@ -195,6 +198,8 @@ class Runtime:
 
     def drain(self):
         """Waits until the queue thread has launched everything submitted (not until it ran)."""
+        if self.pynative is not None:
+            self.pynative.drain()
         rc = self.tq.tnq_drain(self.queue)
         if rc != 0:
             raise acl.AclError("task queue: " + self.tq.tnq_last_error().decode(errors="replace"))
@@ -231,6 +236,8 @@ class Runtime:
             self.synchronize()
         finally:
             self.alive = False
+            if self.pynative is not None:
+                self.pynative.close()
             self.tq.tnq_destroy(self.queue)
             self.allocator.release_all()
             a = self.libs.ascendcl

@@ -634,13 +634,25 @@ thread_local InFlight *t_inflight[kMaxNesting] __attribute__((tls_model("initial
 thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 thread_local int t_past_limit __attribute__((tls_model("initial-exec"))) = 0;
 
+// The stack of a launch of a repeatable executor: the launching thread's own when it has Python frames with a scope
+// (only the Python frames are looked at first, so a thread without them pays no native walk), else `made`.
+StackId relaunch_stack(const Session &session, StackId made) {
+  StackCaptureOptions python_only = StackTable::options_for(session.config().stack);
+  python_only.native = false;
+  if (StackTable::global().op_name(StackTable::global().capture(python_only)).empty()) return made;
+  return launch_stack(session);
+}
+
 // The launch's record, with its inputs described: copied now, before the kernel can overwrite them (in-place ops).
 InFlight *begin_launch(Session &session, const Binding &b, const RawArgs &a) {
   const void *executor = read_ptr(a, ArgLocation{ArgLocation::Gpr, 2});
   void *stream = read_ptr(a, ArgLocation{ArgLocation::Gpr, 3});
   std::optional<OpCall> call = state().calls.get(executor);
   // Phase 2 may run on a task-queue thread without Python frames: the stack is phase 1's.
-  const StackId stack = call ? call->stack : kEmptyStack;
+  StackId stack = call ? call->stack : kEmptyStack;
+  // A repeatable executor launched again from Python (MindSpore PyNative's executor cache with
+  // MS_DEV_LAUNCH_BLOCKING=1: phase 2 of a hit on the Python thread): this launch's own scope, not its maker's.
+  if (call && call->repeatable) stack = relaunch_stack(session, stack);
   auto *f = new InFlight{executor, std::move(call), CaptureCall(session, b.op, stack, stream)};
   if (f->call && decode_now(*f->call, f->capture.capturing()) && !decode(executor, *f->call)) f->call.reset();
   if (f->call && f->capture.capturing()) {

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "format/io.h"
+#include "shim/base/text.h"
 
 namespace msprobe::shim {
 namespace {
@@ -34,8 +35,6 @@ constexpr std::string_view kPhase1Suffix = "GetWorkspaceSize";
 
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool valid_op_name(std::string_view op) {
   if (op.empty() || op.size() > 256 || !is_ident_start(op[0])) return false;
@@ -192,12 +191,6 @@ size_t skip_group(std::string_view s, size_t i) {
     }
   }
   return std::string_view::npos;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
 }
 
 // Text of a type as written, name removed: identifiers separated by one space, '*' attached to what follows
@@ -572,7 +565,7 @@ std::vector<std::pair<std::string, DocDir>> doc_directions(std::string_view orig
       if (close == std::string_view::npos || close - k > 16) continue;
       std::string dir;
       for (size_t q = k + 1; q < close; ++q)
-        if (!is_space(c[q])) dir += lower(c[q]);
+        if (!is_space(c[q])) dir += ascii_lower(c[q]);
       DocDir d = DocDir::None;
       if (dir == "in")
         d = DocDir::In;
@@ -816,7 +809,7 @@ std::string stem_key(std::string_view file) {
     file.remove_prefix(5);
   std::string key;
   for (char c : file)
-    if (c != '_') key += lower(c);
+    if (c != '_') key += ascii_lower(c);
   return key;
 }
 
@@ -824,7 +817,7 @@ std::string stem_key(std::string_view file) {
 // (aclnn_add.h: Add, Adds, InplaceAdd; aclnn_gelu_backward_v2.h: GeluBackwardV2).
 std::vector<std::string> candidate_keys(std::string_view op) {
   std::string base;
-  for (char c : op) base += lower(c);
+  for (char c : op) base += ascii_lower(c);
   std::vector<std::string> keys;
   auto add = [&](std::string k) {
     if (!k.empty() && std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));

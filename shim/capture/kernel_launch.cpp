@@ -1,7 +1,15 @@
 #include "shim/capture/kernel_launch.h"
 
+#include <sys/prctl.h>
+
+#include <atomic>
+#include <string_view>
+
 #include "format/naming.h"
+#include "shim/base/log.h"
 #include "shim/base/reentry.h"
+#include "shim/capture/acl_graphs.h"
+#include "shim/capture/scope_names.h"
 #include "shim/config/config.h"
 #include "shim/device/acl_types.h"
 
@@ -13,7 +21,33 @@ using record::TensorCapture;
 
 thread_local int KernelLaunch::open_ = 0;
 
+namespace {
+
+// MindSpore's PyNative pipeline (reference/mindspore_runtime.md §5) runs an op's C++ on its frontend_queue thread,
+// phase 1 on backend_queue and phase 2 on launch_queue (names set with pthread_setname_np): none has the Python frames
+// of the line that made the op, which by then has moved on. Said once per process, on the first stack taken on one of
+// them; with MS_DEV_LAUNCH_BLOCKING=1 (MindSpore 2.7+) the three stages run on the Python thread and never get here.
+void check_mindspore_queue_thread() {
+  static thread_local int8_t checked = 0;
+  if (checked) return;
+  checked = 1;
+  char name[16] = {};
+  if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0) return;
+  const std::string_view n(name);
+  if (n != "frontend_queue" && n != "backend_queue" && n != "launch_queue") return;
+  static std::atomic<bool> said{false};
+  if (said.exchange(true)) return;
+  log_warn(
+      "MindSpore's PyNative pipeline prepares and launches kernels on its own threads (%s here), which have no "
+      "Python frames: kernels are named Default and stack.json has no Python lines; run with "
+      "MS_DEV_LAUNCH_BLOCKING=1 (MindSpore 2.7 and later) to get the Python frames",
+      name);
+}
+
+}  // namespace
+
 StackId launch_stack(const Session &session) {
+  check_mindspore_queue_thread();
   return StackTable::global().capture(StackTable::options_for(session.config().stack));
 }
 
@@ -25,16 +59,38 @@ std::string_view op_name_of(StackId stack) {
 }  // namespace
 
 KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream)
-    : session_(session), stack_(stack), ticket_(session.begin_launch(op_type, op_name_of(stack), stream)) {
+    : session_(session),
+      stack_(stack),
+      ticket_(scope_names::armed() ? session.begin_unnamed_launch(op_type, stream)
+                                   : session.begin_launch(op_type, op_name_of(stack), stream)) {
   ++open_;
-  if (ticket_.capture) staging_ = session.stager().begin(stream);
+  if (ticket_.name_pending) op_type_ = op_type;
+  if (auto graph = session.acl_graphs().capturing(stream, ticket_.step)) {
+    if (ticket_.capture) staging_ = session.acl_graphs().staging_for(*graph);  // nothing enqueued on that stream
+  } else if (ticket_.capture) {
+    staging_ = session.stager().begin(stream);
+  }
 }
 
-KernelLaunch::~KernelLaunch() { --open_; }
+KernelLaunch::~KernelLaunch() {
+  --open_;
+  if (ticket_.name_pending && !finished_) finish(false);  // still counted: it gets its name (and ordinal) in order
+}
 
-CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t item) {
+void KernelLaunch::park(std::optional<record::KernelCapture> kernel) {
+  scope_names::Pending p;
+  p.session = &session_;
+  p.ticket = ticket_;
+  p.op_type = std::move(op_type_);
+  p.fallback_op_name = std::string(op_name_of(stack_));
+  p.kernel = std::move(kernel);
+  if (p.kernel) p.staging = std::move(staging_);
+  scope_names::park(std::move(p));
+}
+
+void KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, CapturedArg &into) {
   ReentryGuard guard;  // the copies go through the runtime, whose inner calls must not be captured
-  TensorCapture t;
+  TensorCapture &t = into.v.emplace<TensorCapture>();
   t.dtype = acl_to_dtype(m.dtype);
   if (t.dtype == format::DType::Raw) t.dtype_name = acl_dtype_label(m.dtype);
   t.shape.assign(m.shape.begin(), m.shape.begin() + m.ndim);
@@ -43,22 +99,26 @@ CapturedArg KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, in
   t.stride = t.block_strides;
   t.offset = m.offset;
   if (staging_) staging_->take(m, side, slot, item, t);
-  return CapturedArg{std::move(t)};
 }
 
 void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
-  if (takes(side)) list_of(side).push_back(tensor(t, side, list_of(side).size()));
+  if (!takes(side)) return;
+  CapturedList &args = list_of(side);
+  size_t slot = args.size();
+  tensor(t, side, slot, -1, args.emplace_back());
 }
 
 void KernelLaunch::add_tensor_list(Side side, const std::vector<TensorMeta> &ts) {
   if (!takes(side)) return;
-  CapturedList list;
-  for (const TensorMeta &t : ts) list.push_back(tensor(t, side, list_of(side).size(), (int64_t)list.size()));
-  list_of(side).push_back(CapturedArg{std::move(list)});
+  CapturedList &args = list_of(side);
+  size_t slot = args.size();
+  CapturedList &list = args.emplace_back().v.emplace<CapturedList>();
+  list.reserve(ts.size());
+  for (const TensorMeta &t : ts) tensor(t, side, slot, (int64_t)list.size(), list.emplace_back());
 }
 
 void KernelLaunch::add_null(Side side) {
-  if (takes(side)) list_of(side).push_back(CapturedArg{});
+  if (takes(side)) list_of(side).emplace_back();
 }
 
 void KernelLaunch::input_tensor(const TensorMeta &t) { add_tensor(Side::Input, t); }
@@ -73,17 +133,21 @@ void KernelLaunch::inputs_done(const std::vector<TensorMeta> *writes) {
 }
 
 void KernelLaunch::input_value(format::ValueArg v) {
-  if (takes(Side::Input)) inputs_.push_back(CapturedArg{std::move(v)});
+  if (takes(Side::Input)) inputs_.emplace_back().v.emplace<format::ValueArg>(std::move(v));
 }
 
 void KernelLaunch::finish(bool launched) {
   if (finished_) return;
   finished_ = true;
-  if (!ticket_.capture) return;
+  if (!ticket_.capture) {
+    if (ticket_.name_pending) park(std::nullopt);
+    return;
+  }
   ReentryGuard guard;
   if (!launched) {
     staging_->abandon();
     staging_->handed_over();
+    if (ticket_.name_pending) park(std::nullopt);
     return;
   }
   record::KernelCapture k;
@@ -93,6 +157,10 @@ void KernelLaunch::finish(bool launched) {
   if (ticket_.with_outputs) k.outputs = std::move(outputs_);
   k.ready = staging_->finish();
   k.notes = staging_->notes();
+  if (ticket_.name_pending) {
+    park(std::move(k));
+    return;
+  }
   session_.submit(std::move(k));
   staging_->handed_over();
 }

@@ -4,6 +4,8 @@
 // families only say which tensors and values are inputs and outputs.
 #pragma once
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +47,8 @@ class KernelLaunch {
 
   bool capturing() const { return ticket_.capture; }
   const LaunchTicket &ticket() const { return ticket_; }
+  // HCCL kernels: the communicator and the kernel's place in it, written as the entry's "comm".
+  void set_comm(format::CommInfo comm) { ticket_.comm = std::move(comm); }
 
   // Before the real launch (ignored unless capturing and data_mode includes inputs).
   void input_tensor(const TensorMeta &t);
@@ -61,7 +65,8 @@ class KernelLaunch {
   void output_null();
 
   // Submits the capture (launched) or waits for the copies already enqueued and drops them (the
-  // launch failed, so the kernel never ran).
+  // launch failed, so the kernel never ran). A launch begun while the framework names kernels (scope_names.h) waits
+  // on its thread for its name instead.
   void finish(bool launched);
 
  private:
@@ -74,10 +79,15 @@ class KernelLaunch {
   void add_tensor(Side side, const TensorMeta &t);
   void add_tensor_list(Side side, const std::vector<TensorMeta> &ts);
   void add_null(Side side);
+  // A launch named later: waits on its thread (scope_names.h), with its finished record when it was captured.
+  void park(std::optional<record::KernelCapture> kernel);
   // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
-  record::CapturedArg tensor(const TensorMeta &m, Side side, size_t slot, int64_t item = -1);
+  // Describes (and stages) one tensor into `into`, in place: moving a filled CapturedArg trips GCC 12's
+  // -Wmaybe-uninitialized (a false positive) on aarch64.
+  void tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, record::CapturedArg &into);
   Session &session_;
   StackId stack_ = kEmptyStack;
+  std::string op_type_;  // for a launch named later (scope_names.h)
   LaunchTicket ticket_;
   record::CapturedList inputs_, outputs_;
   std::unique_ptr<LaunchStaging> staging_;  // the task's way of taking the tensors; null when not capturing

@@ -16,6 +16,7 @@
 #include "collector/msprobe_writer.h"
 #include "format/naming.h"
 #include "shim/base/log.h"
+#include "shim/capture/acl_graphs.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
 #include "shim/stacks/stacks.h"
@@ -38,6 +39,8 @@ struct Session::Impl {
   std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
   format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}.forward, per step and rank
   bool closed = false;
+  std::atomic<void (*)()> before_flush{nullptr};
+  AclGraphs acl_graphs;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
@@ -51,12 +54,14 @@ namespace {
 
 void update_ahead(Session::Impl &m);
 
-// Which framework drives the process, from the libraries it has loaded.
+// Which framework drives the process, from the file names of the libraries it has loaded (not their directories: a
+// checkout or a home directory named after a framework says nothing).
 format::HostFramework detect_host_framework() {
   int found = 0;  // 1 torch_npu, 2 mindspore
   dl_iterate_phdr(
       [](dl_phdr_info *info, size_t, void *data) {
         const char *n = info->dlpi_name ? info->dlpi_name : "";
+        if (const char *slash = std::strrchr(n, '/')) n = slash + 1;
         int *f = static_cast<int *>(data);
         if (std::strstr(n, "torch_npu"))
           *f = 1;
@@ -127,6 +132,7 @@ Session::~Session() {
 
 const Config &Session::config() const { return impl_->config; }
 Stager &Session::stager() { return *impl_->policy.stager; }
+AclGraphs &Session::acl_graphs() { return impl_->acl_graphs; }
 const TaskPolicy &Session::task_policy() const { return impl_->policy; }
 
 bool Session::may_capture(std::string_view op_type) const {
@@ -193,11 +199,20 @@ void Session::skip_launch(std::string_view op_type, const void *stream, bool mar
 
 namespace {
 
+// Under m.mu: the selection that needs no name (closed, step, rank, op type).
+bool selected_before_name(Session::Impl &m, std::string_view op_type, const LaunchTicket &t) {
+  const Config &c = m.config;
+  bool selected = !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
+                  (c.ranks.all() || t.rank.has_value());
+  return selected && (c.list.empty() || c.scope.has_value() || c.list.may_match_type(op_type));
+}
+
 // Under m.mu, after the ticket's step and rank are known: its name ({n} per step, rank and base name) and whether the
 // configuration selects it (closed, step, rank, scope, list, the overflow limit), and what of it to take.
 void name_and_select(Session::Impl &m, std::string_view op_type, std::string_view op_name, LaunchTicket &t) {
   const Config &c = m.config;
-  t.timestamp_us = now_us();
+  if (!t.name_pending) t.timestamp_us = now_us();
+  t.name_pending = false;
   std::string base = format::kernel_base_name(op_type, op_name);
   t.name = format::kernel_name(base, m.ordinals.next(t.step, t.rank, base));
 
@@ -231,6 +246,30 @@ LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op
   name_and_select(m, op_type, op_name, t);
   return t;
 }
+
+LaunchTicket Session::begin_unnamed_launch(std::string_view op_type, const void *stream) {
+  Impl &m = *impl_;
+  LaunchTicket t;
+  std::lock_guard<std::mutex> lk(m.mu);
+  count_launch(m, op_type, stream, t);
+  t.timestamp_us = now_us();
+  t.name_pending = true;
+  t.capture = selected_before_name(m, op_type, t) && !(m.collector && m.collector->write_limit_reached());
+  t.with_inputs = m.config.data_mode != DataMode::Output;
+  t.with_outputs = m.config.data_mode != DataMode::Input;
+  t.with_data = m.policy.takes_data;
+  return t;
+}
+
+void Session::name_launch(LaunchTicket &t, std::string_view op_type, std::string_view op_name) {
+  Impl &m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  const bool could = t.capture;
+  name_and_select(m, op_type, op_name, t);
+  t.capture = t.capture && could;  // copied from the start, or never
+}
+
+void Session::set_before_flush(void (*before_flush)()) { impl_->before_flush.store(before_flush); }
 
 LaunchTicket Session::begin_graph_kernel(std::string_view op_type, std::string_view op_name, uint64_t step,
                                          uint64_t stream_id, uint64_t task_id) {
@@ -308,6 +347,7 @@ void Session::set_rank_hint(uint32_t rank) {
 }
 
 void Session::flush() {
+  if (auto before = impl_->before_flush.load()) before();
   if (collector::Collector *col = impl_->current_collector()) col->flush();
 }
 
@@ -322,6 +362,7 @@ void Session::device_ending(const char *call) {
 }
 
 void Session::shutdown() {
+  if (auto before = impl_->before_flush.load()) before();
   collector::Collector *col;
   {
     std::lock_guard<std::mutex> lk(impl_->mu);

@@ -15,6 +15,7 @@
 namespace msprobe::shim {
 
 struct Config;
+class AclGraphs;
 
 // What the session decided for one kernel launch. Every launch gets a name and indices (so names stay
 // the same whatever the filters); only `capture` launches copy data.
@@ -23,6 +24,8 @@ struct LaunchTicket : format::KernelHeader {
   bool with_inputs = true;   // data_mode includes inputs
   bool with_outputs = true;  // data_mode includes outputs
   bool with_data = true;     // false: described only (TaskPolicy::takes_data)
+  // begin_unnamed_launch(): `name` is empty and `capture` provisional until name_launch().
+  bool name_pending = false;
 };
 
 class Session {
@@ -39,6 +42,15 @@ class Session {
   bool may_capture(std::string_view op_type) const;
   // Called for every kernel launch, in launch order, on the launching thread.
   LaunchTicket begin_launch(std::string_view op_type, std::string_view op_name, const void *stream);
+  // begin_launch() for a launch whose OpName is known only after it (the framework names its kernels once they are
+  // launched: scope_names.h): counted now, in launch order (step, launch index, stream and task ids), and selected by
+  // everything but its name; `capture` says whether it may still be captured. name_launch() finishes the ticket.
+  LaunchTicket begin_unnamed_launch(std::string_view op_type, const void *stream);
+  // Names a ticket of begin_unnamed_launch() (call in the order its thread launched) and applies the filters that need
+  // the name (MSPROBE_SCOPE, names in MSPROBE_LIST): `capture` stays set only when the kernel is selected.
+  void name_launch(LaunchTicket &t, std::string_view op_type, std::string_view op_name);
+  // Run first by flush() and shutdown(): the composition root gives the kernels still waiting for their names theirs.
+  void set_before_flush(void (*before_flush)());
   // A kernel the device ran inside a model (graph-sunk, reported by CANN's data dump): its step is the model's, not
   // the launch order's, and its stream and task ids are the dump's. Named and selected as begin_launch does.
   LaunchTicket begin_graph_kernel(std::string_view op_type, std::string_view op_name, uint64_t step, uint64_t stream_id,
@@ -55,6 +67,8 @@ class Session {
   void submit(record::KernelCapture kernel);
   // How the task takes each captured tensor (KernelLaunch asks it once per captured launch).
   Stager &stager();
+  // The ACL graphs being captured and replayed (aclmdlRI*): a kernel launched into one is described only.
+  AclGraphs &acl_graphs();
   const TaskPolicy &task_policy() const;
   const Config &config() const;
   // msprobe_shim_step(): the host says a step ended.

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "format/naming.h"
+#include "shim/base/text.h"
 
 namespace msprobe::shim {
 
@@ -43,7 +44,6 @@ using ByteSet = std::bitset<256>;
 constexpr bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 constexpr bool is_alpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
 constexpr bool is_alnum(unsigned char c) { return is_digit(c) || is_alpha(c); }
-constexpr unsigned char to_lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
 // The AST lives in one flat vector (children by index), so that nothing is destroyed recursively.
 struct Node {
@@ -566,9 +566,10 @@ bool collect_literals(const std::vector<Node> &nodes, const Program &prog, uint3
     for (int b = 0; b < 256; ++b) {
       if (!s.test(b)) continue;
       const unsigned char u = static_cast<unsigned char>(b);
-      const bool pair = prog.icase && is_alpha(u) && count == 2 && s.test(to_lower(u)) && s.test(to_lower(u) - 32);
+      const unsigned char lower = static_cast<unsigned char>(ascii_lower(static_cast<char>(u)));
+      const bool pair = prog.icase && is_alpha(u) && count == 2 && s.test(lower) && s.test(lower - 32);
       if (count != 1 && !pair) return false;
-      *c = static_cast<char>(prog.icase ? to_lower(u) : u);
+      *c = static_cast<char>(prog.icase ? lower : u);
       return true;
     }
     return false;
@@ -720,7 +721,7 @@ bool NameRegex::matches(std::string_view text) const noexcept {
     if (!prog_->icase) return prog_->literals.find(text) != prog_->literals.end();
     char buf[256];  // compile() takes the fast path only for words that fit
     if (text.size() > prog_->longest_literal) return false;
-    for (size_t i = 0; i < text.size(); ++i) buf[i] = static_cast<char>(to_lower(static_cast<unsigned char>(text[i])));
+    for (size_t i = 0; i < text.size(); ++i) buf[i] = ascii_lower(text[i]);
     return prog_->literals.find(std::string_view(buf, text.size())) != prog_->literals.end();
   }
   return run(*prog_, text);
@@ -738,14 +739,6 @@ const std::string &NameRegex::pattern() const noexcept {
 namespace {
 
 constexpr std::string_view kRegexPrefix = "name-regex(";
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Index of the ')' closing a name-regex( whose regex starts at `from`, following escapes, [...] and nested
 // groups; npos if there is none.
@@ -797,16 +790,12 @@ size_t KernelFilter::Hash::operator()(std::string_view s) const noexcept { retur
 
 size_t KernelFilter::CaseInsensitiveHash::operator()(std::string_view s) const noexcept {
   size_t h = 1469598103934665603ull;  // FNV-1a over lower-cased bytes
-  for (const char c : s) h = (h ^ to_lower(static_cast<unsigned char>(c))) * 1099511628211ull;
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(ascii_lower(c))) * 1099511628211ull;
   return h;
 }
 
 bool KernelFilter::CaseInsensitiveEq::operator()(std::string_view a, std::string_view b) const noexcept {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (to_lower(static_cast<unsigned char>(a[i])) != to_lower(static_cast<unsigned char>(b[i]))) return false;
-  }
-  return true;
+  return iequals(a, b);
 }
 
 bool KernelFilter::add_item(std::string_view raw, std::string *error, std::string *warning) {

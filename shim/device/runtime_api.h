@@ -52,7 +52,17 @@
   X(aclmdlFinalizeDump, int32_t (*)())                                                                                 \
   X(acldumpRegCallback, int32_t (*)(int32_t(*)(const void *, int32_t), int32_t))                                       \
   X(acldumpUnregCallback, void (*)())                                                                                  \
-  X(aclrtSynchronizeDevice, int32_t (*)())
+  X(aclrtSynchronizeDevice, int32_t (*)())                                                                             \
+  /* aclop's tensor descriptors and data buffers, read to describe an aclop kernel's arguments */                      \
+  X(aclGetTensorDescType, int32_t (*)(const void *))                                                                   \
+  X(aclGetTensorDescFormat, int32_t (*)(const void *))                                                                 \
+  X(aclGetTensorDescNumDims, size_t (*)(const void *))                                                                 \
+  X(aclGetTensorDescDimV2, int32_t (*)(const void *, size_t, int64_t *))                                               \
+  X(aclGetDataBufferAddr, void *(*)(const void *))                                                                     \
+  /* HCCL communicators, described for the entries' comm object (HcclComm is a pointer, HcclResult an int) */          \
+  X(HcclGetRankSize, int32_t (*)(void *, uint32_t *))                                                                  \
+  X(HcclGetRankId, int32_t (*)(void *, uint32_t *))                                                                    \
+  X(HcclGetCommName, int32_t (*)(void *, char *))
 
 namespace msprobe::shim::runtime {
 

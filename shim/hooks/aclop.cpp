@@ -12,6 +12,7 @@
 #include "format/naming.h"
 #include "shim/capture/capture_call.h"
 #include "shim/device/acl_types.h"
+#include "shim/device/runtime_api.h"
 #include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
@@ -59,19 +60,13 @@ AttrTable &attrs() {
   return *t;
 }
 
-MSPROBE_HOOK_SLOT(aclGetTensorDescType);
-MSPROBE_HOOK_SLOT(aclGetTensorDescFormat);
-MSPROBE_HOOK_SLOT(aclGetTensorDescNumDims);
-MSPROBE_HOOK_SLOT(aclGetTensorDescDimV2);
-MSPROBE_HOOK_SLOT(aclGetDataBufferAddr);
-
 // A descriptor + buffer as a contiguous tensor; nullopt for an unused optional input (ACL_DT_UNDEFINED).
 std::optional<TensorMeta> tensor_of(const aclTensorDesc *desc, const aclDataBuffer *buf) {
-  auto type_fn = MSPROBE_REAL(aclGetTensorDescType);
-  auto format_fn = MSPROBE_REAL(aclGetTensorDescFormat);
-  auto ndims_fn = MSPROBE_REAL(aclGetTensorDescNumDims);
-  auto dim_fn = MSPROBE_REAL(aclGetTensorDescDimV2);
-  auto addr_fn = MSPROBE_REAL(aclGetDataBufferAddr);
+  auto type_fn = runtime::aclGetTensorDescType.get();
+  auto format_fn = runtime::aclGetTensorDescFormat.get();
+  auto ndims_fn = runtime::aclGetTensorDescNumDims.get();
+  auto dim_fn = runtime::aclGetTensorDescDimV2.get();
+  auto addr_fn = runtime::aclGetDataBufferAddr.get();
   if (!desc || !type_fn || !format_fn || !ndims_fn || !dim_fn || !addr_fn) return std::nullopt;
   TensorMeta m;
   m.dtype = type_fn(desc);

@@ -15,8 +15,10 @@
 #include "shim/capture/capture_call.h"
 #include "shim/capture/graph_capture.h"
 #include "shim/capture/lifecycle.h"
+#include "shim/capture/scope_names.h"
 #include "shim/config/config.h"
 #include "shim/hooks/linked_calls.h"
+#include "shim/hooks/mindspore_profiler.h"
 
 namespace msprobe::shim {
 namespace {
@@ -80,6 +82,10 @@ bool check_dump_root(const std::string &path, std::string *why) {
 void close_dump() {
   if (GraphCapture *g = active_graph_capture()) g->finish(!lifecycle::process_is_dying());
   session().shutdown();
+  const scope_names::Counts names = scope_names::counts();
+  if (names.named + names.fallback > 0)
+    log_info("%llu kernels named from MindSpore's runtime profiler, %llu by their Python scope (no record named them)",
+             (unsigned long long)names.named, (unsigned long long)names.fallback);
 }
 
 void exit_handler() {
@@ -144,8 +150,10 @@ void start() {
   if (!g_state.compare_exchange_strong(expected, (int)State::Starting)) return;
   auto *s = new Session(std::move(*g_config));   // immortal: hooks may run during and after exit handlers
   activate_graph_capture(new GraphCapture(*s));  // likewise (CANN's record thread may call into it at any time)
+  s->set_before_flush([] { scope_names::resolve_all(); });
   activate_session(s);
   offer_mindspore_step_hook();
+  offer_mindspore_profiler();
   std::atexit(exit_handler);
   g_state.store((int)State::Active);
   lifecycle::Callbacks callbacks;
@@ -159,6 +167,7 @@ void start() {
   };
   lifecycle::install(callbacks);  // fatal signals, _exit, fork
   redirect_linked_calls();
+  mindspore_libraries_loaded();
 }
 
 // A program started linked against CANN reaches the hooks only through GOT entries the shim redirects (it exports no

@@ -34,6 +34,7 @@
 #include "shim/capture/session.h"
 #include "shim/hooks/hook.h"
 #include "shim/hooks/linked_calls.h"
+#include "shim/hooks/mindspore_profiler.h"
 #include "shim/stacks/stacks.h"
 
 // Never instrumented (see above): the sanitizers named here are the ones the tree is built with.
@@ -119,7 +120,7 @@ __attribute__((noinline)) void *hooked_dlsym(void *handle, const char *name, voi
   // for a linked CANN name, which the shim does not export but whose calls it takes all the same (linked_calls.h).
   if (handle == RTLD_NEXT) {
     const HookedName *h = find_hook(name);
-    if (h != nullptr && (h->reach != HookReach::Linked || !loaded_before_shim(caller))) return real;
+    if (h != nullptr && (!redirected_in_got(h->reach) || !loaded_before_shim(caller))) return real;
   }
   ReentryGuard guard;
   return intercept_lookup(name, real);
@@ -149,7 +150,10 @@ __attribute__((noinline)) void *hooked_dlopen(const char *file, int mode, const 
   if (handle != nullptr && !ReentryGuard::active()) {
     ReentryGuard guard;
     // MSPROBE_ENABLE=0 (or a configuration error): no wrapper is installed anywhere, calls cost nothing.
-    if (capture_enabled()) redirect_linked_calls();
+    if (capture_enabled()) {
+      redirect_linked_calls();
+      mindspore_libraries_loaded();
+    }
     StackTable::modules_changed();
   }
   return handle;

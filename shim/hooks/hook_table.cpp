@@ -41,7 +41,7 @@ const HookFamily *const *hook_families_end() { return __stop_msprobe_hooks; }
 MSPROBE_EXPORT const char *msprobe_shim_hooked_function(unsigned index) {
   using namespace msprobe::shim;
   for (const HookFamily *const *f = hook_families_begin(); f != hook_families_end(); ++f) {
-    if ((*f)->reach == HookReach::Exported) continue;
+    if ((*f)->reach == HookReach::Exported || (*f)->reach == HookReach::Framework) continue;
     if (index < (*f)->count) return (*f)->entries[index].name;
     index -= static_cast<unsigned>((*f)->count);
   }

@@ -31,7 +31,13 @@ enum class HookReach : unsigned char {
   LookedUp,
   // libc functions (_exit, _Exit): exported, so that the dynamic linker binds every call to the shim (exports.map).
   Exported,
+  // Functions of the host framework's own libraries (MindSpore's exported runtime profiler, shim/hooks/mindspore.cpp):
+  // reached as Linked ones are (JUMP_SLOT redirection, dlsym), but not CANN's.
+  Framework,
 };
+
+// Linked or Framework: calls through the PLT are redirected to the hook.
+constexpr bool redirected_in_got(HookReach r) { return r == HookReach::Linked || r == HookReach::Framework; }
 
 // One API family's hooks, defined in its own file, for dlsym dispatch and GOT redirection.
 struct HookFamily {

@@ -19,7 +19,7 @@ namespace {
 
 bool is_linked_hook(const char *name) {
   const HookedName *h = find_hook(name);
-  return h != nullptr && h->reach == HookReach::Linked;
+  return h != nullptr && redirected_in_got(h->reach);
 }
 
 // What the dynamic linker binds a lazy entry to at its first call: the global scope's definition, or (an object
@@ -35,7 +35,7 @@ void *binding_of(const char *name) {
 void *hook_for(const char *name, void *current) {
   if (current == nullptr || inside_shim(current) || loaded_before_shim(current)) return nullptr;
   const HookedName *h = find_hook(name);
-  return h != nullptr && h->reach == HookReach::Linked ? h->entry->wrapper() : nullptr;
+  return h != nullptr && redirected_in_got(h->reach) ? h->entry->wrapper() : nullptr;
 }
 
 // Per object visited: hooked names it calls through the PLT, and those it reaches through a GLOB_DAT entry only.

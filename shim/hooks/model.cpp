@@ -1,12 +1,15 @@
 // Models (.om inference, MindSpore's sunk graphs) and CANN's data dump: the calls around which graph-sunk kernels are
-// captured (shim/capture/graph_capture.h). Loading a model turns the shim's dump on first; executing one gives its
-// kernels their stack; the host's own dump calls are passed on so that its dump keeps working. MindSpore's step hook
-// (MS_DbgOnStepBegin / MS_DbgOnStepEnd, reference/cann_dump.md §5) is exported here too: the shim is the hook tool.
+// captured (shim/capture/graph_capture.h); ACL graph capture (aclmdlRI*: shim/capture/acl_graphs.h). Loading a model
+// turns the shim's dump on first; executing one gives its kernels their stack; the host's own dump calls are passed on
+// so that its dump keeps working. MindSpore's step hook (MS_DbgOnStepBegin / MS_DbgOnStepEnd, reference/cann_dump.md
+// §5) is exported here too: the shim is the hook tool.
 #include <cstdint>
 #include <map>
 
 #include "acl/acl.h"
 #include "acl/acl_dump.h"
+#include "shim/capture/acl_graphs.h"
+#include "shim/capture/capture_call.h"
 #include "shim/capture/graph_capture.h"
 #include "shim/hooks/hook.h"
 
@@ -20,7 +23,11 @@ using namespace msprobe::shim;
   X(aclmdlExecuteAsync)        \
   X(aclmdlInitDump)            \
   X(acldumpRegCallback)        \
-  X(acldumpUnregCallback)
+  X(acldumpUnregCallback)      \
+  X(aclmdlRICaptureBegin)      \
+  X(aclmdlRICaptureEnd)        \
+  X(aclmdlRIExecuteAsync)      \
+  X(aclmdlRIDestroy)
 MSPROBE_HOOK_SLOTS(MSPROBE_MODEL_HOOKS)
 
 namespace {
@@ -86,6 +93,48 @@ MSPROBE_HOOK void acldumpUnregCallback(void) {
   if (!real) return;
   if (GraphCapture *g = graph()) return g->host_unregister_callback(real);
   real();
+}
+
+// ACL graph capture (shim/capture/acl_graphs.h): which streams are being captured, and the first replay of each graph.
+namespace {
+AclGraphs *acl_graphs() {
+  if (ReentryGuard::active() || !capture_enabled()) return nullptr;
+  return &session().acl_graphs();
+}
+}  // namespace
+
+MSPROBE_HOOK aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
+  auto real = MSPROBE_REAL(aclmdlRICaptureBegin);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(stream, mode);
+  if (rc == ACL_SUCCESS)
+    if (AclGraphs *g = acl_graphs()) guarded([&] { g->capture_began(stream); });
+  return rc;
+}
+
+MSPROBE_HOOK aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) {
+  auto real = MSPROBE_REAL(aclmdlRICaptureEnd);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(stream, modelRI);
+  if (rc == ACL_SUCCESS && modelRI != nullptr)
+    if (AclGraphs *g = acl_graphs()) guarded([&] { g->capture_ended(stream, *modelRI); });
+  return rc;
+}
+
+MSPROBE_HOOK aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclmdlRIExecuteAsync);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (AclGraphs *g = acl_graphs()) guarded([&] { g->replaying(modelRI); });
+  return real(modelRI, stream);
+}
+
+MSPROBE_HOOK aclError aclmdlRIDestroy(aclmdlRI modelRI) {
+  auto real = MSPROBE_REAL(aclmdlRIDestroy);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(modelRI);
+  if (rc == ACL_SUCCESS)
+    if (AclGraphs *g = acl_graphs()) guarded([&] { g->destroyed(modelRI); });
+  return rc;
 }
 
 // MindSpore's hook-tool entry points, looked up by these plain names and called through pointers of exactly these types

@@ -8,9 +8,15 @@
 // The runtime copies the blob at launch, so it is read before forwarding. A launch made while another
 // one is being captured on the thread (the aclnn, aclop or HCCL library launching its own kernel) belongs
 // to that one, and the shim's own runtime calls (ReentryGuard) are not the host's: both pass through.
+//
+// AI CPU kernels (rtCpuKernelLaunchWithFlag, MindSpore's AicpuOpKernelMod) say more: their blob holds the op's NodeDef
+// (shim/graph/aicpu_task.h), so each is the kernel of its op type (GatherV2) with typed tensors: the NodeDef's dtype
+// and shape over each io address, inputs before the launch and outputs after it (docs/capture.md).
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "acl/acl_base.h"
@@ -21,6 +27,7 @@
 #include "shim/device/device_allocations.h"
 #include "shim/device/handles.h"
 #include "shim/device/kernel_binaries.h"
+#include "shim/graph/aicpu_task.h"
 #include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
@@ -158,6 +165,77 @@ rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStre
   return capture_launch(kernel.op_type(), blob_of(blob), stm, [&] { return real(args...); });
 }
 
+// ---- AI CPU kernels ----
+
+constexpr std::string_view kRunCpuKernel = "RunCpuKernel";
+
+// An AI CPU tensor as the dump describes it: the NodeDef's dtype and (static) shape, row-major, over its io address;
+// nullopt when the NodeDef's shape is dynamic (a -1 dim, known only from the ext info in device memory) or too deep.
+std::optional<TensorMeta> aicpu_tensor(const msprobe::shim::graph::AicpuTensor &t) {
+  if (t.dtype < 0 || t.shape.size() > (size_t)kMaxDims) return std::nullopt;
+  TensorMeta m;
+  m.dtype = t.dtype;
+  m.format = kAclFormatNd;
+  m.ndim = (uint8_t)t.shape.size();
+  int64_t stride = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    if (t.shape[i] < 0) return std::nullopt;
+    m.shape[i] = t.shape[i];
+    m.strides[i] = stride;
+    stride *= t.shape[i];
+  }
+  m.data = reinterpret_cast<void *>(t.addr);
+  return m;
+}
+
+// One io address the NodeDef cannot type: the device bytes from it to its allocation's end, as raw kernels' are.
+void aicpu_raw(KernelLaunch &k, uint64_t addr, bool input) {
+  if (auto r = device_allocations().find(addr)) {
+    if (input)
+      k.input_tensor(raw_bytes(addr, r->end() - addr));
+    else
+      k.output_tensor(raw_bytes(addr, r->end() - addr));
+  } else if (input) {
+    msprobe::format::ValueArg v;
+    v.type = "uint64";
+    if (addr <= (uint64_t)INT64_MAX)
+      v.value = (int64_t)addr;
+    else
+      v.value = std::to_string(addr);
+    k.input_value(v);
+  }
+}
+
+template <typename Real>
+rtError_t aicpu_launch(Real real, const char *so, const char *kernel, uint32_t block_dim, const rtArgsEx_t *info,
+                       rtSmDesc_t *sm, rtStream_t stm, uint32_t flags) {
+  auto forward = [&] { return real(so, kernel, block_dim, info, sm, stm, flags); };
+  if (info->isNoNeedH2DCopy || info->args == nullptr) return capture_launch(kernel, blob_of(info), stm, forward);
+  std::optional<msprobe::shim::graph::AicpuTask> task;
+  guarded([&] {
+    task = msprobe::shim::graph::parse_aicpu_args(
+        std::span<const unsigned char>(static_cast<const unsigned char *>(info->args), info->argsSize));
+  });
+  if (!task) return capture_launch(kernel, blob_of(info), stm, forward);
+  const std::string op_type = kernel == kRunCpuKernel && !task->op.empty() ? task->op : std::string(kernel);
+  // One side's tensors: typed from the NodeDef, else every io address as raw bytes (inputs and outputs alike).
+  auto describe = [&](KernelLaunch &k, bool input) {
+    if (!task->described) {
+      for (uint64_t a : task->io_addrs) aicpu_raw(k, a, input);
+      return;
+    }
+    for (const auto &t : input ? task->inputs : task->outputs) {
+      if (auto m = aicpu_tensor(t))
+        input ? k.input_tensor(*m) : k.output_tensor(*m);
+      else
+        aicpu_raw(k, t.addr, input);
+    }
+  };
+  return capture_call(
+      session(), op_type, stm, [&](KernelLaunch &k) { describe(k, true); }, forward,
+      [&](KernelLaunch &k) { describe(k, false); }, [](rtError_t rc) { return rc == RT_ERROR_NONE; });
+}
+
 }  // namespace
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
@@ -170,7 +248,8 @@ rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStre
   X(rtKernelLaunchWithFlag)        \
   X(rtKernelLaunchWithFlagV2)      \
   X(rtKernelLaunchWithHandle)      \
-  X(rtKernelLaunchWithHandleV2)
+  X(rtKernelLaunchWithHandleV2)    \
+  X(rtCpuKernelLaunchWithFlag)
 MSPROBE_HOOK_SLOTS(MSPROBE_RT_KERNEL_HOOKS)
 
 MSPROBE_HOOK rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl) {
@@ -231,6 +310,17 @@ MSPROBE_HOOK rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tili
                                                   const rtTaskCfgInfo_t *cfgInfo) {
   return launch(MSPROBE_REAL(rtKernelLaunchWithHandleV2), ByHandle{hdl, tilingKey}, argsInfo, stm, hdl, tilingKey,
                 blockDim, argsInfo, smDesc, stm, cfgInfo);
+}
+
+MSPROBE_HOOK rtError_t rtCpuKernelLaunchWithFlag(const void *soName, const void *kernelName, uint32_t blockDim,
+                                                 const rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                                 uint32_t flags) {
+  auto real = MSPROBE_REAL(rtCpuKernelLaunchWithFlag);
+  if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
+  if (!launching() || soName == nullptr || kernelName == nullptr || argsInfo == nullptr)
+    return real(soName, kernelName, blockDim, argsInfo, smDesc, stm, flags);
+  return aicpu_launch(real, static_cast<const char *>(soName), static_cast<const char *>(kernelName), blockDim,
+                      argsInfo, smDesc, stm, flags);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS, Linked)

@@ -1,6 +1,6 @@
 // The shim's settings, for the wheel's launcher (packaging/src/msprobe_shim/launcher.py, through ctypes): its options
-// and what each accepts come from the table load_config() reads (shim/config/config.cpp), so a setting added there is
-// an option of the launcher with no second edit, and a value the launcher accepts is one the shim accepts. Neither
+// and what each accepts come from the table load_config() reads (shim/config/settings.cpp), so a setting added there
+// is an option of the launcher with no second edit, and a value the launcher accepts is one the shim accepts. Neither
 // call reads the environment, touches a file or starts capture.
 #include <algorithm>
 #include <cstddef>

@@ -1,4 +1,4 @@
-// libFuzzer target: the graph dump's decoding half (shim/graph): ChunkAssembler fed with chunks cut from the input,
+// libFuzzer target: the graph dump's decoding half (shim/graph), and the AI CPU argument blocks' parser on the same bytes: ChunkAssembler fed with chunks cut from the input,
 // then decode_dump_file / decode_stats_csv (through StatsAssembler) on what it completes, and both decoders on the
 // input directly. Input: byte 0 = flags, byte 1 = chunk-size seed, the rest = the file's content (a seed is two
 // bytes + a real stand-in dump file or stats CSV). Flags:
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "shim/graph/aicpu_task.h"
 #include "shim/graph/chunk_assembler.h"
 #include "shim/graph/dump_file.h"
 #include "shim/graph/stats_csv.h"
@@ -116,6 +117,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   if (auto f = decode_dump_file(kDump, std::span<const unsigned char>(content), &error)) check(*f);
+  // The same bytes as an AI CPU launch's argument block (head, io addresses, NodeDef: aicpu_task.h).
+  if (auto t = parse_aicpu_args(std::span<const unsigned char>(content)))
+    if (t->described && t->inputs.size() + t->outputs.size() != t->io_addrs.size()) std::abort();
   (void)decode_stats_csv(kDump + ".csv",
                          std::string_view(reinterpret_cast<const char *>(content.data()), content.size()), &error);
   if (!content.empty()) chunked(flags, seed, content);

@@ -253,6 +253,20 @@ def _threshold_backward(a, d):
     return [np.where(x > threshold, g, 0.0)]
 
 
+@ref("ReluGrad")
+def _relu_grad(a, d):
+    """aclop ReluGrad(gradients, features): gradients where features > 0."""
+    g, features = a
+    return [np.where(features > 0, g, 0.0)]
+
+
+@ref("GatherV2")
+def _gather_v2(a, d):
+    """AI CPU GatherV2(params, indices, axis)."""
+    params, indices, axis = a
+    return [np.take(params, np.asarray(indices).astype(np.int64), axis=int(np.asarray(axis).reshape(-1)[0]))]
+
+
 @ref("Matmul", "Mm", "BatchMatMul")
 def _matmul(a, d):
     x, y, cube = a

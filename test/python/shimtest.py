@@ -35,7 +35,8 @@ STEP_DIR = re.compile(r"^step(\d+)$")
 RANK_DIR = re.compile(r"^rank(\d*)$")
 # Variables that would change what a run does if they leaked in from the caller.
 _SCRUB_PREFIXES = ("MSPROBE_", "FAKE_CANN_", "TINY_NPU_")
-_SCRUB = {"LD_PRELOAD", "RANK_ID", "RANK", "RANK_SIZE", "TASK_QUEUE_ENABLE", "ASCEND_LAUNCH_BLOCKING"}
+_SCRUB = {"LD_PRELOAD", "RANK_ID", "RANK", "RANK_SIZE", "TASK_QUEUE_ENABLE", "ASCEND_LAUNCH_BLOCKING",
+          "MS_ENABLE_RUNTIME_PROFILER", "MS_DEV_LAUNCH_BLOCKING"}
 _KEEP = {"MSPROBE_BUILD_DIR", "MSPROBE_SOURCE_DIR"}
 
 

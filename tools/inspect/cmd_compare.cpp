@@ -85,32 +85,14 @@ struct ComparePlan {
   fs::path result_path, details_path;
 };
 
-// Folder pairs: by (step, rank), or the two folders when each side is one folder.
-void pair_folders(ComparePlan &p) {
-  if (p.dirs_a.size() == 1 && p.dirs_b.size() == 1) {
-    p.pairs.emplace_back(&p.dirs_a[0], &p.dirs_b[0]);
-    return;
-  }
-  auto key = [](const RankDir &d) { return std::pair(d.step ? static_cast<int64_t>(*d.step) : -1, d.rank_label()); };
-  std::map<std::pair<int64_t, std::string>, const RankDir *> by_key;
-  for (const RankDir &d : p.dirs_b) by_key[key(d)] = &d;
-  for (const RankDir &d : p.dirs_a) {
-    auto it = by_key.find(key(d));
-    if (it == by_key.end()) {
-      p.folders_only_a.push_back(d.label());
-      continue;
-    }
-    p.pairs.emplace_back(&d, it->second);
-    by_key.erase(it);
-  }
-  for (const auto &[k, d] : by_key) p.folders_only_b.push_back(d->label());
-}
-
 ComparePlan make_plan(const CompareOptions &o) {
   ComparePlan p;
   p.dirs_a = find_rank_dirs(o.a);
   p.dirs_b = find_rank_dirs(o.b);
-  pair_folders(p);
+  FolderPairs fp = pair_folders(p.dirs_a, p.dirs_b);
+  p.pairs = std::move(fp.pairs);
+  p.folders_only_a = std::move(fp.only_a);
+  p.folders_only_b = std::move(fp.only_b);
   const ResultFiles files = new_result_files(o.out_dir, "compare_result_", "compare_details_");
   p.result_path = files.result;
   p.details_path = files.details;

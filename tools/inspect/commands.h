@@ -21,8 +21,15 @@ int run_repair(std::span<char *const> argv);
 int run_compare(std::span<char *const> argv);
 int run_convert(std::span<char *const> argv);
 int run_replay(std::span<char *const> argv);
+int run_first_nan(std::span<char *const> argv);
+int run_first_diff(std::span<char *const> argv);
+int run_report(std::span<char *const> argv);
 
 extern const std::string_view kSummaryHelp, kShowHelp, kVerifyHelp, kRepairHelp, kCompareHelp, kConvertHelp,
-    kReplayHelp;
+    kReplayHelp, kFirstNanHelp, kFirstDiffHelp, kReportHelp;
+
+// The whole program after main(): the command named by argv[1] (msprobe-inspect and msprobe-inspect-mpi share it).
+// Errors are printed by process 0 of the transport only (transport.h).
+int inspect_main(int argc, char **argv);
 
 }  // namespace msprobe::tools

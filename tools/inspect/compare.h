@@ -35,6 +35,14 @@ struct Side {
   std::unordered_map<std::string, size_t> index;
 };
 
+// The folder pairs of two dumps: by (step, rank), or the two folders when each side is one folder (to compare two
+// ranks). Folders without a partner are listed by label.
+struct FolderPairs {
+  std::vector<std::pair<const RankDir *, const RankDir *>> pairs;  // into a, b
+  std::vector<std::string> only_a, only_b;
+};
+FolderPairs pair_folders(const std::vector<RankDir> &a, const std::vector<RankDir> &b);
+
 uint64_t dump_json_size(const RankDir &d);  // 0 when unknown
 // Reads the folder's dump.json; `progress` counts dump.json bytes, `done` those read before it (then its size added).
 Side load_side(const RankDir &d, Progress &progress, uint64_t &done);

@@ -1,6 +1,7 @@
 // compare: one dump folder's kernels, and the verdict on one tensor pair (msprobe's rules, docs/inspect.md).
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <system_error>
 
 #include "format/format.h"
@@ -20,6 +21,28 @@ const char *verdict_text(Verdict v) {
     case Verdict::Unmatched: return "unmatched";
   }
   return "?";
+}
+
+FolderPairs pair_folders(const std::vector<RankDir> &a, const std::vector<RankDir> &b) {
+  FolderPairs out;
+  if (a.size() == 1 && b.size() == 1) {
+    out.pairs.emplace_back(&a[0], &b[0]);
+    return out;
+  }
+  auto key = [](const RankDir &d) { return std::pair(d.step ? static_cast<int64_t>(*d.step) : -1, d.rank_label()); };
+  std::map<std::pair<int64_t, std::string>, const RankDir *> by_key;
+  for (const RankDir &d : b) by_key[key(d)] = &d;
+  for (const RankDir &d : a) {
+    auto it = by_key.find(key(d));
+    if (it == by_key.end()) {
+      out.only_a.push_back(d.label());
+      continue;
+    }
+    out.pairs.emplace_back(&d, it->second);
+    by_key.erase(it);
+  }
+  for (const auto &[k, d] : by_key) out.only_b.push_back(d->label());
+  return out;
 }
 
 uint64_t dump_json_size(const RankDir &d) {

@@ -1,95 +1,64 @@
 // msprobe-inspect: the post-run tool for msprobe-shim dumps (docs/inspect.md).
+//
+// It links no MPI library (the wheel allows only libc, libm, libdl, libpthread and the loader in DT_NEEDED). When
+// mpirun (Open MPI) started it for first-nan or first-diff, it hands the process over to its sibling
+// msprobe-inspect-mpi, built beside it against Open MPI when that was found (tools/mpi/), so that
+// `mpirun -n P msprobe-inspect first-nan ROOT` runs as one job. Without the sibling, process 0 does the work alone
+// over the folders it sees and says so; the other processes stop at once.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <exception>
+#include <filesystem>
 #include <string>
 #include <system_error>
+#include <tuple>
 
-#include "format/format.h"
-#include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
-#include "tools/reader/dump_reader.h"
-#include "tools/reader/json_reader.h"
 
 namespace {
-using namespace msprobe::tools;
 
-const Command kCommands[] = {
-    {"summary", "what a dump holds: steps, ranks, kernels per op type, files, first NaN/Inf per rank", kSummaryHelp,
-     run_summary},
-    {"show", "one kernel: arguments, statistics, files, stack", kShowHelp, run_show},
-    {"verify", "check that every file, shape, dtype, statistic and CRC matches dump.json", kVerifyHelp, run_verify},
-    {"repair", "rebuild a dump cut short by a crash (dump.json is the truth)", kRepairHelp, run_repair},
-    {"compare", "match the kernels of two dumps and find where they first diverge", kCompareHelp, run_compare},
-    {"convert", "turn .bin tensor files into .npy", kConvertHelp, run_convert},
-    {"replay", "re-run kernels on their dumped inputs with CPU references (msprobe's pre-check)", kReplayHelp,
-     run_replay},
-};
+bool distributed_command(int argc, char **argv) {
+  return argc > 1 && (std::strcmp(argv[1], "first-nan") == 0 || std::strcmp(argv[1], "first-diff") == 0);
+}
 
-void print_usage(FILE *out) {
-  std::fprintf(out,
-               "usage: msprobe-inspect COMMAND [ARGS...]\n"
-               "       msprobe-inspect COMMAND --help\n\n"
-               "Reads the step{N}/rank{R}/ dumps written by msprobe-shim. DIR may be the dump root, one step{N}\n"
-               "folder or one rank folder.\n\ncommands:\n");
-  for (const Command &c : kCommands)
-    std::fprintf(out, "  %-9s %.*s\n", std::string(c.name).c_str(), static_cast<int>(c.summary.size()),
-                 c.summary.data());
-  std::fprintf(out,
-               "\nexit status: 0 done, 1 the command found problems (verify, repair, convert, replay), 2 bad usage or "
-               "unreadable input\n");
+// The process's rank and size in the MPI job that started it: Open MPI's variables, else MPICH/Hydra's (PMI_*);
+// -1 when no MPI launcher started it.
+int launcher_rank(const char **family) {
+  for (auto [rank, size, name] : {std::tuple{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
+                                  std::tuple{"PMI_RANK", "PMI_SIZE", "MPICH"}}) {
+    const char *r = std::getenv(rank), *s = std::getenv(size);
+    if (r && s) {
+      *family = name;
+      return std::atoi(r);
+    }
+  }
+  return -1;
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    print_usage(stderr);
-    return kExitUsage;
-  }
-  const std::string_view cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    if (cmd == "help" && argc > 2) {
-      for (const Command &c : kCommands)
-        if (c.name == argv[2]) {
-          std::fwrite(c.help.data(), 1, c.help.size(), stdout);
-          return kExitOk;
-        }
+  const char *family = "";
+  const int rank =
+      distributed_command(argc, argv) && !std::getenv("MSPROBE_INSPECT_ALONE") ? launcher_rank(&family) : -1;
+  if (rank >= 0) {
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::filesystem::path sibling = self.parent_path() / "msprobe-inspect-mpi";
+    if (!ec && std::strcmp(family, "Open MPI") == 0 && ::access(sibling.c_str(), X_OK) == 0) {
+      std::string path = sibling.string();
+      argv[0] = path.data();
+      ::execv(path.c_str(), argv);
+      std::fprintf(stderr, "msprobe-inspect: cannot run %s: %s\n", path.c_str(), std::strerror(errno));
     }
-    print_usage(stdout);
-    return kExitOk;
+    if (rank != 0) return 0;
+    std::fprintf(stderr,
+                 "msprobe-inspect %s: this build has no MPI driver for %s (no %s): process 0 reads every rank folder "
+                 "it sees alone, the other processes do nothing\n",
+                 argv[1], family, sibling.string().c_str());
   }
-  for (const Command &c : kCommands) {
-    if (c.name != cmd) continue;
-    for (int i = 2; i < argc; ++i) {
-      if (std::strcmp(argv[i], "--") == 0) break;
-      if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-        std::fwrite(c.help.data(), 1, c.help.size(), stdout);
-        return kExitOk;
-      }
-    }
-    const std::string prefix = "msprobe-inspect " + std::string(c.name) + ": ";
-    try {
-      return c.run(std::span<char *const>(argv + 2, static_cast<size_t>(argc - 2)));
-    } catch (const UsageError &e) {
-      std::fprintf(stderr, "%serror: %s\n(see 'msprobe-inspect %s --help')\n", prefix.c_str(), e.what(),
-                   std::string(c.name).c_str());
-    } catch (const InputError &e) {
-      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
-    } catch (const JsonError &e) {
-      const std::string what = e.what();
-      const bool journal = what.find(msprobe::format::kDumpJson) != std::string::npos ||
-                           what.find(msprobe::format::kConstructJson) != std::string::npos;
-      std::fprintf(stderr, "%serror: invalid JSON: %s%s\n", prefix.c_str(), what.c_str(),
-                   journal ? "\n(if a crash cut it short, 'msprobe-inspect repair' rebuilds it)" : "");
-    } catch (const std::system_error &e) {
-      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
-    } catch (const std::exception &e) {
-      std::fprintf(stderr, "%serror: %s\n", prefix.c_str(), e.what());
-    }
-    return kExitUsage;
-  }
-  std::fprintf(stderr, "msprobe-inspect: unknown command '%s'\n\n", argv[1]);
-  print_usage(stderr);
-  return kExitUsage;
+  return msprobe::tools::inspect_main(argc, argv);
 }

@@ -68,6 +68,16 @@ struct Context {
 // Re-runs kernel `k` with its op type's reference and judges each dumped output; a kernel whose reference is
 // missing or cannot run is skipped, never passed.
 KernelResult replay_kernel(const Folder &f, const EntryRead &k, const Context &ctx);
+// first-nan's question about an origin (docs/inspect.md): where kernel `k`'s dumped outputs hold NaN or an infinity,
+// does its CPU reference, rounded to each output's dtype, too? Kernel: the reference is finite at a position where
+// the kernel wrote a non-finite value (it computed wrongly from its inputs). Data: the reference is non-finite
+// wherever the kernel's output is (the values themselves left the dtype's range). Unknown: nothing could be compared
+// (no reference, no tensor files); `reason` says why, or what was found.
+struct NonFiniteCheck {
+  enum class Result { Kernel, Data, Unknown } result = Result::Unknown;
+  std::string reason;
+};
+NonFiniteCheck check_nonfinite(const Folder &f, const EntryRead &k, const Context &ctx);
 // Its row of accuracy_checking_result, and its rows (one per output) of accuracy_checking_details.
 std::string result_row(const Folder &f, const EntryRead &k, const KernelResult &r);
 std::string detail_rows(const Folder &f, const EntryRead &k, const KernelResult &r);

@@ -1,6 +1,7 @@
 // replay: one kernel re-run with its CPU reference, its outputs judged by the pre-check (tools/replay/precheck.h),
 // and its rows of msprobe's accuracy_checking_result / _details CSVs.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "format/format.h"
@@ -216,6 +217,62 @@ KernelResult replay_kernel(const Folder &f, const EntryRead &k, const Context &c
   }
   write_message(r, any_compared);
   return r;
+}
+
+NonFiniteCheck check_nonfinite(const Folder &f, const EntryRead &k, const Context &ctx) {
+  NonFiniteCheck c;
+  const std::string op(op_type_of(k.name));
+  const RefEntry *ref = find_reference(op);
+  if (!ref) {
+    c.reason = "no CPU reference for op type " + op;
+    return c;
+  }
+  const KernelTensors kt = kernel_tensors(f, k);
+  Outputs want;
+  try {
+    want = run_reference(*ref, f, k, kt, ctx);
+  } catch (const std::exception &e) {
+    c.reason = std::string("the CPU reference could not run: ") + e.what();
+    return c;
+  }
+  uint64_t device_bad = 0, both_bad = 0;
+  std::string first_kernel_slot;
+  for (size_t i = 0; i < kt.outputs.size() && i < want.size(); ++i) {
+    if (!kt.outputs[i] || !want[i] || !kt.outputs[i]->dtype) continue;
+    Tensor device;
+    try {
+      device = load_tensor(f, *kt.outputs[i]);
+    } catch (const RefError &e) {
+      c.reason = e.what();
+      continue;
+    }
+    if (device.size() != want[i]->size()) continue;
+    const format::DType dt = *kt.outputs[i]->dtype;
+    for (size_t j = 0; j < device.size(); ++j) {
+      if (std::isfinite(device.v[j])) continue;
+      ++device_bad;
+      if (!std::isfinite(replay::round_to_dtype(want[i]->v[j], dt)))
+        ++both_bad;
+      else if (first_kernel_slot.empty())
+        first_kernel_slot = "output." + std::to_string(i) + " element " + std::to_string(j) + ": the reference gives " +
+                            metric_text(replay::round_to_dtype(want[i]->v[j], dt));
+    }
+  }
+  if (device_bad == 0) {
+    if (c.reason.empty()) c.reason = "no non-finite output element could be compared";
+    return c;
+  }
+  if (both_bad < device_bad) {
+    c.result = NonFiniteCheck::Result::Kernel;
+    c.reason = std::to_string(device_bad - both_bad) + " of " + std::to_string(device_bad) +
+               " non-finite output element(s) are finite in the CPU reference (" + first_kernel_slot +
+               "): the kernel computed wrongly from finite inputs";
+  } else {
+    c.result = NonFiniteCheck::Result::Data;
+    c.reason = "the CPU reference, rounded to the output's dtype, is non-finite at all " + std::to_string(device_bad) +
+               " position(s): the values left the dtype's range (a data or scale problem, not a kernel bug)";
+  }
+  return c;
 }
 
 std::string result_row(const Folder &f, const EntryRead &k, const KernelResult &r) {

@@ -260,9 +260,15 @@ KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeaderRe
     } else if (key == ck::kLaunch) {
       const Json v = s.value();
       k.launch_index = as_u64(member(v, ck::kIndex));
+      k.timestamp = as_u64(member(v, ck::kTimestamp));
     } else if (key == ck::kLegacyLaunchIndex) {
       const Json v = s.value();
       if (!k.launch_index) k.launch_index = as_u64(&v);
+    } else if (key == ck::kTimestamp) {
+      const Json v = s.value();
+      if (!k.timestamp) k.timestamp = as_u64(&v);
+    } else if (key == format::comm_key::kComm) {
+      k.comm = comm_from_json(s.value());
     } else if (std::string *field = flight_field(k.flight, key)) {
       const Json v = s.value();
       if (v.is_string()) *field = v.get<std::string>();
@@ -277,6 +283,38 @@ KernelRecord stream_record(JsonStream &s, std::string &&name, const DumpHeaderRe
 }
 
 }  // namespace
+
+std::optional<format::CommInfo> comm_from_json(const Json &v) {
+  namespace k = format::comm_key;
+  const Json *name = member(v, k::kName);
+  const std::optional<uint64_t> rank = as_u64(member(v, k::kRank)), size = as_u64(member(v, k::kSize));
+  if (name == nullptr || !name->is_string() || !rank || !size || *rank > UINT32_MAX || *size > UINT32_MAX)
+    return std::nullopt;
+  format::CommInfo c;
+  c.name = name->get<std::string>();
+  c.rank = static_cast<uint32_t>(*rank);
+  c.size = static_cast<uint32_t>(*size);
+  if (const Json *ranks = member(v, k::kRanks); ranks && ranks->is_array()) {
+    c.ranks.emplace();
+    for (const Json &r : *ranks) {
+      const std::optional<uint64_t> g = as_u64(&r);
+      if (!g || *g > UINT32_MAX) {
+        c.ranks.reset();
+        break;
+      }
+      c.ranks->push_back(static_cast<uint32_t>(*g));
+    }
+  }
+  auto u32 = [](std::optional<uint64_t> x) -> std::optional<uint32_t> {
+    if (!x || *x > UINT32_MAX) return std::nullopt;
+    return static_cast<uint32_t>(*x);
+  };
+  c.seq = as_u64(member(v, k::kSeq));
+  c.peer = u32(as_u64(member(v, k::kPeer)));
+  c.pair_seq = as_u64(member(v, k::kPairSeq));
+  c.root = u32(as_u64(member(v, k::kRoot)));
+  return c;
+}
 
 // ---- Layout ---------------------------------------------------------------------------------------------------------
 std::string RankDir::label() const {

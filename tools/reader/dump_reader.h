@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/comm_info.h"
 #include "format/format.h"
 #include "format/naming.h"
 #include "format/stats.h"
@@ -119,11 +120,17 @@ struct EntryRead {
   size_t offset = 0;  // byte offset of the member in dump.json (for messages)
 };
 
+// An HCCL kernel's "comm" object (format/comm_info.h) as read; nullopt when the member is absent or not an object
+// with a string "name" and integer "rank" and "size" (the other members are taken when they are integers).
+std::optional<format::CommInfo> comm_from_json(const Json &v);
+
 // A kernel as the scanning commands need it: its tensors, read straight from the text without building the entry
 // (several times faster on big dumps). Same tensors, in the same order, as entry_tensors() of the entry.
 struct KernelRecord {
   std::string name;
   std::optional<uint64_t> launch_index;
+  std::optional<uint64_t> timestamp;  // µs ("launch": {"timestamp"}, or the top-level one of older dumps)
+  std::optional<format::CommInfo> comm;
   std::vector<TensorInfo> tensors;
   FlightFields flight;
   size_t offset = 0;

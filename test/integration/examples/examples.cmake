@@ -14,3 +14,5 @@ set_target_properties(hook_probe hook_probe_no_end PROPERTIES LIBRARY_OUTPUT_DIR
                                                               CXX_VISIBILITY_PRESET hidden)
 msprobe_pytest(test_graph_app.py TIMEOUT 120)
 msprobe_pytest(test_graph_train.py TIMEOUT 300)
+msprobe_pytest(test_ms_kbk.py TIMEOUT 600)
+msprobe_pytest(test_pynative.py TIMEOUT 600)

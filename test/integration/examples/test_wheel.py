@@ -165,6 +165,30 @@ def test_launcher_runs_train_into_a_verified_dump(venv, tmp_path):
     assert "task        tensor" in s.stdout, s.stdout
 
 
+def test_report_carries_its_javascript(venv, tmp_path):
+    """msprobe-inspect report from the wheel writes Chart.js and its page from the program itself (embedded when it
+    was built), not from Debian's libjs-chart.js: with /usr/share/javascript hidden by an empty tmpfs in a mount
+    namespace of its own (as root), the report still holds Debian's Chart.js byte for byte."""
+    chartjs = "/usr/share/javascript/chart.js/chart.min.js"
+    dump = shimtest.run_train(tmp_path / "run", "--steps", "1").check().dump.root
+    html = tmp_path / "report.html"
+    cmd = [str(venv / "msprobe-inspect"), "report", dump, "-o", str(html)]
+    hide = ["unshare", "--mount", "sh", "-c",
+            'mount -t tmpfs none /usr/share/javascript && test ! -e /usr/share/javascript/chart.js && exec "$@"', "sh"]
+    can_hide = (os.geteuid() == 0 and os.path.isdir("/usr/share/javascript") and
+                subprocess.run(hide + ["true"], capture_output=True, timeout=60).returncode == 0)
+    r = subprocess.run((hide if can_hide else []) + cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    assert "Chart.js v3.9.1" in page and '<script id="report-data"' in page
+    if os.path.exists(chartjs):
+        with open(chartjs) as f:
+            assert f.read() in page
+    if not can_hide:
+        print("test_report_carries_its_javascript: /usr/share/javascript could not be hidden (not root, or no mount "
+              "namespace here); checked the page only")
+
+
 def test_launcher_sets_only_its_variables(venv, tmp_path):
     probe = ("import json, os; print(json.dumps(dict(os.environ)))")
     base = {"LD_PRELOAD": "libfirst.so", "MSPROBE_STEP": "0", "MSPROBE_LIST": "Matmul", "SOME_USER_VAR": "x y"}

@@ -3,3 +3,5 @@
 msprobe_pytest(test_inspect.py TIMEOUT 600)
 msprobe_pytest(test_inspect_compare.py TIMEOUT 600)
 msprobe_pytest(test_inspect_scale.py TIMEOUT 600)
+# first-nan / first-diff across ranks: 8- and 4-rank runs of train.py, alone and under mpirun -n 1, 2, 4.
+msprobe_pytest(test_inspect_ranks.py TIMEOUT 900)

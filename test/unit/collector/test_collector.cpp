@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -19,6 +20,7 @@
 
 #include "collector/collector.h"
 #include "collector/msprobe_writer.h"
+#include "format/format.h"
 #include "format/half.h"
 #include "format/lz4.h"
 #include "format/npy.h"
@@ -155,6 +157,135 @@ TEST(Collector, WriterThreadsAppendInSubmissionOrder) {
     EXPECT_EQ(e["output"][0]["Min"].get<double>(), (double)lo) << dump_keys[i];
   }
   fs::remove_all(dir);
+}
+
+// A second writer through the seam (collector/writer.h): it writes nothing and records what the pipeline and the
+// retention hand it, so that the seam, not msprobe's layout, is what these tests check.
+struct WriterLog {
+  std::mutex mu;
+  std::vector<std::string> encoded, appended;
+  std::vector<std::string> triggers;  // each appended kernel's flight trigger ("" when none)
+  int closes = 0;
+};
+
+class RecordingWriter final : public mc::DumpWriter {
+ public:
+  explicit RecordingWriter(std::shared_ptr<WriterLog> log) : log_(std::move(log)) {}
+  void encode(mc::PendingKernel &k) override {
+    std::lock_guard<std::mutex> lk(log_->mu);
+    log_->encoded.push_back(k.k.name);
+    k.encoded = std::make_unique<Encoding>(k.k.name);
+  }
+  void append(mc::PendingKernel &k) override {
+    std::lock_guard<std::mutex> lk(log_->mu);
+    // Every kernel reaches append() encoded, with its own encoding.
+    const auto *e = dynamic_cast<const Encoding *>(k.encoded.get());
+    log_->appended.push_back(e && e->name == k.k.name ? k.k.name : "not encoded: " + k.k.name);
+    std::string trigger;
+    for (const auto &[key, value] : k.k.notes)
+      if (key == msprobe::format::json_key::kFlightTrigger) trigger = value;
+    log_->triggers.push_back(trigger);
+  }
+  void write_stacks() override {}
+  void close() override {
+    std::lock_guard<std::mutex> lk(log_->mu);
+    ++log_->closes;
+  }
+  void count(mc::CollectorCounters &c) const override {
+    std::lock_guard<std::mutex> lk(log_->mu);
+    c.written += log_->appended.size();
+  }
+
+ private:
+  struct Encoding final : mc::EncodedKernel {
+    explicit Encoding(std::string n) : name(std::move(n)) {}
+    std::string name;
+  };
+  std::shared_ptr<WriterLog> log_;
+};
+
+mc::CollectorParts recording(std::shared_ptr<WriterLog> log, std::unique_ptr<mc::Retention> retention,
+                             unsigned threads) {
+  mc::CollectorParts p;
+  p.writer = std::make_unique<RecordingWriter>(std::move(log));
+  p.retention = std::move(retention);
+  p.writer_threads = threads;
+  return p;
+}
+
+// Kernel i has one output of 8 floats; `bad` ones hold a NaN.
+mc::KernelCapture checked_kernel(int i, bool bad) {
+  std::vector<float> v(8, (float)i);
+  if (bad) v[3] = std::nanf("");
+  mc::KernelCapture k;
+  k.name = "Relu.k" + std::to_string(i) + ".0.forward";
+  k.launch_index = (uint64_t)i;
+  k.inputs = mc::CapturedList{};
+  k.outputs = mc::CapturedList{mc::CapturedArg{tensor(DType::F32, {8}, block_of(v))}};
+  return k;
+}
+
+std::vector<std::string> names(std::initializer_list<int> ids) {
+  std::vector<std::string> out;
+  for (int i : ids) out.push_back("Relu.k" + std::to_string(i) + ".0.forward");
+  return out;
+}
+
+TEST(WriterSeam, PipelineHandsEveryKernelEncodedInSubmissionOrder) {
+  auto log = std::make_shared<WriterLog>();
+  constexpr int kKernels = 48;
+  Gate gate;
+  std::vector<std::string> submitted;
+  {
+    mc::Collector c(recording(log, nullptr, 4));
+    for (int i = 0; i < kKernels; ++i) {
+      mc::KernelCapture k = checked_kernel(i, false);
+      k.ready = std::make_shared<GatedCompletion>(gate, i == 0, kKernels - 1);
+      submitted.push_back(k.name);
+      c.submit(std::move(k));
+    }
+    c.close();
+    const mc::CollectorCounters n = c.counters();
+    EXPECT_EQ(n.submitted, (uint64_t)kKernels);
+    EXPECT_EQ(n.written, (uint64_t)kKernels);  // the writer's own count
+    EXPECT_GT(n.reorder_high_water, 0u);       // kernel 0 came last, so the others were encoded before it
+  }
+  EXPECT_EQ(log->appended, submitted);
+  std::vector<std::string> encoded = log->encoded;
+  std::sort(encoded.begin(), encoded.end());
+  std::sort(submitted.begin(), submitted.end());
+  EXPECT_EQ(encoded, submitted);  // each once, in whatever order the threads got to them
+  EXPECT_EQ(log->closes, 1);
+}
+
+TEST(WriterSeam, FirstOverflowsAppendsOnlyTheFirstFound) {
+  auto log = std::make_shared<WriterLog>();
+  {
+    mc::Collector c(
+        recording(log, mc::first_overflows(2, msprobe::format::StatPrecision::High, nullptr), 2));
+    for (int i = 0; i < 10; ++i) c.submit(checked_kernel(i, i == 2 || i == 5 || i == 7));
+    c.flush();
+    EXPECT_TRUE(c.write_limit_reached());
+    c.close();
+    EXPECT_EQ(c.counters().overflows, 2u);
+  }
+  EXPECT_EQ(log->appended, names({2, 5}));
+}
+
+TEST(WriterSeam, FlightRecordAppendsTheKeptKernelsWithTheirTrigger) {
+  auto log = std::make_shared<WriterLog>();
+  {
+    mc::Collector c(recording(log, mc::flight_record(3, true, -1, msprobe::format::StatPrecision::High, nullptr), 2));
+    for (int i = 0; i < 6; ++i) c.submit(checked_kernel(i, i == 4));
+    c.flush();
+    EXPECT_FALSE(c.write_limit_reached());  // no limit on records
+    for (int i = 6; i < 12; ++i) c.submit(checked_kernel(i, false));
+    c.write_kept("exit");
+    c.close();
+  }
+  // The overflow at 4 with the 3 kept before it, then the last 3 at exit.
+  EXPECT_EQ(log->appended, names({1, 2, 3, 4, 9, 10, 11}));
+  EXPECT_EQ(log->triggers, (std::vector<std::string>{"overflow", "overflow", "overflow", "overflow", "exit", "exit", "exit"}));
 }
 
 // The same kernels through the tensor task, plain and lz4: every .npy.lz4 decompresses to the .npy byte for byte.

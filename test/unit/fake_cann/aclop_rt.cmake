@@ -12,3 +12,5 @@ foreach(t fake_cann_aclop fake_cann_rt_kernels)
   set_tests_properties(${t}_async PROPERTIES ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000"
                                              TIMEOUT 120)
 endforeach()
+# AI CPU kernels (rtCpuKernelLaunchWithFlag): MindSpore's args layout, GatherV2, the ext info.
+msprobe_gtest(fake_cann_aicpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aicpu.cpp LINK runtime)

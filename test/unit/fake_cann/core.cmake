@@ -5,3 +5,5 @@ msprobe_gtest(fake_cann_async SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_async.cpp L
 set_property(TEST fake_cann_async APPEND PROPERTY ENVIRONMENT FAKE_CANN_TASK_DELAY_US=30000)
 # A program written from reference/cann_abi.md alone (own declarations), finding ops with dlopen/dlsym.
 msprobe_gtest(fake_cann_abi_only SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_abi_only.cpp LINK dl)
+# Stream capture into model runtime instances (aclmdlRICapture*, aclmdlRIExecuteAsync, aclmdlRIDestroy).
+msprobe_gtest(fake_cann_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_capture.cpp LINK ascendcl nnopbase opapi runtime)

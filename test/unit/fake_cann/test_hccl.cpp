@@ -782,4 +782,154 @@ TEST(Hccl, MismatchedCollectivesFail) {
   EXPECT_EQ(run_ranks(2, body), "");
 }
 
+// ---- Communicator names, sub-communicators, point-to-point (issue 30) ----------------------------------------------
+
+std::string comm_name(HcclComm comm) {
+  char name[COMM_NAME_MAX_LENGTH] = {};
+  if (HcclGetCommName(comm, name) != HCCL_SUCCESS) return "?";
+  return name;
+}
+
+// Four ranks on a root-info communicator, split into {0, 2} and {1, 3} (HCCL's default names), one named by its
+// config; collectives on a sub-communicator reduce over its members only; HCCL's rules for the arguments.
+TEST(Hccl, SubCommunicatorsFromARankList) {
+  auto body = [](int rank) {
+    aclrtStream s = nullptr;
+    HcclComm world = nullptr, sub = nullptr, named = nullptr, nested = nullptr;
+    CHECK_OK(setup(rank, &s));
+    CHECK_OK(init_comm(4, rank, 0, &world));
+    // The communicator's name is the root info's identifier, the same on every member.
+    CHECK(comm_name(world) == root_id(g_shared->roots[0]));
+    CHECK_EQ(HcclGetCommName(world, nullptr), HCCL_E_PTR);
+    HcclCommConfig config;
+    HcclCommConfigInit(&config);
+    uint32_t evens[] = {0, 2}, odds[] = {1, 3}, all[] = {0, 1, 2, 3};
+    uint32_t *mine = rank % 2 == 0 ? evens : odds;
+    const uint64_t id = rank % 2 == 0 ? 7 : 8;
+    // Argument checks, before anything is created.
+    uint32_t unordered[] = {2, 0};
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 2, unordered, 9, 0, &config, &sub), HCCL_E_PARA);
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 2, mine, 9, 1 - rank / 2, &config, &sub), HCCL_E_PARA);  // not its index
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 0, mine, 9, 0, &config, &sub), HCCL_E_PARA);
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 5, all, 9, 0, &config, &sub), HCCL_E_PARA);
+    CHECK_EQ(HcclCreateSubCommConfig(nullptr, 2, mine, 9, rank / 2, &config, &sub), HCCL_E_PTR);
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 2, mine, 9, rank / 2, nullptr, &sub), HCCL_E_PTR);
+    HcclCommConfig raw;
+    std::memset(&raw, 0, sizeof raw);
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 2, mine, 9, rank / 2, &raw, &sub), HCCL_E_PARA);  // not initialized
+    // A rank outside a sub-communicator passes no rank list and gets none.
+    sub = &config;
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 0, nullptr, 0xFFFFFFFF, 0, &config, &sub), HCCL_SUCCESS);
+    CHECK(sub == nullptr);
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 2, mine, id, rank / 2, &config, &sub), HCCL_SUCCESS);
+    CHECK(comm_name(sub) == comm_name(world) + "_sub_" + std::to_string(id));
+    uint32_t v = 99;
+    CHECK_EQ(HcclGetRankSize(sub, &v), HCCL_SUCCESS);
+    CHECK_EQ(v, 2);
+    CHECK_EQ(HcclGetRankId(sub, &v), HCCL_SUCCESS);
+    CHECK_EQ(v, rank / 2);
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 2, mine, id, rank / 2, &config, &nested), HCCL_E_PARA);  // id reused
+    CHECK_EQ(HcclCreateSubCommConfig(&sub, 2, evens, 3, 0, &config, &nested), HCCL_E_NOT_SUPPORT);    // no nesting
+    // A config's name wins over the default, and every member gets it.
+    std::strcpy(config.hcclCommName, "all-four");
+    CHECK_EQ(HcclCreateSubCommConfig(&world, 4, all, 1, rank, &config, &named), HCCL_SUCCESS);
+    CHECK(comm_name(named) == "all-four");
+    // Sums over the members only.
+    std::vector<float> x(64, (float)(rank + 1)), want(64, (float)(rank % 2 == 0 ? 1 + 3 : 2 + 4));
+    void *d = to_device(x);
+    CHECK_EQ(HcclAllReduce(d, d, 64, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, sub, s), HCCL_SUCCESS);
+    CHECK_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    CHECK_OK(expect_bits(from_device<float>(d, 64), want, "AllReduce over a sub-communicator"));
+    CHECK_EQ(HcclAllReduce(d, d, 64, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, named, s), HCCL_SUCCESS);
+    CHECK_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+    CHECK_OK(
+        expect_bits(from_device<float>(d, 64), std::vector<float>(64, 2 * (4.0f + 6.0f)), "AllReduce over all four"));
+    CHECK_EQ(HcclCommDestroy(named), HCCL_SUCCESS);
+    CHECK_EQ(HcclCommDestroy(sub), HCCL_SUCCESS);
+    CHECK_EQ(HcclCommDestroy(world), HCCL_SUCCESS);
+    aclrtFree(d);
+    return 0;
+  };
+  EXPECT_EQ(run_ranks(4, body), "");
+  EXPECT_TRUE(shm_entries_with(root_id(g_shared->roots[0])).empty());
+}
+
+// A chain 0 -> 1 -> 2 of send / recv in small staging slots (many chunks), each rank adding its part; then the
+// argument rules and a count that the two sides disagree on.
+TEST(Hccl, SendRecvChain) {
+  auto body = [](int rank) {
+    setenv("FAKE_HCCL_SLOT_BYTES", "256", 1);
+    aclrtStream s = nullptr;
+    HcclComm comm = nullptr;
+    CHECK_OK(setup(rank, &s));
+    CHECK_OK(init_comm(3, rank, 0, &comm));
+    const size_t n = 1000;
+    std::vector<float> part(n);
+    for (size_t i = 0; i < n; ++i) part[i] = (float)(i % 17) + (float)rank * 1000.0f;
+    void *d = to_device(part);
+    void *got = to_device(std::vector<float>(n, 0.0f));
+    for (int round = 0; round < 2; ++round) {  // twice: the pair's segment is joined once and reused
+      if (rank > 0) {
+        CHECK_EQ(HcclRecv(got, n, HCCL_DATA_TYPE_FP32, rank - 1, comm, s), HCCL_SUCCESS);
+        CHECK_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+        std::vector<float> want(n);
+        for (size_t i = 0; i < n; ++i) want[i] = (float)(i % 17) + (float)(rank - 1) * 1000.0f + (float)round;
+        CHECK_OK(expect_bits(from_device<float>(got, n), want, "HcclRecv"));
+      }
+      if (rank < 2) {
+        std::vector<float> mine(n);
+        for (size_t i = 0; i < n; ++i) mine[i] = part[i] + (float)round;
+        aclrtMemcpy(d, n * 4, mine.data(), n * 4, ACL_MEMCPY_HOST_TO_DEVICE);
+        CHECK_EQ(HcclSend(d, n, HCCL_DATA_TYPE_FP32, rank + 1, comm, s), HCCL_SUCCESS);
+        CHECK_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+      }
+    }
+    CHECK_EQ(HcclSend(d, n, HCCL_DATA_TYPE_FP32, rank, comm, s), HCCL_E_PARA);  // to itself
+    CHECK_EQ(HcclSend(d, n, HCCL_DATA_TYPE_FP32, 3, comm, s), HCCL_E_PARA);     // no such rank
+    CHECK_EQ(HcclRecv(nullptr, n, HCCL_DATA_TYPE_FP32, (rank + 1) % 3, comm, s), HCCL_E_PTR);
+    CHECK_EQ(HcclSend(d, 0, HCCL_DATA_TYPE_FP32, (rank + 1) % 3, comm, s), HCCL_SUCCESS);  // nothing to move
+    // Ranks 0 and 1 disagree on the count: both sides fail instead of hanging.
+    if (rank == 0) {
+      CHECK_EQ(HcclSend(d, 10, HCCL_DATA_TYPE_FP32, 1, comm, s), HCCL_SUCCESS);
+      CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
+      CHECK(std::strstr(aclGetRecentErrMsg(), "do not match") != nullptr);
+    } else if (rank == 1) {
+      CHECK_EQ(HcclRecv(got, 11, HCCL_DATA_TYPE_FP32, 0, comm, s), HCCL_SUCCESS);
+      CHECK_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
+    }
+    CHECK_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
+    aclrtFree(d);
+    aclrtFree(got);
+    return 0;
+  };
+  EXPECT_EQ(run_ranks(3, body), "");
+  EXPECT_TRUE(shm_entries_with(root_id(g_shared->roots[0])).empty());
+}
+
+// A rank-table communicator is named as real HCCL names it; a root-info one with a config takes the config's name.
+TEST(Hccl, CommunicatorNames) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  g_table = dir.write("rank_table.json", R"({"server_list": [{"device": [{"rank_id": "0"}, {"rank_id": "1"}]}]})");
+  auto body = [](int rank) {
+    aclrtStream s = nullptr;
+    HcclComm comm = nullptr;
+    CHECK_OK(setup(rank, &s));
+    CHECK_EQ(HcclCommInitClusterInfo(g_table.c_str(), rank, &comm), HCCL_SUCCESS);
+    CHECK(comm_name(comm) == "hccl_world_group");
+    CHECK_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
+    HcclRootInfo root;
+    CHECK_OK(share_root(rank, 1, &root));
+    HcclCommConfig config;
+    HcclCommConfigInit(&config);
+    std::strcpy(config.hcclCommName, "tp-group");
+    CHECK_EQ(HcclCommInitRootInfoConfig(2, &root, rank, nullptr, &comm), HCCL_E_PTR);
+    CHECK_EQ(HcclCommInitRootInfoConfig(2, &root, rank, &config, &comm), HCCL_SUCCESS);
+    CHECK(comm_name(comm) == "tp-group");
+    CHECK_EQ(HcclCommDestroy(comm), HCCL_SUCCESS);
+    return 0;
+  };
+  EXPECT_EQ(run_ranks(2, body), "");
+}
+
 }  // namespace

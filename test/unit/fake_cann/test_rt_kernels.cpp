@@ -22,6 +22,7 @@
 
 #include "../time_scale.h"
 #include "acl/acl_base.h"
+#include "rt_buffers.h"
 #include "runtime/rt.h"
 
 #ifndef ACL_ERROR_RT_CONTEXT_NULL
@@ -92,7 +93,7 @@ class RtKernels : public ::testing::Test {
     ASSERT_FALSE(image_.empty()) << "missing " << kernel_path();
   }
   void TearDown() override {
-    for (void *p : allocs_) rtFree(p);
+    mem_.free_all();
     rtStreamDestroy(stream_);
   }
 
@@ -101,22 +102,12 @@ class RtKernels : public ::testing::Test {
   }
   template <typename T>
   void *upload(const std::vector<T> &v) {
-    void *d = alloc(v.size() * sizeof(T));
-    EXPECT_EQ(rtMemcpy(d, v.size() * sizeof(T), v.data(), v.size() * sizeof(T), RT_MEMCPY_HOST_TO_DEVICE), 0);
-    return d;
+    return mem_.upload(v);
   }
-  void *alloc(size_t bytes) {
-    void *d = nullptr;
-    EXPECT_EQ(rtMalloc(&d, bytes, RT_MEMORY_HBM, 0), RT_ERROR_NONE);
-    EXPECT_EQ(rtMemset(d, bytes, 0, bytes), RT_ERROR_NONE);
-    allocs_.push_back(d);
-    return d;
-  }
+  void *alloc(size_t bytes) { return mem_.alloc(bytes); }
   template <typename T>
   std::vector<T> download(const void *d, size_t n) {
-    std::vector<T> v(n);
-    EXPECT_EQ(rtMemcpy(v.data(), n * sizeof(T), d, n * sizeof(T), RT_MEMCPY_DEVICE_TO_HOST), RT_ERROR_NONE);
-    return v;
+    return RtBuffers::download<T>(d, n);
   }
   static std::vector<float> random_floats(size_t n, unsigned seed) {
     std::mt19937 rng(seed);
@@ -128,7 +119,7 @@ class RtKernels : public ::testing::Test {
 
   rtStream_t stream_ = nullptr;
   std::vector<char> image_;
-  std::vector<void *> allocs_;
+  RtBuffers mem_;
 };
 
 // ---- the binary format ----

@@ -258,6 +258,46 @@ TEST(DumpJson, LaunchIndexFromTheLaunchObjectOrTheOldTopLevelField) {
   EXPECT_EQ(li_records, want);
 }
 
+// Issue 30: an HCCL kernel's "comm" object and the launch time stamp, as the scanning reader gives them; a "comm"
+// that is not one (a string, a missing size) reads as none.
+TEST(DumpJson, CommObjectAndTimestamp) {
+  const std::string text =
+      R"({"task": "statistics", "framework": "mindspore", "data": {)"
+      R"("HcclAllReduce.x.0.forward": {"input_args": [], "launch": {"index": 7, "timestamp": 99},)"
+      R"( "comm": {"name": "g_sub_1", "rank": 1, "size": 4, "ranks": [4, 5, 6, 7], "seq": 12}},)"
+      R"("HcclSend.x.0.forward": {"launch": {"index": 8}, "comm": {"name": "w", "rank": 0, "size": 2,)"
+      R"( "peer": 1, "pair_seq": 3}},)"
+      R"("HcclBroadcast.x.0.forward": {"timestamp": 5, "comm": {"name": "w", "rank": 0, "size": 2, "seq": 0, "root": 1}},)"
+      R"("A.x.0.forward": {"comm": "not an object"},)"
+      R"("B.x.0.forward": {"comm": {"name": "w", "rank": 0}}}})";
+  std::vector<mt::KernelRecord> got;
+  mt::DumpCallbacks cb;
+  cb.on_record = [&](mt::KernelRecord &&k) {
+    got.push_back(std::move(k));
+    return true;
+  };
+  mt::stream_dump_json(text, cb);
+  ASSERT_EQ(got.size(), 5u);
+  ASSERT_TRUE(got[0].comm);
+  EXPECT_EQ(got[0].timestamp, 99u);
+  msprobe::format::CommInfo want;
+  want.name = "g_sub_1";
+  want.rank = 1;
+  want.size = 4;
+  want.ranks = std::vector<uint32_t>{4, 5, 6, 7};
+  want.seq = 12;
+  EXPECT_EQ(*got[0].comm, want);
+  ASSERT_TRUE(got[1].comm);
+  EXPECT_EQ(got[1].comm->peer, 1u);
+  EXPECT_EQ(got[1].comm->pair_seq, 3u);
+  EXPECT_FALSE(got[1].comm->seq);
+  EXPECT_FALSE(got[1].timestamp);
+  EXPECT_EQ(got[2].comm->root, 1u);
+  EXPECT_EQ(got[2].timestamp, 5u);  // the top-level time stamp of dumps before the "launch" object
+  EXPECT_FALSE(got[3].comm);
+  EXPECT_FALSE(got[4].comm);
+}
+
 TEST(DumpJson, RecordsAndEntriesSeeTheSameTensors) {
   const std::string text =
       R"({"task": "tensor", "framework": "pytorch", "data": {)"

@@ -70,6 +70,30 @@ ACL_FUNC_VISIBILITY aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDa
                                                 aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlUnload(uint32_t modelId);
 
+/* Capturing a stream into a model runtime instance (CANN 8.1+; "experimental" in CANN's docs): between
+ * aclmdlRICaptureBegin and aclmdlRICaptureEnd the tasks submitted to the stream are recorded into the instance, not
+ * executed; aclmdlRIExecuteAsync runs them, as often as it is called. In GLOBAL and THREAD_LOCAL mode the unsafe
+ * functions (synchronous aclrtMemcpy / aclrtMemset, aclrtMemcpyAsync from pageable host memory) are refused with
+ * ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT while the capture is in force (every thread, or the capturing one). */
+typedef void *aclmdlRI;
+typedef enum {
+  ACL_MODEL_RI_CAPTURE_MODE_GLOBAL = 0,
+  ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL,
+  ACL_MODEL_RI_CAPTURE_MODE_RELAXED,
+} aclmdlRICaptureMode;
+typedef enum {
+  ACL_MODEL_RI_CAPTURE_STATUS_NONE = 0,
+  ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
+  ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED,
+} aclmdlRICaptureStatus;
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status,
+                                                    aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
+
 ACL_FUNC_VISIBILITY aclError aclmdlInitDump(void);
 ACL_FUNC_VISIBILITY aclError aclmdlSetDump(const char *dumpCfgPath);
 ACL_FUNC_VISIBILITY aclError aclmdlFinalizeDump(void);

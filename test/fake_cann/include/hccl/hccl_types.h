@@ -67,6 +67,34 @@ typedef struct HcclRootInfoDef {
   char internal[HCCL_ROOT_INFO_BYTES];
 } HcclRootInfo;
 
+/* A communicator's name (HcclGetCommName, HcclCommConfig.hcclCommName): at most 127 characters and a NUL. */
+#define COMM_NAME_MAX_LENGTH 128
+#define UDI_MAX_LENGTH 128
+
+/* The configuration of HcclCommInitRootInfoConfig / HcclCreateSubCommConfig; set up with HcclCommConfigInit
+   (hccl.h), which fills the 24 reserved bytes with {size_t size, uint32_t magic, uint32_t version, uint64_t 0}. */
+#define HCCL_COMM_CONFIG_INFO_BYTES 24
+#define HCCL_COMM_CONFIG_MAGIC_WORD 0xf0f0f0f0u
+#define HCCL_COMM_CONFIG_VERSION 5
+#define HCCL_COMM_DEFAULT_BUFFSIZE 200
+#define HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET 0xffffffffu
+#define HCCL_COMM_DEFAULT_DETERMINISTIC 0
+#define HCCL_COMM_DETERMINISTIC_CONFIG_NOT_SET 0xffffffffu
+#define HCCL_COMM_DEFAULT_OP_EXPANSION_MODE 0
+#define HCCL_COMM_TRAFFIC_CLASS_CONFIG_NOT_SET 0xffffffffu
+#define HCCL_COMM_SERVICE_LEVEL_CONFIG_NOT_SET 0xffffffffu
+
+typedef struct HcclCommConfigDef {
+  char reserved[HCCL_COMM_CONFIG_INFO_BYTES];
+  uint32_t hcclBufferSize;
+  uint32_t hcclDeterministic;
+  char hcclCommName[COMM_NAME_MAX_LENGTH];
+  char hcclUdi[UDI_MAX_LENGTH];
+  uint32_t hcclOpExpansionMode;
+  uint32_t hcclRdmaTrafficClass;
+  uint32_t hcclRdmaServiceLevel;
+} HcclCommConfig;
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,7 +55,10 @@ typedef struct tagRtSmDesc rtSmDesc_t;
 
 #define FUNC_MODE_NORMAL 0U
 #define RT_KERNEL_DEFAULT 0x0U
+#define RT_KERNEL_CONVERT 0x1U
 #define RT_KERNEL_DUMPFLAG 0x2U
+#define RT_FUSION_KERNEL_DUMPFLAG 0x4U
+#define RT_KERNEL_CUSTOM_AICPU 0x8U
 
 RTS_API rtError_t rtDevBinaryRegister(const rtDevBinary_t *bin, void **hdl);
 RTS_API rtError_t rtRegisterAllKernel(const rtDevBinary_t *bin, void **hdl);
@@ -75,6 +78,14 @@ RTS_API rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, 
 RTS_API rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim,
                                              rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
                                              const rtTaskCfgInfo_t *cfgInfo);
+/* An AI CPU kernel: `soName` is the kernel library on the device's AI CPU (libcpu_kernels.so, libaicpu_kernels.so, a
+   custom one with RT_KERNEL_CUSTOM_AICPU), `kernelName` its entry (RunCpuKernel, or the op's own name). The args blob
+   (copied at launch, like any launch's) starts with the AI CPU parameter head {u32 length, u32 ioAddrNum,
+   u32 extInfoLength, u64 extInfoAddr} (packed), then ioAddrNum device addresses (inputs, then outputs), then the
+   u32 length and the bytes of the op's serialized NodeDef. blockDim is reserved (1). */
+RTS_API rtError_t rtCpuKernelLaunchWithFlag(const void *soName, const void *kernelName, uint32_t blockDim,
+                                            const rtArgsEx_t *argsInfo, rtSmDesc_t *smDesc, rtStream_t stm,
+                                            uint32_t flags);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@ const char *kind_name(uint32_t k) {
     case CollKind::AllGather: return "AllGather";
     case CollKind::ReduceScatter: return "ReduceScatter";
     case CollKind::Barrier: return "Barrier";
+    case CollKind::Send: return "Send";
+    case CollKind::Recv: return "Recv";
   }
   return "?";
 }
@@ -55,7 +57,68 @@ void check_agreement(Segment &s, const CollDesc &mine, const std::string &what) 
   }
 }
 
+// The pair's segment of `src` -> `dst`, joined at the first use (both sides block until the other arrives).
+Segment &pair_segment(Comm &c, Comm::Pair &p, uint32_t src, uint32_t dst, bool sender, const std::string &what) {
+  if (p.seg) return *p.seg;
+  const std::string name = c.name + ".p" + std::to_string(src) + "-" + std::to_string(dst);
+  std::string err;
+  if (HcclResult r = Segment::join(name, 2, sender ? 0 : 1, c.connect_timeout_s, &p.seg, &err); r != HCCL_SUCCESS)
+    throw KernelError(what + ": rank " + std::to_string(src) + " could not connect to rank " + std::to_string(dst) +
+                      " (" + err + ")");
+  return *p.seg;
+}
+
 }  // namespace
+
+void execute(Comm &c, const PointToPoint &op) {
+  const std::string what = op.api;
+  c.seg->check_usable(what);
+  const uint32_t me = c.seg->rank();
+  const uint32_t src = op.send ? me : op.peer, dst = op.send ? op.peer : me;
+  std::shared_ptr<Comm::Pair> p;
+  {
+    std::lock_guard<std::mutex> lk(c.pairs_mu);
+    auto &slot = c.pairs[{src, dst}];
+    if (!slot) slot = std::make_shared<Comm::Pair>();
+    p = slot;
+  }
+  std::lock_guard<std::mutex> lk(p->mu);
+  Segment &s = pair_segment(c, *p, src, dst, op.send, what);
+  s.check_usable(what);
+  const uint32_t side = op.send ? 0 : 1;
+  const CollDesc mine{
+      (uint32_t)(op.send ? CollKind::Send : CollKind::Recv), (uint32_t)op.dtype, 0, 0, op.count, ++p->seq};
+  s.desc(side) = mine;
+  const uint64_t es = dtype_bytes(op.dtype);
+  const uint64_t chunk = s.slot_bytes() / es;
+  try {
+    uint64_t off = 0;
+    bool first = true;
+    do {
+      const uint64_t len = std::min(chunk, op.count - off), bytes = len * es, at = off * es;
+      if (op.send) copy(s.slot(0), dev(op.buf, at, bytes), bytes);
+      s.barrier(c.exec_timeout_s, what);
+      if (first) {  // the other side must be the matching call: a receive for a send, same count and type
+        const CollDesc &theirs = s.desc(1 - side);
+        CollDesc want = mine;
+        want.kind = (uint32_t)(op.send ? CollKind::Recv : CollKind::Send);
+        if (!(theirs == want)) {
+          s.mark_broken(Broken::Mismatch);
+          throw KernelError(what + ": rank " + std::to_string(src) + " -> rank " + std::to_string(dst) +
+                            ": the two sides do not match: rank " + std::to_string(me) + " runs " + describe(mine) +
+                            ", rank " + std::to_string(op.peer) + " runs " + describe(theirs));
+        }
+        first = false;
+      }
+      if (!op.send) copy(dev(op.buf, at, bytes), s.slot(0), bytes);
+      s.barrier(c.exec_timeout_s, what);
+      off += len;
+    } while (off < op.count);
+  } catch (const KernelError &) {
+    s.mark_broken(Broken::LocalFault);
+    throw;
+  }
+}
 
 void execute(Comm &c, const Collective &op) {
   Segment &s = *c.seg;
@@ -92,7 +155,9 @@ void execute(Comm &c, const Collective &op) {
           for (uint32_t j = 0; j < n; ++j)
             copy(mine_slot + j * bytes, dev(op.send, (j * op.count + off) * es, bytes), bytes);
           break;
-        case CollKind::Barrier: break;
+        case CollKind::Barrier:
+        case CollKind::Send:  // point-to-point transfers have their own execute()
+        case CollKind::Recv: break;
       }
       s.barrier(c.exec_timeout_s, what);
       if (first) {
@@ -114,7 +179,9 @@ void execute(Comm &c, const Collective &op) {
           for (uint32_t q = 0; q < n; ++q) srcs[q] = s.slot(q) + me * bytes;
           if (len != 0) reduce(op.dtype, op.op, srcs.data(), n, dev(op.recv, at, bytes), len);
           break;
-        case CollKind::Barrier: break;
+        case CollKind::Barrier:
+        case CollKind::Send:
+        case CollKind::Recv: break;
       }
       s.barrier(c.exec_timeout_s, what);
       off += len;

@@ -4,8 +4,13 @@
 // valid after a stream synchronization and failures are reported there.
 //
 // Rendezvous names (files in /dev/shm, present only while ranks are joining):
-//   HcclCommInitRootInfo:    fakehccl-r<id>, <id> made by HcclGetRootInfo from pid, time and randomness
-//   HcclCommInitClusterInfo: fakehccl-c<16 hex digits: FNV-1a 64 of the rank table's realpath>
+//   HcclCommInitRootInfo(Config): fakehccl-r<id>, <id> made by HcclGetRootInfo from pid, time and randomness
+//   HcclCommInitClusterInfo:      fakehccl-c<16 hex digits: FNV-1a 64 of the rank table's realpath>
+//   HcclCreateSubCommConfig:      <global's>.s<subCommId>, or <global's>.n<FNV-1a 64 of the config's name>
+//   HcclSend / HcclRecv:          <communicator's>.p<src>-<dst>, one per direction, joined at the first transfer
+// Communicator names (HcclGetCommName), as real HCCL gives them: the root info's identifier (<id>) or the config's
+// hcclCommName; "hccl_world_group" for a rank table; "{global's name}_sub_{subCommId}" or the config's
+// hcclCommName for a sub-communicator. Every member of a communicator gets the same name.
 // Timeouts (whole seconds > 0, default 120): HCCL_CONNECT_TIMEOUT bounds the rendezvous,
 // HCCL_EXEC_TIMEOUT bounds each wait for peers inside a collective. Read when a communicator is created.
 // Stand-in knob: FAKE_HCCL_SLOT_BYTES sets the per-rank staging slot (data moves in chunks of it).
@@ -13,6 +18,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -69,29 +75,58 @@ std::shared_ptr<Comm> find_comm(HcclComm comm) {
   return it == g_comms->end() ? nullptr : it->second;
 }
 
-HcclResult create_comm(const char *api, const std::string &name, uint32_t nranks, uint32_t rank, bool from_cluster,
-                       HcclComm *comm) {
+// A communicator named `ident` (HcclGetCommName) that meets its peers at the rendezvous `name`.
+struct NewComm {
+  std::string name, ident;
+  uint32_t nranks = 0, rank = 0;
+  bool from_cluster = false, is_sub = false;
+};
+
+HcclResult create_comm(const char *api, const NewComm &n, HcclComm *comm) {
   int32_t device = current_device();
-  if (from_cluster) {  // real HCCL: one rank-table communicator per device at a time
+  {
     std::lock_guard<std::mutex> lk(g_mu);
-    for (auto &[h, c] : *g_comms)
-      if (c->from_cluster && c->device == device)
+    for (auto &[h, c] : *g_comms) {
+      if (n.from_cluster && c->from_cluster && c->device == device)  // real HCCL: one rank-table comm per device
         return fail(HCCL_E_UNAVAIL, std::string(api) + ": device " + std::to_string(device) +
                                         " already has a communicator from a rank table");
+      if (c->device == device && c->ident == n.ident)  // names are unique in a device's context
+        return fail(HCCL_E_PARA, std::string(api) + ": a communicator named '" + n.ident + "' already exists");
+    }
   }
   auto c = std::make_shared<Comm>();
-  c->name = name;
+  c->name = n.name;
+  c->ident = n.ident;
+  c->is_sub = n.is_sub;
   c->device = device;
-  c->from_cluster = from_cluster;
+  c->from_cluster = n.from_cluster;
   c->exec_timeout_s = timeout_from_env("HCCL_EXEC_TIMEOUT");
+  c->connect_timeout_s = timeout_from_env("HCCL_CONNECT_TIMEOUT");
   std::string err;
-  HcclResult r = Segment::join(name, nranks, rank, timeout_from_env("HCCL_CONNECT_TIMEOUT"), &c->seg, &err);
+  HcclResult r = Segment::join(n.name, n.nranks, n.rank, c->connect_timeout_s, &c->seg, &err);
   if (r != HCCL_SUCCESS)
-    return fail(r, std::string(api) + ": rank " + std::to_string(rank) + " of " + std::to_string(nranks) + ": " + err,
+    return fail(r,
+                std::string(api) + ": rank " + std::to_string(n.rank) + " of " + std::to_string(n.nranks) + ": " + err,
                 r == HCCL_E_TIMEOUT || r == HCCL_E_SYSCALL || r == HCCL_E_MEMORY || r == HCCL_E_INTERNAL);
   std::lock_guard<std::mutex> lk(g_mu);
   (*g_comms)[c.get()] = c;
   *comm = c.get();
+  return HCCL_SUCCESS;
+}
+
+// A configuration made by HcclCommConfigInit (its reserved bytes carry the magic word) with a name that fits;
+// `*name` gets hcclCommName ("" when not set).
+HcclResult check_config(const char *api, const HcclCommConfig *config, std::string *name) {
+  if (config == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": config is null");
+  uint32_t magic = 0;
+  std::memcpy(&magic, config->reserved + sizeof(size_t), sizeof(magic));
+  if (magic != HCCL_COMM_CONFIG_MAGIC_WORD)
+    return fail(HCCL_E_PARA, std::string(api) + ": config was not initialized by HcclCommConfigInit");
+  const void *nul = std::memchr(config->hcclCommName, '\0', COMM_NAME_MAX_LENGTH);
+  if (nul == nullptr)
+    return fail(HCCL_E_PARA, std::string(api) + ": hcclCommName is longer than " +
+                                 std::to_string(COMM_NAME_MAX_LENGTH - 1) + " characters");
+  name->assign(config->hcclCommName, static_cast<const char *>(nul));
   return HCCL_SUCCESS;
 }
 
@@ -153,7 +188,9 @@ struct InflightGuard {
   ~InflightGuard() { finish_one(c); }
 };
 
-HcclResult enqueue(std::shared_ptr<Comm> c, aclrtStream stream, const Collective &op) {
+// `Op` is a Collective or a PointToPoint.
+template <typename Op>
+HcclResult enqueue(std::shared_ptr<Comm> c, aclrtStream stream, const Op &op) {
   {
     std::lock_guard<std::mutex> lk(c->inflight_mu);
     ++c->inflight;
@@ -175,6 +212,43 @@ HcclResult enqueue(std::shared_ptr<Comm> c, aclrtStream stream, const Collective
   return HCCL_SUCCESS;
 }
 
+HcclResult point_to_point(const char *api, bool send, void *buf, uint64_t count, HcclDataType dataType, uint32_t peer,
+                          HcclComm comm, aclrtStream stream) {
+  if (buf == nullptr) return fail(HCCL_E_PTR, std::string(api) + (send ? ": sendBuf" : ": recvBuf") + " is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  const char *role = send ? "destRank " : "srcRank ";
+  if (peer >= c->seg->nranks())
+    return fail(HCCL_E_PARA, std::string(api) + ": " + role + std::to_string(peer) + " >= rank size " +
+                                 std::to_string(c->seg->nranks()));
+  if (peer == c->seg->rank())
+    return fail(HCCL_E_PARA, std::string(api) + ": " + role + std::to_string(peer) + " is this rank");
+  if (HcclResult r = check_size(api, count, dataType, 1)) return r;
+  if (count == 0) return HCCL_SUCCESS;
+  return enqueue(c, stream, PointToPoint{api, send, dataType, peer, count, buf});
+}
+
+// HcclCommInitRootInfo(Config): `config` null for the first. Real HCCL names the communicator after the root info's
+// identifier, which every member was handed, unless the config names it.
+HcclResult init_root_info(const char *api, uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                          const HcclCommConfig *config, HcclComm *comm) {
+  if (HcclResult r = require_device(api)) return r;
+  if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rootInfo or comm is null");
+  std::string name;
+  if (config != nullptr)
+    if (HcclResult r = check_config(api, config, &name)) return r;
+  if (nRanks == 0 || nRanks > kMaxRanks)
+    return fail(HCCL_E_PARA, std::string(api) + ": nRanks " + std::to_string(nRanks) + " is out of range");
+  if (rank >= nRanks)
+    return fail(HCCL_E_PARA,
+                std::string(api) + ": rank " + std::to_string(rank) + " >= nRanks " + std::to_string(nRanks));
+  std::string id;
+  if (!parse_root_info(rootInfo, &id))
+    return fail(HCCL_E_PARA, std::string(api) + ": rootInfo was not produced by HcclGetRootInfo");
+  return create_comm(api, NewComm{"fakehccl-r" + id, name.empty() ? id : name, nRanks, rank}, comm);
+}
+
 }  // namespace
 
 extern "C" {
@@ -192,18 +266,82 @@ HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo) {
 }
 
 HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm) {
-  const char *api = "HcclCommInitRootInfo";
+  return init_root_info("HcclCommInitRootInfo", nRanks, rootInfo, rank, nullptr, comm);
+}
+
+HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                      const HcclCommConfig *config, HcclComm *comm) {
+  if (config == nullptr) return fail(HCCL_E_PTR, "HcclCommInitRootInfoConfig: config is null");
+  return init_root_info("HcclCommInitRootInfoConfig", nRanks, rootInfo, rank, config, comm);
+}
+
+HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
+                                   uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm) {
+  const char *api = "HcclCreateSubCommConfig";
+  constexpr uint64_t kNotMember = 0xFFFFFFFFu;  // with rankIds == NULL: this rank is in no sub-communicator
   if (HcclResult r = require_device(api)) return r;
-  if (rootInfo == nullptr || comm == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rootInfo or comm is null");
-  if (nRanks == 0 || nRanks > kMaxRanks)
-    return fail(HCCL_E_PARA, std::string(api) + ": nRanks " + std::to_string(nRanks) + " is out of range");
-  if (rank >= nRanks)
+  if (comm == nullptr || *comm == nullptr || subComm == nullptr)
+    return fail(HCCL_E_PTR, std::string(api) + ": comm or subComm is null");
+  std::shared_ptr<Comm> parent = find_comm(*comm);
+  if (parent == nullptr) return fail(HCCL_E_PARA, std::string(api) + ": comm is not a live communicator");
+  if (rankIds == nullptr && subCommId == kNotMember) {
+    *subComm = nullptr;
+    return HCCL_SUCCESS;
+  }
+  if (rankIds == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": rankIds is null");
+  if (parent->is_sub)
+    return fail(HCCL_E_NOT_SUPPORT, std::string(api) + ": '" + parent->ident +
+                                        "' is a sub-communicator; only global communicators can be split");
+  std::string name;
+  if (HcclResult r = check_config(api, config, &name)) return r;
+  const uint32_t n = parent->seg->nranks();
+  if (rankNum == 0 || rankNum > n)
     return fail(HCCL_E_PARA,
-                std::string(api) + ": rank " + std::to_string(rank) + " >= nRanks " + std::to_string(nRanks));
-  std::string id;
-  if (!parse_root_info(rootInfo, &id))
-    return fail(HCCL_E_PARA, std::string(api) + ": rootInfo was not produced by HcclGetRootInfo");
-  return create_comm(api, "fakehccl-r" + id, nRanks, rank, false, comm);
+                std::string(api) + ": rankNum " + std::to_string(rankNum) + " is not in 1.." + std::to_string(n));
+  for (uint32_t i = 0; i < rankNum; ++i) {
+    if (rankIds[i] >= n)
+      return fail(HCCL_E_PARA, std::string(api) + ": rankIds[" + std::to_string(i) +
+                                   "] = " + std::to_string(rankIds[i]) + " is not a rank of the global communicator");
+    if (i > 0 && rankIds[i] <= rankIds[i - 1])
+      return fail(HCCL_E_PARA, std::string(api) + ": rankIds must be in ascending order without repeats");
+  }
+  if (subCommRankId >= rankNum || rankIds[subCommRankId] != parent->seg->rank())
+    return fail(HCCL_E_PARA, std::string(api) + ": subCommRankId " + std::to_string(subCommRankId) +
+                                 " is not the index of this rank (" + std::to_string(parent->seg->rank()) +
+                                 ") in rankIds");
+  NewComm nc;
+  nc.nranks = rankNum;
+  nc.rank = subCommRankId;
+  nc.is_sub = true;
+  if (name.empty()) {  // real HCCL: "{global communicator's name}_sub_{subCommId}", subCommId unique in it
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (parent->sub_ids.count(subCommId))
+      return fail(HCCL_E_PARA, std::string(api) + ": subCommId " + std::to_string(subCommId) +
+                                   " was already used on '" + parent->ident + "'");
+    nc.ident = parent->ident + "_sub_" + std::to_string(subCommId);
+    nc.name = parent->name + ".s" + std::to_string(subCommId);
+  } else {
+    char hex[24];
+    std::snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)fnv1a64(name));
+    nc.ident = name;
+    nc.name = parent->name + ".n" + hex;
+  }
+  if (HcclResult r = create_comm(api, nc, subComm)) return r;
+  if (name.empty()) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    parent->sub_ids.insert(subCommId);
+  }
+  return HCCL_SUCCESS;
+}
+
+HcclResult HcclGetCommName(HcclComm comm, char *commName) {
+  if (comm == nullptr || commName == nullptr) return fail(HCCL_E_PTR, "HcclGetCommName: comm or commName is null");
+  auto c = find_comm(comm);
+  if (c == nullptr) return fail(HCCL_E_PARA, "HcclGetCommName: not a live communicator");
+  const size_t n = std::min<size_t>(c->ident.size(), COMM_NAME_MAX_LENGTH - 1);
+  std::memcpy(commName, c->ident.data(), n);
+  commName[n] = '\0';
+  return HCCL_SUCCESS;
 }
 
 HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm) {
@@ -227,7 +365,10 @@ HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclC
                                  std::to_string(n) + " ranks)");
   char name[40];
   std::snprintf(name, sizeof(name), "fakehccl-c%016llx", (unsigned long long)fnv1a64(path));
-  return create_comm(api, name, n, rank, true, comm);
+  // Real HCCL's name for the communicator of a rank table is HCCL_WORLD_GROUP.
+  NewComm nc{name, "hccl_world_group", n, rank};
+  nc.from_cluster = true;
+  return create_comm(api, nc, comm);
 }
 
 HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize) {
@@ -297,6 +438,16 @@ HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, H
   if (HcclResult r = check_size(api, recvCount, dataType, c->seg->nranks())) return r;
   if (recvCount == 0) return HCCL_SUCCESS;
   return enqueue(c, stream, Collective{api, CollKind::ReduceScatter, dataType, op, 0, recvCount, sendBuf, recvBuf});
+}
+
+HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
+                    aclrtStream stream) {
+  return point_to_point("HcclSend", true, sendBuf, count, dataType, destRank, comm, stream);
+}
+
+HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
+                    aclrtStream stream) {
+  return point_to_point("HcclRecv", false, recvBuf, count, dataType, srcRank, comm, stream);
 }
 
 HcclResult HcclBarrier(HcclComm comm, aclrtStream stream) {

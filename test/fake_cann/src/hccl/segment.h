@@ -25,7 +25,15 @@ namespace fakecann::hccl {
 
 inline constexpr uint32_t kMaxRanks = 1024;
 
-enum class CollKind : uint32_t { AllReduce = 1, Broadcast = 2, AllGather = 3, ReduceScatter = 4, Barrier = 5 };
+enum class CollKind : uint32_t {
+  AllReduce = 1,
+  Broadcast = 2,
+  AllGather = 3,
+  ReduceScatter = 4,
+  Barrier = 5,
+  Send = 6,  // on a pair's segment: the sender's descriptor (the receiver's says Recv)
+  Recv = 7
+};
 
 // What a rank is running; all ranks must agree before data moves (mismatch -> error, not a hang).
 struct CollDesc {

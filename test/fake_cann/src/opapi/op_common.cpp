@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <sstream>
 
 #include "fakecann/call_counters.h"
@@ -36,19 +38,44 @@ bool perturbed(const char *op) {
   return p != nullptr && std::strcmp(p, op) == 0;
 }
 
-nn::Kernel with_perturbation(nn::Kernel kernel) {
-  return [kernel = std::move(kernel)](const Slots &slots) {
+// `kernel`, then `change` on the values of each floating-point output view, in slot order, until it returns false.
+nn::Kernel then_outputs(nn::Kernel kernel, std::function<bool(Values &)> change) {
+  return [kernel = std::move(kernel), change = std::move(change)](const Slots &slots) {
     kernel(slots);
     for (const Slot &s : slots) {
       if (s.io == Io::Input || !s.present) continue;
       for (const TensorView &v : s.views) {
         if (!dtype_is_float(v.dtype)) continue;
         Values x = gather(v);
-        for (double &e : x) e *= 1.001;
+        const bool more = change(x);
         scatter(v, x);
+        if (!more) return;
       }
     }
   };
+}
+
+nn::Kernel with_perturbation(nn::Kernel kernel) {
+  return then_outputs(std::move(kernel), [](Values &x) {
+    for (double &e : x) e *= 1.001;
+    return true;
+  });
+}
+
+// Test-only planted bug: FAKE_CANN_NAN_OP=<OpName> (read at each phase 1, so a host can plant it for one call) makes
+// that op write a quiet NaN into the first element of its first floating-point output after computing it: a kernel
+// that computes wrongly from finite inputs, for tools that look for where non-finite values began. Unset normally.
+bool nan_planted(const char *op) {
+  const char *p = std::getenv("FAKE_CANN_NAN_OP");
+  return p != nullptr && std::strcmp(p, op) == 0;
+}
+
+nn::Kernel with_nan(nn::Kernel kernel) {
+  return then_outputs(std::move(kernel), [](Values &x) {
+    if (x.empty()) return true;
+    x[0] = std::numeric_limits<double>::quiet_NaN();
+    return false;
+  });
 }
 
 }  // namespace
@@ -208,6 +235,7 @@ aclnnStatus phase1(const char *op, uint64_t *workspaceSize, aclOpExecutor **exec
     ExecutorSpec spec = build();
     spec.op = op;
     if (perturbed(op)) spec.kernel = with_perturbation(std::move(spec.kernel));
+    if (nan_planted(op)) spec.kernel = with_nan(std::move(spec.kernel));
     return nn::create_executor(std::move(spec), workspaceSize, executor);
   } catch (const ParamError &e) {
     set_error_message(std::string("aclnn") + op + "GetWorkspaceSize: " + e.message);

@@ -1,8 +1,10 @@
 // libruntime.so: device, memory, stream and event calls of the rt* API (runtime/{dev,mem,stream}.h).
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "acl/acl_base.h"
 #include "fakecann/call_counters.h"
@@ -17,7 +19,17 @@ namespace fakecann {
 
 namespace {
 std::mutex g_host_mu;
-std::set<void *> *g_host_allocs = new std::set<void *>;
+std::map<const char *, uint64_t> *g_host_allocs = new std::map<const char *, uint64_t>;  // pinned: base -> bytes
+
+// Inside pinned host memory (rtMallocHost / aclrtMallocHost)?
+bool is_pinned_host(const void *p) {
+  const char *c = static_cast<const char *>(p);
+  std::lock_guard<std::mutex> lk(g_host_mu);
+  auto it = g_host_allocs->upper_bound(c);
+  if (it == g_host_allocs->begin()) return false;
+  --it;
+  return c < it->first + it->second;
+}
 }  // namespace
 
 int require_context() {
@@ -105,6 +117,11 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
   if (d != Dir::HostToHost)
     if (int e = require_context()) return e;
   const bool preloaded = CallerScope::preloaded();
+  // Unsafe while a capture forbids it: a synchronous copy, an asynchronous one from pageable host memory.
+  const bool pageable_host = (d == Dir::HostToDevice && !is_pinned_host(src)) ||
+                             (d == Dir::DeviceToHost && !is_pinned_host(dst)) || d == Dir::HostToHost;
+  if (!async || pageable_host)
+    if (int e = capture_forbids_unsafe_call()) return e;
   if (!async) {
     try {
       copy_now(dst, src, cnt, d, preloaded);
@@ -128,6 +145,7 @@ int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *s
   if (device_host_alias(ptr, cnt) == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
   auto run = [=] { std::memset(device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
   if (!async) {
+    if (int e = capture_forbids_unsafe_call()) return e;
     run();
     return RT_ERROR_NONE;
   }
@@ -197,7 +215,7 @@ rtError_t rtMallocHost(void **hostPtr, uint64_t size, const uint16_t /*moduleId*
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
   if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
   std::lock_guard<std::mutex> lk(g_host_mu);
-  g_host_allocs->insert(p);
+  g_host_allocs->emplace(static_cast<const char *>(p), size);
   *hostPtr = p;
   return RT_ERROR_NONE;
 }
@@ -205,7 +223,8 @@ rtError_t rtMallocHost(void **hostPtr, uint64_t size, const uint16_t /*moduleId*
 rtError_t rtFreeHost(void *hostPtr) {
   {
     std::lock_guard<std::mutex> lk(g_host_mu);
-    if (hostPtr == nullptr || g_host_allocs->erase(hostPtr) == 0) return ACL_ERROR_RT_PARAM_INVALID;
+    if (hostPtr == nullptr || g_host_allocs->erase(static_cast<const char *>(hostPtr)) == 0)
+      return ACL_ERROR_RT_PARAM_INVALID;
   }
   std::free(hostPtr);
   return RT_ERROR_NONE;
@@ -307,6 +326,11 @@ int launch_task(void *stream, std::function<void()> kernel, const char *what) {
   if (int e = require_context()) return e;
   Stream *s;
   if (int e = resolve_stream(stream, &s)) return e;
+  // Collectives and whole models run once (they hold per-run state): the stand-in does not capture them.
+  if (stream_capturing(s)) {
+    set_error_message(std::string(what) + " on a capturing stream is not captured by the stand-in");
+    return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+  }
   stream_enqueue(s, std::move(kernel), what);
   return RT_ERROR_NONE;
 }

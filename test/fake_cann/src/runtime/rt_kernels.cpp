@@ -197,7 +197,8 @@ void *tensor_bytes(uint64_t addr, uint64_t n, aclDataType dtype) {
 }
 
 // op_task: address slots, the tiling slot, then the fixed-size tiling data (fakecann/op_task.h). The kernel
-// reads its tiling through the address the runtime patched into the slot, and takes the task it names.
+// reads its tiling through the address the runtime patched into the slot, and runs the task it names (as often as the
+// launch runs: a launch captured into a model runs at every replay).
 void run_op_task(const ArgReader &a) {
   constexpr uint32_t kTiling = sizeof(OpTaskTiling);
   if (a.size < 8 + kTiling) throw KernelError("op_task kernel: args hold no tiling slot and tiling data");
@@ -207,8 +208,23 @@ void run_op_task(const ArgReader &a) {
   if (t.magic != kOpTaskMagic || t.task == 0 || t.addresses > (a.size - kTiling - 8) / 8 ||
       t.addresses * 8 + 8 + kTiling != a.size)
     throw KernelError("op_task kernel: tiling data does not name a task");
-  std::unique_ptr<OpTask> task(reinterpret_cast<OpTask *>(t.task));  // launched once, run once
-  task->run();
+  reinterpret_cast<OpTask *>(t.task)->run();
+}
+
+// The task an op_task launch's args name, for its release (the runtime owns it from the launch on); null when the args
+// name none (a bad launch, which ran as a kernel error).
+OpTask *op_task_of(const KernelDef &k, const void *dev_args, uint32_t size) {
+  constexpr uint32_t kTiling = sizeof(OpTaskTiling);
+  if (k.impl != Impl::OpTask || size < 8 + kTiling) return nullptr;
+  const char *blob = static_cast<const char *>(device_host_alias(dev_args, size));
+  if (blob == nullptr) return nullptr;
+  uint64_t tiling_addr;
+  std::memcpy(&tiling_addr, blob + size - kTiling - 8, 8);
+  const void *tiling = device_host_alias(reinterpret_cast<const void *>(tiling_addr), kTiling);
+  if (tiling == nullptr) return nullptr;
+  OpTaskTiling t;
+  std::memcpy(&t, tiling, kTiling);
+  return t.magic == kOpTaskMagic ? reinterpret_cast<OpTask *>(t.task) : nullptr;
 }
 
 void run_kernel(const KernelDef &k, const void *dev_args, uint32_t args_size) {
@@ -284,17 +300,11 @@ int launch(const KernelDef &k, uint32_t blockDim, const rtArgsEx_t &info, rtStre
     }
   }
   stream_enqueue(
-      s,
+      s, [k, dev_args, size] { run_kernel(k, dev_args, size); }, what,
       [k, dev_args, size] {
-        struct Release {
-          void *p;
-          ~Release() {
-            if (p) device_free(p);
-          }
-        } release{dev_args};
-        run_kernel(k, dev_args, size);
-      },
-      what);
+        delete op_task_of(k, dev_args, size);
+        if (dev_args) device_free(dev_args);
+      });
   return RT_ERROR_NONE;
 }
 

@@ -10,18 +10,36 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "acl/acl_base.h"
 #include "fakecann/stream.h"
 
 namespace fakecann {
 
+struct Task {
+  std::function<void()> run, release;
+};
+
+// A model runtime instance made by capture: the tasks, in the order the capturing stream received them.
+struct CapturedModel {
+  std::mutex mu;
+  std::vector<Task> tasks;
+  int mode = kCaptureGlobal;
+  std::thread::id owner;  // the thread that began the capture
+  bool ended = false;
+  int running = 0;  // replays enqueued and not yet finished
+};
+
 struct Stream {
   int32_t id = 0;
   std::mutex mu;
   std::condition_variable work_cv, idle_cv;
-  std::deque<std::function<void()>> tasks;
+  std::deque<Task> tasks;
+  CapturedModel *capture = nullptr;  // set while the stream is capturing
   uint64_t enqueued = 0, completed = 0;
   bool stopping = false;
   int sticky_error = 0;
@@ -41,6 +59,9 @@ namespace {
 std::mutex g_registry_mu;
 std::set<Stream *> *g_streams = new std::set<Stream *>;  // leaked: streams outlive static destructors
 std::set<Event *> *g_events = new std::set<Event *>;
+// Models being captured and made (under g_registry_mu).
+std::set<CapturedModel *> *g_capturing = new std::set<CapturedModel *>;
+std::set<CapturedModel *> *g_models = new std::set<CapturedModel *>;
 std::atomic<int32_t> g_next_stream_id{0};
 
 long task_delay_us() {
@@ -53,7 +74,7 @@ long task_delay_us() {
 
 void worker_loop(Stream *s) {
   for (;;) {
-    std::function<void()> task;
+    Task task;
     {
       std::unique_lock<std::mutex> lk(s->mu);
       s->work_cv.wait(lk, [s] { return s->stopping || !s->tasks.empty(); });
@@ -65,7 +86,7 @@ void worker_loop(Stream *s) {
     int err = 0;
     std::string text;
     try {
-      task();
+      task.run();
     } catch (const KernelError &e) {
       err = ACL_ERROR_RT_AICORE_EXCEPTION;
       text = e.what();
@@ -73,6 +94,7 @@ void worker_loop(Stream *s) {
       err = ACL_ERROR_RT_INTERNAL_ERROR;
       text = e.what();
     }
+    if (task.release) task.release();
     std::lock_guard<std::mutex> lk(s->mu);
     if (err != 0 && s->sticky_error == 0) {
       s->sticky_error = err;
@@ -156,17 +178,28 @@ Stream *stream_resolve(void *handle, bool *ok) {
 
 int32_t stream_id(Stream *s) { return s->id; }
 
-void stream_enqueue(Stream *s, std::function<void()> task, const char * /*what*/) {
+void stream_enqueue(Stream *s, std::function<void()> task, const char * /*what*/, std::function<void()> release) {
   {
     std::lock_guard<std::mutex> lk(s->mu);
-    s->tasks.push_back(std::move(task));
+    if (s->capture != nullptr) {  // recorded into the model, run at its replays
+      std::lock_guard<std::mutex> mk(s->capture->mu);
+      s->capture->tasks.push_back(Task{std::move(task), std::move(release)});
+      return;
+    }
+    s->tasks.push_back(Task{std::move(task), std::move(release)});
     ++s->enqueued;
   }
   s->work_cv.notify_one();
 }
 
-int stream_synchronize(Stream *s, int32_t timeout_ms) {
+namespace {
+
+int wait_idle(Stream *s, int32_t timeout_ms, bool refuse_capturing) {
   std::unique_lock<std::mutex> lk(s->mu);
+  if (refuse_capturing && s->capture != nullptr) {
+    set_error_message("the stream is capturing: synchronize it after aclmdlRICaptureEnd");
+    return ACL_ERROR_RT_STREAM_CAPTURED;
+  }
   uint64_t target = s->enqueued;
   auto done = [s, target] { return s->completed >= target; };
   if (timeout_ms >= 0) {
@@ -180,6 +213,10 @@ int stream_synchronize(Stream *s, int32_t timeout_ms) {
   return err;
 }
 
+}  // namespace
+
+int stream_synchronize(Stream *s, int32_t timeout_ms) { return wait_idle(s, timeout_ms, true); }
+
 int synchronize_all_streams() {
   std::set<Stream *> copy;
   {
@@ -188,10 +225,147 @@ int synchronize_all_streams() {
   }
   int first = 0;
   for (Stream *s : copy) {
-    int e = stream_synchronize(s);
+    int e = wait_idle(s, -1, false);  // a capturing stream's earlier tasks too
     if (first == 0) first = e;
   }
   return first;
+}
+
+// ---- capture ----
+
+int stream_begin_capture(Stream *s, int mode) {
+  if (mode != kCaptureGlobal && mode != kCaptureThreadLocal && mode != kCaptureRelaxed) {
+    set_error_message("unknown capture mode " + std::to_string(mode));
+    return ACL_ERROR_RT_PARAM_INVALID;
+  }
+  if (s == default_stream()) {
+    set_error_message("the default stream cannot be captured");
+    return ACL_ERROR_RT_STREAM_CAPTURE_IMPLICIT;
+  }
+  auto *m = new CapturedModel;
+  m->mode = mode;
+  m->owner = std::this_thread::get_id();
+  std::lock_guard<std::mutex> rk(g_registry_mu);
+  std::lock_guard<std::mutex> lk(s->mu);
+  if (s->capture != nullptr) {
+    delete m;
+    set_error_message("the stream is capturing already");
+    return ACL_ERROR_RT_STREAM_CAPTURED;
+  }
+  s->capture = m;
+  g_capturing->insert(m);
+  g_models->insert(m);
+  return 0;
+}
+
+int stream_end_capture(Stream *s, CapturedModel **model) {
+  if (model == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  std::lock_guard<std::mutex> rk(g_registry_mu);
+  std::lock_guard<std::mutex> lk(s->mu);
+  CapturedModel *m = s->capture;
+  if (m == nullptr) {
+    set_error_message("the stream is not capturing");
+    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+  }
+  if (m->mode != kCaptureRelaxed && m->owner != std::this_thread::get_id()) {
+    set_error_message("a capture not begun in relaxed mode must end on the thread that began it");
+    return ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD;
+  }
+  s->capture = nullptr;
+  g_capturing->erase(m);
+  m->ended = true;
+  *model = m;
+  return 0;
+}
+
+int stream_capture_info(Stream *s, int *status, CapturedModel **model) {
+  if (status == nullptr || model == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  std::lock_guard<std::mutex> lk(s->mu);
+  *status = s->capture != nullptr ? kCaptureActive : kCaptureNone;
+  if (s->capture != nullptr) *model = s->capture;
+  return 0;
+}
+
+bool stream_capturing(Stream *s) {
+  std::lock_guard<std::mutex> lk(s->mu);
+  return s->capture != nullptr;
+}
+
+namespace {
+
+// Under g_registry_mu: 0 when `m` is a model whose capture ended, else the error code.
+int check_ended_model(CapturedModel *m) {
+  if (m == nullptr || g_models->count(m) == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!m->ended) {
+    set_error_message("the model is still being captured");
+    return ACL_ERROR_RT_MODEL_CAPTURED;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int captured_model_execute(CapturedModel *m, Stream *s) {
+  {
+    std::lock_guard<std::mutex> rk(g_registry_mu);
+    if (int e = check_ended_model(m)) return e;
+    std::lock_guard<std::mutex> mk(m->mu);
+    ++m->running;
+  }
+  stream_enqueue(
+      s,
+      [m] {
+        std::vector<Task> tasks;
+        {
+          std::lock_guard<std::mutex> mk(m->mu);
+          tasks = m->tasks;  // copies of the closures: the model keeps its own
+        }
+        for (Task &t : tasks) t.run();
+      },
+      "aclmdlRIExecuteAsync",
+      [m] {
+        std::lock_guard<std::mutex> mk(m->mu);
+        --m->running;
+      });
+  return 0;
+}
+
+int captured_model_destroy(CapturedModel *m) {
+  std::vector<Task> tasks;
+  {
+    std::lock_guard<std::mutex> rk(g_registry_mu);
+    if (int e = check_ended_model(m)) return e;
+    std::lock_guard<std::mutex> mk(m->mu);
+    if (m->running != 0) {
+      set_error_message("the model is still running: synchronize its stream first");
+      return ACL_ERROR_RT_MODEL_RUNNING;
+    }
+    g_models->erase(m);
+    tasks.swap(m->tasks);
+  }
+  for (Task &t : tasks)
+    if (t.release) t.release();
+  delete m;
+  return 0;
+}
+
+int64_t captured_model_tasks(CapturedModel *m) {
+  std::lock_guard<std::mutex> rk(g_registry_mu);
+  if (m == nullptr || g_models->count(m) == 0) return -1;
+  std::lock_guard<std::mutex> mk(m->mu);
+  return (int64_t)m->tasks.size();
+}
+
+int capture_forbids_unsafe_call() {
+  std::lock_guard<std::mutex> rk(g_registry_mu);
+  for (CapturedModel *m : *g_capturing)
+    if (m->mode == kCaptureGlobal || (m->mode == kCaptureThreadLocal && m->owner == std::this_thread::get_id())) {
+      set_error_message(
+          "an unsafe call (synchronous copy or memset, copy from pageable host memory) while a stream "
+          "is capturing in a mode that forbids it");
+      return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+    }
+  return 0;
 }
 
 Event *event_create() {

@@ -13,3 +13,6 @@ msprobe_gtest(shim_capture_lifecycle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_life
 add_test(NAME shim_capture_kernel_launch_async COMMAND shim_capture_kernel_launch)
 set_tests_properties(shim_capture_kernel_launch_async PROPERTIES
                      ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)
+# Kernel names given after the launch (scope_names.h): armed for the whole executable, hence its own.
+msprobe_gtest(shim_capture_scope_names SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_scope_names.cpp
+              LINK msprobe_shim_capture ascendcl nnopbase opapi runtime TIMEOUT 120)

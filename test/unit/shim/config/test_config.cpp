@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -241,6 +242,28 @@ TEST(Config, KeywordVariablesRejectEverythingElse) {
         EXPECT_NE(e.find("...\" (10240 bytes)"), std::string::npos) << e;
       }
     }
+  }
+}
+
+// A keyword setting's accepted text is made from its keyword table (shim/config/keywords.h), and the launcher offers
+// it as is: each word it lists, up to a note in parentheses, is one the variable takes.
+TEST(Config, AcceptedTextListsWordsTheVariableTakes) {
+  const std::vector<SettingVariable> variables = setting_variables();
+  for (const KeywordCase &k : keyword_cases()) {
+    const auto v = std::find_if(variables.begin(), variables.end(),
+                                [&](const SettingVariable &s) { return std::string(s.name) == k.var; });
+    ASSERT_NE(v, variables.end()) << k.var;
+    const std::string_view words = v->accepted.substr(0, v->accepted.find(" ("));
+    size_t start = 0, count = 0;
+    while (start <= words.size()) {
+      const size_t comma = std::min(words.find(", ", start), words.size());
+      const std::string word(words.substr(start, comma - start));
+      std::string why;
+      EXPECT_TRUE(check_setting(k.var, word, &why)) << k.var << "=" << word << ": " << why;
+      ++count;
+      start = comma + 2;
+    }
+    EXPECT_GE(count, 2u) << k.var << ": " << v->accepted;
   }
 }
 

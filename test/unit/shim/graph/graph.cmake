@@ -6,3 +6,4 @@ msprobe_gtest(shim_graph_stand_in SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stand_i
 add_test(NAME shim_graph_stand_in_chunks COMMAND shim_graph_stand_in)
 set_tests_properties(shim_graph_stand_in_chunks PROPERTIES
                      ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_DUMP_CHUNK_BYTES=100" TIMEOUT 300)
+msprobe_gtest(shim_graph_aicpu_task SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aicpu_task.cpp LINK msprobe_shim_graph)

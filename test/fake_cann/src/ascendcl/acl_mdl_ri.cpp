@@ -1,0 +1,65 @@
+// libascendcl.so: model runtime instances made by stream capture (acl_mdl.h, aclmdlRI*), over the runtime's capture
+// (fakecann/stream.h): between aclmdlRICaptureBegin and aclmdlRICaptureEnd every task submitted to the stream (kernel
+// launches, asynchronous copies and memsets, event records and waits) is recorded into the instance instead of running;
+// aclmdlRIExecuteAsync enqueues the recorded tasks as one task, in their order; aclmdlRIDestroy lets them go (the
+// kernels' argument blocks, their op tasks). Collectives and whole-model executions on a capturing stream are refused
+// (ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT): the stand-in does not capture them. One stream per capture: a stream that
+// waits on an event recorded inside a capture does not join it.
+#include "acl/acl.h"
+#include "fakecann/rt_internal.h"
+#include "fakecann/stream.h"
+
+using namespace fakecann;
+
+namespace {
+
+aclError stream_of(aclrtStream stream, Stream **s) {
+  if (int e = require_context()) return e;
+  return resolve_stream(stream, s);
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return stream_begin_capture(s, (int)mode);
+}
+
+aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status, aclmdlRI *modelRI) {
+  if (status == nullptr || modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  int st = 0;
+  CapturedModel *m = nullptr;
+  if (aclError e = stream_capture_info(s, &st, &m)) return e;
+  *status = (aclmdlRICaptureStatus)st;
+  if (m != nullptr) *modelRI = m;
+  return ACL_SUCCESS;
+}
+
+aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) {
+  if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  CapturedModel *m = nullptr;
+  if (aclError e = stream_end_capture(s, &m)) return e;
+  *modelRI = m;
+  return ACL_SUCCESS;
+}
+
+aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  if (stream_capturing(s)) {
+    set_error_message("aclmdlRIExecuteAsync on a capturing stream");
+    return ACL_ERROR_RT_STREAM_CAPTURED;
+  }
+  return captured_model_execute(static_cast<CapturedModel *>(modelRI), s);
+}
+
+aclError aclmdlRIDestroy(aclmdlRI modelRI) { return captured_model_destroy(static_cast<CapturedModel *>(modelRI)); }
+
+}  // extern "C"

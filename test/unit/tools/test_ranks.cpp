@@ -1,0 +1,216 @@
+// first-nan / first-diff (tools/inspect/ranks.h): the digest's sequence sets and bytes, and the reduce's causal rules
+// on hand-built digests: origins, carriers, broadcast roots, point-to-point, members without data, order of origins.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tools/inspect/ranks.h"
+
+namespace msprobe::tools::ranks {
+namespace {
+
+TEST(SeqSet, RunsMergeAndAnswer) {
+  SeqSet s;
+  for (uint64_t v : {3, 4, 5, 9, 7, 8, 1}) s.add(v);
+  EXPECT_EQ(s.runs, (std::vector<std::pair<uint64_t, uint64_t>>{{1, 1}, {3, 5}, {7, 9}}));
+  s.add(6);
+  s.add(2);
+  EXPECT_EQ(s.runs, (std::vector<std::pair<uint64_t, uint64_t>>{{1, 9}}));
+  EXPECT_TRUE(s.contains(1) && s.contains(9));
+  EXPECT_FALSE(s.contains(0) || s.contains(10));
+}
+
+TEST(SeqSet, BoundedByFromHereOn) {
+  SeqSet s;
+  for (uint64_t v = 0; v < 2 * SeqSet::kMaxRuns; ++v) s.add(2 * v);  // every other instance
+  EXPECT_EQ(s.runs.size(), SeqSet::kMaxRuns);
+  EXPECT_TRUE(s.contains(2 * SeqSet::kMaxRuns + 1));  // approximated: from the last run on
+  EXPECT_FALSE(s.contains(1));
+}
+
+// A rank in communicators; `first` set by the caller.
+RankDigest rank(uint32_t r) {
+  RankDigest d;
+  d.rank = r;
+  d.steps = {0};
+  d.kernels = 10;
+  return d;
+}
+
+CommEntry comm(const std::string &name, uint32_t comm_rank, uint32_t size) {
+  CommEntry c;
+  c.name = name;
+  c.comm_rank = comm_rank;
+  c.size = size;
+  c.seen_end = 100;
+  return c;
+}
+
+// Ranks 0..n-1, each in the communicator `name` of `size` members at its own rank.
+std::vector<RankDigest> ranks_in(const std::string &name, uint32_t n, uint32_t size) {
+  std::vector<RankDigest> ds;
+  for (uint32_t r = 0; r < n; ++r) {
+    ds.push_back(rank(r));
+    ds.back().comms.push_back(comm(name, r, size));
+  }
+  return ds;
+}
+
+Anomaly anomaly(Kind kind, uint64_t launch, bool in_bad, bool out_bad, int32_t comm = -1, uint64_t seq = 0) {
+  Anomaly a;
+  a.kernel = "K" + std::to_string(launch);
+  a.launch_index = launch;
+  a.timestamp = 1000 + launch;
+  a.kind = kind;
+  a.in_bad = in_bad;
+  a.out_bad = out_bad;
+  a.comm = comm;
+  a.seq = seq;
+  a.values = kNaN;
+  return a;
+}
+
+TEST(Digest, RoundTrip) {
+  RankDigest d = rank(7);
+  d.problems = {"step0/rank7: something"};
+  d.comms.push_back(comm("world", 7, 8));
+  d.comms[0].ranks = std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7};
+  d.comms[0].bad_inputs.add(4);
+  d.comms[0].bad_sends[3].add(2);
+  d.comms[0].sends_end[3] = 5;
+  d.comms[0].before = 4;
+  d.comms[0].next = 4;
+  d.first = anomaly(Kind::Collective, 40, true, true, 0, 4);
+  d.first->root = 2;
+  d.first->stack = {"frame 1", "frame 2"};
+  d.first->verdict = "data";
+  const RankDigest back = deserialize(serialize(d));
+  EXPECT_EQ(serialize(back), serialize(d));
+  EXPECT_EQ(back.rank, 7u);
+  EXPECT_EQ(back.comms[0].ranks->size(), 8u);
+  EXPECT_TRUE(back.comms[0].bad_sends.at(3).contains(2));
+  EXPECT_EQ(back.first->root, 2);
+  std::string cut = serialize(d);
+  cut.pop_back();
+  EXPECT_THROW(deserialize(cut), std::runtime_error);
+  EXPECT_THROW(deserialize("not a digest"), std::runtime_error);
+}
+
+// Rank 1 computes a NaN; the all-reduce (seq 3) carries it from rank 1 to ranks 0 and 2; rank 3 is clean.
+TEST(Reduce, OriginAndSpreadThroughACollective) {
+  std::vector<RankDigest> ds = ranks_in("g", 4, 3);
+  ds[3].comms[0] = comm("other", 0, 1);
+  ds[1].first = anomaly(Kind::Compute, 20, false, true);
+  ds[1].comms[0].bad_inputs.add(3);
+  ds[1].comms[0].bad_inputs.add(4);
+  for (uint32_t r : {0u, 2u}) ds[r].first = anomaly(Kind::Collective, 25, false, true, 0, 3);
+  ds[0].comms[0].bad_inputs.add(4);  // later instances are tainted too
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].rank, 1u);
+  EXPECT_EQ(f.origins[0].kind, "compute");
+  ASSERT_EQ(f.origins[0].spread.size(), 1u);
+  const Hop &h = f.origins[0].spread[0];
+  EXPECT_EQ(h.comm, "g");
+  EXPECT_EQ(h.seq, 3u);
+  EXPECT_EQ(h.from, std::vector<uint32_t>{1});
+  EXPECT_EQ(h.to, (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(f.origins[0].reached, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(f.per_rank[3].role, "clean");
+  EXPECT_EQ(f.per_rank[0].role, "reached");
+  const std::string json = report_json(f);
+  EXPECT_NE(json.find("\"rank\": 1"), std::string::npos);
+  EXPECT_NE(report_text(f).find("origin: rank 1, step 0: K20"), std::string::npos);
+}
+
+// A collective whose inputs were clean on every member and whose output is not: each member is an origin; a member
+// without data is named.
+TEST(Reduce, CommunicationOriginNamesMembersWithoutData) {
+  std::vector<RankDigest> ds = ranks_in("g", 2, 3);
+  for (RankDigest &d : ds) {
+    d.comms[0].ranks = std::vector<uint32_t>{0, 1, 5};
+    d.first = anomaly(Kind::Collective, 30, false, true, 0, 7);
+  }
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 2u);
+  EXPECT_EQ(f.origins[0].kind, "communication");
+  ASSERT_EQ(f.missing.size(), 1u);
+  EXPECT_NE(f.missing[0].find("comm rank 2 (rank 5)"), std::string::npos) << f.missing[0];
+  bool named = false;
+  for (const std::string &n : f.origins[0].notes) named |= n.find("rank 5") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+// A broadcast carries only the root's input; a receive is explained by the matching send only.
+TEST(Reduce, BroadcastRootAndPointToPoint) {
+  std::vector<RankDigest> ds = ranks_in("w", 3, 3);
+  // Rank 2 (not the root, 1) had bad input to the broadcast; rank 0's output went bad: not explained by rank 2.
+  ds[2].first = anomaly(Kind::Compute, 5, false, true);
+  ds[2].comms[0].bad_inputs.add(0);
+  ds[0].first = anomaly(Kind::Collective, 9, false, true, 0, 0);
+  ds[0].first->root = 1;
+  Finding f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.origins.size(), 2u);  // rank 0's is not explained by rank 2
+  // The root had the bad input: explained.
+  ds[1].first = anomaly(Kind::Compute, 4, false, true);
+  ds[1].comms[0].bad_inputs.add(0);
+  f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.per_rank[0].role, "reached");
+  // A receive at pair_seq 2 from comm rank 1: explained by rank 1's bad send to comm rank 0, pair_seq 2; not by
+  // rank 1's clean sends (its record of them goes on past 2).
+  ds[0].first = anomaly(Kind::Recv, 9, false, true, 0, 2);
+  ds[0].first->peer = 1;
+  ds[1].comms[0].sends_end[0] = 5;
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[0].role, "origin");
+  ds[1].comms[0].bad_sends[0].add(2);
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[0].role, "reached");
+  const Origin &o = *std::find_if(f.origins.begin(), f.origins.end(), [](const Origin &x) { return x.rank == 1u; });
+  ASSERT_EQ(o.spread.size(), 1u);
+  EXPECT_EQ(o.spread[0].kind, Kind::Recv);
+  EXPECT_EQ(o.spread[0].src, 1u);
+  EXPECT_EQ(o.spread[0].dst, 0u);
+}
+
+// Two origins in one communicator: the one whose next collective the other had issued before its own anomaly comes
+// first, though it happened later in time.
+TEST(Reduce, CausalPrecedenceBeforeTime) {
+  std::vector<RankDigest> ds = ranks_in("w", 2, 2);
+  ds[0].first = anomaly(Kind::Compute, 10, false, true);
+  ds[0].first->timestamp = 5000;
+  ds[0].comms[0].next = 2;  // its first collective after the anomaly: seq 2
+  ds[1].first = anomaly(Kind::Compute, 50, false, true);
+  ds[1].first->timestamp = 100;  // earlier clock
+  ds[1].comms[0].before = 3;     // it had issued seq 0..2 before its anomaly
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 2u);
+  EXPECT_EQ(f.origins[0].rank, 0u);
+  EXPECT_EQ(f.origins[1].preceded_by, std::vector<uint32_t>{0});
+}
+
+// A flight record that ends before the instance: the tainted member is the presumed sender.
+TEST(Reduce, PresumedSenderWhenItsRecordEnds) {
+  std::vector<RankDigest> ds = ranks_in("w", 2, 2);
+  ds[0].first = anomaly(Kind::Compute, 10, false, true);
+  ds[0].comms[0].seen_end = 4;  // its record stops at its trigger, before seq 4
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 0, 4);
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  ASSERT_EQ(f.origins[0].spread.size(), 1u);
+  EXPECT_TRUE(f.origins[0].spread[0].presumed);
+}
+
+TEST(Reduce, InputOriginAndDuplicates) {
+  std::vector<RankDigest> ds{rank(0), rank(0)};
+  ds[0].first = anomaly(Kind::Compute, 0, true, true);
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].kind, "input");
+  ASSERT_EQ(f.problems.size(), 1u);
+  EXPECT_NE(f.problems[0].find("read twice"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace msprobe::tools::ranks

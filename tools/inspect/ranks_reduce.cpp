@@ -1,0 +1,287 @@
+// first-nan / first-diff, the reduce step: every rank's digest -> the origins and how their values spread (ranks.h).
+// Cost: one pass over the digests plus, for each rank whose first anomaly arrived through a communicator, one look at
+// each member of that instance.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "tools/inspect/ranks.h"
+
+namespace msprobe::tools::ranks {
+
+namespace {
+
+std::string rank_name(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
+
+// Who is in one communicator, from every rank's view of it.
+struct Members {
+  uint32_t size = 0;
+  std::optional<std::vector<uint32_t>> ranks;  // global ranks, when some member knew them
+  std::map<uint32_t, size_t> by_comm_rank;     // comm rank -> digest index
+};
+
+// An instance that carried values: (communicator, kind, seq, sender, receiver).
+using InstanceKey = std::tuple<std::string, int, uint64_t, int64_t, int64_t>;
+
+struct Reach {
+  InstanceKey key;
+  std::vector<size_t> carriers;  // digest indexes
+  bool presumed = false;
+};
+
+}  // namespace
+
+Finding reduce(std::vector<RankDigest> digests, Question q) {
+  Finding f;
+  f.question = q;
+  std::stable_sort(digests.begin(), digests.end(),
+                   [](const RankDigest &a, const RankDigest &b) { return a.rank < b.rank; });
+  // A rank read twice (two processes saw different copies): the first is kept.
+  for (size_t i = 1; i < digests.size();) {
+    if (digests[i].rank == digests[i - 1].rank) {
+      f.problems.push_back(rank_name(digests[i].rank) + ": read twice; the second copy is ignored");
+      digests.erase(digests.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  std::set<uint64_t> steps;
+  for (const RankDigest &d : digests) {
+    f.kernels += d.kernels;
+    f.compared += d.compared;
+    f.only_a += d.only_a;
+    f.only_b += d.only_b;
+    steps.insert(d.steps.begin(), d.steps.end());
+    f.problems.insert(f.problems.end(), d.problems.begin(), d.problems.end());
+  }
+  f.ranks = digests.size();
+  f.steps.assign(steps.begin(), steps.end());
+
+  // Communicators: who is in each, and each digest's entry for it.
+  std::map<std::string, Members> comms;
+  std::vector<std::unordered_map<std::string, size_t>> entry_of(digests.size());
+  for (size_t i = 0; i < digests.size(); ++i) {
+    for (size_t e = 0; e < digests[i].comms.size(); ++e) {
+      const CommEntry &c = digests[i].comms[e];
+      entry_of[i].emplace(c.name, e);
+      Members &m = comms[c.name];
+      m.size = std::max(m.size, c.size);
+      if (c.ranks && !m.ranks) m.ranks = c.ranks;
+      auto [it, added] = m.by_comm_rank.emplace(c.comm_rank, i);
+      if (!added && it->second != i)
+        f.problems.push_back("communicator " + c.name + ": comm rank " + std::to_string(c.comm_rank) +
+                             " is claimed by " + rank_name(digests[it->second].rank) + " and by " +
+                             rank_name(digests[i].rank));
+    }
+  }
+  // Members without data: a communicator's comm rank that no folder read speaks for.
+  std::map<std::string, std::vector<std::string>> absent;  // communicator -> "comm rank 3 (rank 7)"
+  for (const auto &[name, m] : comms) {
+    for (uint32_t r = 0; r < m.size; ++r) {
+      if (m.by_comm_rank.count(r)) continue;
+      std::string who = "comm rank " + std::to_string(r);
+      if (m.ranks && r < m.ranks->size()) who += " (rank " + std::to_string((*m.ranks)[r]) + ")";
+      absent[name].push_back(who);
+    }
+    if (absent.count(name))
+      f.missing.push_back("communicator " + name + ": no data for " + std::to_string(absent[name].size()) + " of " +
+                          std::to_string(m.size) + " members: " + absent[name].front() +
+                          (absent[name].size() > 1 ? ", ..." : ""));
+  }
+  auto entry = [&](size_t i, const std::string &name) -> const CommEntry * {
+    auto it = entry_of[i].find(name);
+    return it == entry_of[i].end() ? nullptr : &digests[i].comms[it->second];
+  };
+
+  // Each rank's first anomaly: an origin, or reached through an instance.
+  std::vector<int> role(digests.size(), 0);  // 0 clean, 1 origin, 2 reached
+  std::vector<Origin> origins;
+  std::vector<size_t> origin_digest;
+  std::map<size_t, Reach> reached;
+  for (size_t i = 0; i < digests.size(); ++i) {
+    if (!digests[i].first) continue;
+    const Anomaly &a = *digests[i].first;
+    Origin o;
+    o.rank = digests[i].rank;
+    o.a = a;
+    if (a.kind == Kind::Compute || a.in_bad) {
+      o.kind = a.in_bad ? "input" : "compute";
+      if (a.in_bad)
+        o.notes.push_back(
+            "its inputs were already " + std::string(q == Question::Nan ? "non-finite" : "different") +
+            " and no earlier kernel of the dump made them so: they come from before the dump (an earlier step not "
+            "dumped, parameters or optimizer state, input data) or from a kernel that was not captured");
+    } else {
+      const CommEntry &c = digests[i].comms[static_cast<size_t>(a.comm)];
+      const Members &m = comms[c.name];
+      Reach r;
+      if (a.kind == Kind::Collective) {
+        r.key = {c.name, static_cast<int>(a.kind), a.seq, -1, -1};
+        std::vector<size_t> presumed;
+        for (const auto &[cr, j] : m.by_comm_rank) {
+          if (a.root >= 0 && cr != static_cast<uint64_t>(a.root)) continue;  // a broadcast sends the root's input
+          const CommEntry *e = j == i ? nullptr : entry(j, c.name);
+          if (e && e->bad_inputs.contains(a.seq)) r.carriers.push_back(j);
+          // A member whose record ended before this instance, after its own first anomaly: its input is unknown here,
+          // and it held bad values by then.
+          if (e && a.seq >= e->seen_end && digests[j].first) presumed.push_back(j);
+        }
+        if (r.carriers.empty() && !presumed.empty()) {
+          r.carriers = std::move(presumed);
+          r.presumed = true;
+        }
+      } else {  // a receive: the matching send
+        auto src = m.by_comm_rank.find(a.peer);
+        const int64_t from = src == m.by_comm_rank.end() ? -1 : digests[src->second].rank.value_or(0);
+        r.key = {c.name, static_cast<int>(a.kind), a.seq, from, digests[i].rank.value_or(0)};
+        if (src != m.by_comm_rank.end()) {
+          if (const CommEntry *e = entry(src->second, c.name)) {
+            auto sends = e->bad_sends.find(c.comm_rank);
+            auto end = e->sends_end.find(c.comm_rank);
+            if (sends != e->bad_sends.end() && sends->second.contains(a.seq)) {
+              r.carriers.push_back(src->second);
+            } else if (digests[src->second].first && (end == e->sends_end.end() || a.seq >= end->second)) {
+              r.carriers.push_back(src->second);
+              r.presumed = true;
+            }
+          }
+        }
+      }
+      if (!r.carriers.empty()) {
+        role[i] = 2;
+        reached[i] = std::move(r);
+        continue;
+      }
+      o.kind = "communication";
+      o.notes.push_back(a.kind == Kind::Collective
+                            ? "every member's input to this collective was clean and its output is not: the "
+                              "reduction itself left the range, or the transfer broke"
+                            : "the matching send's input was clean: the transfer broke");
+      if (absent.count(c.name))
+        o.notes.push_back("members without data (their input is unknown, the values may come from them): " +
+                          std::to_string(absent[c.name].size()) + ", e.g. " + absent[c.name].front());
+    }
+    role[i] = 1;
+    origins.push_back(std::move(o));
+    origin_digest.push_back(i);
+  }
+
+  // Depth and root origin of every reached rank (through the carrier nearest to an origin).
+  std::vector<uint32_t> depth(digests.size(), UINT32_MAX);
+  std::vector<size_t> root(digests.size(), SIZE_MAX);
+  for (size_t k = 0; k < origin_digest.size(); ++k) {
+    depth[origin_digest[k]] = 0;
+    root[origin_digest[k]] = k;
+  }
+  std::vector<char> visiting(digests.size(), 0);
+  std::function<void(size_t)> settle = [&](size_t i) {
+    if (depth[i] != UINT32_MAX || visiting[i] || !reached.count(i)) return;
+    visiting[i] = 1;
+    for (size_t c : reached[i].carriers) {
+      settle(c);
+      if (depth[c] != UINT32_MAX && depth[c] + 1 < depth[i]) {
+        depth[i] = depth[c] + 1;
+        root[i] = root[c];
+      }
+    }
+    visiting[i] = 0;
+  };
+  for (const auto &[i, r] : reached) settle(i);
+
+  // The instances, grouped, under the origin their first receiver descends from.
+  std::map<InstanceKey, Hop> hops;
+  for (const auto &[i, r] : reached) {
+    Hop &h = hops[r.key];
+    const Anomaly &a = *digests[i].first;
+    if (h.to.empty()) {
+      h.comm = std::get<0>(r.key);
+      h.kind = static_cast<Kind>(std::get<1>(r.key));
+      h.seq = std::get<2>(r.key);
+      if (h.kind == Kind::Recv) {
+        h.src = static_cast<uint32_t>(std::get<3>(r.key));
+        h.dst = static_cast<uint32_t>(std::get<4>(r.key));
+      }
+      h.kernel = a.kernel;
+      h.step = a.step;
+      h.launch_index = a.launch_index;
+      h.timestamp = a.timestamp;
+      h.depth = depth[i];
+    }
+    h.depth = std::min(h.depth, depth[i]);
+    h.presumed = h.presumed || r.presumed;
+    h.to.push_back(digests[i].rank.value_or(0));
+    for (size_t c : r.carriers) {
+      h.from.push_back(digests[c].rank.value_or(0));
+      // When the instance is the first this carrier fed bad values to, its launch index is known.
+      if (const CommEntry *e = entry(c, h.comm)) {
+        if (h.kind == Kind::Collective && !e->bad_inputs.empty() && e->bad_inputs.runs.front().first == h.seq)
+          h.sent_at = std::min(h.sent_at, e->first_bad_launch);
+        if (h.kind == Kind::Recv) {
+          auto sends = e->bad_sends.find(digests[i].comms[static_cast<size_t>(a.comm)].comm_rank);
+          auto at = sends == e->bad_sends.end() ? e->first_bad_send_launch.end()
+                                                : e->first_bad_send_launch.find(sends->first);
+          if (at != e->first_bad_send_launch.end() && sends->second.runs.front().first == h.seq)
+            h.sent_at = std::min(h.sent_at, at->second);
+        }
+      }
+    }
+  }
+  for (auto &[key, h] : hops) {
+    std::sort(h.from.begin(), h.from.end());
+    h.from.erase(std::unique(h.from.begin(), h.from.end()), h.from.end());
+    std::sort(h.to.begin(), h.to.end());
+    // The origin: the root of its first receiver.
+    size_t owner = SIZE_MAX;
+    for (const auto &[i, r] : reached)
+      if (r.key == key && root[i] != SIZE_MAX) {
+        owner = root[i];
+        break;
+      }
+    if (owner != SIZE_MAX) origins[owner].spread.push_back(h);
+  }
+  for (size_t i = 0; i < digests.size(); ++i)
+    if (root[i] != SIZE_MAX) origins[root[i]].reached.push_back(digests[i].rank.value_or(0));
+  for (Origin &o : origins) {
+    // By hops from the origin, then in the order the senders issued them (their launch index, when known), then the
+    // first receiver's step and launch time stamp (launch indexes of different ranks do not compare).
+    std::stable_sort(o.spread.begin(), o.spread.end(), [](const Hop &a, const Hop &b) {
+      return std::tie(a.depth, a.sent_at, a.step, a.timestamp) < std::tie(b.depth, b.sent_at, b.step, b.timestamp);
+    });
+    std::sort(o.reached.begin(), o.reached.end());
+  }
+
+  // Order of the origins: one that another precedes causally (through a communicator both are in: the earlier one's
+  // next collective on it is one the later one had issued before its anomaly) comes after it; then step, time, rank.
+  if (origins.size() <= 512) {
+    for (size_t x = 0; x < origins.size(); ++x)
+      for (size_t y = 0; y < origins.size(); ++y) {
+        if (x == y) continue;
+        for (const CommEntry &cx : digests[origin_digest[x]].comms) {
+          const CommEntry *cy = entry(origin_digest[y], cx.name);
+          if (cx.next && cy && cy->before && *cy->before > *cx.next) {
+            origins[y].preceded_by.push_back(origins[x].rank.value_or(0));
+            break;
+          }
+        }
+      }
+  }
+  std::stable_sort(origins.begin(), origins.end(), [](const Origin &a, const Origin &b) {
+    return std::make_tuple(!a.preceded_by.empty(), a.a.step, a.a.timestamp, a.rank) <
+           std::make_tuple(!b.preceded_by.empty(), b.a.step, b.a.timestamp, b.rank);
+  });
+  f.origins = std::move(origins);
+
+  for (size_t i = 0; i < digests.size(); ++i) {
+    Finding::PerRank p;
+    p.rank = digests[i].rank;
+    p.first = digests[i].first;
+    p.role = role[i] == 1 ? "origin" : role[i] == 2 ? "reached" : "clean";
+    f.per_rank.push_back(std::move(p));
+  }
+  return f;
+}
+
+}  // namespace msprobe::tools::ranks

@@ -1,0 +1,389 @@
+// first-nan / first-diff, the map step: one rank's folders streamed once into a RankDigest (ranks.h). Memory is what
+// one rank's HCCL kernels take (a few words each) plus, for first-diff, run B's kernels of one step folder.
+#include <algorithm>
+#include <cstdio>
+#include <system_error>
+#include <unordered_map>
+
+#include "format/format.h"
+#include "format/naming.h"
+#include "tools/inspect/compare.h"
+#include "tools/inspect/ranks.h"
+#include "tools/inspect/replay.h"
+#include "tools/reader/json_reader.h"
+
+namespace msprobe::tools::ranks {
+
+namespace {
+
+// One HCCL kernel, as the reduce needs it.
+struct Event {
+  int32_t comm = -1;
+  Kind kind = Kind::Collective;
+  uint64_t seq = 0;
+  uint32_t peer = 0;
+  uint64_t step = 0, launch = 0;
+  bool in_bad = false, out_bad = false;
+  std::string op;  // dumps without "comm": numbered per op type once sorted
+  bool numbered = true;
+};
+
+// The "comm" name given to the collectives of dumps written before the object existed: joined over all ranks, by op
+// type and order of occurrence (msprobe's own rule).
+constexpr char kInferredComm[] = "(no comm recorded: all ranks, by op type and order)";
+
+struct Key {
+  uint64_t step = 0, launch = 0;
+  auto operator<=>(const Key &) const = default;
+};
+
+// The state of one rank's scan.
+class RankScan {
+ public:
+  explicit RankScan(RankDigest &d) : d_(d) {}
+
+  int32_t comm_index(const format::CommInfo &c) {
+    auto [it, added] = comm_index_.try_emplace(c.name, static_cast<int32_t>(d_.comms.size()));
+    if (added) {
+      CommEntry e;
+      e.name = c.name;
+      e.comm_rank = c.rank;
+      e.size = c.size;
+      e.ranks = c.ranks;
+      d_.comms.push_back(std::move(e));
+    }
+    return it->second;
+  }
+
+  // One kernel: `in_bad` / `out_bad` say whether its input / output tensors are anomalous; `record` is used only
+  // when it becomes the first anomaly (to fill the details).
+  void kernel(const KernelRecord &k, uint64_t step, uint64_t launch, bool in_bad, bool out_bad,
+              const std::function<void(Anomaly &)> &details, const RankDir &folder) {
+    ++d_.kernels;
+    Kind kind = Kind::Compute;
+    const std::string op(op_type_of(k.name));
+    Event e;
+    e.step = step;
+    e.launch = launch;
+    e.in_bad = in_bad;
+    e.out_bad = out_bad;
+    if (k.comm) {
+      e.comm = comm_index(*k.comm);
+      if (k.comm->peer && k.comm->pair_seq) {
+        kind = op == "HcclSend" ? Kind::Send : Kind::Recv;
+        e.peer = *k.comm->peer;
+        e.seq = *k.comm->pair_seq;
+      } else {
+        kind = Kind::Collective;
+        e.seq = k.comm->seq.value_or(0);
+      }
+    } else if (op.rfind("Hccl", 0) == 0 && op != "HcclSend" && op != "HcclRecv") {
+      kind = Kind::Collective;
+      format::CommInfo inferred;
+      inferred.name = kInferredComm;
+      inferred.rank = d_.rank.value_or(0);
+      e.comm = comm_index(inferred);
+      e.op = op;
+      e.numbered = false;
+    }
+    e.kind = kind;
+    if (kind != Kind::Compute) events_.push_back(e);
+    if (!(in_bad || out_bad)) return;
+    const Key key{step, launch};
+    if (first_ && !(key < first_key_)) return;
+    first_key_ = key;
+    Anomaly a;
+    a.step = step;
+    a.folder = folder.label();
+    a.kernel = k.name;
+    a.launch_index = launch;
+    a.timestamp = k.timestamp.value_or(0);
+    a.kind = kind;
+    a.in_bad = in_bad;
+    a.out_bad = out_bad;
+    a.comm = e.comm;
+    a.peer = e.peer;
+    a.seq = e.seq;
+    if (k.comm && k.comm->root) a.root = *k.comm->root;
+    details(a);
+    first_ = std::move(a);
+    first_dir_ = &folder;
+  }
+
+  // The digest's communicator entries and first anomaly, once every folder is read.
+  void finish() {
+    // Collectives of dumps without "comm": the n-th of each op type, in launch order.
+    std::sort(events_.begin(), events_.end(), [](const Event &a, const Event &b) {
+      return Key{a.step, a.launch} < Key{b.step, b.launch};
+    });
+    std::unordered_map<std::string, uint64_t> counts;
+    for (Event &e : events_) {
+      if (e.numbered) continue;
+      e.seq = counts[e.op]++;
+      if (first_ && Key{e.step, e.launch} == first_key_) first_->seq = e.seq;
+    }
+    for (const Event &e : events_) {
+      CommEntry &c = d_.comms[static_cast<size_t>(e.comm)];
+      if (e.kind == Kind::Collective) c.seen_end = std::max(c.seen_end, e.seq + 1);
+      if (e.kind == Kind::Send) c.sends_end[e.peer] = std::max(c.sends_end[e.peer], e.seq + 1);
+      if (e.kind == Kind::Collective && e.in_bad) {
+        if (c.bad_inputs.empty()) c.first_bad_launch = e.launch;
+        c.bad_inputs.add(e.seq);
+      }
+      if (e.kind == Kind::Send && e.in_bad) {
+        if (!c.bad_sends.count(e.peer)) c.first_bad_send_launch[e.peer] = e.launch;
+        c.bad_sends[e.peer].add(e.seq);
+      }
+      if (!first_ || e.kind != Kind::Collective) continue;
+      const Key k{e.step, e.launch};
+      // Before the first anomaly; "next": the first collective whose input it can reach (its own, when its input
+      // was the anomaly).
+      if (k < first_key_) c.before = std::max(c.before.value_or(0), e.seq + 1);
+      const bool after = first_key_ < k || (k == first_key_ && first_->in_bad);
+      if (after && (!c.next || e.seq < *c.next)) c.next = e.seq;
+    }
+    d_.first = std::move(first_);
+  }
+
+  const RankDir *first_dir() const { return first_dir_; }
+
+ private:
+  RankDigest &d_;
+  std::unordered_map<std::string, int32_t> comm_index_;
+  std::vector<Event> events_;
+  std::optional<Anomaly> first_;
+  Key first_key_;
+  const RankDir *first_dir_ = nullptr;
+};
+
+std::string stat_pair(const TensorInfo &t) { return "Max " + stat_text(t.stats[0]) + ", Min " + stat_text(t.stats[1]); }
+
+// "output.0: +Inf, -Inf (Max inf, Min -inf); ..." for the anomalous tensors of a kernel (at most four named).
+std::string nan_detail(const std::vector<TensorInfo> &tensors, uint8_t mask) {
+  std::string s;
+  size_t named = 0, more = 0;
+  for (const TensorInfo &t : tensors) {
+    const uint8_t bits = value_bits(t) & mask;
+    if (!bits) continue;
+    if (named == 4) {
+      ++more;
+      continue;
+    }
+    s += (s.empty() ? "" : "; ") + t.row_suffix() + ": " + values_text(bits) + " (" + stat_pair(t) + ")";
+    ++named;
+  }
+  if (more) s += "; and " + std::to_string(more) + " more";
+  return s;
+}
+
+// Reads `dir`'s dump.json with `on_record`; a damaged file is reported in `problems` and what came before the damage
+// is kept. Progress in dump.json bytes.
+void read_folder(const RankDir &dir, const std::function<bool(KernelRecord &&)> &on_record,
+                 const std::function<void(const DumpHeaderRead &)> &on_header, std::vector<std::string> &problems,
+                 const std::function<void(uint64_t)> &progress) {
+  DumpCallbacks cb;
+  cb.on_header = on_header;
+  cb.on_record = on_record;
+  uint64_t last = 0;
+  cb.on_progress = [&](size_t at) {
+    if (progress && at > last) progress(at - last);
+    last = std::max<uint64_t>(last, at);
+  };
+  try {
+    read_dump_json(dir, cb);
+  } catch (const JsonError &e) {
+    problems.push_back(dir.label() + ": dump.json is damaged (" + e.what() +
+                       "): the kernels before the damage are used (msprobe-inspect repair closes a cut file)");
+  } catch (const InputError &e) {
+    problems.push_back(dir.label() + ": " + e.what());
+  } catch (const std::system_error &e) {
+    problems.push_back(dir.label() + ": dump.json: " + e.what());
+  }
+  const uint64_t size = compare::dump_json_size(dir);
+  if (progress && size > last) progress(size - last);
+}
+
+// The entry of `kernel` in `dir`'s dump.json, for replay.
+std::optional<replay::Folder> folder_with(const RankDir &dir, const std::string &kernel) {
+  replay::Folder f;
+  f.dir = &dir;
+  DumpCallbacks cb;
+  cb.on_header = [&](const DumpHeaderRead &h) { f.header = h; };
+  cb.on_kernel = [&](EntryRead &&e) {
+    if (e.name != kernel) return true;
+    f.kernels.push_back(std::move(e));
+    return false;
+  };
+  try {
+    read_dump_json(dir, cb);
+  } catch (const std::exception &) {
+  }
+  if (f.kernels.empty()) return std::nullopt;
+  return f;
+}
+
+// first-nan's verdict on an origin that computed non-finite values from finite inputs.
+void judge(Anomaly &a, const RankDir &dir, const std::vector<TensorInfo> &tensors) {
+  const bool files = std::any_of(tensors.begin(), tensors.end(), [](const TensorInfo &t) {
+    return t.io == format::IoKind::Output && t.data_name.has_value();
+  });
+  if (!files) {
+    a.verdict_reason = "no tensor data in this dump: a dump of the tensor or flight task tells kernel from data";
+    return;
+  }
+  std::optional<replay::Folder> f = folder_with(dir, a.kernel);
+  if (!f) {
+    a.verdict_reason = "the kernel's entry could not be read again";
+    return;
+  }
+  replay::Context ctx;
+  ctx.peers = [](const replay::Folder &, const std::string &) { return std::vector<const replay::Tensor *>{}; };
+  const replay::NonFiniteCheck c = replay::check_nonfinite(*f, f->kernels.front(), ctx);
+  using R = replay::NonFiniteCheck::Result;
+  a.verdict = c.result == R::Kernel ? "kernel" : c.result == R::Data ? "data" : "";
+  a.verdict_reason = c.reason;
+}
+
+void add_stack(Anomaly &a, const RankDir *dir) {
+  if (dir == nullptr) return;
+  try {
+    if (auto frames = find_stack(*dir, a.kernel)) a.stack = std::move(*frames);
+  } catch (const std::exception &) {
+  }
+}
+
+}  // namespace
+
+RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
+                    const std::function<void(uint64_t)> &progress) {
+  RankDigest d;
+  if (!folders.empty()) d.rank = folders.front().rank;
+  RankScan scan(d);
+  const uint8_t mask = o.nan_only ? kNaN : (kNaN | kPosInf | kNegInf);
+  std::vector<TensorInfo> first_tensors;
+  uint64_t fallback_launch = 0;
+  for (const RankDir &dir : folders) {
+    const uint64_t step = dir.step.value_or(0);
+    d.steps.push_back(step);
+    read_folder(
+        dir,
+        [&](KernelRecord &&k) {
+          uint8_t in = 0, out = 0;
+          for (const TensorInfo &t : k.tensors) (t.io == format::IoKind::Input ? in : out) |= value_bits(t) & mask;
+          const uint64_t launch = k.launch_index.value_or(fallback_launch);
+          fallback_launch = launch + 1;
+          scan.kernel(
+              k, step, launch, in != 0, out != 0,
+              [&](Anomaly &a) {
+                a.values = in | out;
+                a.detail = nan_detail(k.tensors, mask);
+                first_tensors = k.tensors;
+              },
+              dir);
+          return true;
+        },
+        nullptr, d.problems, progress);
+  }
+  scan.finish();
+  if (d.first) {
+    add_stack(*d.first, scan.first_dir());
+    if (o.replay && d.first->kind == Kind::Compute && !d.first->in_bad && scan.first_dir())
+      judge(*d.first, *scan.first_dir(), first_tensors);
+  }
+  return d;
+}
+
+RankDigest scan_diff(const std::vector<RankDir> &a_folders, const std::vector<RankDir> &b_folders, const ScanOptions &o,
+                     const std::function<void(uint64_t)> &progress) {
+  RankDigest d;
+  if (!a_folders.empty()) d.rank = a_folders.front().rank;
+  RankScan scan(d);
+  uint64_t fallback_launch = 0;
+  for (const RankDir &adir : a_folders) {
+    const uint64_t step = adir.step.value_or(0);
+    auto bdir =
+        std::find_if(b_folders.begin(), b_folders.end(), [&](const RankDir &b) { return b.step.value_or(0) == step; });
+    if (bdir == b_folders.end()) {
+      d.problems.push_back(adir.label() + ": in A only (B has no such folder): not compared");
+      continue;
+    }
+    d.steps.push_back(step);
+    // Run B's kernels of this step, by name without its direction token (old and new names pair).
+    compare::Side B;
+    B.dir = &*bdir;
+    std::vector<std::string> b_problems;
+    std::unordered_map<std::string, std::vector<TensorInfo>> b_kernels;
+    read_folder(
+        *bdir,
+        [&](KernelRecord &&k) {
+          b_kernels.emplace(std::string(format::kernel_stem(k.name)), std::move(k.tensors));
+          return true;
+        },
+        [&](const DumpHeaderRead &h) { B.header = h; }, b_problems, nullptr);
+    for (std::string &p : b_problems) d.problems.push_back("B " + p);
+    compare::Side A;
+    A.dir = &adir;
+    std::vector<std::string> a_problems;
+    read_folder(
+        adir,
+        [&](KernelRecord &&k) {
+          const uint64_t launch = k.launch_index.value_or(fallback_launch);
+          fallback_launch = launch + 1;
+          auto it = b_kernels.find(std::string(format::kernel_stem(k.name)));
+          if (it == b_kernels.end()) {
+            ++d.only_a;
+            return true;
+          }
+          ++d.compared;
+          bool in_bad = false, out_bad = false;
+          std::string detail;
+          for (const TensorInfo &ta : k.tensors) {
+            const std::string row = ta.row_suffix();
+            auto tb = std::find_if(it->second.begin(), it->second.end(),
+                                   [&](const TensorInfo &t) { return t.row_suffix() == row; });
+            compare::RowResult r;
+            if (tb == it->second.end()) {
+              r.verdict = compare::Verdict::Error;
+              r.message = "in A only";
+            } else {
+              r = compare::compare_tensor(A, ta, B, *tb, o.thresholds);
+            }
+            if (!compare::diverges(r.verdict)) continue;
+            (ta.io == format::IoKind::Input ? in_bad : out_bad) = true;
+            std::string why = row + ": " + compare::verdict_text(r.verdict);
+            if (r.metrics)
+              why += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " +
+                     metric_text(r.metrics->max_abs_err) + ")";
+            else if (r.verdict != compare::Verdict::Different)
+              why += " (Max diff " + metric_text(r.stats[0].diff) + ", Min diff " + metric_text(r.stats[1].diff) +
+                     ", Mean diff " + metric_text(r.stats[2].diff) + ", L2norm diff " + metric_text(r.stats[3].diff) +
+                     ")";
+            if (!r.message.empty()) why += " " + r.message;
+            if (detail.size() < 2000) detail += (detail.empty() ? "" : "; ") + why;
+          }
+          b_kernels.erase(it);
+          scan.kernel(
+              k, step, launch, in_bad, out_bad, [&](Anomaly &an) { an.detail = detail; }, adir);
+          return true;
+        },
+        [&](const DumpHeaderRead &h) { A.header = h; }, a_problems, progress);
+    d.problems.insert(d.problems.end(), a_problems.begin(), a_problems.end());
+    d.only_b += b_kernels.size();
+  }
+  for (const RankDir &bdir : b_folders) {
+    const uint64_t step = bdir.step.value_or(0);
+    if (std::none_of(a_folders.begin(), a_folders.end(), [&](const RankDir &a) { return a.step.value_or(0) == step; }))
+      d.problems.push_back(bdir.label() + ": in B only (A has no such folder): not compared");
+  }
+  scan.finish();
+  if (d.first) {
+    add_stack(*d.first, scan.first_dir());
+    if (d.first->kind == Kind::Compute && !d.first->in_bad) {
+      d.first->verdict = "kernel";
+      d.first->verdict_reason = "its inputs agree with run B and its outputs do not: the kernel computes differently";
+    }
+  }
+  return d;
+}
+
+}  // namespace msprobe::tools::ranks
