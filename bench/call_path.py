@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 from compare_shims import clean_env  # noqa: E402
 
 PRODUCT_DIRS = ("shim", "collector", "format", "record")
+TOTAL = ("", "instructions")  # the whole process's, every thread (callgrind's summary line)
 COMPRESSED = re.compile(r"^\((\d+)\)(?: (.*))?$")
 
 
@@ -52,9 +53,13 @@ def calls_by_function(outfile):
         return names[kind].get(m.group(1), text)
 
     calls = {}
+    total = 0
     current_file = callee_file = callee = None
     with open(outfile, errors="replace") as f:
         for line in f:
+            if line.startswith(("summary:", "totals:")):
+                total = int(line.split()[1])
+                continue
             key, _, value = line.rstrip("\n").partition("=")
             if key in ("fl", "fi", "fe"):
                 current_file = resolve("file", value)
@@ -68,6 +73,7 @@ def calls_by_function(outfile):
                 where = (callee_file or current_file, callee)
                 calls[where] = calls.get(where, 0) + int(value.split()[0])
                 callee_file = None
+    calls[TOTAL] = total
     return calls
 
 
@@ -87,7 +93,7 @@ def per_kernel(shim, a, tmp):
     binary = os.path.join(a.build, "bench", "bench_passthrough")
     low = run(binary, env, a.n1, os.path.join(tmp, f"{label}-low.out"))
     high = run(binary, env, a.n2, os.path.join(tmp, f"{label}-high.out"))
-    got = {}
+    got = {TOTAL: (high[TOTAL] - low[TOTAL]) / (a.n2 - a.n1)}
     for (path, fn), n in high.items():
         rel = product_file(path or "")
         if rel is None:
@@ -123,11 +129,12 @@ def main():
         results = [(label, per_kernel((label, lib), a, tmp)) for label, lib in shims]
     print(f"MSPROBE_TASK={a.task}; bench_passthrough, {a.n2} - {a.n1} iterations (two captured kernels each: "
           "aclnnAdd and a no-op pair); project functions called at least once per iteration\n")
-    print("| shim | calls per iteration | distinct functions | source files |")
-    print("|---|---|---|---|")
+    print("| shim | calls per iteration | distinct functions | source files | instructions per iteration (process) |")
+    print("|---|---|---|---|---|")
     for label, got in results:
+        instructions = got.pop(TOTAL)
         files = {rel for rel, _ in got}
-        print(f"| {label} | {sum(got.values()):.0f} | {len(got)} | {len(files)} |")
+        print(f"| {label} | {sum(got.values()):.0f} | {len(got)} | {len(files)} | {instructions:,.0f} |")
     if a.list:
         for label, got in results:
             print(f"\n{label}:")

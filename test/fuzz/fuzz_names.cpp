@@ -45,7 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!name_part_ok(op) || !name_part_ok(name)) std::abort();
   const std::string kernel = format::kernel_name(format::kernel_base_name(text, scope), 7);
   const std::string file = format::tensor_file_name(kernel, format::IoKind::Output, 3, "npy");
-  if (kernel != op + "." + name + ".7" || !format::is_safe_file_name(file)) std::abort();
+  if (kernel != op + "." + name + ".7." + std::string(format::kDirection) || format::kernel_stem(kernel) != op + "." + name + ".7" ||
+      !format::is_safe_file_name(file))
+    std::abort();
   if (!format::is_csv_safe(format::csv_safe_text(text))) std::abort();
   return 0;
 }
