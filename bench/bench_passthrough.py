@@ -117,6 +117,8 @@ def main():
     ap.add_argument("--rounds", type=int)
     ap.add_argument("--iters", type=int)
     ap.add_argument("--steps", type=int)
+    ap.add_argument("--shim", help="another libmsprobe_shim.so (a build before a change), run against --build's "
+                                   "stand-in and bench_passthrough (default: --build's own)")
     a = ap.parse_args()
     rounds = a.rounds or (1 if a.quick else 7)
     iters = a.iters or (300 if a.quick else 20000)
@@ -128,6 +130,8 @@ def main():
     os.environ["MSPROBE_BUILD_DIR"] = os.path.abspath(a.build)
     sys.path.insert(0, os.path.join(SOURCE, "test", "python"))
     import shimtest  # noqa: E402  (reads MSPROBE_BUILD_DIR)
+    if a.shim:
+        shimtest.SHIM = os.path.abspath(a.shim)
 
     exe = os.path.join(shimtest.BUILD, "bench", "bench_passthrough")
     for path in (exe, shimtest.SHIM):

@@ -30,6 +30,22 @@ def vmhwm_kb():
     return -1
 
 
+def call_counters(rt):
+    """The stand-in's call counters ({kind: calls so far}, fakecann/call_counters.h); {} from a runtime without them."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL(os.path.join(rt.libs.lib64, "libruntime.so"))
+        get, name = lib.fakeCannGetCallCounters, lib.fakeCannCallCounterName
+    except (OSError, AttributeError):
+        return {}
+    get.argtypes, get.restype = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t], ctypes.c_size_t
+    name.argtypes, name.restype = [ctypes.c_size_t], ctypes.c_char_p
+    n = get(None, 0)
+    counts = (ctypes.c_uint64 * n)()
+    get(counts, n)
+    return {name(i).decode(): counts[i] for i in range(n)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernels", type=int, default=40)
@@ -37,6 +53,8 @@ def main():
     ap.add_argument("--distinct", type=int, default=4, help="outputs kept alive at once (device memory)")
     ap.add_argument("--time-launches", action="store_true",
                     help="keep every output (no synchronization in the loop) and print the launch loop's time per kernel")
+    ap.add_argument("--no-checksum", action="store_true",
+                    help="with --time-launches: synchronize and stop after the loop (no read-back of the outputs)")
     args = ap.parse_args()
     rt = tiny_npu.init(device=0)
     rng = np.random.RandomState(3)
@@ -51,12 +69,17 @@ def main():
         for i in range(20):  # warm-up: executors, pools, stack table
             outs.append(ops.add(x, y, alpha=float(i % 7)))
         rt.synchronize()
+        calls0 = call_counters(rt)
         queue0, t0, cpu0 = rt.queue_thread_cpu_ns(), time.perf_counter_ns(), time.thread_time_ns()
         for i in range(args.kernels):
             outs.append(ops.add(x, y, alpha=float(i % 7)))
         dt, cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - cpu0
         rt.synchronize()
         queue = rt.queue_thread_cpu_ns() - queue0
+        # Calls into the runtime per launch of the loop, by kind (the host's own and a tool's): a tool's share is the
+        # difference from a run without it.
+        for kind, n in call_counters(rt).items():
+            print(f"calls_{kind}_per_kernel {(n - calls0[kind]) / args.kernels:.3f}")
         print(f"launch_ns_per_kernel {dt / args.kernels:.0f}")
         # CPU time of the two threads that launch (phase 1 on this one, phase 2 on the task queue's), per kernel:
         # unlike the loop's wall time, not inflated by the stand-in's device threads computing on the same cores.
@@ -64,6 +87,8 @@ def main():
         print(f"phase1_cpu_ns_per_kernel {cpu / args.kernels:.0f}")
         print(f"queue_cpu_ns_per_kernel {queue / args.kernels:.0f}")
         args.kernels = 0
+        if args.no_checksum:
+            return
     for i in range(args.kernels):
         outs.append(ops.add(x, y, alpha=float(i % 7)))
         if len(outs) > args.distinct:

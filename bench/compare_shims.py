@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Two builds of libmsprobe_shim.so side by side, for a change that should make capture cheaper: the statistics
-task's cost on the launching threads (bench_writer_workload.py's launch loop: CPU time of the threads that launch,
-and the loop's wall time) and examples/train.py's step time,
-each configuration in its own process, no shim / A / B alternated round by round (the machines are shared and
+"""What capture costs, side by side in one run: no shim, build A of libmsprobe_shim.so (optional: the build before a
+change) and build B, each configuration in its own process, alternated round by round (the machines are shared and
 noisy: only ratios taken in one run mean anything). Both libraries run against the stand-in of --build.
 
-    bench/compare_shims.py --a OLD/lib/libmsprobe_shim.so --b NEW/lib/libmsprobe_shim.so [--rounds 7]
-        [--task statistics] [--env KEY=VALUE ...]
+Per task (--tasks; the statistics task by default):
+  - bench_writer_workload.py's launch loop (Add of 1,024 float32, tiny_npu with its task queue, TASK_QUEUE_ENABLE=1
+    unless --env says otherwise): CPU time of the Python thread (aclnn phase 1 runs there) and of the queue thread
+    (phase 2), per captured kernel, and the loop's wall time;
+  - the host calls per captured kernel, by kind, counted by the stand-in (fakecann/call_counters.h) over the same
+    loop: what the shim adds is the difference from the run without it (deterministic: one run is enough);
+  - examples/train.py's step time.
 
-Prints a markdown table: medians over the rounds, and B's median of the per-round ratios B/A.
+    bench/compare_shims.py [--a OLD/lib/libmsprobe_shim.so] --b NEW/lib/libmsprobe_shim.so [--rounds 7]
+        [--tasks statistics,tensor,flight] [--env KEY=VALUE ...]
+
+Prints markdown tables: medians over the rounds, and the median of the per-round ratios B/A.
 """
 import argparse
 import os
@@ -24,22 +30,33 @@ SOURCE = os.path.dirname(HERE)
 WORKLOAD = os.path.join(HERE, "bench_writer_workload.py")
 TRAIN = os.path.join(SOURCE, "examples", "train.py")
 
+# The launch loop's figures: (label, key printed by bench_writer_workload.py).
+LOOP = [
+    ("Python thread's CPU, ns per kernel (aclnn phase 1)", "phase1_cpu_ns_per_kernel"),
+    ("queue thread's CPU, ns per kernel (phase 2)", "queue_cpu_ns_per_kernel"),
+    ("launching threads' CPU, ns per kernel (both)", "launch_cpu_ns_per_kernel"),
+    ("launch loop's wall time, ns per kernel", "launch_ns_per_kernel"),
+]
+STEP = "train.py step, ms"
+CALL_KINDS = ["phase1", "phase2", "argument_created", "argument_destroyed", "executor_address", "executor_repeatable",
+              "executor_destroyed", "copy", "event_record", "event_wait", "kernel_launch"]
+
 
 def clean_env(build, extra):
     env = {k: v for k, v in os.environ.items()
-           if not (k.startswith(("MSPROBE_", "FAKE_CANN_", "TINY_NPU_")) or k in ("LD_PRELOAD", "RANK", "RANK_ID"))}
+           if not (k.startswith(("MSPROBE_", "FAKE_CANN_", "TINY_NPU_")) or k in ("LD_PRELOAD", "RANK", "RANK_ID",
+                                                                                   "TASK_QUEUE_ENABLE"))}
     env.update(ASCEND_HOME_PATH=os.path.join(build, "fake_cann"), PYTHONPATH=os.path.join(SOURCE, "examples"),
                PYTHONDONTWRITEBYTECODE="1")
     env.update(extra)
     return env
 
 
-def launch_ns(env, kernels):
-    """(CPU time of the launching threads, the loop's wall time) per kernel, ns: bench_writer_workload.py's."""
+def launch_loop(env, kernels):
+    """bench_writer_workload.py --time-launches: {key: value} (CPU and wall ns per kernel, calls per kernel)."""
     out = subprocess.run([sys.executable, WORKLOAD, "--time-launches", "--kernels", str(kernels), "--elements", "1024"],
                          env=env, capture_output=True, text=True, check=True).stdout
-    got = dict(line.split()[:2] for line in out.splitlines() if line.count(" ") == 1)
-    return float(got["launch_cpu_ns_per_kernel"]), float(got["launch_ns_per_kernel"])
+    return {k: float(v) for k, v in (line.split()[:2] for line in out.splitlines() if line.count(" ") == 1)}
 
 
 def step_ms(env, steps, skip=5):
@@ -55,56 +72,117 @@ def step_ms(env, steps, skip=5):
     return (arrivals[-1] - arrivals[skip]) / (steps - 1 - skip) * 1e3
 
 
+def fmt(label, v):
+    return f"{v:,.0f}" if "ns" in label else f"{v:.2f}"
+
+
+def print_task(task, rows, libs):
+    """One task's table: medians of the rounds, what each shim adds, B/A of the rounds."""
+    have_a = "A" in libs
+    head = "| measure | no shim |" + (" A |" if have_a else "") + " B |" + (" A over no shim |" if have_a else "") \
+        + " B over no shim |" + (" B / A (median of rounds) |" if have_a else "")
+    print(f"\n### MSPROBE_TASK={task}\n")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for label, got in rows.items():
+        n, b = median(got["none"]), median(got["B"])
+        cells = [fmt(label, n)]
+        if have_a:
+            a = median(got["A"])
+            cells += [fmt(label, a), fmt(label, b), f"{fmt(label, a - n)} ({a / n:.2f}x)",
+                      f"{fmt(label, b - n)} ({b / n:.2f}x)",
+                      f"{median(bb / aa for aa, bb in zip(got['A'], got['B'])):.2f}"]
+        else:
+            cells += [fmt(label, b), f"{fmt(label, b - n)} ({b / n:.2f}x)"]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+def print_calls(task, calls, libs):
+    """Host calls per captured kernel by kind: what each shim adds to the host's own (one run each: the counts do not
+    depend on load)."""
+    have_a = "A" in libs
+    print(f"\nHost calls per captured kernel, MSPROBE_TASK={task} (the stand-in's counters over the launch loop; "
+          "the shim's = with it - without it)\n")
+    head = "| kind | no shim (the host's own) |" + (" A adds |" if have_a else "") + " B adds |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    total = {w: 0.0 for w in libs}
+    for kind in CALL_KINDS:
+        key = f"calls_{kind}_per_kernel"
+        if key not in calls["none"]:
+            continue
+        n = calls["none"][key]
+        cells = [f"{n:.2f}"]
+        for w in libs:
+            d = calls[w][key] - n
+            total[w] += d if kind not in ("kernel_launch", "event_wait") else 0.0
+            cells.append(f"{d:+.2f}")
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+    print("| all of the above but kernel_launch and event_wait (the writer's waits) | |" +
+          "".join(f" {total[w]:+.2f} |" for w in libs))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--a", required=True, help="the baseline libmsprobe_shim.so")
+    ap.add_argument("--a", help="the baseline libmsprobe_shim.so (optional)")
     ap.add_argument("--b", required=True, help="the changed libmsprobe_shim.so")
     ap.add_argument("--build", default=os.environ.get("MSPROBE_BUILD_DIR", os.path.join(SOURCE, "build")),
                     help="the build whose stand-in both run against (default: build/)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--kernels", type=int, default=3000, help="kernels of the launch loop")
     ap.add_argument("--steps", type=int, default=60, help="train.py steps (the first 5 are warm-up)")
-    ap.add_argument("--task", default="statistics")
-    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="more environment for A and B")
+    ap.add_argument("--tasks", default=None, help="comma-separated MSPROBE_TASK values (default: statistics)")
+    ap.add_argument("--task", default=None, help="one task (the same as --tasks with one)")
+    ap.add_argument("--no-loop", action="store_true", help="train.py only")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="more environment for every run")
     a = ap.parse_args()
-    for lib in (a.a, a.b):
+    libs = {"B": a.b} if a.a is None else {"A": a.a, "B": a.b}
+    for lib in libs.values():
         if not os.path.isfile(lib):
             sys.exit(f"compare_shims.py: {lib}: no such file")
     if a.rounds < 1 or a.steps < 8 or a.kernels < 1:
         sys.exit("compare_shims.py: --rounds and --kernels must be at least 1, --steps at least 8")
+    tasks = (a.tasks or a.task or "statistics").split(",")
     extra = dict(kv.split("=", 1) for kv in a.env)
 
     with tempfile.TemporaryDirectory(prefix="msprobe-compare-") as tmp:
-        def env_for(which):
+        def env_for(which, task):
             if which == "none":
-                return clean_env(a.build, {})
+                return clean_env(a.build, extra)
             dump = os.path.join(tmp, which)
             shutil.rmtree(dump, ignore_errors=True)
-            return clean_env(a.build, {"LD_PRELOAD": a.a if which == "A" else a.b, "MSPROBE_TASK": a.task,
-                                       "MSPROBE_DUMP_PATH": dump, **extra})
+            return clean_env(a.build, {**extra, "LD_PRELOAD": libs[which], "MSPROBE_TASK": task,
+                                       "MSPROBE_DUMP_PATH": dump})
 
-        cpu_label = "launching threads' CPU, ns per kernel (Add of 1,024 float32)"
-        wall_label = "launch loop's wall time, ns per kernel"
-        rows = {cpu_label: {}, wall_label: {}, "train.py step, ms": {}}
+        configs = ["none"] + list(libs)
+        rows = {t: {label: {} for label, _ in ([] if a.no_loop else LOOP) + [(STEP, None)]} for t in tasks}
+        calls = {t: {} for t in tasks}
         for r in range(a.rounds):
-            order = ["none", "A", "B"][r % 3:] + ["none", "A", "B"][:r % 3]  # no fixed position
+            order = configs[r % len(configs):] + configs[:r % len(configs)]  # no fixed position
             for which in order:
-                cpu, wall = launch_ns(env_for(which), a.kernels)
-                rows[cpu_label].setdefault(which, []).append(cpu)
-                rows[wall_label].setdefault(which, []).append(wall)
-                rows["train.py step, ms"].setdefault(which, []).append(step_ms(env_for(which), a.steps))
+                for task in tasks:
+                    # Without a shim the task changes nothing: measured once per round, shared by every task.
+                    if which == "none" and task != tasks[0]:
+                        for label in rows[task]:
+                            rows[task][label].setdefault("none", []).append(rows[tasks[0]][label]["none"][-1])
+                        calls[task].setdefault("none", calls[tasks[0]]["none"])
+                        continue
+                    env = env_for(which, task)
+                    if not a.no_loop:
+                        got = launch_loop(env, a.kernels)
+                        for label, key in LOOP:
+                            rows[task][label].setdefault(which, []).append(got[key])
+                        calls[task].setdefault(which, got)
+                    rows[task][STEP].setdefault(which, []).append(step_ms(env, a.steps))
             print(f"  round {r + 1}/{a.rounds}", file=sys.stderr)
 
-    print(f"A = `{a.a}`, B = `{a.b}`; MSPROBE_TASK={a.task}{''.join(' ' + kv for kv in a.env)}; "
-          f"{a.rounds} rounds, no shim / A / B alternated\n")
-    print("| measure | no shim | A | B | A over no shim | B over no shim | B / A (median of rounds) |")
-    print("|---|---|---|---|---|---|---|")
-    for label, got in rows.items():
-        n, x, y = median(got["none"]), median(got["A"]), median(got["B"])
-        per_round = median(b / aa for aa, b in zip(got["A"], got["B"]))
-        fmt = (lambda v: f"{v:,.0f}") if "ns" in label else (lambda v: f"{v:.2f}")
-        print(f"| {label} | {fmt(n)} | {fmt(x)} | {fmt(y)} | {fmt(x - n)} ({x / n:.2f}x) | {fmt(y - n)} "
-              f"({y / n:.2f}x) | {per_round:.2f} |")
+    desc = ", ".join(f"{w} = `{p}`" for w, p in libs.items())
+    print(f"{desc}; {a.rounds} rounds, no shim / " + " / ".join(libs) + " alternated; "
+          f"{a.kernels} kernels per launch loop, {a.steps} train.py steps{''.join(' ' + kv for kv in a.env)}")
+    for task in tasks:
+        print_task(task, rows[task], libs)
+        if not a.no_loop and calls[task].get("none") and any(k.startswith("calls_") for k in calls[task]["none"]):
+            print_calls(task, calls[task], list(libs))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 # the other and writes their markdown to bench/results-latest.md with the machine, date and command.
 # bench/RESULTS.md is the curated copy (with the notes on each figure).
 #
-#   bench/run_all.sh [--quick]        MSPROBE_BUILD_DIR picks the build directory (default: build)
+#   bench/run_all.sh [--quick]        MSPROBE_BUILD_DIR picks the build directory (default: build),
+#                                     MSPROBE_BENCH_BASELINE=OLD.so a shim to compare with (compare_shims.py --a)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${MSPROBE_BUILD_DIR:-$here/build}
@@ -70,6 +71,13 @@ run text "Call-stack capture, native + Python frames (bench_stacks.py)" \
   $python "$here/bench/bench_stacks.py" "${quick[@]}" --lib "$build/bench/libbench_stacks_py.so"
 run md "Pass-through and train.py (bench_passthrough.py)" \
   $python "$here/bench/bench_passthrough.py" "${quick[@]}" --build "$build"
+# What capture costs per thread, the host calls per captured kernel and train.py per task (issue 29);
+# MSPROBE_BENCH_BASELINE=OLD/lib/libmsprobe_shim.so puts the build before the change beside this one.
+compare=(--b "$build/lib/libmsprobe_shim.so" --build "$build" --tasks statistics,tensor,flight)
+if [ -n "${MSPROBE_BENCH_BASELINE:-}" ]; then compare+=(--a "$MSPROBE_BENCH_BASELINE"); fi
+if [ ${#quick[@]} -gt 0 ]; then compare+=(--rounds 2 --steps 20); fi
+run md "Capture cost per thread and host calls per kernel (compare_shims.py)" \
+  $python "$here/bench/compare_shims.py" "${compare[@]}"
 # Written by other work in progress; they find the build through MSPROBE_BUILD_DIR.
 for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.py bench_report.py bench_ms_naming.py; do
   if [ -f "$here/bench/$extra" ]; then

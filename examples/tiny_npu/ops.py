@@ -50,6 +50,7 @@ SIGNATURES = {
     "EmbeddingDenseBackward": "TTuubT", "MseLossBackward": "TTTlT", "SiluBackward": "TTT",
     "ThresholdBackward": "TTST",
     "Amax": "TIbT", "Amin": "TIbT", "AminmaxAll": "TTT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT",
+    "ForeachNorm": "LSL",
     "IsFinite": "TT", "IsPosInf": "TT", "IsNegInf": "TT",
 }
 _ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
@@ -80,6 +81,10 @@ class _Op:
         self.kinds = sig
         self.op = acl.AclnnOp(rt.libs, name, "".join(_ACL_LETTER[k] for k in sig))
         self.phase2 = self.op.phase2_address()
+
+    @property
+    def phase1_address(self):
+        return _addr(self.op.phase1)
 
 
 def _op(rt, name):
@@ -216,6 +221,9 @@ def _run(name, *args):
     if pta is not None:
         pta._run(op, args)
         return
+    if rt.queue_level == 2:
+        _run_v2(rt, op, args)
+        return
     _run_uncached(rt, op, args)
 
 
@@ -231,6 +239,45 @@ def _launch(rt, op, ws, ex, releases):
 def _run_uncached(rt, op, args):
     conv, ws, ex = _phase1(rt, op, args)
     _launch(rt, op, ws, ex, conv.releases)
+
+
+def _tensor_words(t):
+    return [t.ndim, *t.shape, *t.strides, t.offset, t.dtype, torch_format(t.ndim), t.storage_elements(), t.storage.ptr]
+
+
+def _describe(op, args):
+    """The words of a level-2 op (taskqueue.cpp OpV2): the arguments as data, nothing converted on this thread."""
+    words = []
+    for i, (kind, v) in enumerate(zip(op.kinds, args)):
+        if kind == "T":
+            if v is not None and not isinstance(v, Tensor):
+                raise TypeError(f"aclnn{op.name}: parameter {i} must be a Tensor, got {type(v).__name__}")
+            words += [0] if v is None else [1, *_tensor_words(v)]
+        elif kind == "L":
+            words.append(len(v))
+            for t in v:
+                words += _tensor_words(t)
+        elif kind == "S":
+            if v is None:
+                words.append(0)
+            else:
+                val, dt = _scalar_value(v)
+                raw = ctypes.c_int64(0)
+                ctypes.memmove(ctypes.byref(raw), ctypes.byref(val), ctypes.sizeof(val))
+                words += [1, dt, raw.value]
+        elif kind in "IA":
+            words += [len(v), *[int(x) for x in v]]
+        elif kind in "df":
+            words.append(ctypes.c_int64.from_buffer(ctypes.c_double(float(v))).value)
+        else:
+            words.append(int(v))
+    return words
+
+
+def _run_v2(rt, op, args):
+    """torch_npu's EXEC_NPU_CMD_V2 (TASK_QUEUE_ENABLE=2): conversion, phase 1, workspace, phase 2 and destruction on
+    the queue thread; errors surface at the next synchronization, as there."""
+    rt.launch_v2("aclnn" + op.name, op.phase1_address, op.phase2, op.kinds, _describe(op, args))
 
 
 class PtaCache:
@@ -635,6 +682,14 @@ def linalg_vector_norm(x, ord, dims, keepdim=False, dtype=None, out=None):
     out = _out(out, _reduced_shape(x.shape, dims, keepdim), dtype)
     _run("LinalgVectorNorm", x, float(ord), IntArray(dims), keepdim, dtype, out)
     return out
+
+
+def foreach_norm(xs, ord=2.0):
+    """The ord-norm of each tensor of xs (1 or 2), each a 0-d tensor of the list's dtype (format ND: every x must be
+    ND too, i.e. of at most 2 dims, as aclnnForeachNorm wants out's format to be x's)."""
+    outs = [Tensor.empty((), xs[0].dtype) for _ in xs]
+    _run("ForeachNorm", list(xs), float(ord), outs)
+    return outs
 
 
 def _predicate(name, x, out):

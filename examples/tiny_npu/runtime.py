@@ -5,6 +5,10 @@ caching allocator, arranged the way torch_npu arranges them.
   of the converted arguments run on the native thread of libtiny_npu_taskqueue.so (torch_npu's
   TASK_QUEUE_ENABLE=1 consumer thread, no Python frames), which calls aclrtSetDevice for itself first.
   With TASK_QUEUE_ENABLE=0 (or ASCEND_LAUNCH_BLOCKING=1) they run inline on the Python thread, as there.
+  With TASK_QUEUE_ENABLE=2 (torch_npu's EXEC_NPU_CMD_V2) the Python thread only describes the arguments; their
+  conversion, phase 1, the workspace, phase 2 and the destruction all run on the queue thread (no ACL call on the
+  Python thread; ops.py `_run_v2`). The executor-cache modes (TINY_NPU_EXECUTOR_CACHE, TINY_NPU_PTA_CACHE) keep
+  level 1's split.
 * Device memory comes from a caching allocator: a freed block goes back to a pool and is reused by
   later work on the same stream, so memory and workspaces stay alive for every queued launch that
   still refers to them; aclrtFree only happens at shutdown, after the stream is synchronized.
@@ -57,6 +61,9 @@ def load_taskqueue():
             lib.tnq_drain.argtypes, lib.tnq_drain.restype = [P], ctypes.c_int
             lib.tnq_last_error.argtypes, lib.tnq_last_error.restype = [], ctypes.c_char_p
             lib.tnq_worker_cpu_ns.argtypes, lib.tnq_worker_cpu_ns.restype = [P], ctypes.c_uint64
+            lib.tnq_set_api.argtypes, lib.tnq_set_api.restype = [P, P, S], None
+            lib.tnq_launch_v2.argtypes = [P, ctypes.c_char_p, P, P, P, ctypes.c_char_p, P, S]
+            lib.tnq_launch_v2.restype = ctypes.c_int
             return lib
         tried.append(path)
     raise acl.AclError("libtiny_npu_taskqueue.so not found (build the `examples` target); tried: "
@@ -117,9 +124,11 @@ class Runtime:
         self.check(a.aclrtCreateStream(ctypes.byref(stream)), "aclrtCreateStream")
         self.stream = stream.value
         self.tq = load_taskqueue()
-        # torch_npu's switch: TASK_QUEUE_ENABLE=0 (or ASCEND_LAUNCH_BLOCKING=1) launches inline.
-        self.threaded = (os.environ.get("TASK_QUEUE_ENABLE", "1") != "0"
-                         and os.environ.get("ASCEND_LAUNCH_BLOCKING", "0") in ("", "0"))
+        # torch_npu's switch: TASK_QUEUE_ENABLE=0 (or ASCEND_LAUNCH_BLOCKING=1) launches inline, 2 moves conversion and
+        # phase 1 to the queue thread too.
+        level = os.environ.get("TASK_QUEUE_ENABLE", "1")
+        self.threaded = level != "0" and os.environ.get("ASCEND_LAUNCH_BLOCKING", "0") in ("", "0")
+        self.queue_level = 0 if not self.threaded else 2 if level == "2" else 1
         self.queue = self.tq.tnq_create(device, _addr(a.aclrtSetDevice), 1 if self.threaded else 0)
         self.allocator = CachingAllocator(self)
         self.alive = True
@@ -135,6 +144,14 @@ class Runtime:
             "tensor_list": _addr(self.libs.nnopbase.aclDestroyTensorList),
             "executor": _addr(self.libs.nnopbase.aclDestroyAclOpExecutor),
         }
+        if self.queue_level == 2:
+            n = self.libs.nnopbase
+            # The queue thread's ACL functions, in taskqueue.cpp's TNQ_API_* order.
+            api = [n.aclCreateTensor, n.aclCreateScalar, n.aclCreateIntArray, n.aclCreateBoolArray,
+                   n.aclCreateTensorList, n.aclDestroyTensor, n.aclDestroyScalar, n.aclDestroyIntArray,
+                   n.aclDestroyBoolArray, n.aclDestroyTensorList, a.aclrtMalloc, a.aclrtFree]
+            fns = (ctypes.c_void_p * len(api))(*[_addr(f) for f in api])
+            self.tq.tnq_set_api(self.queue, fns, len(api))
 
     # ---- errors -------------------------------------------------------------------------------
     def check(self, rc, what):
@@ -156,6 +173,15 @@ class Runtime:
             raise acl.AclError(f"tnq_launch({what}) failed")
         if not self.threaded:
             self.drain()  # inline: report a failed phase 2 at its call site
+
+    def launch_v2(self, what, phase1, phase2, sig, desc):
+        """TASK_QUEUE_ENABLE=2: queues an op described by `sig` and the words of `desc` (taskqueue.cpp OpV2), converted,
+        prepared and launched on the queue thread."""
+        words = (ctypes.c_int64 * max(len(desc), 1))(*desc)
+        rc = self.tq.tnq_launch_v2(self.queue, what.encode(), phase1, phase2, self.stream, sig.encode(), words,
+                                   len(desc))
+        if rc != 0:
+            raise acl.AclError(f"tnq_launch_v2({what}) failed")
 
     def submit(self, what, calls):
         """Queues a list of (kind, fn, args...) native calls, run in order on the queue thread."""

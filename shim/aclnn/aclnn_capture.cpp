@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -21,9 +22,12 @@
 #include "shim/call/trampoline.h"
 #include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
+#include "shim/config/config.h"
 #include "shim/device/acl_types.h"
 #include "shim/device/handles.h"
 #include "shim/device/runtime_api.h"
+#include "shim/stacks/stack_python.h"
+#include "shim/stacks/stacks.h"
 
 namespace msprobe::shim {
 namespace {
@@ -43,11 +47,33 @@ struct CallParam {
   std::optional<ValueArg> value;    // everything that is not a tensor
 };
 
+struct Binding;
+
+// A phase-1 call as it arrived, decoded on the thread of phase 2 (issue 29): the Python thread, where torch_npu runs
+// phase 1, only copies the argument registers; the argument objects are read where phase 2 runs, before it (torch_npu
+// destroys them in the queued call, after phase 2).
+struct RawCall {
+  static constexpr int kStackSlots = 16;  // a prototype with more is decoded at phase 1
+  const Binding *binding = nullptr;
+  uint64_t gpr[kGprArgs];
+  uint64_t fpr[kFprArgs];
+  uint64_t stack[kStackSlots];
+  int stack_slots = 0;
+};
+
 struct OpCall {
   std::vector<CallParam> params;
   bool repeatable = false;
   uint64_t serial = 0;          // set by CallTable::put: tells this call from a later one at the same executor address
   StackId stack = kEmptyStack;  // taken at phase 1, the call the user's code made; travels to the launch
+  // Not decoded yet (params empty): the phase-1 call as it arrived, and the executor-cache keys it goes under.
+  std::optional<RawCall> raw;
+  ExecCacheKey keys[2];
+  // Not decoded yet either: a hit of the executor cache, the call kept under `hit` with these tensor addresses
+  // (null: the kept call's own).
+  std::optional<ExecCacheKey> hit;
+  std::vector<void *> hit_addrs;
+  bool decoded() const { return !raw && !hit; }
 };
 
 bool is_tensor_kind(ParamKind k) { return k == ParamKind::Tensor || k == ParamKind::TensorList; }
@@ -77,6 +103,8 @@ std::optional<TensorMeta> query_tensor(const void *t) {
     ok = offset_fn(t, &m.offset) == 0 && dtype_fn(t, &m.dtype) == 0 && format_fn(t, &m.format) == 0 &&
          addr_fn(t, &m.data) == 0;
   }
+  // The storage shape is not asked for (one getter less): the view's own extent stands for it where it is needed
+  // (the device statistics' view of the tensor).
   delete[] dims;  // the getters allocate with new[] (cann_abi.md §4.5)
   delete[] strides;
   return ok ? std::optional<TensorMeta>(m) : std::nullopt;
@@ -207,6 +235,10 @@ struct Binding {
   const OpPrototype *proto = nullptr;  // phase 1 with a header
   std::vector<ArgLocation> locations;  // where each prototype parameter travels
   int stack_slots = kMaxStackSlots;    // exact when the prototype is known
+  int executor_param = -1;             // the prototype's aclOpExecutor ** parameter
+  // Phase 1 decodes the arguments itself, instead of phase 2: a C string argument (read while the host's buffer is
+  // alive), more stack arguments than a RawCall holds, or no header (the header-less rule probes the host's memory).
+  bool decode_at_phase1 = true;
 };
 
 ArgClass arg_class(ParamKind k) {
@@ -219,7 +251,17 @@ class CallTable {
   void put(const void *ex, OpCall call) {
     std::lock_guard<std::mutex> lk(mu_);
     call.serial = ++serial_;
-    calls_.insert_or_assign(ex, std::move(call));
+    if (auto it = calls_.find(ex); it != calls_.end()) {
+      it->second = std::move(call);
+    } else if (!spare_.empty()) {
+      auto node = std::move(spare_.back());
+      spare_.pop_back();
+      node.key() = ex;
+      node.mapped() = std::move(call);
+      calls_.insert(std::move(node));
+    } else {
+      calls_.emplace(ex, std::move(call));
+    }
     size_.store(calls_.size(), std::memory_order_relaxed);
   }
   // Phase 2's fast path asks this for every launch: with nothing recorded (the usual state when kernels are
@@ -238,7 +280,7 @@ class CallTable {
   }
   void erase(const void *ex) {
     std::lock_guard<std::mutex> lk(mu_);
-    calls_.erase(ex);
+    if (auto it = calls_.find(ex); it != calls_.end()) drop(it);
     size_.store(calls_.size(), std::memory_order_relaxed);
   }
   // Forgets the call recorded as `serial` only. Phase 2 frees a one-shot executor inside the real call, so
@@ -246,7 +288,7 @@ class CallTable {
   void erase_if(const void *ex, uint64_t serial) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = calls_.find(ex);
-    if (it != calls_.end() && it->second.serial == serial) calls_.erase(it);
+    if (it != calls_.end() && it->second.serial == serial) drop(it);
     size_.store(calls_.size(), std::memory_order_relaxed);
   }
   template <typename F>
@@ -255,10 +297,30 @@ class CallTable {
     auto it = calls_.find(ex);
     if (it != calls_.end()) f(it->second);
   }
+  // The call recorded as `decoded.serial`, decoded on the thread of phase 2 (nothing if another took its place).
+  // What changed meanwhile stays: the repeatable mark.
+  void replace_undecoded(const void *ex, const OpCall &decoded) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = calls_.find(ex);
+    if (it == calls_.end() || it->second.serial != decoded.serial || it->second.decoded()) return;
+    const bool repeatable = it->second.repeatable;
+    it->second = decoded;
+    it->second.repeatable = repeatable;
+  }
 
  private:
+  using Map = std::unordered_map<const void *, OpCall>;
+  // Nodes of calls forgotten, for the next put: phase 1 records on one thread (torch_npu's Python thread) and phase 2
+  // forgets on another (its task queue), where a node made on one and freed on the other costs the allocator's slow
+  // path every time.
+  void drop(Map::iterator it) {
+    auto node = calls_.extract(it);
+    if (spare_.size() < kSpareNodes) spare_.push_back(std::move(node));
+  }
+  static constexpr size_t kSpareNodes = 64;
   std::mutex mu_;
-  std::unordered_map<const void *, OpCall> calls_;
+  Map calls_;
+  std::vector<Map::node_type> spare_;
   std::atomic<size_t> size_{0};
   uint64_t serial_ = 0;
 };
@@ -327,18 +389,23 @@ AclnnCapture::Impl &state() {
   return *impl;
 }
 
-// Phase 1 with a prototype: every parameter read from where the ABI put it.
-std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding &b, const RawArgs &a) {
+// The executor phase 1 wrote through its out-pointer: read at phase 1 (the real call succeeded, so the host's
+// out-pointer is valid then, and only then).
+const void *executor_of(const Binding &b, const RawArgs &a) {
+  if (b.executor_param < 0) return nullptr;
+  auto **out = static_cast<void **>(read_ptr(a, b.locations[(size_t)b.executor_param]));
+  return out ? *out : nullptr;
+}
+
+// A phase-1 call with a prototype: every parameter read from where the ABI put it. `executor`: the executor phase 1
+// returned (executor_of(), read at phase 1); the call is decoded at phase 1 or, from its registers, at phase 2.
+std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding &b, const RawArgs &a,
+                                                                   const void *executor) {
   OpCall call;
-  const void *executor = nullptr;
   for (size_t i = 0; i < b.proto->params.size(); ++i) {
     const Param &p = b.proto->params[i];
     ArgLocation loc = b.locations[i];
-    if (p.kind == ParamKind::ExecutorOut) {
-      auto **out = static_cast<void **>(read_ptr(a, loc));
-      if (out) executor = *out;  // the real call succeeded, so the host's out-pointer is valid
-      continue;
-    }
+    if (p.kind == ParamKind::ExecutorOut) continue;
     if (p.kind == ParamKind::WorkspaceSizeOut) continue;
     CallParam cp;
     cp.kind = p.kind;
@@ -366,6 +433,15 @@ std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding
         break;
       }
   return std::make_pair(executor, std::move(call));
+}
+
+RawArgs raw_args(const RawCall &r) {
+  RawArgs a{};
+  std::memcpy(a.gpr, r.gpr, sizeof a.gpr);
+  std::memcpy(a.fpr, r.fpr, sizeof a.fpr);
+  std::memcpy(a.stack, r.stack, sizeof(uint64_t) * (size_t)r.stack_slots);
+  a.stack_slots = r.stack_slots;
+  return a;
 }
 
 // Phase 1 without a header (docs/prototypes.md, "no header"): the argument slots are scanned for objects
@@ -446,6 +522,25 @@ bool phase1_gate(void *user, const uint64_t *) {
   return false;
 }
 
+// Under torch_npu's TASK_QUEUE_ENABLE=2 phase 1 runs on the task queue's thread (EXEC_NPU_CMD_V2), whose stack holds
+// no Python frames: the kernels' stacks and OpNames then have none. Said once, with the way out; checked only at that
+// level, and only until said.
+void say_when_phase1_has_no_python_frames(const Session &session, StackId stack, const Binding &b) {
+  static std::atomic<bool> said{false};
+  if (session.config().host_task_queue != 2 || said.load(std::memory_order_relaxed)) return;
+  if (PythonStacks::global().interpreter_address() == 0) return;  // not a Python host: no frames to miss
+  if (!StackTable::global().python_frame_ids(stack).empty()) return;
+  if (said.exchange(true)) return;
+  log_warn(
+      "aclnn%sGetWorkspaceSize ran on a thread without Python frames: with TASK_QUEUE_ENABLE=2 torch_npu makes the "
+      "arguments and runs phase 1 on its task queue's thread, so the kernels' stacks (stack.json) and the scopes in "
+      "their names hold no Python frames; run with TASK_QUEUE_ENABLE=1 (phase 1 on the Python thread) to have them",
+      b.op.c_str());
+}
+
+// Phase 1, on the thread that made it (torch_npu: the Python thread): what must happen here happens here, the rest
+// where phase 2 runs. Here: the stack (the user's call site), the executor (through the host's out-pointer) and the
+// argument registers; the arguments are decoded by phase 2 (decode()), as are the calls the executor cache keeps.
 void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
   if ((int32_t)ret != 0) return;
   // The runtime stored this executor under the thread's cache keys, if any: they name it from now on.
@@ -454,12 +549,74 @@ void phase1_post(void *user, const RawArgs &a, uint64_t ret) {
   if (session == nullptr) return;
   const auto &b = *static_cast<const Binding *>(user);
   if (!phase1_records(*session, b)) return;
-  auto rec = b.proto ? call_from_prototype(b, a) : call_from_slots(b, a);
+  if (!b.decode_at_phase1) {
+    const void *executor = executor_of(b, a);
+    if (executor == nullptr) return;
+    OpCall call;
+    RawCall &r = call.raw.emplace();
+    r.binding = &b;
+    std::memcpy(r.gpr, a.gpr, sizeof r.gpr);
+    std::memcpy(r.fpr, a.fpr, sizeof r.fpr);
+    r.stack_slots = std::min(a.stack_slots, RawCall::kStackSlots);
+    std::memcpy(r.stack, a.stack, sizeof(uint64_t) * (size_t)r.stack_slots);
+    call.keys[0] = keys[0];
+    call.keys[1] = keys[1];
+    call.stack = launch_stack(*session);
+    say_when_phase1_has_no_python_frames(*session, call.stack, b);
+    state().calls.put(executor, std::move(call));
+    return;
+  }
+  auto rec = b.proto ? call_from_prototype(b, a, executor_of(b, a)) : call_from_slots(b, a);
   if (!rec) return;
   rec->second.stack = launch_stack(*session);
+  say_when_phase1_has_no_python_frames(*session, rec->second.stack, b);
   for (const ExecCacheKey &k : keys)
     if (k.kind != ExecCacheKey::None) state().kept.put(k, rec->second);
   state().calls.put(rec->first, std::move(rec->second));
+}
+
+// A call recorded at phase 1 as it arrived, decoded on the thread of phase 2 before it runs: its argument objects are
+// alive (torch_npu destroys them after phase 2), and its tensors are described by the runtime. The decoded call
+// replaces the raw one (a repeatable executor's later launches, and rebinding, use it) and goes under the executor
+// cache's keys. False when it cannot be decoded (it is then launched without arguments).
+bool decode(const void *executor, OpCall &call) {
+  if (call.decoded()) return true;
+  OpCall out;
+  if (call.hit) {
+    std::optional<OpCall> kept = state().kept.get(*call.hit);
+    if (!kept) return false;  // its phase 1 ran before capture, or was filtered out
+    out = std::move(*kept);
+    out.repeatable = false;  // the hit's executor is freed by its phase 2
+    for (size_t i = 0; i < call.hit_addrs.size(); ++i)
+      if (call.hit_addrs[i]) bind_cached_tensor(out, i, call.hit_addrs[i]);
+  } else {
+    const RawCall r = *call.raw;
+    auto rec = call_from_prototype(*r.binding, raw_args(r), executor);
+    if (!rec) return false;
+    out = std::move(rec->second);
+    out.repeatable = call.repeatable;
+    for (const ExecCacheKey &k : call.keys)
+      if (k.kind != ExecCacheKey::None) {
+        OpCall kept = out;
+        kept.stack = call.stack;
+        state().kept.put(k, kept);
+      }
+  }
+  out.serial = call.serial;
+  out.stack = call.stack;  // the call site of phase 1, or of the hit
+  call = std::move(out);
+  // A repeatable executor's later launches (and its address updates) use the decoded call; a one-shot executor's
+  // record is forgotten after this launch (aclSetAclOpExecutorRepeatable comes right after phase 1, so it is known).
+  if (call.repeatable) state().calls.replace_undecoded(executor, call);
+  return true;
+}
+
+// A launch needs its call decoded now when it is captured, or when its phase 1 was kept by the executor cache (a later
+// hit, captured or not, is bound to the kept call). A repeatable executor not captured now keeps its raw call: its
+// argument objects live as long as it does.
+bool decode_now(const OpCall &call, bool capturing) {
+  if (call.decoded() || capturing) return true;
+  return call.raw && (call.keys[0].kind != ExecCacheKey::None || call.keys[1].kind != ExecCacheKey::None);
 }
 
 // ---- Phase 2 ------------------------------------------------------------------------------------------------
@@ -497,22 +654,36 @@ InFlight *begin_launch(Session &session, const Binding &b, const RawArgs &a) {
   // MS_DEV_LAUNCH_BLOCKING=1: phase 2 of a hit on the Python thread): this launch's own scope, not its maker's.
   if (call && call->repeatable) stack = relaunch_stack(session, stack);
   auto *f = new InFlight{executor, std::move(call), CaptureCall(session, b.op, stack, stream)};
-  if (f->call)
-    f->capture.inputs([&](KernelLaunch &k) {
-      for (const CallParam &p : f->call->params) {
-        if (p.dir == Direction::Output) continue;
-        if (!p.present)
-          k.input_null();
-        else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
-          k.input_tensor(p.tensors[0]);
-        else if (p.kind == ParamKind::TensorList)
-          k.input_tensor_list(p.tensors);
-        else if (p.value)
-          k.input_value(*p.value);
-        else
-          k.input_null();
-      }
-    });
+  if (f->call && decode_now(*f->call, f->capture.capturing()) && !decode(executor, *f->call)) f->call.reset();
+  if (f->call && f->capture.capturing()) {
+    // What the kernel writes is known before it runs: the stager may take the inputs after it when it writes none of
+    // their bytes. Not for an op that works in place (an InOut tensor, an Inplace op): a const input it writes
+    // would be taken too late.
+    std::vector<TensorMeta> writes;
+    bool in_place = b.op.rfind("Inplace", 0) == 0;
+    for (const CallParam &p : f->call->params) {
+      in_place = in_place || (is_tensor_kind(p.kind) && p.dir == Direction::InOut);
+      if (is_tensor_kind(p.kind) && p.dir == Direction::Output)
+        writes.insert(writes.end(), p.tensors.begin(), p.tensors.end());
+    }
+    f->capture.inputs(
+        [&](KernelLaunch &k) {
+          for (const CallParam &p : f->call->params) {
+            if (p.dir == Direction::Output) continue;
+            if (!p.present)
+              k.input_null();
+            else if (p.kind == ParamKind::Tensor && !p.tensors.empty())
+              k.input_tensor(p.tensors[0]);
+            else if (p.kind == ParamKind::TensorList)
+              k.input_tensor_list(p.tensors);
+            else if (p.value)
+              k.input_value(*p.value);
+            else
+              k.input_null();
+          }
+        },
+        in_place ? nullptr : &writes);
+  }
   return f;
 }
 
@@ -615,6 +786,12 @@ void *AclnnCapture::wrap_symbol(const char *name, void *real) {
         delete b;
         return real;
       }
+      bool c_string = false;
+      for (size_t i = 0; i < b->proto->params.size(); ++i) {
+        c_string = c_string || b->proto->params[i].kind == ParamKind::CString;
+        if (b->proto->params[i].kind == ParamKind::ExecutorOut) b->executor_param = (int)i;
+      }
+      b->decode_at_phase1 = c_string || b->stack_slots > RawCall::kStackSlots;
     } else {
       log_info("no header declares aclnn%sGetWorkspaceSize; its arguments are found by the header-less rule",
                b->op.c_str());
@@ -692,17 +869,24 @@ void AclnnCapture::set_cache_key(ExecCacheKey::Kind kind, const ExecCacheKey &ke
 void AclnnCapture::clear_cache_keys() { t_cache_keys[0] = t_cache_keys[1] = {}; }
 
 void AclnnCapture::on_cache_hit(const void *executor, const ExecCacheKey &key, void *const *addrs, size_t n) {
-  std::optional<OpCall> call = impl()->kept.get(key);
-  if (!call) return;         // its phase 1 ran before capture, or was filtered out
-  call->repeatable = false;  // the hit's executor is freed by its phase 2
+  // Bound to the kept call where phase 2 runs (decode()); here only what names it.
+  OpCall call;
+  call.hit = key;
+  call.hit_addrs.assign(addrs, addrs + n);
   // The hit's own call site (it skips phase 1, where stacks are taken): one key serves several lines of a model.
-  if (const Session *session = active_session()) call->stack = launch_stack(*session);
-  for (size_t i = 0; i < n; ++i) bind_cached_tensor(*call, i, addrs[i]);
-  impl()->calls.put(executor, std::move(*call));
+  if (const Session *session = active_session()) call.stack = launch_stack(*session);
+  impl()->calls.put(executor, std::move(call));
 }
 
 void AclnnCapture::on_cached_address(const void *executor, size_t index, void *addr) {
-  impl()->calls.update(executor, [&](OpCall &c) { bind_cached_tensor(c, index, addr); });
+  impl()->calls.update(executor, [&](OpCall &c) {
+    if (c.hit) {
+      if (c.hit_addrs.size() <= index) c.hit_addrs.resize(index + 1, nullptr);
+      c.hit_addrs[index] = addr;
+    } else {
+      bind_cached_tensor(c, index, addr);
+    }
+  });
 }
 
 AclnnCapture &aclnn_capture() {

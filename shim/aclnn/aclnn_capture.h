@@ -2,7 +2,11 @@
 //
 // Phase 1 (aclnn<Op>GetWorkspaceSize) is wrapped by a generic forwarder built from the op's prototype
 // (read from the CANN headers, or, without a header, guessed by the rule in docs/prototypes.md): after
-// the real call succeeds, the op's arguments are recorded under the executor it returned. Phase 2
+// the real call succeeds, the call is recorded under the executor it returned, with the stack of the thread
+// that made it. Only that happens there (torch_npu runs phase 1 on the Python thread): the argument registers
+// are kept as they came, and decoded where phase 2 runs, before it, while the argument objects still live
+// (torch_npu destroys them after phase 2), from what their creation hooks recorded (the runtime's getters for
+// a tensor created before capture started). Phase 2
 // (aclnn<Op>(workspace, size, executor, stream)) looks the executor up: inputs are copied before the
 // real launch (an in-place op overwrites them), outputs after it, all in stream order. Executors freed
 // by phase 2 are forgotten; repeatable ones keep their record, and the aclSet*TensorAddr calls rebind

@@ -148,6 +148,35 @@ struct ForwarderAccess {
     }
   }
 
+  // The around trampoline's decision: always the real function, called from the trampoline with the post hook
+  // after it when the gate lets the hooks run (gpr[kAroundFlag]), jumped to otherwise.
+  static void *decide_around(void *self, const uint64_t *gpr) {
+    const auto *f = static_cast<const Forwarder *>(self);
+    bool hooks = false;
+    try {
+      hooks = f->gate_(f->user_, gpr);
+    } catch (abi::__forced_unwind &) {
+      throw;
+    } catch (...) {
+      report_hook_exception();
+    }
+    if (hooks) const_cast<uint64_t *>(gpr)[kAroundFlag] = 1;  // the trampoline's own word, not an argument
+    return f->real_;
+  }
+
+  // After the real function, on the around trampoline's frame: the post hook with the registers the caller passed.
+  static void after_around(void *self, const uint64_t *saved, uint64_t result) {
+    const auto *f = static_cast<const Forwarder *>(self);
+    RawArgs raw;
+    for (int i = 0; i < kGprArgs; ++i) raw.gpr[i] = saved[i];
+    for (int i = 0; i < kFprArgs; ++i) raw.fpr[i] = saved[kAroundFprWord + 2 * i];
+    raw.stack_slots = 0;
+    const uint64_t bits = f->ret_ == ReturnKind::Int32
+                              ? static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(result)))
+                              : result;
+    run_hook([&] { f->post_(f->user_, raw, bits); });
+  }
+
   // The gate trampoline's decision: the closure (hooks) or the real function (no hooks).
   static void *decide(void *self, const uint64_t *gpr) {
     const auto *f = static_cast<const Forwarder *>(self);
@@ -198,6 +227,14 @@ struct ForwarderAccess {
     }
     f->closure_ = f->entry_ = code;
     f->gate_ = gate;
+    // A gate and a post hook alone, no argument on the stack, an integer result: the around trampoline calls the
+    // real function itself (no libffi on the way); the closure stays for when the pool is used up.
+    const bool integer = ret == ReturnKind::Int32 || ret == ReturnKind::Int64 || ret == ReturnKind::Pointer;
+    if (gate && !pre && post && stack_slots == 0 && integer)
+      if (void *t = make_around_trampoline(&ForwarderAccess::decide_around, &ForwarderAccess::after_around, f)) {
+        f->entry_ = t;
+        return f;
+      }
     if (gate)
       if (void *t = make_gate_trampoline(&ForwarderAccess::decide, f)) f->entry_ = t;
     return f;

@@ -96,13 +96,16 @@ class Forwarder {
   // kMaxStackSlots (test ForwarderCost prints the numbers). Another reason to pass the exact stack_slots.
   //
   // With a gate, entry() is a trampoline in front of the closure (unless the trampoline pool is used up: then the
-  // closure itself), and a call the gate turns away costs a few nanoseconds instead.
+  // closure itself), and a call the gate turns away costs a few nanoseconds instead. With a gate, a post hook alone,
+  // no stack slot and an integer or pointer result (aclnn phase 1 with every argument in registers), entry() is an
+  // around trampoline (shim/call/trampoline.h): the real function is called without libffi, then the post hook
+  // when the gate let it run.
   static Forwarder *create(void *real_fn, ReturnKind ret, PreHook pre, PostHook post, void *user,
                            int stack_slots = kMaxStackSlots, Gate gate = nullptr) noexcept;
 
   void *entry() const noexcept { return entry_; }             // the stand-in: call it exactly like real()
   void *closure() const noexcept { return closure_; }         // the libffi stand-in (hooks always run)
-  bool gated() const noexcept { return entry_ != closure_; }  // entry() is a gate trampoline
+  bool gated() const noexcept { return entry_ != closure_; }  // entry() is a gate or an around trampoline
   void *real() const noexcept { return real_; }
   void *user() const noexcept { return user_; }
   ReturnKind return_kind() const noexcept { return ret_; }

@@ -9,8 +9,8 @@
 struct MsprobeTrampolineSlot {
   void *fn;  // Gate: the decide function; Prepend: the target. Written last (release), read first.
   void *user;
-  uint64_t mode;  // 0 gate, 1 prepend
-  uint64_t unused;
+  uint64_t mode;  // 0 gate, 1 prepend, 2 around
+  void *after;    // around: after()
 };
 static_assert(sizeof(MsprobeTrampolineSlot) == 32, "trampoline_*.S indexes the table with a shift by 5");
 
@@ -32,7 +32,7 @@ constexpr int kEntryBytes = 8;
 
 std::atomic<int> g_used{0};
 
-void *make(void *fn, void *user, uint64_t mode) noexcept {
+void *make(void *fn, void *user, uint64_t mode, void *after = nullptr) noexcept {
 #if defined(__x86_64__) || defined(__aarch64__)
   if (fn == nullptr) return nullptr;
   int i = g_used.fetch_add(1, std::memory_order_relaxed);
@@ -45,6 +45,7 @@ void *make(void *fn, void *user, uint64_t mode) noexcept {
   MsprobeTrampolineSlot &s = msprobe_trampoline_slots[i];
   s.user = user;
   s.mode = mode;
+  s.after = after;
   // The entry's address reaches other threads through a GOT slot or a dlsym answer, with no ordering of its
   // own: fn is published with release, and the aarch64 entry reads it with acquire (x86-64 keeps store order).
   __atomic_store_n(&s.fn, fn, __ATOMIC_RELEASE);
@@ -53,6 +54,7 @@ void *make(void *fn, void *user, uint64_t mode) noexcept {
   (void)fn;
   (void)user;
   (void)mode;
+  (void)after;
   return nullptr;
 #endif
 }
@@ -64,6 +66,11 @@ void *make_gate_trampoline(TrampolineDecide decide, void *user) noexcept {
 }
 
 void *make_prepend_trampoline(void *target, void *user) noexcept { return make(target, user, 1); }
+
+void *make_around_trampoline(TrampolineDecide decide, TrampolineAfter after, void *user) noexcept {
+  if (after == nullptr) return nullptr;
+  return make(reinterpret_cast<void *>(decide), user, 2, reinterpret_cast<void *>(after));
+}
 
 int trampolines_used() noexcept { return g_used.load(std::memory_order_relaxed); }
 

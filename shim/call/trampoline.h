@@ -18,6 +18,13 @@
 //   the prototype is known (aclnn phase 2: (workspace, size, executor, stream)) so that an ordinary C++ function
 //   can take the call, knowing which wrapped function it stands for.
 //
+// - Around: a gate whose decide may also ask (gpr[kAroundFlag] = 1) for the target to be *called* from the
+//   trampoline's frame, with the caller's registers, and then after(user, saved, result) with the argument
+//   registers as the caller passed them and the target's integer result, which the trampoline returns. Only for
+//   a function none of whose arguments is on the stack (the target would see the trampoline's frame there) and
+//   whose result is an integer or a pointer. It is what a libffi closure with a post-call hook does, without
+//   libffi's per-call argument classification (shim/call/forwarder.h uses it where it applies).
+//
 // Trampolines come from a fixed pool compiled into the shim (no code is generated at run time, no writable and
 // executable memory): kTrampolines entries, never freed. When the pool is used up, or on another architecture,
 // make_* returns null and callers fall back to a libffi closure (shim/call/forwarder.h).
@@ -45,9 +52,21 @@ inline constexpr int kPrependMaxArgs = 5;  // rdi rsi rdx rcx r8 r9, one taken b
 // signature such as a libffi closure around it).
 using TrampolineDecide = void *(*)(void *user, const uint64_t *gpr);
 
+// Around: `saved` is the save area decide got as gpr; the FP argument registers follow it (kAroundFprWord: the
+// word of fpr i's low 64 bits is saved[kAroundFprWord + 2 * i]). Must not throw.
+using TrampolineAfter = void (*)(void *user, const uint64_t *saved, uint64_t result);
+#if defined(__aarch64__)
+inline constexpr int kAroundFlag = 9;      // the word after x8
+inline constexpr int kAroundFprWord = 10;  // q0 at saved + 80 bytes
+#else
+inline constexpr int kAroundFlag = 7;      // the word after the saved rax
+inline constexpr int kAroundFprWord = 8;   // xmm0 at saved + 64 bytes
+#endif
+
 // Null when the pool is exhausted or trampolines are not supported. Thread-safe.
 void *make_gate_trampoline(TrampolineDecide decide, void *user) noexcept;
 void *make_prepend_trampoline(void *target, void *user) noexcept;
+void *make_around_trampoline(TrampolineDecide decide, TrampolineAfter after, void *user) noexcept;
 
 // How many pool entries are in use (tests, diagnostics).
 int trampolines_used() noexcept;

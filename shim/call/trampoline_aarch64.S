@@ -1,7 +1,7 @@
 // The trampoline pool for AAPCS64 (shim/call/trampoline.h explains what a gate and a prepend entry do).
 //
 // Entry i (8 bytes at msprobe_trampoline_entries + 8*i) puts i in x16 and branches to the common code, which finds
-// row i of msprobe_trampoline_slots { fn, user, mode, unused }. Only x9, x16 and x17 are touched before the target
+// row i of msprobe_trampoline_slots { fn, user, mode, after }. Only x9, x16 and x17 are touched before the target
 // runs: temporaries that carry nothing at a function's entry (x16/x17 are the linker's veneer registers).
 #if defined(__aarch64__)
         .text
@@ -31,14 +31,19 @@ msprobe_trampoline_common:
         add     x17, x17, x16, lsl #5      // 32-byte rows
         ldar    x16, [x17]                 // fn, acquire: published after user and mode
         ldr     x9, [x17, #16]             // mode
-        cbnz    x9, .Lprepend
+        cmp     x9, #1
+        b.eq    .Lprepend
 
-        // Gate: a frame with every argument register, a call to decide(user, &saved x0..x7).
-        stp     x29, x30, [sp, #-224]!
-        .cfi_def_cfa_offset 224
-        .cfi_offset x29, -224
-        .cfi_offset x30, -216
+        // Gate and around: a frame with every argument register, a call to decide(user, &saved x0..x7).
+        // [sp, #224]: the row; [sp, #232]: the value the target returned (around); [sp, #88] is gpr[9], the
+        // around flag.
+        stp     x29, x30, [sp, #-240]!
+        .cfi_def_cfa_offset 240
+        .cfi_offset x29, -240
+        .cfi_offset x30, -232
         mov     x29, sp
+        str     x17, [sp, #224]
+        str     xzr, [sp, #88]
         stp     x0, x1, [sp, #16]
         stp     x2, x3, [sp, #32]
         stp     x4, x5, [sp, #48]
@@ -52,6 +57,14 @@ msprobe_trampoline_common:
         add     x1, sp, #16                // saved x0..x7
         blr     x16                        // decide
         mov     x16, x0                    // where to go
+        ldr     x17, [sp, #224]
+        ldr     x9, [x17, #16]
+        cmp     x9, #2
+        b.ne    .Ljump
+        ldr     x9, [sp, #88]
+        cbz     x9, .Ljump
+
+        // Around: call the target from this frame (no argument is on the stack), then after(user, &saved, result).
         ldp     x0, x1, [sp, #16]
         ldp     x2, x3, [sp, #32]
         ldp     x4, x5, [sp, #48]
@@ -61,7 +74,34 @@ msprobe_trampoline_common:
         ldp     q2, q3, [sp, #128]
         ldp     q4, q5, [sp, #160]
         ldp     q6, q7, [sp, #192]
-        ldp     x29, x30, [sp], #224
+        blr     x16
+        str     x0, [sp, #232]
+        ldr     x17, [sp, #224]
+        ldr     x9, [x17, #24]             // after
+        ldr     x0, [x17, #8]              // user
+        add     x1, sp, #16                // the argument registers as the caller passed them
+        ldr     x2, [sp, #232]             // the result
+        blr     x9
+        ldr     x0, [sp, #232]
+        .cfi_remember_state
+        ldp     x29, x30, [sp], #240
+        .cfi_def_cfa_offset 0
+        .cfi_restore x29
+        .cfi_restore x30
+        ret
+        .cfi_restore_state
+
+.Ljump:
+        ldp     x0, x1, [sp, #16]
+        ldp     x2, x3, [sp, #32]
+        ldp     x4, x5, [sp, #48]
+        ldp     x6, x7, [sp, #64]
+        ldr     x8, [sp, #80]
+        ldp     q0, q1, [sp, #96]
+        ldp     q2, q3, [sp, #128]
+        ldp     q4, q5, [sp, #160]
+        ldp     q6, q7, [sp, #192]
+        ldp     x29, x30, [sp], #240
         .cfi_def_cfa_offset 0
         .cfi_restore x29
         .cfi_restore x30

@@ -1,7 +1,7 @@
 // The trampoline pool for x86-64 SysV (shim/call/trampoline.h explains what a gate and a prepend entry do).
 //
 // Entry i (16 bytes at msprobe_trampoline_entries + 16*i) puts i in r11 and jumps to the common code, which finds
-// row i of msprobe_trampoline_slots { fn, user, mode, unused }. r10 and r11 are the only registers touched before
+// row i of msprobe_trampoline_slots { fn, user, mode, after }. r10 and r11 are the only registers touched before
 // the target runs: they carry nothing at a function's entry (the PLT and ld.so's resolver clobber them too).
 #if defined(__x86_64__)
         .text
@@ -31,16 +31,19 @@ msprobe_trampoline_common:
         shlq    $5, %r11                   // 32-byte rows
         leaq    msprobe_trampoline_slots(%rip), %r10
         addq    %r10, %r11
-        cmpq    $0, 16(%r11)               // mode
-        jne     .Lprepend
+        cmpq    $1, 16(%r11)               // mode
+        je      .Lprepend
 
-        // Gate: a frame with every argument register, an aligned call to decide(user, &saved gpr).
+        // Gate and around: a frame with every argument register, an aligned call to decide(user, &saved gpr).
+        // 192(%rsp): the row; 200(%rsp): the value the target returned (around); 56(%rsp) is gpr[7], the around flag.
         pushq   %rbp
         .cfi_def_cfa_offset 16
         .cfi_offset %rbp, -16
         movq    %rsp, %rbp
         .cfi_def_cfa_register %rbp
-        subq    $192, %rsp                 // rsp is 16-aligned again (entry rsp is 8 mod 16)
+        subq    $208, %rsp                 // rsp is 16-aligned again (entry rsp is 8 mod 16)
+        movq    %r11, 192(%rsp)
+        movq    $0, 56(%rsp)
         movq    %rdi, 0(%rsp)
         movq    %rsi, 8(%rsp)
         movq    %rdx, 16(%rsp)
@@ -60,6 +63,44 @@ msprobe_trampoline_common:
         movq    %rsp, %rsi                 // saved rdi..r9
         call    *(%r11)                    // decide
         movq    %rax, %r11                 // where to go
+        movq    192(%rsp), %r10
+        cmpq    $2, 16(%r10)
+        jne     .Ljump
+        cmpq    $0, 56(%rsp)
+        je      .Ljump
+
+        // Around: call the target from this frame (no argument is on the stack), then after(user, &saved, result).
+        movq    0(%rsp), %rdi
+        movq    8(%rsp), %rsi
+        movq    16(%rsp), %rdx
+        movq    24(%rsp), %rcx
+        movq    32(%rsp), %r8
+        movq    40(%rsp), %r9
+        movq    48(%rsp), %rax
+        movaps  64(%rsp), %xmm0
+        movaps  80(%rsp), %xmm1
+        movaps  96(%rsp), %xmm2
+        movaps  112(%rsp), %xmm3
+        movaps  128(%rsp), %xmm4
+        movaps  144(%rsp), %xmm5
+        movaps  160(%rsp), %xmm6
+        movaps  176(%rsp), %xmm7
+        call    *%r11
+        movq    %rax, 200(%rsp)
+        movq    192(%rsp), %r10
+        movq    8(%r10), %rdi              // user
+        movq    %rsp, %rsi                 // the argument registers as the caller passed them
+        movq    %rax, %rdx                 // the result
+        call    *24(%r10)                  // after
+        movq    200(%rsp), %rax
+        .cfi_remember_state
+        movq    %rbp, %rsp
+        popq    %rbp
+        .cfi_def_cfa %rsp, 8
+        ret
+        .cfi_restore_state
+
+.Ljump:
         movq    0(%rsp), %rdi
         movq    8(%rsp), %rsi
         movq    16(%rsp), %rdx

@@ -40,10 +40,14 @@ class CaptureCall {
   CaptureCall &operator=(const CaptureCall &) = delete;
 
   bool capturing() const noexcept { return launch_ && !dropped_ && launch_->capturing(); }
-  // describe(KernelLaunch &), before the real call.
+  // describe(KernelLaunch &), before the real call. `writes`: what the call will write, when known (see
+  // KernelLaunch::inputs_done).
   template <typename Describe>
-  void inputs(Describe &&describe) noexcept {
-    run(DescribeFault::Inputs, std::forward<Describe>(describe));
+  void inputs(Describe &&describe, const std::vector<TensorMeta> *writes = nullptr) noexcept {
+    run(DescribeFault::Inputs, [&](KernelLaunch &k) {
+      describe(k);
+      k.inputs_done(writes);
+    });
   }
   // describe(KernelLaunch &), after a successful real call.
   template <typename Describe>

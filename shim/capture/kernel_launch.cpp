@@ -128,6 +128,10 @@ void KernelLaunch::output_tensor(const TensorMeta &t) { add_tensor(Side::Output,
 void KernelLaunch::output_tensor_list(const std::vector<TensorMeta> &ts) { add_tensor_list(Side::Output, ts); }
 void KernelLaunch::output_null() { add_null(Side::Output); }
 
+void KernelLaunch::inputs_done(const std::vector<TensorMeta> *writes) {
+  if (staging_) staging_->inputs_done(writes);
+}
+
 void KernelLaunch::input_value(format::ValueArg v) {
   if (takes(Side::Input)) inputs_.emplace_back().v.emplace<format::ValueArg>(std::move(v));
 }

@@ -52,6 +52,9 @@ class KernelLaunch {
 
   // Before the real launch (ignored unless capturing and data_mode includes inputs).
   void input_tensor(const TensorMeta &t);
+  // After the last input, before the real launch (CaptureCall calls it). `writes`: what the launch will write (its
+  // outputs and in-place tensors), when the family knows it before the launch; null: unknown.
+  void inputs_done(const std::vector<TensorMeta> *writes = nullptr);
   void input_tensor_list(const std::vector<TensorMeta> &ts);
   void input_value(format::ValueArg v);
   void input_null();

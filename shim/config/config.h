@@ -119,6 +119,9 @@ struct Config {
   // How long the shim waits for CANN's data dump to drain (graph capture) before it gives up; a test seam may
   // shorten it (SHIM_TEST_DRAIN_TIMEOUT_MS, read by the composition root).
   long graph_drain_timeout_ms = 60000;
+  // torch_npu's TASK_QUEUE_ENABLE as the host was started with (-1: not set), read by the composition root: at 2
+  // aclnn phase 1 runs on the task queue's thread, where stacks have no Python frames (said once, with the way out).
+  int host_task_queue = -1;
 
   std::array<Source, static_cast<size_t>(Field::kCount)> sources{};  // all Default
   Source source(Field f) const { return sources[static_cast<size_t>(f)]; }

@@ -3,6 +3,14 @@
 #include <mutex>
 
 namespace msprobe::shim {
+namespace {
+constexpr size_t kSpareNodes = 64;
+}  // namespace
+
+void DeviceAllocations::drop(std::map<uint64_t, uint64_t>::iterator it) {
+  auto node = live_.extract(it);
+  if (spare_.size() < kSpareNodes) spare_.push_back(std::move(node));
+}
 
 void DeviceAllocations::insert(const void *base, uint64_t size) {
   const auto b = reinterpret_cast<uint64_t>(base);
@@ -13,15 +21,26 @@ void DeviceAllocations::insert(const void *base, uint64_t size) {
   auto it = live_.lower_bound(b);
   if (it != live_.begin()) {
     auto prev = std::prev(it);
-    if (prev->first + prev->second > b) live_.erase(prev);
+    if (prev->first + prev->second > b) drop(prev);
   }
-  while (it != live_.end() && it->first < b + size) it = live_.erase(it);
-  live_.emplace(b, size);
+  while (it != live_.end() && it->first < b + size) drop(it++);
+  if (spare_.empty()) {
+    live_.emplace(b, size);
+    return;
+  }
+  auto node = std::move(spare_.back());
+  spare_.pop_back();
+  node.key() = b;
+  node.mapped() = size;
+  live_.insert(std::move(node));
 }
 
 bool DeviceAllocations::erase(const void *base) {
   std::unique_lock lk(mu_);
-  return live_.erase(reinterpret_cast<uint64_t>(base)) > 0;
+  auto it = live_.find(reinterpret_cast<uint64_t>(base));
+  if (it == live_.end()) return false;
+  drop(it);
+  return true;
 }
 
 std::optional<DeviceRange> DeviceAllocations::find_locked(uint64_t addr) const {
@@ -50,6 +69,7 @@ size_t DeviceAllocations::size() const {
 void DeviceAllocations::clear() {
   std::unique_lock lk(mu_);
   live_.clear();
+  spare_.clear();
 }
 
 DeviceAllocations &device_allocations() {

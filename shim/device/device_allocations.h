@@ -7,6 +7,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <span>
+#include <vector>
 
 namespace msprobe::shim {
 
@@ -34,8 +35,13 @@ class DeviceAllocations {
 
  private:
   std::optional<DeviceRange> find_locked(uint64_t addr) const;
+  void drop(std::map<uint64_t, uint64_t>::iterator it);
   mutable std::shared_mutex mu_;
   std::map<uint64_t, uint64_t> live_;  // base -> size
+  // Nodes of entries gone, for the next insert: allocations and frees are often made on different threads (a
+  // framework's Python thread and its task queue), where a node made on one and freed on the other costs the
+  // allocator's slow path every time.
+  std::vector<std::map<uint64_t, uint64_t>::node_type> spare_;
 };
 
 // The process-wide table the allocation hooks keep.

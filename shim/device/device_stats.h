@@ -1,14 +1,25 @@
 // Statistics on the device: in the statistics and overflow_check tasks, a captured floating-point tensor's Max, Min,
 // Mean and L2 Norm are computed by the runtime's own reduction ops (aclnnAminmaxAll for both extremes in one
-// kernel, aclnnMean, aclnnLinalgVectorNorm), launched by the shim on the kernel's stream (inputs before the
-// kernel, outputs after it), so that only a few scalars per tensor cross the host link instead of the tensor.
+// kernel, aclnnMean, and for the norms aclnnForeachNorm, one launch for all the tensors of one dtype on one side of
+// the kernel, or aclnnLinalgVectorNorm where that cannot serve), launched by the shim on the kernel's stream (inputs
+// before the kernel, outputs after it), so that only a few scalars per tensor cross the host link instead of the
+// tensor.
 //
-// The results of one kernel's tensors are packed into one small device block (each value in its own dtype,
-// at its natural alignment) and copied to the host with one asynchronous copy through Staging after the
-// kernel's last reduction; the collector reads them when the kernel's event completes. The shim's kernels
-// are launched through the real aclnn functions (never through its own hooks, so they are never captured),
-// read the host's tensors without writing them, and never make the host wait. Workspace comes from a
-// per-stream device buffer (kernels of one stream run in order, so they can share it).
+// The host calls are few (issue 29): the reductions' executors are made once per tensor layout and position in the
+// kernel, made repeatable (aclSetAclOpExecutorRepeatable) and kept with their argument objects; a later kernel with
+// the same tensors in the same places only points their inputs at its tensors (aclSetInputTensorAddr, when the
+// address moved) and runs phase 2. They live in a lane: a device block for the results and the executors that write
+// into it at fixed places, one lane per launch in flight on a stream (checked out for the launch, so no two kernels
+// share one at a time; kernels of one stream run in order, so the next kernel's reductions write the block only
+// after this one's results were copied out). Where the runtime refuses repeatable executors (nnopbase: an executor
+// made with huge-page memory, or whose op copies host data), the reductions are made and run once, as before.
+//
+// The results of one kernel's tensors are packed into the lane's block (each value in its own dtype, at its natural
+// alignment) and copied to the host with one asynchronous copy through Staging after the kernel's last reduction;
+// the collector reads them when the kernel's event completes. The shim's kernels are launched through the real
+// aclnn functions (never through its own hooks, so they are never captured), read the host's tensors without
+// writing them, and never make the host wait. Workspace comes from a per-stream device buffer (kernels of one stream
+// run in order, so they can share it).
 //
 // In the overflow_check task the outputs' NaN/+Inf/-Inf are counted on the device too (aclnnIsFinite,
 // aclnnIsPosInf, aclnnIsNegInf, each summed by aclnnReduceSum), and each tensor is copied device-to-device
@@ -21,6 +32,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "record/kernel_record.h"
 #include "shim/device/handles.h"
@@ -30,6 +43,10 @@ namespace msprobe::shim {
 struct DeviceStatsCounters {
   uint64_t tensors = 0;                        // tensors whose statistics were computed on the device
   uint64_t kernels = 0;                        // reduction kernels the shim launched
+  uint64_t executors = 0;                      // their executors made (phase 1); the rest were used again
+  uint64_t one_shot = 0;                       // tensors reduced with executors made for them alone (no reuse)
+  uint64_t lost = 0;                           // tensors whose reductions the runtime refused after taking them
+  uint64_t list_norms = 0, list_launches = 0;  // norms taken by aclnnForeachNorm, and its launches
   uint64_t batches = 0;                        // result copies (one per captured kernel with device statistics)
   uint64_t result_bytes = 0;                   // bytes of those copies (device -> host)
   uint64_t refused = 0;                        // tensors sent back to the host path because a reduction was refused
@@ -62,8 +79,15 @@ class DeviceStatsBatch {
   static bool eligible(const TensorMeta &m);
 
   // Enqueues the reductions of `m` on the stream (with the NaN/+Inf/-Inf counts when `counts`); nullptr when
-  // the tensor must take the host path.
+  // the tensor must take the host path. Its norm may wait for end_side().
   std::shared_ptr<const record::PrecomputedStats> add(const TensorMeta &m, bool counts = false);
+  // The tensors added since the last call were one side of the kernel (its inputs, before it runs): their reductions
+  // are enqueued now, the norms with one aclnnForeachNorm for each dtype where it serves. finish() ends the last
+  // side itself.
+  void end_side();
+  // After the inputs: end_side(), unless `outputs_elsewhere` (the kernel writes none of the inputs' bytes: the
+  // reductions of its inputs then run after it, with its outputs').
+  void inputs_done(bool outputs_elsewhere);
   // overflow_check: a device-to-device copy of the tensor's bytes, in stream order, read back to the host
   // only if the collector asks for the data (the kernel overflowed). *offset: the view's first element in
   // the copy. nullptr when device memory or the MSPROBE_BUFFER_MB budget is short (host path instead).
@@ -76,16 +100,27 @@ class DeviceStatsBatch {
   void abandon();
 
   struct Results;
+  struct Lane;
+  struct Node;
 
  private:
+  bool one_shot(const TensorMeta &m, int32_t mean_dt, bool counts, const uint64_t *stats, const uint64_t *count_offs);
+  void make_norm_groups(Node &end, const std::vector<std::pair<Node *, size_t>> &side);
   void *stream_;
   const DeviceStatsSettings &settings_;
   Staging &staging_;
   std::shared_ptr<Results> results_;
+  Lane *lane_ = nullptr;   // checked out at the first add(), back at destruction
+  Node *at_ = nullptr;     // the lane's node of the last tensor added (null: the root; see device_stats.cpp)
+  bool off_lane_ = false;  // a reduction of this launch was made for it alone: the rest of it are too
+  int side_ = 0;           // end_side() calls so far
+  std::vector<std::pair<Node *, size_t>> pending_;  // this side's tensors, reductions to come: node, result index
   uint64_t used_ = 0;
   bool launched_ = false;
 };
 
 DeviceStatsCounters device_stats_counters();
+// aclFinalize / aclrtResetDevice: every lane not in use is let go (its executors destroyed, its block freed).
+void device_stats_device_ending();
 
 }  // namespace msprobe::shim

@@ -20,16 +20,31 @@ bool TensorMeta::extent(int64_t *lo, int64_t *hi) const {
   return true;
 }
 
+namespace {
+constexpr size_t kSpareNodes = 64;  // per shard
+}  // namespace
+
 void HandleTable::put(const void *handle, HandleMeta meta) {
   Shard &s = shard(handle);
   std::lock_guard<std::mutex> lk(s.mu);
-  s.map.insert_or_assign(handle, std::move(meta));
+  if (auto it = s.map.find(handle); it != s.map.end()) {
+    it->second = std::move(meta);
+  } else if (!s.spare.empty()) {
+    auto node = std::move(s.spare.back());
+    s.spare.pop_back();
+    node.key() = handle;
+    node.mapped() = std::move(meta);
+    s.map.insert(std::move(node));
+  } else {
+    s.map.emplace(handle, std::move(meta));
+  }
 }
 
 void HandleTable::erase(const void *handle) {
   Shard &s = shard(handle);
   std::lock_guard<std::mutex> lk(s.mu);
-  s.map.erase(handle);
+  auto node = s.map.extract(handle);
+  if (!node.empty() && s.spare.size() < kSpareNodes) s.spare.push_back(std::move(node));
 }
 
 std::optional<HandleMeta> HandleTable::get(const void *handle) const {

@@ -53,6 +53,10 @@ class HandleTable {
   struct Shard {
     mutable std::mutex mu;
     std::unordered_map<const void *, HandleMeta> map;
+    // Nodes of handles destroyed, for the next creation: handles are made on one thread (a framework's Python
+    // thread) and destroyed on another (its task queue), where a node made on one and freed on the other costs
+    // the allocator's slow path every time.
+    std::vector<std::unordered_map<const void *, HandleMeta>::node_type> spare;
   };
   Shard &shard(const void *h) const { return shards_[(reinterpret_cast<uintptr_t>(h) >> 4) % kShards]; }
   mutable std::array<Shard, kShards> shards_;

@@ -32,7 +32,14 @@
   X(aclDestroyIntArray, int32_t (*)(const void *))                                                                     \
   X(aclCreateScalar, void *(*)(void *, int32_t))                                                                       \
   X(aclDestroyScalar, int32_t (*)(const void *))                                                                       \
-  /* a tensor created before capture started, described by the runtime */                                              \
+  X(aclCreateTensorList, void *(*)(const void *const *, uint64_t))                                                     \
+  X(aclDestroyTensorList, int32_t (*)(const void *))                                                                   \
+  /* ... and their executors, made once per tensor layout and used again (aclSetAclOpExecutorRepeatable) */            \
+  X(aclSetAclOpExecutorRepeatable, int32_t (*)(void *))                                                                \
+  X(aclDestroyAclOpExecutor, int32_t (*)(void *))                                                                      \
+  X(aclSetInputTensorAddr, int32_t (*)(void *, size_t, void *, void *))                                                \
+  X(aclSetDynamicInputTensorAddr, int32_t (*)(void *, size_t, size_t, void *, void *))                                 \
+  /* a tensor argument, described by the runtime on the thread of phase 2 */                                           \
   X(aclGetViewShape, int32_t (*)(const void *, int64_t **, uint64_t *))                                                \
   X(aclGetViewStrides, int32_t (*)(const void *, int64_t **, uint64_t *))                                              \
   X(aclGetViewOffset, int32_t (*)(const void *, int64_t *))                                                            \

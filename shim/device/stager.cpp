@@ -46,6 +46,10 @@ class StagedLaunch : public LaunchStaging {
 
   void take(const TensorMeta &m, TensorSide, size_t, int64_t, TensorCapture &t) override { copy_to_host(m, t); }
 
+  void inputs_done(const std::vector<TensorMeta> *writes) override {
+    if (batch_) batch_->inputs_done(writes != nullptr && apart(reduced_inputs_, *writes));
+  }
+
   std::shared_ptr<Completion> finish() override {
     // One copy of every tensor's device statistics, before the event that says the kernel's data is here.
     if (batch_ && batch_->finish()) staged_ = true;
@@ -75,11 +79,30 @@ class StagedLaunch : public LaunchStaging {
   }
   void *stream() const { return stream_; }
   void set_staged() { staged_ = true; }
+  // An input whose reductions the batch holds (it must not be written before they ran).
+  void reduced_input(const TensorMeta &m) { reduced_inputs_.push_back(m); }
 
  private:
+  // No byte of `a` is a byte of `b` (false when a range is unknown).
+  static bool apart(const std::vector<TensorMeta> &a, const std::vector<TensorMeta> &b) {
+    for (const TensorMeta &x : a)
+      for (const TensorMeta &y : b) {
+        int64_t xl = 0, xh = 0, yl = 0, yh = 0;
+        const int64_t xs = (int64_t)acl_dtype_size(x.dtype), ys = (int64_t)acl_dtype_size(y.dtype);
+        if (y.data == nullptr || !y.extent(&yl, &yh)) continue;  // writes nothing
+        if (xs == 0 || ys == 0 || !x.extent(&xl, &xh)) return false;
+        const char *x0 = static_cast<const char *>(x.data) + xl * xs,
+                   *x1 = static_cast<const char *>(x.data) + (xh + 1) * xs;
+        const char *y0 = static_cast<const char *>(y.data) + yl * ys,
+                   *y1 = static_cast<const char *>(y.data) + (yh + 1) * ys;
+        if (x0 < y1 && y0 < x1) return false;
+      }
+    return true;
+  }
   void *stream_;
   Staging &staging_;
   std::unique_ptr<DeviceStatsBatch> batch_;
+  std::vector<TensorMeta> reduced_inputs_;
   bool staged_ = false;
 };
 
@@ -104,12 +127,20 @@ void log_device_stats() {
   const DeviceStatsCounters d = device_stats_counters();
   if (d.tensors + d.refused + d.snapshots == 0) return;
   log_info(
-      "device statistics: %llu tensors, %llu reduction kernels launched, %llu bytes copied to the host in "
-      "%llu copies; %llu tensors refused by the runtime (computed on the host); %llu tensors kept on the "
-      "device (%llu bytes), %llu read back (%llu bytes)",
-      (unsigned long long)d.tensors, (unsigned long long)d.kernels, (unsigned long long)d.result_bytes,
-      (unsigned long long)d.batches, (unsigned long long)d.refused, (unsigned long long)d.snapshots,
-      (unsigned long long)d.snapshot_bytes, (unsigned long long)d.fetched, (unsigned long long)d.fetched_bytes);
+      "device statistics: %llu tensors, %llu reduction kernels launched with %llu executors made (%llu tensors "
+      "with executors of their own, not kept; %llu norms in %llu aclnnForeachNorm launches), %llu bytes copied to "
+      "the host in %llu copies; %llu tensors refused by the runtime (computed on the host); %llu tensors kept on "
+      "the device (%llu bytes), %llu read back (%llu bytes)",
+      (unsigned long long)d.tensors, (unsigned long long)d.kernels, (unsigned long long)d.executors,
+      (unsigned long long)d.one_shot, (unsigned long long)d.list_norms, (unsigned long long)d.list_launches,
+      (unsigned long long)d.result_bytes, (unsigned long long)d.batches, (unsigned long long)d.refused,
+      (unsigned long long)d.snapshots, (unsigned long long)d.snapshot_bytes, (unsigned long long)d.fetched,
+      (unsigned long long)d.fetched_bytes);
+  if (d.lost)
+    log_warn(
+        "device statistics: the runtime refused the reductions of %llu tensors after taking their arguments: "
+        "they have no statistics in the dump",
+        (unsigned long long)d.lost);
 }
 
 class HostCopies : public Stager {
@@ -142,6 +173,7 @@ class DeviceStatsLaunch final : public StagedLaunch {
         t.device_stats = batch(settings_).add(m, settings_.overflow && side == TensorSide::Output);
         t.block = std::move(kept);
         t.block_offset = offset;
+        if (t.device_stats && side == TensorSide::Input) reduced_input(m);
         if (t.device_stats || t.block) return;
       }
     }
@@ -163,6 +195,7 @@ class DeviceStatistics final : public HostCopies {
     HostCopies::log_summary();
     log_device_stats();
   }
+  void device_ending() override { device_stats_device_ending(); }
 
  private:
   const DeviceStatsSettings settings_;
@@ -230,7 +263,10 @@ class FlightRing final : public HostCopies {
   std::unique_ptr<LaunchStaging> begin(void *stream) override {
     return std::make_unique<FlightLaunch>(stream, staging_, settings_, ring_);
   }
-  void device_ending() override { ring_.forget_memory(); }
+  void device_ending() override {
+    ring_.forget_memory();
+    device_stats_device_ending();
+  }
   void log_summary() const override {
     HostCopies::log_summary();
     log_device_stats();

@@ -10,12 +10,17 @@
 //   flight_ring()        flight: bytes device-to-device into the ring (device_ring.h), the outputs' extremes reduced
 //                        on the device as the NaN/Inf check
 //
-// A fused statistics kernel of one's own (AscendC, one per chip) would be one more Stager here.
+// A fused statistics kernel of one's own (AscendC, one per chip) would be one more Stager here: take() records each
+// tensor's descriptor (address, dtype, shape, strides) and where its results go, inputs_done() and finish() launch
+// one kernel over the side's tensors (or keep them for a later launch until a hazard: the next write to one of
+// them, an event, a sync), and finish() copies the results to the host with one copy, as device_statistics() does
+// with the runtime's reductions (device_stats.h).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "record/kernel_record.h"
 #include "shim/device/device_stats.h"
@@ -34,6 +39,10 @@ class LaunchStaging {
   // Takes `m` (an input before the launch, an output after it) into `t`, which already describes it: its bytes,
   // statistics computed elsewhere, or nothing. `slot` and `item` (-1: not in a list) name it in a note.
   virtual void take(const TensorMeta &m, TensorSide side, size_t slot, int64_t item, record::TensorCapture &t) = 0;
+  // Every input was taken (before the real launch): work a stager gathers per side of the kernel is enqueued now,
+  // or, when `writes` (what the launch will write, its in-place tensors included; null: not known) leaves every
+  // input's bytes alone, after the launch with the outputs'.
+  virtual void inputs_done(const std::vector<TensorMeta> *writes) { (void)writes; }
   // The launch ran: what the collector waits on before it reads what was taken (null when nothing is in flight).
   virtual std::shared_ptr<record::Completion> finish() = 0;
   // The launch failed, so the kernel never ran: what is in flight is waited for and let go.

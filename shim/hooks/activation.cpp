@@ -138,6 +138,9 @@ void decide() {
     set_describe_fault(std::strcmp(fault, "inputs") == 0    ? DescribeFault::Inputs
                        : std::strcmp(fault, "outputs") == 0 ? DescribeFault::Outputs
                                                             : DescribeFault::None);
+  // The host's task queue (torch_npu's TASK_QUEUE_ENABLE, tiny_npu's likewise): where aclnn phase 1 runs.
+  if (const char *level = std::getenv("TASK_QUEUE_ENABLE"); level && *level)
+    load.config.host_task_queue = (int)std::strtol(level, nullptr, 10);
   g_config = new Config(std::move(load.config));
   g_state.store((int)State::Ready, std::memory_order_release);
 }

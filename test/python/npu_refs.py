@@ -443,6 +443,13 @@ def _linalg_vector_norm(a, d):
     return [_vector_norm(x, p, dims, keep)]
 
 
+@ref("ForeachNorm")
+def _foreach_norm(a, d):
+    """One output, a tensor list: the ord-norm of each tensor of x over all of its elements."""
+    xs, p = a[0], a[1]
+    return [[_vector_norm(x, p, [], False) for x in xs]]
+
+
 @ref("IsFinite")
 def _is_finite(a, d):
     return [np.isfinite(a[0])]

@@ -133,6 +133,8 @@ def main():
         ops.norm(x, 2.0, (0, 1))
         ops.norm(x3, 1.0, (2,), keepdim=True)
         ops.linalg_vector_norm(strided, 2.0, (-1,), dtype=F32)
+        ops.foreach_norm([x, strided, offset], 2.0)  # out's format is each x's: tiny_npu's 0-d outs are ND
+        ops.foreach_norm([offset, row], 1.0)
         for pred in (ops.is_finite, ops.is_pos_inf, ops.is_neg_inf):
             pred(strided)
         for red in (ops.REDUCTION_NONE, ops.REDUCTION_MEAN, ops.REDUCTION_SUM):

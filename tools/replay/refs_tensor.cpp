@@ -1,5 +1,5 @@
 // Data movement, reductions and predicates: Permute, Cat, Embedding, EmbeddingDenseBackward, ReduceSum, Mean, Amax,
-// Amin, AminmaxAll, Norm, LinalgVectorNorm, IsFinite, IsPosInf, IsNegInf.
+// Amin, AminmaxAll, Norm, LinalgVectorNorm, ForeachNorm, IsFinite, IsPosInf, IsNegInf.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -189,6 +189,13 @@ Outputs norm(const Call &c) {  // (self, p, dim, keepdim)
 Outputs linalg_vector_norm(const Call &c) {  // (self, ord, dims, keepDims, dtype)
   return {vector_norm(c.tensor(0), c.number(1), c.int_list(2), c.boolean(3))};
 }
+Outputs foreach_norm(const Call &c) {  // (x, scalar, out): the p-norm of each tensor of x over all its elements
+  c.expect_at_least(2);
+  const double p = c.number(1);
+  Outputs out;
+  for (const Tensor *x : c.tensor_list(0)) out.push_back(vector_norm(*x, p, {}, false));
+  return out;
+}
 
 template <bool (*P)(double)>
 Outputs predicate(const Call &c) {
@@ -210,6 +217,7 @@ const RefEntry kRefs[] = {
     {"AminmaxAll", aminmax_all},
     {"Norm", norm},
     {"LinalgVectorNorm", linalg_vector_norm},
+    {"ForeachNorm", foreach_norm},
     {"IsFinite", predicate<is_finite>},
     {"IsPosInf", predicate<is_pos_inf>},
     {"IsNegInf", predicate<is_neg_inf>},

@@ -143,3 +143,37 @@ def test_executor_cache_views_lists_and_eviction(rt, executor_cache):
                                    np.full(n, n, np.float32))
     assert len(executor_cache.entries) == 4
     rt.synchronize()
+
+
+def test_task_queue_level_2_makes_no_acl_call_on_the_python_thread(rt, monkeypatch):
+    """TASK_QUEUE_ENABLE=2 (torch_npu's EXEC_NPU_CMD_V2): the arguments are described, and converted, prepared and
+    launched on the queue thread; a phase-1 error surfaces at the next drain."""
+    from tiny_npu import runtime
+    rt.synchronize()
+    monkeypatch.setenv("TASK_QUEUE_ENABLE", "2")
+    level2 = Runtime(0)
+    try:
+        assert level2.queue_level == 2
+        monkeypatch.setattr(runtime, "_current", level2)
+
+        def forbidden(*a, **k):
+            raise AssertionError("an ACL argument object or phase 1 on the Python thread")
+        monkeypatch.setattr(ops, "_create_tensor", forbidden)
+        monkeypatch.setattr(ops, "_phase1", forbidden)
+        rng = np.random.RandomState(2)
+        a = Tensor.from_numpy(rng.uniform(-1, 1, (6, 8)).astype(np.float32), rt=level2)
+        b = Tensor.from_numpy(rng.uniform(-1, 1, (6, 4)).astype(np.float32), rt=level2)
+        wide = a[:, ::2]  # a strided view, as a device tensor description
+        got = ops.add(wide, b, alpha=0.5)
+        cat = ops.cat([a[:2], a[3:]], 0)
+        lo, hi = ops.aminmax_all(b)
+        np.testing.assert_allclose(got.numpy(), a.numpy()[:, ::2] + 0.5 * b.numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(cat.numpy(), np.concatenate([a.numpy()[:2], a.numpy()[3:]]))
+        assert lo.item() == b.numpy().min() and hi.item() == b.numpy().max()
+        ops.add(a, a, out=b)  # an out of shape (6, 4) for a (6, 8) sum: phase 1 fails on the queue thread
+        with pytest.raises(acl.AclError, match="aclnnAddGetWorkspaceSize"):
+            level2.drain()
+    finally:
+        monkeypatch.undo()
+        level2.shutdown()
+    rt.synchronize()

@@ -1089,3 +1089,139 @@ def test_perturb_switch_plants_a_wrong_kernel(dev, monkeypatch):
     monkeypatch.delenv("FAKE_CANN_PERTURB_OP")
     dev.run("Mul", a, b, out)
     close(out.read(), as_dtype(exact, FLOAT), FLOAT)
+
+
+# ------------------------------------------------------------------------------------------ ForeachNorm
+
+@pytest.mark.parametrize("dtype", [FLOAT, FLOAT16, BF16])
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_foreach_norm_is_each_tensors_norm(dev, dtype, p):
+    xs = [dev.tensor(rand((3, 5)), dtype), dev.tensor(rand((7,)), dtype, "strided"),
+          dev.tensor(rand((2, 2, 3)), dtype, "offset")]
+    outs = [dev.empty((), dtype), dev.empty((1,), dtype), dev.empty((), dtype)]
+    dev.run("ForeachNorm", dev.tensor_list(xs), dev.scalar(p, DOUBLE), dev.tensor_list(outs))
+    for x, out in zip(xs, outs):
+        v = np.asarray(x.host, dtype=np.float64)
+        want = np.sum(np.abs(v)) if p == 1.0 else np.sqrt(np.sum(v * v))
+        close(np.asarray(out.read()).reshape(()), as_dtype(np.array(want), dtype), dtype)
+
+
+def test_foreach_norm_equals_linalg_vector_norm_bit_for_bit(dev):
+    """The statistics of a tensor are the same whichever op takes its L2 norm."""
+    vals = rand((64, 9))
+    x = dev.tensor(vals, FLOAT16)
+    single, listed = dev.empty((), FLOAT16), dev.empty((), FLOAT16)
+    dev.run("LinalgVectorNorm", x, dev.scalar(2.0, DOUBLE), dev.ints([]), False, FLOAT16, single)
+    dev.run("ForeachNorm", dev.tensor_list([x]), dev.scalar(2.0, FLOAT), dev.tensor_list([listed]))
+    assert single.read().tobytes() == listed.read().tobytes()
+
+
+def test_foreach_norm_refusals(dev):
+    a, b = dev.tensor(rand((4,)), FLOAT), dev.tensor(rand((4,)), FLOAT16)
+    two = dev.scalar(2.0, DOUBLE)
+
+    def outs(*dtypes, shape=()):
+        return dev.tensor_list([dev.empty(shape, d) for d in dtypes])
+
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a]), two, outs(FLOAT)) == 0
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a]), dev.scalar(3.0, DOUBLE), outs(FLOAT)) == INVALID  # A2: 1, 2
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a]), dev.scalar(2, INT32), outs(FLOAT)) == INVALID
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a, b]), two, outs(FLOAT, FLOAT16)) == INVALID  # one dtype
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a]), two, outs(FLOAT16)) == INVALID  # out's dtype is x's
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a]), two, outs(FLOAT, shape=(2,))) == INVALID  # one element
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a, a]), two, outs(FLOAT)) == INVALID  # one out per tensor
+    assert dev.phase1("ForeachNorm", dev.tensor_list([a]), None, outs(FLOAT)) == NULLPTR
+    many = [dev.tensor(rand((1,)), FLOAT) for _ in range(257)]
+    assert dev.phase1("ForeachNorm", dev.tensor_list(many), two, outs(*[FLOAT] * 257)) == INVALID  # 256 at most
+
+
+# ------------------------------------------------------------------ repeatable executors: nnopbase's rules
+
+INNER, INNER_NULLPTR = 561000, 561103
+
+
+def test_set_tensor_addr_rules(dev):
+    """opbase acl_op_api.cpp: the tensor named gets the address (NULL: 561103), then the executor (NULL: 561103);
+    an index out of range or a tensor absent at phase 1 is 161002."""
+    a, b, out = dev.tensor(rand((2, 3)), FLOAT), dev.tensor(rand((2, 3)), FLOAT), dev.empty((2, 3), FLOAT)
+    op = dev.op("Mul")
+    ws, ex = op.prepare(a.handle, b.handle, out.handle)
+    assert dev.n.aclSetAclOpExecutorRepeatable(ex) == 0
+    n = dev.n
+    P, S = ctypes.c_void_p, ctypes.c_size_t
+    for fn in (n.aclSetInputTensorAddr, n.aclSetOutputTensorAddr):
+        fn.argtypes, fn.restype = [P, S, P, P], ctypes.c_int
+    a2, out2 = dev.tensor(rand((2, 3)), FLOAT), dev.empty((2, 3), FLOAT)
+    assert n.aclSetInputTensorAddr(ex, 0, None, a2.ptr) == INNER_NULLPTR
+    assert n.aclSetInputTensorAddr(None, 0, a.handle, a2.ptr) == INNER_NULLPTR
+    assert n.aclSetInputTensorAddr(ex, 2, a.handle, a2.ptr) == INVALID  # Mul has 2 inputs
+    assert n.aclSetOutputTensorAddr(ex, 1, out.handle, out2.ptr) == INVALID  # and 1 output
+    assert n.aclSetInputTensorAddr(ex, 0, a.handle, a2.ptr) == 0
+    assert n.aclSetOutputTensorAddr(ex, 0, out.handle, out2.ptr) == 0
+    addr = ctypes.c_void_p()
+    assert n.aclGetRawTensorAddr(ctypes.c_void_p(a.handle), ctypes.byref(addr)) == 0 and addr.value == a2.ptr
+    assert op.phase2(None, ws, ex, dev.stream) == 0
+    assert dev.a.aclrtSynchronizeStream(dev.stream) == 0
+    close(out2.read(), a2.host.astype(np.float64) * b.host, FLOAT)
+    assert n.aclDestroyAclOpExecutor(ex) == 0
+    assert n.aclSetAclOpExecutorRepeatable(ex) == INNER  # no executor any more
+    assert n.aclSetAclOpExecutorRepeatable(None) == INNER_NULLPTR
+
+
+def test_an_executor_made_with_huge_page_memory_is_never_repeatable(dev):
+    """opbase op_executor.cpp SetRepeatable: an executor made inside InitHugeMemThreadLocal (torch_npu's cache
+    path) is refused with ACLNN_ERR_INNER; it still runs once, as a one-shot executor."""
+    n = dev.libs.opapi
+    n.InitHugeMemThreadLocal.argtypes, n.InitHugeMemThreadLocal.restype = [ctypes.c_void_p, ctypes.c_bool], ctypes.c_int
+    n.UnInitHugeMemThreadLocal.argtypes, n.UnInitHugeMemThreadLocal.restype = [ctypes.c_void_p, ctypes.c_bool], None
+    a, b, out = dev.tensor(rand((4,)), FLOAT), dev.tensor(rand((4,)), FLOAT), dev.empty((4,), FLOAT)
+    op = dev.op("Mul")
+    assert n.InitHugeMemThreadLocal(None, False) == 0
+    try:
+        ws, ex = op.prepare(a.handle, b.handle, out.handle)
+    finally:
+        n.UnInitHugeMemThreadLocal(None, False)
+    assert dev.n.aclSetAclOpExecutorRepeatable(ex) == INNER
+    assert op.phase2(None, ws, ex, dev.stream) == 0
+    assert op.phase2(None, ws, ex, dev.stream) == INVALID  # freed by its phase 2
+    assert dev.a.aclrtSynchronizeStream(dev.stream) == 0
+    close(out.read(), a.host.astype(np.float64) * b.host, FLOAT)
+    ws, ex = op.prepare(a.handle, b.handle, out.handle)  # outside the scope: repeatable again
+    assert dev.n.aclSetAclOpExecutorRepeatable(ex) == 0
+    assert dev.n.aclDestroyAclOpExecutor(ex) == 0
+
+
+# ---------------------------------------------------------------------------------------- call counters
+
+def call_counters(dev):
+    rt = ctypes.CDLL(os.path.join(dev.libs.lib64, "libruntime.so"))
+    rt.fakeCannGetCallCounters.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    rt.fakeCannGetCallCounters.restype = ctypes.c_size_t
+    rt.fakeCannCallCounterName.argtypes, rt.fakeCannCallCounterName.restype = [ctypes.c_size_t], ctypes.c_char_p
+    n = rt.fakeCannGetCallCounters(None, 0)
+    counts = (ctypes.c_uint64 * n)()
+    rt.fakeCannGetCallCounters(counts, n)
+    return {rt.fakeCannCallCounterName(i).decode(): counts[i] for i in range(n)}
+
+
+def test_call_counters_count_each_kind_once_per_call(dev):
+    a, b, out = dev.tensor(rand((4,)), FLOAT), dev.tensor(rand((4,)), FLOAT), dev.empty((4,), FLOAT)
+    lst = dev.tensor_list([dev.tensor(rand((2,)), FLOAT), dev.tensor(rand((2,)), FLOAT)])
+    before = call_counters(dev)
+    op = dev.op("Mul")
+    ws, ex = op.prepare(a.handle, b.handle, out.handle)
+    assert dev.n.aclSetAclOpExecutorRepeatable(ex) == 0
+    assert dev.n.aclSetTensorAddr(ex, 0, a.handle, a.ptr) == 0
+    assert op.phase2(None, ws, ex, dev.stream) == 0
+    assert dev.n.aclDestroyAclOpExecutor(ex) == 0
+    s = dev.n.aclCreateScalar(store(np.array([1.0]), FLOAT).ctypes.data, FLOAT)
+    assert dev.n.aclDestroyScalar(s) == 0
+    assert dev.n.aclDestroyTensorList(lst.handle) == 0  # one destruction, members included
+    dev.others = [(d, h) for d, h in dev.others if h != lst.handle]
+    host = np.zeros(4, np.float32)
+    assert dev.a.aclrtMemcpy(host.ctypes.data, 16, out.ptr, 16, acl.MEMCPY_D2H) == 0
+    after = call_counters(dev)
+    got = {k: after[k] - before[k] for k in after}
+    assert got == {"phase1": 1, "phase2": 1, "argument_created": 1, "argument_destroyed": 2, "executor_address": 1,
+                   "executor_repeatable": 1, "executor_destroyed": 1, "copy": 1, "event_record": 0,
+                   "event_wait": 0, "kernel_launch": 1}, got

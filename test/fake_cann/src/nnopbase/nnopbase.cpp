@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "aclnn/aclnn_base.h"
+#include "fakecann/call_counters.h"
 #include "fakecann/caller.h"
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
@@ -23,6 +24,7 @@
 struct aclOpExecutor {
   fakecann::nn::ExecutorSpec spec;
   bool repeatable = false;
+  bool huge_mem = false;  // made inside InitHugeMemThreadLocal: never repeatable (opbase SetRepeatable)
   std::shared_ptr<fakecann::nn::PtaLink> pta = nullptr;  // torch_npu's executor cache (pta_cache.cpp)
   uint64_t sequence = 0;                                 // the L2 call's log sequence (single-op dump names)
 };
@@ -147,7 +149,7 @@ Slot slot(const aclTensorList *l, Io io) {
 aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExecutor **executor) {
   if (workspaceSize == nullptr || executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   *workspaceSize = spec.workspace_bytes;
-  auto *ex = new aclOpExecutor{std::move(spec), false, nullptr, g_sequence++};
+  auto *ex = new aclOpExecutor{std::move(spec), false, huge_mem_active(), nullptr, g_sequence++};
   ex->pta = pta_link_new_executor(ex->spec);
   *executor = track(ex, Kind::Executor);
   return ACLNN_SUCCESS;
@@ -155,6 +157,7 @@ aclnnStatus create_executor(ExecutorSpec spec, uint64_t *workspaceSize, aclOpExe
 
 aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *ex, aclrtStream stream,
                    const void *caller) {
+  count_call(CallKind::Phase2);
   if (ex == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   if (!live(ex, Kind::Executor)) {
     set_error_message(std::string("aclnn") + op + ": executor is not live (freed by an earlier phase 2?)");
@@ -205,9 +208,17 @@ using namespace fakecann::nn;
 
 namespace {
 
-aclnnStatus rebind(aclOpExecutor *ex, size_t index, size_t rel, void *addr, int filter) {
-  // filter: 0 = all tensor params, 1 = inputs only, 2 = outputs only
-  if (ex == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+// aclSetTensorAddr and friends, in nnopbase's order (opbase src/nnopbase/common/api/acl_op_api.cpp): the tensor the
+// host names (a list's member `rel` for the Dynamic ones) gets the address first, NULL being ACLNN_ERR_INNER_NULLPTR,
+// then the executor (NULL: ACLNN_ERR_INNER_NULLPTR). The executor's own copy of the view is rebound by `index`, among
+// its tensor parameters of `filter` (0 = all, 1 = inputs, 2 = outputs); an index out of range, or a parameter that
+// was NULL at phase 1, is ACLNN_ERR_PARAM_INVALID (the documented 161002).
+aclnnStatus rebind(aclOpExecutor *ex, size_t index, size_t rel, aclTensor *tensor, void *addr, int filter) {
+  count_call(CallKind::ExecutorAddress);
+  if (tensor == nullptr) return ACLNN_ERR_INNER_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  tensor->view.data = addr;
+  if (ex == nullptr) return ACLNN_ERR_INNER_NULLPTR;
   if (!live(ex, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
   size_t k = 0;
   for (Slot &s : ex->spec.slots) {
@@ -216,10 +227,33 @@ aclnnStatus rebind(aclOpExecutor *ex, size_t index, size_t rel, void *addr, int 
     if (k++ != index) continue;
     if (!s.present || rel >= s.views.size()) return ACLNN_ERR_PARAM_INVALID;
     s.views[rel].data = addr;
-    if (s.handles[rel] != nullptr && live(s.handles[rel], Kind::Tensor)) s.handles[rel]->view.data = addr;
     return ACLNN_SUCCESS;
   }
   return ACLNN_ERR_PARAM_INVALID;
+}
+
+// A Dynamic call's tensor: member `rel` of `list`, or NULL (the caller then reports ACLNN_ERR_INNER_NULLPTR).
+aclnnStatus list_member(aclTensorList *list, size_t rel, aclTensor **out) {
+  *out = nullptr;
+  if (list == nullptr) return ACLNN_ERR_INNER_NULLPTR;
+  if (!live(list, Kind::TensorList)) return ACLNN_ERR_PARAM_INVALID;
+  if (rel >= list->items.size()) return ACLNN_ERR_PARAM_INVALID;
+  *out = list->items[rel];
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus destroy_tensor(const aclTensor *tensor) {
+  if (tensor == nullptr) return ACLNN_SUCCESS;  // destroying NULL is a no-op
+  if (!untrack(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  delete tensor;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus destroy_scalar(const aclScalar *scalar) {
+  if (scalar == nullptr) return ACLNN_SUCCESS;
+  if (!untrack(scalar, Kind::Scalar)) return ACLNN_ERR_PARAM_INVALID;
+  delete scalar;
+  return ACLNN_SUCCESS;
 }
 
 template <typename T>
@@ -241,6 +275,7 @@ aclnnStatus aclnnFinalize(void) { return ACLNN_SUCCESS; }
 aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride,
                            int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
                            void *tensorData) {
+  count_call(CallKind::ArgumentCreated);
   if ((viewDimsNum > 0 && viewDims == nullptr) || viewDimsNum > 8 || offset < 0) return nullptr;
   if (dtype_size(dataType) == 0) return nullptr;
   if (storageDimsNum > 0 && storageDims == nullptr) return nullptr;
@@ -265,6 +300,7 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
 }
 
 aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
+  count_call(CallKind::ArgumentCreated);
   uint64_t es = dtype_size(dataType);
   if (value == nullptr || es == 0 || es > 16) return nullptr;
   auto *s = new aclScalar;
@@ -276,21 +312,25 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
 }
 
 aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
+  count_call(CallKind::ArgumentCreated);
   if (size > 0 && value == nullptr) return nullptr;
   return track(new aclIntArray{std::vector<int64_t>(value, value + size)}, Kind::IntArray);
 }
 
 aclFloatArray *aclCreateFloatArray(const float *value, uint64_t size) {
+  count_call(CallKind::ArgumentCreated);
   if (size > 0 && value == nullptr) return nullptr;
   return track(new aclFloatArray{std::vector<float>(value, value + size)}, Kind::FloatArray);
 }
 
 aclBoolArray *aclCreateBoolArray(const bool *value, uint64_t size) {
+  count_call(CallKind::ArgumentCreated);
   if (size > 0 && value == nullptr) return nullptr;
   return track(new aclBoolArray{std::vector<bool>(value, value + size)}, Kind::BoolArray);
 }
 
 aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
+  count_call(CallKind::ArgumentCreated);
   if (size > 0 && value == nullptr) return nullptr;
   auto *l = new aclTensorList;
   for (uint64_t i = 0; i < size; ++i) {
@@ -304,6 +344,7 @@ aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size)
 }
 
 aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size) {
+  count_call(CallKind::ArgumentCreated);
   if (size > 0 && value == nullptr) return nullptr;
   auto *l = new aclScalarList;
   for (uint64_t i = 0; i < size; ++i) {
@@ -317,20 +358,17 @@ aclScalarList *aclCreateScalarList(const aclScalar *const *value, uint64_t size)
 }
 
 aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
-  if (tensor == nullptr) return ACLNN_SUCCESS;  // destroying NULL is a no-op
-  if (!untrack(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
-  delete tensor;
-  return ACLNN_SUCCESS;
+  count_call(CallKind::ArgumentDestroyed);
+  return destroy_tensor(tensor);
 }
 
 aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
-  if (scalar == nullptr) return ACLNN_SUCCESS;
-  if (!untrack(scalar, Kind::Scalar)) return ACLNN_ERR_PARAM_INVALID;
-  delete scalar;
-  return ACLNN_SUCCESS;
+  count_call(CallKind::ArgumentDestroyed);
+  return destroy_scalar(scalar);
 }
 
 aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+  count_call(CallKind::ArgumentDestroyed);
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!untrack(array, Kind::IntArray)) return ACLNN_ERR_PARAM_INVALID;
   delete array;
@@ -338,6 +376,7 @@ aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
 }
 
 aclnnStatus aclDestroyFloatArray(const aclFloatArray *array) {
+  count_call(CallKind::ArgumentDestroyed);
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!untrack(array, Kind::FloatArray)) return ACLNN_ERR_PARAM_INVALID;
   delete array;
@@ -345,6 +384,7 @@ aclnnStatus aclDestroyFloatArray(const aclFloatArray *array) {
 }
 
 aclnnStatus aclDestroyBoolArray(const aclBoolArray *array) {
+  count_call(CallKind::ArgumentDestroyed);
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!untrack(array, Kind::BoolArray)) return ACLNN_ERR_PARAM_INVALID;
   delete array;
@@ -352,17 +392,19 @@ aclnnStatus aclDestroyBoolArray(const aclBoolArray *array) {
 }
 
 aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
+  count_call(CallKind::ArgumentDestroyed);
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!untrack(array, Kind::TensorList)) return ACLNN_ERR_PARAM_INVALID;
-  for (aclTensor *t : array->items) aclDestroyTensor(t);  // the list owns its members
+  for (aclTensor *t : array->items) destroy_tensor(t);  // the list owns its members
   delete array;
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyScalarList(const aclScalarList *array) {
+  count_call(CallKind::ArgumentDestroyed);
   if (array == nullptr) return ACLNN_SUCCESS;
   if (!untrack(array, Kind::ScalarList)) return ACLNN_ERR_PARAM_INVALID;
-  for (aclScalar *s : array->items) aclDestroyScalar(s);
+  for (aclScalar *s : array->items) destroy_scalar(s);
   delete array;
   return ACLNN_SUCCESS;
 }
@@ -448,40 +490,55 @@ aclnnStatus aclDumpOpTensors(const char *opType, const char *opName, aclTensor *
   return rc == 0 ? ACLNN_SUCCESS : ACLNN_ERR_RUNTIME_ERROR;
 }
 
+// Refused as nnopbase refuses it (opbase src/nnopbase/composite_op/aclnn_engine/op_executor.cpp SetRepeatable,
+// common/api/acl_op_api.cpp): ACLNN_ERR_INNER_NULLPTR for NULL, ACLNN_ERR_INNER for an executor that is no executor
+// (freed) or that uses huge-page memory (made inside InitHugeMemThreadLocal, as torch_npu's cache path does). nnopbase
+// also refuses executors whose L0 kernels copy host data to the device (CopyToNpu) or depend on an output shape; no
+// op of the stand-in builds one.
 aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor *executor) {
-  if (executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
-  if (!live(executor, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
+  count_call(CallKind::ExecutorRepeatable);
+  if (executor == nullptr) return ACLNN_ERR_INNER_NULLPTR;
+  if (!live(executor, Kind::Executor)) return ACLNN_ERR_INNER;
+  if (executor->huge_mem) {
+    set_error_message(
+        "aclSetAclOpExecutorRepeatable: the executor uses huge-page memory (made inside "
+        "InitHugeMemThreadLocal) and cannot be repeatable");
+    return ACLNN_ERR_INNER;
+  }
   executor->repeatable = true;
   return ACLNN_SUCCESS;
 }
 
 aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
+  count_call(CallKind::ExecutorDestroyed);
   if (executor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   if (!untrack(executor, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
   delete executor;
   return ACLNN_SUCCESS;
 }
 
-aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor * /*tensor*/, void *addr) {
-  return rebind(executor, index, 0, addr, 0);
+aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+  return rebind(executor, index, 0, tensor, addr, 0);
 }
-aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor * /*tensor*/, void *addr) {
-  return rebind(executor, index, 0, addr, 1);
+aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+  return rebind(executor, index, 0, tensor, addr, 1);
 }
-aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor * /*tensor*/, void *addr) {
-  return rebind(executor, index, 0, addr, 2);
+aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
+  return rebind(executor, index, 0, tensor, addr, 2);
 }
-aclnnStatus aclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
-                                    aclTensorList * /*tensors*/, void *addr) {
-  return rebind(executor, irIndex, relativeIndex, addr, 0);
-}
-aclnnStatus aclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
-                                         aclTensorList * /*tensors*/, void *addr) {
-  return rebind(executor, irIndex, relativeIndex, addr, 1);
-}
-aclnnStatus aclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,
-                                          aclTensorList * /*tensors*/, void *addr) {
-  return rebind(executor, irIndex, relativeIndex, addr, 2);
-}
+#define FAKECANN_DYNAMIC_ADDR(Fn, filter)                                                                     \
+  aclnnStatus Fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, \
+                 void *addr) {                                                                                \
+    aclTensor *member = nullptr;                                                                              \
+    if (aclnnStatus rc = list_member(tensors, relativeIndex, &member); rc != ACLNN_SUCCESS) {                 \
+      count_call(CallKind::ExecutorAddress);                                                                  \
+      return rc;                                                                                              \
+    }                                                                                                         \
+    return rebind(executor, irIndex, relativeIndex, member, addr, filter);                                    \
+  }
+FAKECANN_DYNAMIC_ADDR(aclSetDynamicTensorAddr, 0)
+FAKECANN_DYNAMIC_ADDR(aclSetDynamicInputTensorAddr, 1)
+FAKECANN_DYNAMIC_ADDR(aclSetDynamicOutputTensorAddr, 2)
+#undef FAKECANN_DYNAMIC_ADDR
 
 }  // extern "C"

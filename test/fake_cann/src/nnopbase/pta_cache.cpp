@@ -1,7 +1,8 @@
 // libnnopbase: the executor cache torch_npu uses to skip phase 1 (reference/cann_abi.md §6.4), with the
 // helpers op-plugin's hit_cache/hit_cache_v2 dlsym: InitPTACacheThreadLocal, SetPTAHashKey /
 // SetPTACacheHashKey, PTAGetExecCache / PTAFindExecCache, AddTensorAddrToCachedList, CanUsePTACache, and
-// the huge-memory helpers around phase 1 (no observable effect here).
+// the huge-memory helpers around phase 1 (their one effect here: an executor made between InitHugeMemThreadLocal and
+// UnInitHugeMemThreadLocal cannot be made repeatable, as in nnopbase).
 //
 // Protocol, as in nnopbase (opbase src/nnopbase/common/utils/op_cache.cpp):
 // * CanUsePTACache(api) is false when the cache is disabled (DISABLE_L2_CACHE set); otherwise it records
@@ -44,6 +45,8 @@
 #define FAKECANN_PTA_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace fakecann::nn {
+
+extern thread_local int t_huge_mem_depth;  // InitHugeMemThreadLocal scopes open on this thread
 
 struct PtaEntry {
   ExecutorSpec spec;  // argument handles cleared: the host's objects die with the call that made them
@@ -231,12 +234,21 @@ void pta_after_launch(PtaLink &link) {
   if (!link.hit && link.entry) link.entry->usable = true;
 }
 
+thread_local int t_huge_mem_depth = 0;
+
+bool huge_mem_active() { return t_huge_mem_depth > 0; }
+
 }  // namespace fakecann::nn
 
 using fakecann::nn::tls;
 
-FAKECANN_PTA_EXPORT int InitHugeMemThreadLocal(void * /*pool*/, bool /*flag*/) { return 0; }
-FAKECANN_PTA_EXPORT void UnInitHugeMemThreadLocal(void * /*pool*/, bool /*flag*/) {}
+FAKECANN_PTA_EXPORT int InitHugeMemThreadLocal(void * /*pool*/, bool /*flag*/) {
+  ++fakecann::nn::t_huge_mem_depth;
+  return 0;
+}
+FAKECANN_PTA_EXPORT void UnInitHugeMemThreadLocal(void * /*pool*/, bool /*flag*/) {
+  if (fakecann::nn::t_huge_mem_depth > 0) --fakecann::nn::t_huge_mem_depth;
+}
 FAKECANN_PTA_EXPORT void ReleaseHugeMem(void * /*pool*/, bool /*flag*/) {}
 
 FAKECANN_PTA_EXPORT bool CanUsePTACache(const char *api) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "fakecann/call_counters.h"
 #include "fakecann/stream.h"
 
 namespace fakecann::ops {
@@ -229,6 +230,7 @@ uint64_t workspace_for(int64_t elements) {
 
 aclnnStatus phase1(const char *op, uint64_t *workspaceSize, aclOpExecutor **executor,
                    const std::function<ExecutorSpec()> &build) {
+  count_call(CallKind::Phase1);
   try {
     ExecutorSpec spec = build();
     spec.op = op;

@@ -1,5 +1,5 @@
-// Reductions (ReduceSum, Mean, Amax, Amin, AminmaxAll, Norm, LinalgVectorNorm), the elementwise NaN/Inf predicates
-// (IsFinite, IsPosInf, IsNegInf) and the MSE loss with its backward (reduction none / mean / sum).
+// Reductions (ReduceSum, Mean, Amax, Amin, AminmaxAll, Norm, LinalgVectorNorm, ForeachNorm), the elementwise NaN/Inf
+// predicates (IsFinite, IsPosInf, IsNegInf) and the MSE loss with its backward (reduction none / mean / sum).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -123,6 +123,31 @@ aclnnStatus aminmax_all(const aclTensor *self, const aclTensor *minOut, const ac
   });
 }
 
+// The p-norm's fold, shared by Norm, LinalgVectorNorm and ForeachNorm (the same values whichever op computes them):
+// p = inf / -inf give max / min of |x|, p = 0 the count of non-zeros; NaN propagates.
+double norm_start(double p) { return std::isinf(p) && p < 0 ? std::numeric_limits<double>::infinity() : 0.0; }
+
+void norm_fold(double x, double &r, double p) {
+  double a = std::fabs(x);
+  if (std::isnan(a) || std::isnan(r))
+    r = std::numeric_limits<double>::quiet_NaN();
+  else if (std::isinf(p))
+    r = p > 0 ? std::max(r, a) : std::min(r, a);
+  else if (p == 0)
+    r += a != 0.0;
+  else if (p == 1)
+    r += a;
+  else if (p == 2)
+    r += a * a;
+  else
+    r += std::pow(a, p);
+}
+
+double norm_finish(double r, double p) {
+  if (std::isinf(p) || p == 0 || p == 1) return r;
+  return p == 2 ? std::sqrt(r) : std::pow(r, 1.0 / p);
+}
+
 // Norm / LinalgVectorNorm: (sum |x|^p)^(1/p) over `dims`; p = inf / -inf give max / min of |x|, p = 0 the
 // count of non-zeros. Accumulated in double, rounded once to out's dtype.
 aclnnStatus vector_norm(const char *op, const aclTensor *self, const aclScalar *p_scalar, const aclIntArray *dims,
@@ -139,26 +164,9 @@ aclnnStatus vector_norm(const char *op, const aclTensor *self, const aclScalar *
                         {nn::slot(self, Io::Input), nn::slot(out, Io::Output)},
                         kReduceWorkspace,
                         [f = std::move(f), p](const Slots &s) {
-                          const bool inf = std::isinf(p);
-                          const double start = inf && p < 0 ? std::numeric_limits<double>::infinity() : 0.0;
-                          Values x = gather(view(s, 0)), acc((size_t)f.outputs, start);
-                          for (size_t i = 0; i < x.size(); ++i) {
-                            double a = std::fabs(x[i]), &r = acc[f.at(i)];
-                            if (std::isnan(a) || std::isnan(r))
-                              r = std::numeric_limits<double>::quiet_NaN();
-                            else if (inf)
-                              r = p > 0 ? std::max(r, a) : std::min(r, a);
-                            else if (p == 0)
-                              r += a != 0.0;
-                            else if (p == 1)
-                              r += a;
-                            else if (p == 2)
-                              r += a * a;
-                            else
-                              r += std::pow(a, p);
-                          }
-                          if (!inf && p != 0 && p != 1)
-                            for (double &r : acc) r = p == 2 ? std::sqrt(r) : std::pow(r, 1.0 / p);
+                          Values x = gather(view(s, 0)), acc((size_t)f.outputs, norm_start(p));
+                          for (size_t i = 0; i < x.size(); ++i) norm_fold(x[i], acc[f.at(i)], p);
+                          for (double &r : acc) r = norm_finish(r, p);
                           scatter(view(s, 1), acc);
                         }};
   });
@@ -174,6 +182,43 @@ aclnnStatus predicate(const char *op, const aclTensor *self, const aclTensor *ou
                           Values x = gather(view(s, 0));
                           for (double &e : x) e = test(e) ? 1.0 : 0.0;
                           scatter(view(s, 1), x);
+                        }};
+  });
+}
+
+// ForeachNorm (Atlas A2/A3, CANN 8.1: aclnnForeachNorm.md, ops-nn foreach/foreach_norm): the p-norm of each tensor
+// of x, into the one-element tensor of out at the same position. x: FLOAT, FLOAT16 or BFLOAT16, one dtype for the
+// whole list, at most 8 dims, ND, views allowed; out: as many tensors, of x's dtype and format, one element each;
+// p: a FLOAT, DOUBLE or INT64 scalar. The A2/A3 kernel implements p = 1 and 2 only (foreach_norm.h lists 0 and
+// +-inf as "not used now"; +inf is documented for Ascend 950 alone): other orders are refused here. One launch
+// handles at most 256 tensors (foreach_reduce_tiling_def.h MAX_TENSOR_CONT).
+constexpr size_t kForeachMaxTensors = 256;
+
+aclnnStatus foreach_norm(const aclTensorList *x, const aclScalar *scalar, const aclTensorList *out, uint64_t *ws,
+                         aclOpExecutor **ex) {
+  return phase1("ForeachNorm", ws, ex, [&] {
+    std::vector<const TensorView *> in = tensor_list(x, "x", kFloats), o = tensor_list(out, "out", kFloats);
+    const double p = fakecann::ops::scalar(scalar, "scalar");  // NULL: ACLNN_ERR_PARAM_NULLPTR
+    if (scalar->dtype != ACL_FLOAT && scalar->dtype != ACL_DOUBLE && scalar->dtype != ACL_INT64)
+      fail("scalar's dtype " + std::to_string(scalar->dtype) + " is not FLOAT, DOUBLE or INT64");
+    if (p != 1.0 && p != 2.0) fail("the order of the norm must be 1 or 2 on this chip");
+    if (in.empty() || in.size() > kForeachMaxTensors)
+      fail("x holds " + std::to_string(in.size()) + " tensors, not 1 to " + std::to_string(kForeachMaxTensors));
+    if (o.size() != in.size()) fail("x has " + std::to_string(in.size()) + " tensors, out " + std::to_string(o.size()));
+    for (size_t i = 0; i < in.size(); ++i) {
+      const std::string at = "[" + std::to_string(i) + "]";
+      if (in[i]->dtype != in[0]->dtype) fail("x" + at + " differs in dtype from x[0]");
+      if (in[i]->shape.size() > 8) fail("x" + at + " has more than 8 dims");
+      if (o[i]->dtype != in[i]->dtype || o[i]->format != in[i]->format)
+        fail("out" + at + " differs in dtype or format from x" + at);
+      if (o[i]->numel() != 1) fail("out" + at + " must hold one element, has shape " + show(o[i]->shape));
+    }
+    return ExecutorSpec{"", {nn::slot(x, Io::Input), nn::slot(out, Io::Output)}, kReduceWorkspace, [p](const Slots &s) {
+                          for (size_t i = 0; i < s[0].views.size(); ++i) {
+                            double r = norm_start(p);
+                            for (double v : gather(s[0].views[i])) norm_fold(v, r, p);
+                            scatter(s[1].views[i], {norm_finish(r, p)});
+                          }
                         }};
   });
 }
@@ -223,6 +268,11 @@ aclnnStatus aclnnLinalgVectorNormGetWorkspaceSize(const aclTensor *self, const a
                                                   bool keepDims, const aclDataType dtype, aclTensor *out,
                                                   uint64_t *workspaceSize, aclOpExecutor **executor) {
   return vector_norm("LinalgVectorNorm", self, ord, dims, keepDims, dtype, out, workspaceSize, executor);
+}
+
+aclnnStatus aclnnForeachNormGetWorkspaceSize(const aclTensorList *x, const aclScalar *scalar, const aclTensorList *out,
+                                             uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return foreach_norm(x, scalar, out, workspaceSize, executor);
 }
 
 aclnnStatus aclnnIsFiniteGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,

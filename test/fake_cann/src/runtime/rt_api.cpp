@@ -7,6 +7,7 @@
 #include <string>
 
 #include "acl/acl_base.h"
+#include "fakecann/call_counters.h"
 #include "fakecann/caller.h"
 #include "fakecann/device.h"
 #include "fakecann/rt_internal.h"
@@ -110,6 +111,7 @@ int check_copy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMem
 
 int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, void *stream,
                 bool async) {
+  count_call(CallKind::Copy);
   Dir d;
   if (int e = check_copy(dst, destMax, src, cnt, kind, &d)) return e;
   if (d != Dir::HostToHost)
@@ -279,6 +281,7 @@ rtError_t rtEventCreate(rtEvent_t *evt) {
 }
 
 rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
+  count_call(CallKind::EventRecord);
   Stream *s;
   if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
   if (int e = resolve_stream(stm, &s)) return e;
@@ -287,6 +290,7 @@ rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
 }
 
 rtError_t rtEventSynchronize(rtEvent_t evt) {
+  count_call(CallKind::EventWait);
   if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
   event_synchronize(static_cast<Event *>(evt));
   return RT_ERROR_NONE;
@@ -297,6 +301,7 @@ rtError_t rtEventDestroy(rtEvent_t evt) {
 }
 
 rtError_t rtStreamWaitEvent(rtStream_t stm, rtEvent_t evt) {
+  count_call(CallKind::EventWait);
   Stream *s;
   if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
   if (int e = resolve_stream(stm, &s)) return e;

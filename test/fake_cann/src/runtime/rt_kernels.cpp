@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "acl/acl_base.h"
+#include "fakecann/call_counters.h"
 #include "fakecann/device.h"
 #include "fakecann/dtype.h"
 #include "fakecann/op_task.h"
@@ -381,6 +382,7 @@ rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc, const char_t
 
 rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, uint32_t argsSize,
                          rtSmDesc_t * /*smDesc*/, rtStream_t stm) {
+  count_call(CallKind::KernelLaunch);
   rtArgsEx_t info{};
   info.args = args;
   info.argsSize = argsSize;
@@ -389,6 +391,7 @@ rtError_t rtKernelLaunch(const void *stubFunc, uint32_t blockDim, void *args, ui
 
 rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo, rtSmDesc_t * /*smDesc*/,
                                  rtStream_t stm, uint32_t /*flags*/) {
+  count_call(CallKind::KernelLaunch);
   if (argsInfo == nullptr) return invalid("NULL argsInfo");
   return launch_stub(stubFunc, blockDim, *argsInfo, stm);
 }
@@ -396,17 +399,20 @@ rtError_t rtKernelLaunchWithFlag(const void *stubFunc, uint32_t blockDim, rtArgs
 rtError_t rtKernelLaunchWithFlagV2(const void *stubFunc, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                    rtSmDesc_t * /*smDesc*/, rtStream_t stm, uint32_t /*flags*/,
                                    const rtTaskCfgInfo_t * /*cfgInfo*/) {
+  count_call(CallKind::KernelLaunch);
   if (argsInfo == nullptr) return invalid("NULL argsInfo");
   return launch_stub(stubFunc, blockDim, *argsInfo, stm);
 }
 
 rtError_t rtKernelLaunchWithHandle(void *hdl, const uint64_t tilingKey, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                    rtSmDesc_t * /*smDesc*/, rtStream_t stm, const void * /*kernelInfo*/) {
+  count_call(CallKind::KernelLaunch);
   return launch_handle(hdl, tilingKey, blockDim, argsInfo, stm);
 }
 
 rtError_t rtKernelLaunchWithHandleV2(void *hdl, const uint64_t tilingKey, uint32_t blockDim, rtArgsEx_t *argsInfo,
                                      rtSmDesc_t * /*smDesc*/, rtStream_t stm, const rtTaskCfgInfo_t * /*cfgInfo*/) {
+  count_call(CallKind::KernelLaunch);
   return launch_handle(hdl, tilingKey, blockDim, argsInfo, stm);
 }
 

@@ -827,6 +827,103 @@ TEST(Trampoline, ThreadsThroughClosedAndOpenGates) {
   EXPECT_EQ(hooked.load(), 4 * kCalls / 2);
 }
 
+// ---- Around trampolines: a gate and a post hook alone, every argument in registers ----
+
+namespace {
+NOIPA int32_t around_throwing(int64_t a, double x) {
+  if (a < 0) throw Thrown{a, x};
+  return static_cast<int32_t>(a) + 1;
+}
+bool open(void*, const uint64_t*) { return true; }
+void walking_post(void*, const RawArgs&, uint64_t) {
+  g_walk.clear();
+  _Unwind_Backtrace(&collect, nullptr);
+}
+}  // namespace
+
+TEST(Trampoline, AroundCallsTheRealFunctionThenThePostHookWithTheCallersArguments) {
+  // Six integers and eight floating-point values: every argument register of x86-64, none on the stack.
+  auto* real = &callee<int64_t, double, int8_t, float, uint16_t, double, void*, float, int32_t, double, bool, double,
+                       float, double>;
+  const int64_t a = std::numeric_limits<int64_t>::min() + 3;
+  void* p = reinterpret_cast<void*>(uintptr_t{0xdeadbeefcafe});
+  const std::vector<Param> params{param_of(a),           param_of(f64(kSNaN64)),  param_of(int8_t{-5}),
+                                  param_of(f32(kNegDenormMax32)), param_of(uint16_t{65535}), param_of(-0.0),
+                                  param_of(p),           param_of(1.5f),          param_of(int32_t{-1}),
+                                  param_of(f64(kQNaNPayload64)), param_of(true), param_of(2.5),
+                                  param_of(-3.0f),       param_of(1e300)};
+  std::vector<ArgClass> classes;
+  for (const Param& q : params) classes.push_back(q.cls);
+  ASSERT_EQ(stack_slots_needed(classes), 0);
+  const int32_t want = static_cast<int32_t>(fold(expected_seen(params)));
+  for (bool gate_open : {true, false}) {
+    SCOPED_TRACE(gate_open ? "gate open" : "gate closed");
+    Probe probe{params};
+    probe.gate_open = gate_open;
+    Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(real), ReturnKind::Int32, nullptr, probe_post, &probe, 0,
+                                      probe_gate);
+    ASSERT_NE(fw, nullptr);
+    EXPECT_TRUE(fw->gated());
+    EXPECT_NE(fw->entry(), fw->closure());  // the around trampoline, not libffi
+    auto fn = reinterpret_cast<decltype(real)>(fw->entry());
+    t_seen.clear();
+    const int32_t got = fn(a, f64(kSNaN64), -5, f32(kNegDenormMax32), 65535, -0.0, p, 1.5f, -1, f64(kQNaNPayload64),
+                           true, 2.5, -3.0f, 1e300);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(t_seen, expected_seen(params));
+    EXPECT_EQ(probe.gate_calls, 1);
+    EXPECT_EQ(probe.post_calls, gate_open ? 1 : 0);
+    if (gate_open) {
+      EXPECT_EQ(static_cast<int32_t>(probe.ret), want);
+    }
+    EXPECT_TRUE(probe.mismatches.empty()) << joined(probe.mismatches);
+  }
+}
+
+TEST(Trampoline, AroundReturnsPointersAndInt64WholeAndLetsExceptionsThrough) {
+  Probe probe{{param_of(int64_t{9})}};
+  auto* preal = &callee_ret<void*, int64_t>;
+  Forwarder* pf = Forwarder::create(reinterpret_cast<void*>(preal), ReturnKind::Pointer, nullptr, probe_post, &probe, 0,
+                                    open);
+  ASSERT_NE(pf, nullptr);
+  EXPECT_EQ(reinterpret_cast<decltype(preal)>(pf->entry())(9), preal(9));
+  EXPECT_EQ(probe.ret, reinterpret_cast<uintptr_t>(preal(9)));
+  Forwarder* tf = Forwarder::create(reinterpret_cast<void*>(&around_throwing), ReturnKind::Int32, nullptr, probe_post,
+                                    &probe, 0, open);
+  ASSERT_NE(tf, nullptr);
+  auto fn = reinterpret_cast<decltype(&around_throwing)>(tf->entry());
+  const int before = probe.post_calls;
+  bool caught = false;
+  try {
+    fn(-4, 0.5);
+  } catch (const Thrown& e) {
+    caught = e.a == -4 && e.x == 0.5;
+  }
+  EXPECT_TRUE(caught);
+  EXPECT_EQ(probe.post_calls, before);  // the call never returned
+  EXPECT_EQ(fn(6, 0.5), 7);             // and the next one works
+  EXPECT_EQ(probe.post_calls, before + 1);
+}
+
+TEST(Trampoline, TheUnwinderWalksFromTheAroundPostHookThroughTheTrampolineToTheCaller) {
+  Forwarder* fw = Forwarder::create(reinterpret_cast<void*>(&callee<int64_t, double>), ReturnKind::Int32, nullptr,
+                                    walking_post, nullptr, 0, open);
+  ASSERT_NE(fw, nullptr);
+  ASSERT_NE(fw->entry(), fw->closure());
+  const int32_t r = call_through(reinterpret_cast<int32_t (*)(int64_t, double)>(fw->entry()));
+  const int32_t want = callee<int64_t, double>(5, 0.25) + 1;
+  EXPECT_EQ(r, want);
+  const auto begin = reinterpret_cast<uintptr_t>(&call_through);
+  bool in_caller = false, beyond = false;
+  for (size_t i = 0; i < g_walk.size(); ++i)
+    if (g_walk[i] > begin && g_walk[i] < begin + 512) {
+      in_caller = true;
+      beyond = i + 1 < g_walk.size();
+    }
+  EXPECT_TRUE(in_caller) << g_walk.size() << " frames";
+  EXPECT_TRUE(beyond);
+}
+
 // ---- Cost (printed, not asserted: the machine is shared) ----
 
 namespace {

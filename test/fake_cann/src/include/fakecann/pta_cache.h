@@ -24,4 +24,8 @@ aclnnStatus pta_before_launch(PtaLink &link, std::vector<Slot> &slots, const cha
 // Phase 2, after the kernel was queued: a cached entry becomes usable by later lookups.
 void pta_after_launch(PtaLink &link);
 
+// True between InitHugeMemThreadLocal and UnInitHugeMemThreadLocal on this thread: an executor made then uses
+// huge-page memory, and nnopbase refuses to make it repeatable (opbase op_executor.cpp SetRepeatable).
+bool huge_mem_active();
+
 }  // namespace fakecann::nn
