@@ -6,6 +6,19 @@
 #if defined(__aarch64__)
         .text
 
+        // The argument registers as the caller passed them, from the gate/around frame's save area.
+        .macro  restore_arguments
+        ldp     x0, x1, [sp, #16]
+        ldp     x2, x3, [sp, #32]
+        ldp     x4, x5, [sp, #48]
+        ldp     x6, x7, [sp, #64]
+        ldr     x8, [sp, #80]
+        ldp     q0, q1, [sp, #96]
+        ldp     q2, q3, [sp, #128]
+        ldp     q4, q5, [sp, #160]
+        ldp     q6, q7, [sp, #192]
+        .endm
+
         .p2align 3
         .globl  msprobe_trampoline_entries
         .hidden msprobe_trampoline_entries
@@ -65,15 +78,7 @@ msprobe_trampoline_common:
         cbz     x9, .Ljump
 
         // Around: call the target from this frame (no argument is on the stack), then after(user, &saved, result).
-        ldp     x0, x1, [sp, #16]
-        ldp     x2, x3, [sp, #32]
-        ldp     x4, x5, [sp, #48]
-        ldp     x6, x7, [sp, #64]
-        ldr     x8, [sp, #80]
-        ldp     q0, q1, [sp, #96]
-        ldp     q2, q3, [sp, #128]
-        ldp     q4, q5, [sp, #160]
-        ldp     q6, q7, [sp, #192]
+        restore_arguments
         blr     x16
         str     x0, [sp, #232]
         ldr     x17, [sp, #224]
@@ -92,15 +97,7 @@ msprobe_trampoline_common:
         .cfi_restore_state
 
 .Ljump:
-        ldp     x0, x1, [sp, #16]
-        ldp     x2, x3, [sp, #32]
-        ldp     x4, x5, [sp, #48]
-        ldp     x6, x7, [sp, #64]
-        ldr     x8, [sp, #80]
-        ldp     q0, q1, [sp, #96]
-        ldp     q2, q3, [sp, #128]
-        ldp     q4, q5, [sp, #160]
-        ldp     q6, q7, [sp, #192]
+        restore_arguments
         ldp     x29, x30, [sp], #240
         .cfi_def_cfa_offset 0
         .cfi_restore x29

@@ -6,6 +6,25 @@
 #if defined(__x86_64__)
         .text
 
+        // The argument registers as the caller passed them, from the gate/around frame's save area.
+        .macro  restore_arguments
+        movq    0(%rsp), %rdi
+        movq    8(%rsp), %rsi
+        movq    16(%rsp), %rdx
+        movq    24(%rsp), %rcx
+        movq    32(%rsp), %r8
+        movq    40(%rsp), %r9
+        movq    48(%rsp), %rax
+        movaps  64(%rsp), %xmm0
+        movaps  80(%rsp), %xmm1
+        movaps  96(%rsp), %xmm2
+        movaps  112(%rsp), %xmm3
+        movaps  128(%rsp), %xmm4
+        movaps  144(%rsp), %xmm5
+        movaps  160(%rsp), %xmm6
+        movaps  176(%rsp), %xmm7
+        .endm
+
         .p2align 4
         .globl  msprobe_trampoline_entries
         .hidden msprobe_trampoline_entries
@@ -70,21 +89,7 @@ msprobe_trampoline_common:
         je      .Ljump
 
         // Around: call the target from this frame (no argument is on the stack), then after(user, &saved, result).
-        movq    0(%rsp), %rdi
-        movq    8(%rsp), %rsi
-        movq    16(%rsp), %rdx
-        movq    24(%rsp), %rcx
-        movq    32(%rsp), %r8
-        movq    40(%rsp), %r9
-        movq    48(%rsp), %rax
-        movaps  64(%rsp), %xmm0
-        movaps  80(%rsp), %xmm1
-        movaps  96(%rsp), %xmm2
-        movaps  112(%rsp), %xmm3
-        movaps  128(%rsp), %xmm4
-        movaps  144(%rsp), %xmm5
-        movaps  160(%rsp), %xmm6
-        movaps  176(%rsp), %xmm7
+        restore_arguments
         call    *%r11
         movq    %rax, 200(%rsp)
         movq    192(%rsp), %r10
@@ -101,21 +106,7 @@ msprobe_trampoline_common:
         .cfi_restore_state
 
 .Ljump:
-        movq    0(%rsp), %rdi
-        movq    8(%rsp), %rsi
-        movq    16(%rsp), %rdx
-        movq    24(%rsp), %rcx
-        movq    32(%rsp), %r8
-        movq    40(%rsp), %r9
-        movq    48(%rsp), %rax
-        movaps  64(%rsp), %xmm0
-        movaps  80(%rsp), %xmm1
-        movaps  96(%rsp), %xmm2
-        movaps  112(%rsp), %xmm3
-        movaps  128(%rsp), %xmm4
-        movaps  144(%rsp), %xmm5
-        movaps  160(%rsp), %xmm6
-        movaps  176(%rsp), %xmm7
+        restore_arguments
         movq    %rbp, %rsp
         popq    %rbp
         .cfi_restore %rbp
