@@ -21,6 +21,7 @@
 #include "acl/acl_dump.h"
 #include "aclnnop/aclnn_add.h"
 #include "test/unit/fake_cann/device_buffers.h"
+#include "../time_scale.h"
 #include "test/unit/fake_cann/proto_fields.h"
 
 extern "C" {  // libnnopbase's executor cache helpers (reference/cann_abi.md §6.4)
@@ -37,6 +38,10 @@ namespace fs = std::filesystem;
 using namespace fakecann_test;
 
 namespace {
+
+// Under qemu (MSPROBE_TEST_TIME_SCALE) the host side of a call is slower: the sync test's "the call only queued"
+// bound is the delay, so the delay grows with it.
+[[maybe_unused]] const bool g_delay_scaled = msprobe::test::scale_fake_cann_task_delay();
 
 const bool g_acl = aclInit(nullptr) == ACL_SUCCESS;
 
