@@ -30,6 +30,17 @@ class WriteAll final : public Retention {
   void commit(PendingKernel &&k, DumpWriter &writer) override { writer.append(k); }
 };
 
+// Every tensor of an argument list, lists included.
+void for_each_tensor(std::optional<record::CapturedList> &args, const std::function<void(record::TensorCapture &)> &f) {
+  if (!args) return;
+  std::function<void(record::CapturedArg &)> visit = [&](record::CapturedArg &a) {
+    if (auto *t = std::get_if<record::TensorCapture>(&a.v)) f(*t);
+    if (auto *l = std::get_if<record::CapturedList>(&a.v))
+      for (record::CapturedArg &x : *l) visit(x);
+  };
+  for (record::CapturedArg &a : *args) visit(a);
+}
+
 // What overflow_check and the flight task share: the check, the limit and the message.
 class OutputCheck : public Retention {
  public:
@@ -69,6 +80,19 @@ class OutputCheck : public Retention {
     return w;
   }
   format::StatPrecision precision() const { return precision_; }
+  // A tensor whose bytes were kept (on the device, in the ring) lets its device results go: its statistics, if it is
+  // ever written, come from the bytes (the device may have reduced its extremes only, for the check).
+  static void use_kept_bytes(PendingKernel &k) {
+    for (auto *args : {&k.k.inputs, &k.k.outputs})
+      for_each_tensor(*args, [](record::TensorCapture &t) {
+        if (t.block) t.device_stats.reset();
+      });
+  }
+  // An overflow found from the extremes says which kinds; the record says how many, from the bytes.
+  void count_exactly(PendingKernel &k) const {
+    use_kept_bytes(k);
+    if (std::string exact = nonfinite_outputs(k.k, precision_); !exact.empty()) k.overflow = std::move(exact);
+  }
 
  private:
   const int64_t limit_;
@@ -85,22 +109,12 @@ class FirstOverflows final : public OutputCheck {
   void commit(PendingKernel &&k, DumpWriter &writer) override {
     if (!k.have_data || k.overflow.empty()) return;  // a clean kernel: nothing to write
     if (!count_one()) return;
+    count_exactly(k);
     // Every one on stderr: they are the findings.
     std::fprintf(stderr, "msprobe-shim: overflow: %s\n", where(k.k, k.overflow).c_str());
     write(k, writer);
   }
 };
-
-// Every tensor of an argument list, lists included.
-void for_each_tensor(std::optional<record::CapturedList> &args, const std::function<void(record::TensorCapture &)> &f) {
-  if (!args) return;
-  std::function<void(record::CapturedArg &)> visit = [&](record::CapturedArg &a) {
-    if (auto *t = std::get_if<record::TensorCapture>(&a.v)) f(*t);
-    if (auto *l = std::get_if<record::CapturedList>(&a.v))
-      for (record::CapturedArg &x : *l) visit(x);
-  };
-  for (record::CapturedArg &a : *args) visit(a);
-}
 
 class FlightRecord final : public OutputCheck {
  public:
@@ -110,12 +124,9 @@ class FlightRecord final : public OutputCheck {
 
   bool examine(PendingKernel &k) override {
     OutputCheck::examine(k);
-    // A kept tensor's statistics are computed from its bytes if it is ever written: the device's results (and the
-    // pinned memory they came back in) need not stay for as long as the ring keeps the kernel.
-    for (auto *args : {&k.k.inputs, &k.k.outputs})
-      for_each_tensor(*args, [](record::TensorCapture &t) {
-        if (t.block) t.device_stats.reset();
-      });
+    // The device's results (and the pinned memory they came back in) need not stay for as long as the ring keeps
+    // the kernel.
+    use_kept_bytes(k);
     return false;
   }
 
@@ -124,8 +135,7 @@ class FlightRecord final : public OutputCheck {
     if (limit_reached()) return;  // the records asked for are written
     if (k.overflow.empty()) return keep(std::move(k));
     if (!count_one()) return;
-    // The check may have read the device's extremes only; the record says how many, from the bytes.
-    if (std::string exact = nonfinite_outputs(k.k, precision()); !exact.empty()) k.overflow = std::move(exact);
+    count_exactly(k);
     std::deque<PendingKernel> record = take_kept();
     std::fprintf(stderr, "msprobe-shim: flight record: overflow: %s; written with the %zu kernels before it\n",
                  where(k.k, k.overflow).c_str(), record.size());

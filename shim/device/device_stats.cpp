@@ -23,7 +23,7 @@ namespace msprobe::shim {
 namespace {
 
 // aclDataType / aclFormat values (reference/cann_abi.md §3).
-constexpr int32_t kAclFloat = 0, kAclFloat16 = 1, kAclInt64 = 9, kAclDouble = 11, kAclBool = 12, kAclBf16 = 27;
+constexpr int32_t kAclFloat = 0, kAclFloat16 = 1, kAclDouble = 11, kAclBf16 = 27;
 constexpr int32_t kD2H = 2, kD2D = 3;  // aclrtMemcpyKind
 constexpr int32_t kFormatNchw = 0, kFormatNhwc = 1, kFormatNd = 2;
 
@@ -55,11 +55,6 @@ Op op_aminmax{{"aclnnAminmaxAllGetWorkspaceSize"}, {"aclnnAminmaxAll"}};  // bot
 Op op_mean{{"aclnnMeanGetWorkspaceSize"}, {"aclnnMean"}};
 Op op_norm{{"aclnnLinalgVectorNormGetWorkspaceSize"}, {"aclnnLinalgVectorNorm"}};
 Op op_foreach_norm{{"aclnnForeachNormGetWorkspaceSize"}, {"aclnnForeachNorm"}};  // optional: the norms of a list
-Op op_is_finite{{"aclnnIsFiniteGetWorkspaceSize"}, {"aclnnIsFinite"}};
-Op op_is_pos_inf{{"aclnnIsPosInfGetWorkspaceSize"}, {"aclnnIsPosInf"}};
-Op op_is_neg_inf{{"aclnnIsNegInfGetWorkspaceSize"}, {"aclnnIsNegInf"}};
-Op op_reduce_sum{{"aclnnReduceSumGetWorkspaceSize"}, {"aclnnReduceSum"}};
-Op *const kTests[3] = {&op_is_finite, &op_is_pos_inf, &op_is_neg_inf};
 
 // aclnnForeachNorm takes at most this many tensors (ops-nn foreach_reduce_tiling_def.h MAX_TENSOR_CONT).
 constexpr size_t kForeachMax = 256;
@@ -158,13 +153,12 @@ struct Args {
 };
 
 // Device scratch of one stream's reductions (they run in stream order, so one buffer serves them all): the
-// workspace and the BOOL masks of the counts. Outgrown buffers are kept: a queued kernel may still use them.
+// workspace. Outgrown buffers are kept: a queued kernel may still use them.
 struct Scratch {
-  std::pair<void *, uint64_t> workspace{nullptr, 0}, mask{nullptr, 0};
+  std::pair<void *, uint64_t> workspace{nullptr, 0};
   std::vector<void *> retired;
   ~Scratch() {
     device_free(workspace.first);
-    device_free(mask.first);
     for (void *p : retired) device_free(p);
   }
 };
@@ -223,8 +217,8 @@ double load_value(const unsigned char *p, int32_t acl) {
   return sign ? -v : v;
 }
 
-// The dtypes the statistics kernels see: the eligible float types and the int64 of the counts.
-size_t size_of(int32_t acl) { return acl == kAclFloat ? 4 : acl == kAclInt64 ? 8 : 2; }
+// The dtypes the statistics kernels see: the eligible float types.
+size_t size_of(int32_t acl) { return acl == kAclFloat ? 4 : 2; }
 
 // The host's tensor as the host described it (shape, strides, offset over its storage), for the shim's kernels.
 void *view_of_host_tensor(Args &args, const TensorMeta &m, int32_t dt) {
@@ -246,13 +240,6 @@ void *result_slot(Args &args, void *block, int32_t t, uint64_t offset) {
                    runtime::aclDestroyTensor.get());
 }
 
-// A BOOL tensor of the tensor's shape over `mask` (the counts' scratch).
-void *mask_of(Args &args, const TensorMeta &m, void *mask) {
-  return args.keep(runtime::aclCreateTensor.get()(m.shape.data(), m.ndim, kAclBool, nullptr, 0, kFormatNd,
-                                                  m.shape.data(), m.ndim, mask),
-                   runtime::aclDestroyTensor.get());
-}
-
 void *all_dims(Args &args, const TensorMeta &m) {
   int64_t dims[kMaxDims];
   for (int i = 0; i < m.ndim; ++i) dims[i] = i;
@@ -265,48 +252,45 @@ void *order_two(Args &args) {
 }
 
 // Where one tensor's results go in the kernel's block, from byte `used` on: max and min in the tensor's dtype, mean
-// and norm in the result dtype, then (overflow counts) three int64 counts, each naturally aligned.
+// and norm in the result dtype (not for extremes only), each naturally aligned.
 struct ResultSlots {
-  uint64_t stats[4];
-  uint64_t counts[3] = {};
+  uint64_t stats[4] = {};
   uint64_t end;
 };
 
-ResultSlots place_results(uint64_t used, int32_t dt, int32_t mean_dt, bool counts) {
+ResultSlots place_results(uint64_t used, int32_t dt, int32_t mean_dt, StatsWanted what) {
   ResultSlots r{};
   uint64_t at = used;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < (what == StatsWanted::Extremes ? 2 : 4); ++i) {
     uint64_t size = size_of(i < 2 ? dt : mean_dt);
     at = (at + size - 1) / size * size;
     r.stats[i] = at;
     at += size;
   }
-  if (counts) {
-    at = (at + 7) / 8 * 8;
-    for (int i = 0; i < 3; ++i, at += 8) r.counts[i] = at;
-  }
   r.end = at;
   return r;
 }
 
-// What a tensor's executors depend on besides its address: its layout, its results' place and dtypes, the counts,
-// and which side of the kernel it is on (a node's place in a lane's tree stands for the places before it).
+// What a tensor's executors depend on besides its address: its layout, its results' place and dtypes, which
+// reductions, and which side of the kernel it is on (a node's place in a lane's tree stands for the places before it).
 struct NodeKey {
   int32_t dtype = 0, format = 0, mean_dtype = 0;
-  uint8_t ndim = 0, storage_ndim = 0, counts = 0, side = 0;
+  StatsWanted what = StatsWanted::All;
+  uint8_t ndim = 0, storage_ndim = 0, side = 0;
+  bool extremes_only() const { return what == StatsWanted::Extremes; }
   int64_t offset = 0;
   std::array<int64_t, kMaxDims> shape{}, strides{}, storage{};
   bool operator==(const NodeKey &) const = default;
 };
 
-NodeKey key_of(const TensorMeta &m, int32_t mean_dt, bool counts, int side) {
+NodeKey key_of(const TensorMeta &m, int32_t mean_dt, StatsWanted what, int side) {
   NodeKey k;
   k.dtype = m.dtype;
   k.format = m.format;
   k.mean_dtype = mean_dt;
   k.ndim = m.ndim;
   k.storage_ndim = m.storage_ndim;
-  k.counts = counts;
+  k.what = what;
   k.side = (uint8_t)side;
   k.offset = m.offset;
   for (int i = 0; i < m.ndim; ++i) k.shape[i] = m.shape[i], k.strides[i] = m.strides[i];
@@ -361,7 +345,7 @@ struct DeviceStatsBatch::Node {
   void *view = nullptr;   // the host's tensor as described; its storage address is the last one bound
   void *bound = nullptr;  // the address the executors below hold (the norm's: norm_bound, set when it runs)
   void *norm_bound = nullptr;
-  Exec aminmax, mean, norm, tests[3], sums[3];
+  Exec aminmax, mean, norm;  // mean and norm: not for extremes only
   ResultSlots slots{};
   std::vector<std::unique_ptr<Node>> children;
   // Norm groups of the side that ends here (made at the first end_side() here); empty with `groups_made`: each
@@ -371,7 +355,7 @@ struct DeviceStatsBatch::Node {
 
   ~Node() {
     for (auto &g : groups) destroy(g->exec);
-    for (Exec *e : {&aminmax, &mean, &norm, &tests[0], &tests[1], &tests[2], &sums[0], &sums[1], &sums[2]}) destroy(*e);
+    for (Exec *e : {&aminmax, &mean, &norm}) destroy(*e);
   }
 };
 
@@ -379,7 +363,7 @@ struct DeviceStatsBatch::Node {
 struct DeviceStatsBatch::Lane {
   void *stream = nullptr;
   void *block = nullptr;  // kBlockBytes of device memory
-  Scratch scratch;        // masks outgrown stay: the nodes made with them still write them
+  Scratch scratch;
   Node root;
   size_t nodes = 0;
 
@@ -457,17 +441,17 @@ struct DeviceStatsBatch::Results {
 
 namespace {
 
-// One tensor's four values in its batch's results, and its NaN/Inf counts when they were taken.
+// One tensor's values in its batch's results: its four statistics, or its extremes only.
 class TensorResult final : public record::PrecomputedStats {
  public:
   TensorResult(std::shared_ptr<DeviceStatsBatch::Results> r, size_t index, int32_t dtype, int32_t mean_dtype,
-               uint64_t count, const ResultSlots &slots, bool counts)
+               uint64_t count, const ResultSlots &slots, StatsWanted what)
       : r_(std::move(r)),
         index_(index),
         dtype_(dtype),
         mean_dtype_(mean_dtype),
         count_(count),
-        counts_(counts),
+        what_(what),
         slots_(slots) {}
   std::optional<format::TensorStats> stats() const override {
     if (!r_->host || r_->lost[index_]) return std::nullopt;
@@ -476,23 +460,15 @@ class TensorResult final : public record::PrecomputedStats {
     s.count = count_;
     s.max = format::StatValue::of_real(load_value(base + slots_.stats[0], dtype_));
     s.min = format::StatValue::of_real(load_value(base + slots_.stats[1], dtype_));
-    s.mean = format::StatValue::of_real(load_value(base + slots_.stats[2], mean_dtype_));
-    s.norm = format::StatValue::of_real(load_value(base + slots_.stats[3], mean_dtype_));
-    if (counts_) {
-      int64_t finite, pinf, ninf;
-      std::memcpy(&finite, base + slots_.counts[0], 8);
-      std::memcpy(&pinf, base + slots_.counts[1], 8);
-      std::memcpy(&ninf, base + slots_.counts[2], 8);
-      s.pos_inf_count = (uint64_t)pinf;
-      s.neg_inf_count = (uint64_t)ninf;
-      s.nan_count = count_ - (uint64_t)finite - s.pos_inf_count - s.neg_inf_count;
-    } else {
-      // Not counted on the device: at least one of each the extremes show (only the overflow checks read counts).
-      s.counts_exact = false;
-      if (std::isnan(s.max.real) || std::isnan(s.min.real)) s.nan_count = 1;
-      if (s.max.real == HUGE_VAL) s.pos_inf_count = 1;
-      if (s.min.real == -HUGE_VAL) s.neg_inf_count = 1;
+    if (what_ != StatsWanted::Extremes) {
+      s.mean = format::StatValue::of_real(load_value(base + slots_.stats[2], mean_dtype_));
+      s.norm = format::StatValue::of_real(load_value(base + slots_.stats[3], mean_dtype_));
     }
+    // Not counted on the device: at least one of each the extremes show (the overflow checks count from the bytes).
+    s.counts_exact = false;
+    if (std::isnan(s.max.real) || std::isnan(s.min.real)) s.nan_count = 1;
+    if (s.max.real == HUGE_VAL) s.pos_inf_count = 1;
+    if (s.min.real == -HUGE_VAL) s.neg_inf_count = 1;
     return s;
   }
 
@@ -501,7 +477,7 @@ class TensorResult final : public record::PrecomputedStats {
   size_t index_;
   int32_t dtype_, mean_dtype_;
   uint64_t count_;
-  bool counts_;
+  StatsWanted what_;
   ResultSlots slots_;
 };
 
@@ -562,27 +538,19 @@ DeviceStatsBatch::Node *node_for(DeviceStatsBatch::Lane &lane, DeviceStatsBatch:
   const int32_t dt = key.dtype, mean_dt = key.mean_dtype;
   n->view = view_of_host_tensor(a, m, dt);
   n->bound = n->norm_bound = m.data;
-  void *dims = all_dims(a, m);
-  void *ord = order_two(a);
-  void *out[4];
-  for (int i = 0; i < 4; ++i) out[i] = result_slot(a, lane.block, i < 2 ? dt : mean_dt, slots.stats[i]);
-  bool ok = n->view && dims && ord && out[0] && out[1] && out[2] && out[3];
-  ok = ok && make_repeatable(n->aminmax, op_aminmax, n->view, out[1], out[0]);
-  ok = ok && make_repeatable(n->mean, op_mean, n->view, dims, false, mean_dt, out[2]);
-  // The tensor's own norm: what serves when no aclnnForeachNorm does (made now, so that a refusal still leaves the
-  // host path open for this tensor).
-  ok = ok && make_repeatable(n->norm, op_norm, n->view, ord, dims, false, mean_dt, out[3]);
-  if (ok && key.counts) {
-    // finite, +inf, -inf: a BOOL mask of the tensor's shape (the lane's scratch: outgrown, it stays allocated for
-    // the nodes made with it), summed into an int64.
-    void *mem = grow_scratch(lane.scratch.mask, (uint64_t)m.numel(), lane.scratch.retired);
-    void *mask = mem ? mask_of(a, m, mem) : nullptr;
-    ok = mask != nullptr;
-    for (int i = 0; ok && i < 3; ++i) {
-      void *sum = result_slot(a, lane.block, kAclInt64, slots.counts[i]);
-      ok = sum && make_repeatable(n->tests[i], *kTests[i], n->view, mask) &&
-           make_repeatable(n->sums[i], op_reduce_sum, mask, dims, false, kAclInt64, sum);
-    }
+  void *out[2];
+  for (int i = 0; i < 2; ++i) out[i] = result_slot(a, lane.block, dt, slots.stats[i]);
+  bool ok = n->view && out[0] && out[1] && make_repeatable(n->aminmax, op_aminmax, n->view, out[1], out[0]);
+  if (ok && !key.extremes_only()) {
+    void *dims = all_dims(a, m);
+    void *ord = order_two(a);
+    void *mean_out = result_slot(a, lane.block, mean_dt, slots.stats[2]);
+    void *norm_out = result_slot(a, lane.block, mean_dt, slots.stats[3]);
+    ok = dims && ord && mean_out && norm_out &&
+         make_repeatable(n->mean, op_mean, n->view, dims, false, mean_dt, mean_out);
+    // The tensor's own norm: what serves when no aclnnForeachNorm does (made now, so that a refusal still leaves the
+    // host path open for this tensor).
+    ok = ok && make_repeatable(n->norm, op_norm, n->view, ord, dims, false, mean_dt, norm_out);
   }
   if (!ok) {
     *refused = true;
@@ -615,7 +583,7 @@ bool DeviceStatsBatch::enabled(const DeviceStatsSettings &settings) {
       },
       &adds);
   if (looked_at.exchange(adds) == adds) return false;
-  for (Op *op : {&op_aminmax, &op_mean, &op_norm, &op_is_finite, &op_is_pos_inf, &op_is_neg_inf, &op_reduce_sum})
+  for (Op *op : {&op_aminmax, &op_mean, &op_norm})
     if (!op->phase1.resolve() || !op->phase2.resolve()) return false;
   // The argument objects come from the op library's own dependencies (the libnnopbase it links), the way
   // the ops themselves reach them: another interposer's global aclCreateTensor must not see the shim's.
@@ -646,42 +614,33 @@ bool DeviceStatsBatch::eligible(const TensorMeta &m) {
 
 // The reductions of a tensor with executors made for this launch alone (the runtime refuses to keep them): phase 1
 // and phase 2 of each, its norm included, as every launch did before executors were kept.
-bool DeviceStatsBatch::one_shot(const TensorMeta &m, int32_t mean_dt, bool counts, const uint64_t *stats,
-                                const uint64_t *count_offs) {
+bool DeviceStatsBatch::one_shot(const TensorMeta &m, int32_t mean_dt, StatsWanted what, const uint64_t *stats) {
   const int32_t dt = m.dtype;
   void *block = lane_->block;
   Args args;
   void *self = view_of_host_tensor(args, m, dt);
-  void *dims = all_dims(args, m);
-  void *ord = order_two(args);
-  void *out[4];
-  for (int i = 0; i < 4; ++i) out[i] = result_slot(args, block, i < 2 ? dt : mean_dt, stats[i]);
-  if (!self || !dims || !ord || !out[0] || !out[1] || !out[2] || !out[3]) return false;
+  void *out[2] = {result_slot(args, block, dt, stats[0]), result_slot(args, block, dt, stats[1])};
+  if (!self || !out[0] || !out[1]) return false;
   bool ok = true;
   // A refusal part-way leaves the earlier reductions queued: the block is then in use all the same.
   const auto step = [&](bool launched) { ok = launched, launched_ = launched_ || launched; };
   Scratch &scratch = lane_->scratch;
   step(launch(op_aminmax, stream_, scratch, self, out[1], out[0]));
-  if (ok) step(launch(op_mean, stream_, scratch, self, dims, false, mean_dt, out[2]));
-  if (ok) step(launch(op_norm, stream_, scratch, self, ord, dims, false, mean_dt, out[3]));
-  if (ok && counts) {
-    void *mask_mem = grow_scratch(scratch.mask, (uint64_t)m.numel(), scratch.retired);
-    void *mask = mask_mem ? mask_of(args, m, mask_mem) : nullptr;
-    ok = mask != nullptr;
-    for (int i = 0; ok && i < 3; ++i) {
-      void *sum = result_slot(args, block, kAclInt64, count_offs[i]);
-      ok = sum != nullptr;
-      if (ok) step(launch(*kTests[i], stream_, scratch, self, mask));
-      if (ok) step(launch(op_reduce_sum, stream_, scratch, mask, dims, false, kAclInt64, sum));
-    }
-  }
+  if (!ok || what == StatsWanted::Extremes) return ok;
+  void *dims = all_dims(args, m);
+  void *ord = order_two(args);
+  void *mean_out = result_slot(args, block, mean_dt, stats[2]);
+  void *norm_out = result_slot(args, block, mean_dt, stats[3]);
+  if (!dims || !ord || !mean_out || !norm_out) return false;
+  step(launch(op_mean, stream_, scratch, self, dims, false, mean_dt, mean_out));
+  if (ok) step(launch(op_norm, stream_, scratch, self, ord, dims, false, mean_dt, norm_out));
   return ok;
 }
 
-std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const TensorMeta &m, bool counts) {
+std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const TensorMeta &m, StatsWanted what) {
   ReentryGuard guard;
   const int32_t dt = m.dtype, mean_dt = settings_.high_precision ? kAclFloat : m.dtype;
-  const ResultSlots slots = place_results(used_, dt, mean_dt, counts);
+  const ResultSlots slots = place_results(used_, dt, mean_dt, what);
   if (slots.end > kBlockBytes) return nullptr;  // a kernel with hundreds of tensors: the rest take the host path
   if (lane_ == nullptr && (lane_ = check_out(stream_)) == nullptr) return nullptr;
   if (!results_) results_ = std::make_shared<Results>();
@@ -691,13 +650,12 @@ std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const Tens
   if (!off_lane_) {
     Node &parent = at_ ? *at_ : lane_->root;
     bool refused = false;
-    n = node_for(*lane_, parent, key_of(m, mean_dt, counts, side_), m, slots, &refused);
+    n = node_for(*lane_, parent, key_of(m, mean_dt, what, side_), m, slots, &refused);
     if (n != nullptr) {
       // Its reductions run with the side's (end_side()): the executors are pointed at the tensor now.
       ok = true;
       if (n->bound != m.data) {
-        ok = rebind(n->aminmax, n->view, m.data) && rebind(n->mean, n->view, m.data);
-        for (int i = 0; ok && counts && i < 3; ++i) ok = rebind(n->tests[i], n->view, m.data);
+        ok = rebind(n->aminmax, n->view, m.data) && (n->key.extremes_only() || rebind(n->mean, n->view, m.data));
         if (ok) n->bound = m.data;
       }
       at_ = n;
@@ -707,7 +665,7 @@ std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const Tens
     }
   }
   if (off_lane_) {
-    ok = one_shot(m, mean_dt, counts, slots.stats, slots.counts);
+    ok = one_shot(m, mean_dt, what, slots.stats);
     n = nullptr;
     count(kOneShot);
   }
@@ -719,7 +677,7 @@ std::shared_ptr<const record::PrecomputedStats> DeviceStatsBatch::add(const Tens
   results_->lost.push_back(false);
   if (n != nullptr) pending_.emplace_back(n, index);
   count(kTensors);
-  return std::make_shared<TensorResult>(results_, index, dt, mean_dt, (uint64_t)m.numel(), slots, counts);
+  return std::make_shared<TensorResult>(results_, index, dt, mean_dt, (uint64_t)m.numel(), slots, what);
 }
 
 void DeviceStatsBatch::inputs_done(bool outputs_elsewhere) {
@@ -740,7 +698,7 @@ void DeviceStatsBatch::end_side() {
       count(kLost);
     }
   };
-  // Each tensor's extremes and mean (and counts), then the norms.
+  // Each tensor's extremes and mean, then the norms (neither mean nor norm for extremes only).
   for (size_t i = 0; i < side.size(); ++i) {
     Node &n = *side[i].first;
     bool ok = true;
@@ -750,8 +708,7 @@ void DeviceStatsBatch::end_side() {
       launched_ = launched_ || ok;
     };
     step(n.aminmax);
-    step(n.mean);
-    for (int t = 0; n.key.counts && t < 3; ++t) step(n.tests[t]), step(n.sums[t]);
+    if (!n.key.extremes_only()) step(n.mean);
     if (!ok) lose(i);
   }
   Node &end = *side.back().first;
@@ -760,6 +717,7 @@ void DeviceStatsBatch::end_side() {
     make_norm_groups(end, side);
   }
   std::vector<bool> covered(side.size(), false);
+  for (size_t i = 0; i < side.size(); ++i) covered[i] = side[i].first->key.extremes_only();
   for (auto &g : end.groups) {
     // A side reaches this node through the same nodes (the tree's paths are unique), unless one of its tensors was
     // sent to the host path after its node was made: then each tensor's own norm serves.
@@ -798,7 +756,7 @@ void DeviceStatsBatch::make_norm_groups(Node &end, const std::vector<std::pair<N
   std::vector<std::unique_ptr<NormGroup>> groups;
   for (size_t i = 0; i < side.size(); ++i) {
     const NodeKey &k = side[i].first->key;
-    if (k.mean_dtype != k.dtype) continue;
+    if (k.mean_dtype != k.dtype || k.extremes_only()) continue;
     NormGroup *g = nullptr;
     for (auto &c : groups)
       if (side[c->members.front()].first->key.dtype == k.dtype && c->members.size() < kForeachMax) g = c.get();

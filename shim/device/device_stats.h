@@ -21,9 +21,10 @@
 // writing them, and never make the host wait. Workspace comes from a per-stream device buffer (kernels of one stream
 // run in order, so they can share it).
 //
-// In the overflow_check task the outputs' NaN/+Inf/-Inf are counted on the device too (aclnnIsFinite,
-// aclnnIsPosInf, aclnnIsNegInf, each summed by aclnnReduceSum), and each tensor is copied device-to-device
-// into a snapshot that is read back only if the collector writes the kernel (it overflowed).
+// In the overflow_check task each tensor is copied device-to-device into a snapshot, read back only if the collector
+// writes the kernel (it overflowed), and only the outputs' extremes are reduced (aclnnAminmaxAll: NaN and Inf show in
+// them) for the check; the flight task does the same with the tensors its ring keeps. A written kernel's statistics
+// and exact NaN/+Inf/-Inf counts come from the bytes.
 //
 // Tensors that take the host path instead (the collector computes from a full copy): dtypes other than
 // fp32/fp16/bf16, 0-d and empty tensors (msprobe's rules for them need the value itself), tensors whose bytes
@@ -64,6 +65,11 @@ struct DeviceStatsSettings {
   uint64_t snapshot_budget = 0;  // device bytes overflow_check may hold in snapshots (MSPROBE_BUFFER_MB)
 };
 
+// What a tensor's reductions give: its extremes only (the NaN/Inf check of overflow_check and flight, for a tensor
+// whose bytes they keep: its other statistics and exact counts come from the bytes if its kernel is ever written), or
+// its four statistics.
+enum class StatsWanted : uint8_t { Extremes, All };
+
 // The device statistics of one captured kernel. Not thread-safe: one launch, one thread.
 class DeviceStatsBatch {
  public:
@@ -78,9 +84,9 @@ class DeviceStatsBatch {
   // True when this tensor's statistics can be computed on the device (see the list above).
   static bool eligible(const TensorMeta &m);
 
-  // Enqueues the reductions of `m` on the stream (with the NaN/+Inf/-Inf counts when `counts`); nullptr when
-  // the tensor must take the host path. Its norm may wait for end_side().
-  std::shared_ptr<const record::PrecomputedStats> add(const TensorMeta &m, bool counts = false);
+  // Enqueues the reductions of `m` on the stream (`what` of them); nullptr when the tensor must take the host path.
+  // Its norm may wait for end_side(). With StatsWanted::Extremes the result has no Mean and no Norm.
+  std::shared_ptr<const record::PrecomputedStats> add(const TensorMeta &m, StatsWanted what = StatsWanted::All);
   // The tensors added since the last call were one side of the kernel (its inputs, before it runs): their reductions
   // are enqueued now, the norms with one aclnnForeachNorm for each dtype where it serves. finish() ends the last
   // side itself.
@@ -104,7 +110,7 @@ class DeviceStatsBatch {
   struct Node;
 
  private:
-  bool one_shot(const TensorMeta &m, int32_t mean_dt, bool counts, const uint64_t *stats, const uint64_t *count_offs);
+  bool one_shot(const TensorMeta &m, int32_t mean_dt, StatsWanted what, const uint64_t *stats);
   void make_norm_groups(Node &end, const std::vector<std::pair<Node *, size_t>> &side);
   void *stream_;
   const DeviceStatsSettings &settings_;

@@ -163,18 +163,21 @@ class DeviceStatsLaunch final : public StagedLaunch {
   DeviceStatsLaunch(void *stream, Staging &staging, const DeviceStatsSettings &settings)
       : StagedLaunch(stream, staging), settings_(settings), enabled_(DeviceStatsBatch::enabled(settings)) {}
 
-  // A few scalars cross the host link instead of the tensor. overflow_check also keeps the bytes on the device, read
-  // back only if the kernel turns out to overflow.
+  // A few scalars cross the host link instead of the tensor. overflow_check keeps the bytes on the device instead,
+  // read back only if the kernel turns out to overflow: its check needs only each output's extremes, and a written
+  // kernel's statistics and exact NaN/Inf counts come from the bytes.
   void take(const TensorMeta &m, TensorSide side, size_t, int64_t, TensorCapture &t) override {
     if (enabled_ && DeviceStatsBatch::eligible(m)) {
-      std::shared_ptr<const record::HostBlock> kept;
-      int64_t offset = 0;
-      if (!settings_.overflow || (kept = batch(settings_).snapshot(m, &offset))) {
-        t.device_stats = batch(settings_).add(m, settings_.overflow && side == TensorSide::Output);
+      if (!settings_.overflow) {
+        t.device_stats = batch(settings_).add(m);
+        if (t.device_stats && side == TensorSide::Input) reduced_input(m);
+        if (t.device_stats) return;
+      } else if (int64_t offset = 0; auto kept = batch(settings_).snapshot(m, &offset)) {
+        // Without them (the runtime refused), the check reads the snapshot back.
+        if (side == TensorSide::Output) t.device_stats = batch(settings_).add(m, StatsWanted::Extremes);
         t.block = std::move(kept);
         t.block_offset = offset;
-        if (t.device_stats && side == TensorSide::Input) reduced_input(m);
-        if (t.device_stats || t.block) return;
+        return;
       }
     }
     copy_to_host(m, t);
@@ -212,9 +215,7 @@ class FlightLaunch final : public StagedLaunch {
         enabled_(DeviceStatsBatch::enabled(settings)) {}
 
   void take(const TensorMeta &m, TensorSide side, size_t slot, int64_t item, TensorCapture &t) override {
-    // The check: NaN and Inf show in an output's extremes, reduced on the device (only scalars come back).
     const bool eligible = enabled_ && DeviceStatsBatch::eligible(m);
-    if (side == TensorSide::Output && eligible) t.device_stats = batch(settings_).add(m);
     const char *first = nullptr;
     uint64_t bytes = 0;
     int64_t lo = 0;
@@ -224,10 +225,13 @@ class FlightLaunch final : public StagedLaunch {
     if (t.block) {
       t.block_offset = m.offset - lo;
       set_staged();
+      // The check: NaN and Inf show in an output's extremes, reduced on the device (only scalars come back). The
+      // rest of its statistics come from the kept bytes, if the kernel is ever written.
+      if (side == TensorSide::Output && eligible) t.device_stats = batch(settings_).add(m, StatsWanted::Extremes);
       return;
     }
-    // Not kept: its statistics, from the device, stand for it.
-    if (!t.device_stats && eligible) t.device_stats = batch(settings_).add(m);
+    // Not kept: its statistics, from the device, stand for it (an output's serve as the check too).
+    if (eligible) t.device_stats = batch(settings_).add(m);
     note(side, slot, item, bytes, why, t.device_stats != nullptr);
   }
 

@@ -113,6 +113,32 @@ def test_clean_run_writes_nothing_and_keeps_tensors_on_the_device(tmp_path):
     assert r.stdout == plain.stdout
 
 
+def test_a_kept_output_costs_one_reduction(tmp_path):
+    """Issue 29: the ring keeps every tensor's bytes, so the check needs each floating output's extremes only: one
+    aclnnAminmaxAll (no Mean, no Norm) per output, counted by the stand-in; nothing for the inputs."""
+    phase2 = {}
+    for shim in (False, True):
+        path = tmp_path / f"calls_{shim}.json"
+        run_train(tmp_path / f"run_{shim}", "--steps", "3", shim=shim, task="flight" if shim else None,
+                  env={"FAKE_CANN_CALL_COUNTERS": str(path)})
+        with open(path) as f:
+            phase2[shim] = json.load(f)["phase2"]
+    # The outputs the device reduces (device_stats.h): fp32/fp16/bf16, at least one dimension, more bytes than the
+    # four results would be; counted on a tensor-task run of the same program.
+    itemsize = {"Float32": 4, "Float16": 2, "BFloat16": 2}
+    reduced = 0
+    for f in run_train(tmp_path / "t", "--steps", "3", task="tensor").dump.folders():
+        for _, e in f.entries():
+            for t in shimtest.tensors(e):
+                shape, dtype = t.info["shape"], t.info["dtype"]
+                numel = 1
+                for d in shape:
+                    numel *= d
+                reduced += t.side == "output" and dtype in itemsize and len(shape) > 0 and numel * itemsize[dtype] > 16
+    assert reduced > 20
+    assert phase2[True] - phase2[False] == reduced, (phase2, reduced)
+
+
 # A job that hangs after its last kernels (waiting on a peer, a lock, a queue) with its device still open, and is then
 # stopped with SIGTERM. argv[1] "hang" waits; anything else ends normally (the reference run).
 HUNG_HOST = """
