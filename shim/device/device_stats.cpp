@@ -612,6 +612,10 @@ bool DeviceStatsBatch::eligible(const TensorMeta &m) {
   return n > 0 && (uint64_t)n * size_of(m.dtype) > 4 * sizeof(float);
 }
 
+bool DeviceStatsBatch::cheaper_to_copy(const TensorMeta &m) {
+  return (uint64_t)m.numel() * size_of(m.dtype) <= kCopyRatherThanReduce;
+}
+
 // The reductions of a tensor with executors made for this launch alone (the runtime refuses to keep them): phase 1
 // and phase 2 of each, its norm included, as every launch did before executors were kept.
 bool DeviceStatsBatch::one_shot(const TensorMeta &m, int32_t mean_dt, StatsWanted what, const uint64_t *stats) {

@@ -28,7 +28,8 @@
 //
 // Tensors that take the host path instead (the collector computes from a full copy): dtypes other than
 // fp32/fp16/bf16, 0-d and empty tensors (msprobe's rules for them need the value itself), tensors whose bytes
-// are no more than the scalars would be, private formats (NZ, 5HD), md5 mode, the tensor task, and any tensor
+// are no more than the scalars would be, in the statistics and overflow_check tasks tensors of at most 1 KiB (a copy
+// is one task, the reductions two or three), private formats (NZ, 5HD), md5 mode, the tensor task, and any tensor
 // for which the runtime refuses a reduction.
 #pragma once
 #include <cstdint>
@@ -83,6 +84,12 @@ class DeviceStatsBatch {
   static bool enabled(const DeviceStatsSettings &settings);
   // True when this tensor's statistics can be computed on the device (see the list above).
   static bool eligible(const TensorMeta &m);
+  // True when copying the tensor to the host costs fewer device tasks than reducing it: at most kCopyRatherThanReduce
+  // bytes (one copy task, next to nothing on the host link, and a few hundred elements for the collector to reduce,
+  // where its statistics take two reductions and a share of a norm). The statistics and overflow_check tasks copy
+  // such tensors; the flight task, which keeps them on the device anyway, still reduces their extremes.
+  static bool cheaper_to_copy(const TensorMeta &m);
+  static constexpr uint64_t kCopyRatherThanReduce = 1024;
 
   // Enqueues the reductions of `m` on the stream (`what` of them); nullptr when the tensor must take the host path.
   // Its norm may wait for end_side(). With StatsWanted::Extremes the result has no Mean and no Norm.

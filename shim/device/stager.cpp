@@ -167,7 +167,7 @@ class DeviceStatsLaunch final : public StagedLaunch {
   // read back only if the kernel turns out to overflow: its check needs only each output's extremes, and a written
   // kernel's statistics and exact NaN/Inf counts come from the bytes.
   void take(const TensorMeta &m, TensorSide side, size_t, int64_t, TensorCapture &t) override {
-    if (enabled_ && DeviceStatsBatch::eligible(m)) {
+    if (enabled_ && DeviceStatsBatch::eligible(m) && !DeviceStatsBatch::cheaper_to_copy(m)) {
       if (!settings_.overflow) {
         t.device_stats = batch(settings_).add(m);
         if (t.device_stats && side == TensorSide::Input) reduced_input(m);

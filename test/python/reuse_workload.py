@@ -3,7 +3,8 @@
 kernel can differ from the one before it: the same shapes on other tensors (new addresses), other shapes, other
 dtypes, views (strided, offset, transposed), a tensor list, in-place ops, kernels with more and fewer tensors, and
 back to earlier ones. Every tensor holds values of its own (tensor k: about k), so statistics that went to the
-wrong kernel or tensor show.
+wrong kernel or tensor show. Every tensor is over 1 KiB even in fp16, so that the shim reduces it on the device
+(smaller ones are copied whole: shim/device/device_stats.h).
 
     python3 reuse_workload.py [--rounds 3]
 
@@ -39,33 +40,33 @@ def main():
     for r in range(args.rounds):
         for dt in (tiny_npu.float32, tiny_npu.float16, tiny_npu.bfloat16):
             # The same kernel on fresh tensors each round: same places, new addresses.
-            a, b = t((8, 16), dt), t((8, 16), dt)
+            a, b = t((64, 16), dt), t((64, 16), dt)
             s = ops.add(a, b)
             ops.mul(s, a)
             # Other shapes at the same places, then the first again.
-            ops.add(t((4, 4), dt), t((4, 4), dt))
-            ops.add(t((3, 5, 7), dt), t((3, 5, 7), dt))
+            ops.add(t((48, 12), dt), t((48, 12), dt))
+            ops.add(t((3, 15, 14), dt), t((3, 15, 14), dt))
             ops.add(a, b)
             # Views: strided, offset, transposed.
-            wide = t((8, 32), dt)
+            wide = t((64, 32), dt)
             ops.add(wide[:, ::2], b)
-            off = t((10, 16), dt)[2:]
+            off = t((66, 16), dt)[2:]
             ops.sub(off, a, alpha=0.5)
-            sq = t((16, 16), dt)
+            sq = t((32, 32), dt)
             ops.matmul(sq, sq.T)
             # Fewer and more tensors than the kernels before.
-            ops.relu(t((64,), dt))
-            ops.cat([t((2, 16), dt), t((3, 16), dt), t((1, 16), dt), t((2, 16), dt)], 0)
-            ops.foreach_norm([t((5,), dt), t((6, 2), dt), t((7,), dt)], 2.0)
+            ops.relu(t((640,), dt))
+            ops.cat([t((40, 16), dt), t((48, 16), dt), t((36, 16), dt), t((40, 16), dt)], 0)
+            ops.foreach_norm([t((600,), dt), t((40, 16), dt), t((700,), dt)], 2.0)
             # In place: the input's statistics are taken before the kernel writes it.
-            acc = t((8, 16), dt)
-            ops.inplace_add(acc, t((8, 16), dt), alpha=2.0)
+            acc = t((64, 16), dt)
+            ops.inplace_add(acc, t((64, 16), dt), alpha=2.0)
             ops.inplace_add(acc, b)
             # The same tensor twice in one kernel, and an output written over its own input's storage.
             ops.add(a, a)
             ops.add(b, a, out=b)
         # A mixed-dtype kernel: float16 inputs, a float32 output.
-        ops.cast(t((8, 16), tiny_npu.float16), tiny_npu.float32)
+        ops.cast(t((64, 16), tiny_npu.float16), tiny_npu.float32)
     runtime.current().synchronize()
     print(f"tensors {made[0]}")
 
