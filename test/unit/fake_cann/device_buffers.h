@@ -1,5 +1,6 @@
-// Device memory for the fake_cann tests that run ops through ACL (test_op_dump.cpp, test_op_launch_path.cpp): float
-// vectors up and down, workspaces, and every buffer made here freed by free_all() (the fixture's TearDown).
+// Device memory for the fake_cann tests that run ops through ACL (test_op_dump.cpp, test_op_launch_path.cpp,
+// test_capture.cpp): float vectors up and down, workspaces, and every buffer made here freed by free_all() (the
+// fixture's TearDown). Their fixtures derive from it (protected).
 #pragma once
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 // Device memory for the fake_cann tests that use the rt* API directly (test_rt_kernels.cpp, test_aicpu.cpp): typed
-// vectors up and down, zeroed buffers, and every buffer made here freed by free_all() (the fixture's TearDown).
+// vectors up and down, zeroed buffers, and every buffer made here freed by free_all() (the fixture's TearDown). Their
+// fixtures derive from it (protected), as the ACL tests' do from DeviceBuffers.
 #pragma once
 #include <gtest/gtest.h>
 

@@ -91,7 +91,7 @@ void ext_shapes(std::vector<char> *ext, int32_t type, const std::vector<Desc> &d
   }
 }
 
-class Aicpu : public ::testing::Test {
+class Aicpu : public ::testing::Test, protected RtBuffers {
  protected:
   void SetUp() override {
     ASSERT_EQ(rtSetDevice(0), RT_ERROR_NONE);
@@ -99,17 +99,8 @@ class Aicpu : public ::testing::Test {
   }
   void TearDown() override {
     rtStreamSynchronize(stream_);
-    mem_.free_all();
+    free_all();
     rtStreamDestroy(stream_);
-  }
-  template <typename T>
-  void *upload(const std::vector<T> &v) {
-    return mem_.upload(v);
-  }
-  void *alloc(size_t bytes) { return mem_.alloc(bytes); }
-  template <typename T>
-  std::vector<T> download(const void *d, size_t n) {
-    return RtBuffers::download<T>(d, n);
   }
   rtError_t launch(std::vector<char> &args, const char *so = "libcpu_kernels.so", const char *kernel = "RunCpuKernel",
                    uint32_t flags = RT_KERNEL_DEFAULT) {
@@ -119,7 +110,6 @@ class Aicpu : public ::testing::Test {
     return rtCpuKernelLaunchWithFlag(so, kernel, 1, &info, nullptr, stream_, flags);
   }
   rtStream_t stream_ = nullptr;
-  RtBuffers mem_;
 };
 
 TEST_F(Aicpu, GatherV2RowsOfAMatrixArgsCopiedAtLaunch) {

@@ -13,7 +13,7 @@
 
 namespace {
 
-class Capture : public ::testing::Test {
+class Capture : public ::testing::Test, protected DeviceBuffers {
  protected:
   static void SetUpTestSuite() {
     aclInit(nullptr);
@@ -31,12 +31,10 @@ class Capture : public ::testing::Test {
       aclmdlRIDestroy(ri);
     }
     aclrtSynchronizeStream(stream_);
-    mem_.free_all();
+    free_all();
     for (aclTensor *t : tensors_) aclDestroyTensor(t);
     aclrtDestroyStream(stream_);
   }
-  void *upload(const std::vector<float> &v) { return mem_.upload(v); }
-  static std::vector<float> download(void *d, size_t n) { return DeviceBuffers::download(d, n); }
   aclTensor *tensor(void *d, int64_t n) {
     int64_t shape[1] = {n}, stride[1] = {1};
     aclTensor *t = aclCreateTensor(shape, 1, ACL_FLOAT, stride, 0, ACL_FORMAT_ND, shape, 1, d);
@@ -55,7 +53,6 @@ class Capture : public ::testing::Test {
     return ex;
   }
   aclrtStream stream_ = nullptr;
-  DeviceBuffers mem_;
   std::vector<aclTensor *> tensors_;
 };
 

@@ -83,7 +83,7 @@ uint16_t float_to_half_bits(float f) {
   return bits;
 }
 
-class RtKernels : public ::testing::Test {
+class RtKernels : public ::testing::Test, protected RtBuffers {
  protected:
   static void SetUpTestSuite() { ASSERT_EQ(rtSetDevice(0), RT_ERROR_NONE); }
   void SetUp() override {
@@ -93,21 +93,12 @@ class RtKernels : public ::testing::Test {
     ASSERT_FALSE(image_.empty()) << "missing " << kernel_path();
   }
   void TearDown() override {
-    mem_.free_all();
+    free_all();
     rtStreamDestroy(stream_);
   }
 
   rtDevBinary_t binary(uint32_t magic = RT_DEV_BINARY_MAGIC_ELF) {
     return rtDevBinary_t{magic, 0, image_.data(), image_.size()};
-  }
-  template <typename T>
-  void *upload(const std::vector<T> &v) {
-    return mem_.upload(v);
-  }
-  void *alloc(size_t bytes) { return mem_.alloc(bytes); }
-  template <typename T>
-  std::vector<T> download(const void *d, size_t n) {
-    return RtBuffers::download<T>(d, n);
   }
   static std::vector<float> random_floats(size_t n, unsigned seed) {
     std::mt19937 rng(seed);
@@ -119,7 +110,6 @@ class RtKernels : public ::testing::Test {
 
   rtStream_t stream_ = nullptr;
   std::vector<char> image_;
-  RtBuffers mem_;
 };
 
 // ---- the binary format ----
