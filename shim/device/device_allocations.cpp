@@ -34,6 +34,11 @@ void DeviceAllocations::insert(const void *base, uint64_t size) {
   if (size == 0 || b + size < b) return;
   const DeviceRange r{b, size};
   std::lock_guard<std::mutex> lk(mu_);
+  // The usual case first: above every live allocation (nothing overlapped, nothing to move).
+  if ((begin() == end() || (end() - 1)->end() <= b) && (head_ == 0 || buf_.size() < buf_.capacity())) {
+    buf_.push_back(r);
+    return;
+  }
   // Drop every stale entry overlapping [b, b + size): the one starting before b and reaching into it, then those
   // starting inside it (the same base included); the new one takes the place of the first.
   DeviceRange *first = first_at_or_after(begin(), end(), b);
