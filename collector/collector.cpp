@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -27,6 +28,9 @@ struct Collector::Impl {
   uint64_t submitted = 0, finished = 0;
   bool stopping = false, closed = false;
   std::vector<std::thread> workers;
+  // flush()'s stack files, written by a writer thread (not the flushing thread: the host's, at aclFinalize): asked
+  // for, taken by a writer, and written, as counts (under mu).
+  uint64_t stacks_asked = 0, stacks_taken = 0, stacks_written = 0;
   CollectorCounters counters;  // the pipeline's part: submitted, after_close, reorder_high_water
   // Commits happen one at a time and in submission order: a kernel prepared early waits in `ready` for the ones
   // before it.
@@ -61,7 +65,16 @@ struct Collector::Impl {
       PendingKernel p;
       {
         std::unique_lock<std::mutex> lk(mu);
-        work_cv.wait(lk, [this] { return stopping || !queue.empty(); });
+        work_cv.wait(lk, [this] { return stopping || !queue.empty() || stacks_taken < stacks_asked; });
+        if (stacks_taken < stacks_asked) {
+          const uint64_t asked = stacks_taken = stacks_asked;
+          lk.unlock();
+          write_stacks();
+          lk.lock();
+          stacks_written = std::max(stacks_written, asked);
+          done_cv.notify_all();
+          continue;
+        }
         if (queue.empty()) return;
         seq = queue.front().first;
         p.k = std::move(queue.front().second);
@@ -124,6 +137,32 @@ struct Collector::Impl {
     done_cv.notify_all();
   }
 
+  // Brings the stack files up to date, in submission order's lock.
+  void write_stacks() {
+    std::lock_guard<std::mutex> cl(commit_mu);
+    try {
+      writer->write_stacks();
+    } catch (const std::exception &e) {
+      report("cannot write the stack files", e.what());
+    } catch (...) {
+    }
+  }
+
+  // Has a writer thread bring the stack files up to date, and waits for it (a bounded while: past it, or with no
+  // writer thread running, the calling thread writes them itself).
+  void write_stacks_on_writer() {
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      if (!workers.empty() && !stopping) {
+        const uint64_t ticket = ++stacks_asked;
+        work_cv.notify_one();
+        if (done_cv.wait_for(lk, kStacksWait, [&] { return stacks_written >= ticket; })) return;
+      }
+    }
+    write_stacks();
+  }
+  static constexpr std::chrono::seconds kStacksWait{5};
+
   // Waits until everything submitted so far is committed.
   void wait_committed() {
     std::unique_lock<std::mutex> lk(mu);
@@ -162,8 +201,7 @@ void Collector::submit(record::KernelCapture kernel) {
 void Collector::flush() {
   Impl &m = *impl_;
   m.wait_committed();
-  std::lock_guard<std::mutex> cl(m.commit_mu);
-  m.writer->write_stacks();
+  m.write_stacks_on_writer();
 }
 
 void Collector::close(bool join_writers) {

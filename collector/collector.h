@@ -33,7 +33,8 @@ class Collector {
 
   // Queues one kernel; thread-safe, returns at once.
   void submit(record::KernelCapture kernel);
-  // Returns when everything submitted before the call is committed and the stack files are up to date.
+  // Returns when everything submitted before the call is committed and the stack files are up to date. The stack files
+  // are rendered and written by a writer thread, not the caller (the host's, when it synchronizes or finalizes).
   void flush();
   // flush(), then closes every file into valid JSON. Later submits are counted and reported, not written.
   // join_writers false: the idle writer threads are left to end on their own (the process is dying: a thread ending

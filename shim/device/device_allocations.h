@@ -3,9 +3,8 @@
 // pointer when it lies inside one of these allocations, and the allocation says how far its data may reach.
 #pragma once
 #include <cstdint>
-#include <map>
+#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -35,13 +34,20 @@ class DeviceAllocations {
 
  private:
   std::optional<DeviceRange> find_locked(uint64_t addr) const;
-  void drop(std::map<uint64_t, uint64_t>::iterator it);
-  mutable std::shared_mutex mu_;
-  std::map<uint64_t, uint64_t> live_;  // base -> size
-  // Nodes of entries gone, for the next insert: allocations and frees are often made on different threads (a
-  // framework's Python thread and its task queue), where a node made on one and freed on the other costs the
-  // allocator's slow path every time.
-  std::vector<std::map<uint64_t, uint64_t>::node_type> spare_;
+  // The live allocations: [head_, buf_.size()) of buf_, sorted by base, none overlapping. A vector, not a node-based
+  // map: the host's allocations are few (a framework's caching allocator holds hundreds of blocks, not millions) and
+  // come and go mostly at either end (new blocks at higher addresses, frees in the order made or its reverse), so an
+  // insert or erase is a binary search and a short move of the smaller side, with no allocation once the vector has
+  // grown (a node made on the host's Python thread and freed on its task queue costs the allocator's slow path every
+  // time).
+  DeviceRange *begin() { return buf_.data() + head_; }
+  DeviceRange *end() { return buf_.data() + buf_.size(); }
+  const DeviceRange *begin() const { return buf_.data() + head_; }
+  const DeviceRange *end() const { return buf_.data() + buf_.size(); }
+  void remove(DeviceRange *first, DeviceRange *last);
+  mutable std::mutex mu_;
+  std::vector<DeviceRange> buf_;
+  size_t head_ = 0;
 };
 
 // The process-wide table the allocation hooks keep.

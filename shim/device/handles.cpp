@@ -20,54 +20,56 @@ bool TensorMeta::extent(int64_t *lo, int64_t *hi) const {
   return true;
 }
 
-namespace {
-constexpr size_t kSpareNodes = 64;  // per shard
-}  // namespace
-
-void HandleTable::put(const void *handle, HandleMeta meta) {
-  Shard &s = shard(handle);
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (auto it = s.map.find(handle); it != s.map.end()) {
-    it->second = std::move(meta);
-  } else if (!s.spare.empty()) {
-    auto node = std::move(s.spare.back());
-    s.spare.pop_back();
-    node.key() = handle;
-    node.mapped() = std::move(meta);
-    s.map.insert(std::move(node));
+HandleMeta &HandleTable::Shard::slot_for(const void *handle) {
+  const auto key = reinterpret_cast<uint64_t>(handle);
+  if (uint32_t slot = index.find(key); slot != KeyIndex::kNone) return records[slot];
+  uint32_t slot;
+  if (!free.empty()) {
+    slot = free.back();
+    free.pop_back();
   } else {
-    s.map.emplace(handle, std::move(meta));
+    slot = (uint32_t)records.size();
+    records.emplace_back();
   }
+  index.insert(key, slot);
+  return records[slot];
+}
+
+HandleMeta *HandleTable::Shard::find(const void *handle) {
+  uint32_t slot = index.find(reinterpret_cast<uint64_t>(handle));
+  return slot == KeyIndex::kNone ? nullptr : &records[slot];
 }
 
 void HandleTable::erase(const void *handle) {
   Shard &s = shard(handle);
   std::lock_guard<std::mutex> lk(s.mu);
-  auto node = s.map.extract(handle);
-  if (!node.empty() && s.spare.size() < kSpareNodes) s.spare.push_back(std::move(node));
+  uint32_t slot = s.index.erase(reinterpret_cast<uint64_t>(handle));
+  if (slot == KeyIndex::kNone) return;
+  // A tensor's or scalar's slot is left as it is for the next creation; an array's lets go of its values.
+  if (!std::holds_alternative<TensorMeta>(s.records[slot]) && !std::holds_alternative<ScalarMeta>(s.records[slot]))
+    s.records[slot] = ScalarMeta{};
+  s.free.push_back(slot);
 }
 
 std::optional<HandleMeta> HandleTable::get(const void *handle) const {
   Shard &s = shard(handle);
   std::lock_guard<std::mutex> lk(s.mu);
-  auto it = s.map.find(handle);
-  if (it == s.map.end()) return std::nullopt;
-  return it->second;
+  if (const HandleMeta *m = s.find(handle)) return *m;
+  return std::nullopt;
 }
 
 void HandleTable::set_tensor_data(const void *handle, void *data) {
   Shard &s = shard(handle);
   std::lock_guard<std::mutex> lk(s.mu);
-  auto it = s.map.find(handle);
-  if (it != s.map.end())
-    if (auto *t = std::get_if<TensorMeta>(&it->second)) t->data = data;
+  if (HandleMeta *m = s.find(handle))
+    if (auto *t = std::get_if<TensorMeta>(m)) t->data = data;
 }
 
 size_t HandleTable::size() const {
   size_t n = 0;
   for (auto &s : shards_) {
     std::lock_guard<std::mutex> lk(s.mu);
-    n += s.map.size();
+    n += s.index.size();
   }
   return n;
 }

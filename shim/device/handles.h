@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
+
+#include "shim/device/key_index.h"
 
 namespace msprobe::shim {
 
@@ -39,9 +41,22 @@ using HandleMeta =
     std::variant<TensorMeta, ScalarMeta, std::vector<int64_t> /*IntArray*/, std::vector<float> /*FloatArray*/,
                  std::vector<bool> /*BoolArray*/, std::vector<const void *> /*TensorList or ScalarList members*/>;
 
+// Thread-safe: objects are made on one thread (a framework's Python thread) and destroyed on another (its task
+// queue). Recording one is a lock, a probe of a small open-addressing index and the record written in place into a
+// slot the table keeps: no allocation once the table has grown to the host's working set.
 class HandleTable {
  public:
-  void put(const void *handle, HandleMeta meta);
+  // Records `handle` with what `fill(HandleMeta &)` writes (under the shard's lock, into a slot that may hold an older
+  // record of any kind: fill assigns a whole value, or emplaces one and fills it in place). `fill` must not throw.
+  template <typename Fill>
+  void put_with(const void *handle, Fill &&fill) {
+    Shard &s = shard(handle);
+    std::lock_guard<std::mutex> lk(s.mu);
+    fill(s.slot_for(handle));
+  }
+  void put(const void *handle, HandleMeta meta) {
+    put_with(handle, [&](HandleMeta &m) { m = std::move(meta); });
+  }
   void erase(const void *handle);
   std::optional<HandleMeta> get(const void *handle) const;
   // Updates a tracked tensor's storage address (aclSetRawTensorAddr, aclSetTensorAddr).
@@ -52,11 +67,12 @@ class HandleTable {
   static constexpr size_t kShards = 16;
   struct Shard {
     mutable std::mutex mu;
-    std::unordered_map<const void *, HandleMeta> map;
-    // Nodes of handles destroyed, for the next creation: handles are made on one thread (a framework's Python
-    // thread) and destroyed on another (its task queue), where a node made on one and freed on the other costs
-    // the allocator's slow path every time.
-    std::vector<std::unordered_map<const void *, HandleMeta>::node_type> spare;
+    KeyIndex index;  // handle -> slot in `records`
+    std::vector<HandleMeta> records;
+    std::vector<uint32_t> free;  // slots of destroyed handles, for the next creation
+    // The caller holds mu: the record of `handle`, a free slot's when it has none.
+    HandleMeta &slot_for(const void *handle);
+    HandleMeta *find(const void *handle);
   };
   Shard &shard(const void *h) const { return shards_[(reinterpret_cast<uintptr_t>(h) >> 4) % kShards]; }
   mutable std::array<Shard, kShards> shards_;

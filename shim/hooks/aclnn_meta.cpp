@@ -24,10 +24,10 @@ std::vector<const void *> copy_members(const void *const *p, uint64_t n) {
   return (p && n) ? std::vector<const void *>(p, p + n) : std::vector<const void *>{};
 }
 
-TensorMeta tensor_meta(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride,
-                       int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
-                       void *tensorData) {
-  TensorMeta m;
+// Fills `m` (a fresh TensorMeta: zeros past the dims given) from aclCreateTensor's arguments.
+void fill_tensor_meta(TensorMeta &m, const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                      const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims,
+                      uint64_t storageDimsNum, void *tensorData) {
   m.dtype = dataType;
   m.format = format;
   m.ndim = (uint8_t)viewDimsNum;
@@ -42,7 +42,6 @@ TensorMeta tensor_meta(const int64_t *viewDims, uint64_t viewDimsNum, aclDataTyp
   }
   m.storage_ndim = (uint8_t)(storageDims && storageDimsNum <= (uint64_t)kMaxDims ? storageDimsNum : 0);
   for (int i = 0; i < m.storage_ndim; ++i) m.storage[i] = storageDims[i];
-  return m;
 }
 
 // aclCreateTensorList and aclCreateScalarList: a created list is recorded with its members.
@@ -102,8 +101,11 @@ MSPROBE_HOOK aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDi
   // The runtime validated the arguments: only a created tensor is recorded (and its dims are readable).
   if (t && viewDimsNum <= (uint64_t)kMaxDims && capture_enabled())
     guarded([&] {
-      handles().put(t, tensor_meta(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
-                                   tensorData));
+      // Written in place into the table's slot: a tensor's record is ~230 bytes, not copied on the host's thread.
+      handles().put_with(t, [&](HandleMeta &meta) {
+        fill_tensor_meta(meta.emplace<TensorMeta>(), viewDims, viewDimsNum, dataType, stride, offset, format,
+                         storageDims, storageDimsNum, tensorData);
+      });
     });
   return t;
 }
@@ -112,13 +114,15 @@ MSPROBE_HOOK aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
   auto real = MSPROBE_REAL(aclCreateScalar);
   if (!real) return nullptr;
   aclScalar *s = real(value, dataType);
-  if (s && value && capture_enabled()) {
-    ScalarMeta m;
-    m.dtype = dataType;
-    size_t n = scalar_size(dataType);
-    if (n > 0 && n <= m.raw.size()) std::memcpy(m.raw.data(), value, n);  // read now, as the runtime does
-    guarded([&] { handles().put(s, m); });
-  }
+  if (s && value && capture_enabled())
+    guarded([&] {
+      handles().put_with(s, [&](HandleMeta &meta) {
+        ScalarMeta &m = meta.emplace<ScalarMeta>();
+        m.dtype = dataType;
+        size_t n = scalar_size(dataType);
+        if (n > 0 && n <= m.raw.size()) std::memcpy(m.raw.data(), value, n);  // read now, as the runtime does
+      });
+    });
   return s;
 }
 

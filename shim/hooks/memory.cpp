@@ -2,8 +2,9 @@
 // values are device pointers, and how far their data reaches).
 //
 // aclrtMalloc calls rtMalloc inside, as do ACL's other allocators (aclrtMallocAlign32, aclrtMallocCached:
-// not interposed, their inner rtMalloc records them): both hooks see one aclrtMalloc, and recording the
-// same base twice is harmless (the outer call's size wins). Frees drop the record before
+// not interposed, their inner rtMalloc records them): both hooks see one aclrtMalloc, which is recorded once, by
+// the outer call (its size), and likewise aclrtFree's inner rtFree forgets nothing more (a table update fewer on
+// the host's thread for each). Frees drop the record before
 // the memory goes back, so that an allocation another thread gets at the same address is never dropped
 // by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
@@ -18,6 +19,18 @@ using namespace msprobe::shim;
 namespace {
 
 bool tracking() { return !ReentryGuard::active() && capture_enabled(); }
+
+// True on a thread inside an interposed ACL allocator's real call (aclrtMalloc, aclrtFree): the rtMalloc or rtFree it
+// makes is the outer call's allocation, recorded or forgotten by the outer hook.
+thread_local bool t_in_acl_call __attribute__((tls_model("initial-exec"))) = false;
+
+struct InAclCall {
+  bool was = t_in_acl_call;
+  InAclCall() { t_in_acl_call = true; }
+  ~InAclCall() { t_in_acl_call = was; }
+  InAclCall(const InAclCall &) = delete;
+  InAclCall &operator=(const InAclCall &) = delete;
+};
 
 void allocated(void **devPtr, uint64_t size) {
   if (devPtr != nullptr && *devPtr != nullptr) guarded([&] { device_allocations().insert(*devPtr, size); });
@@ -39,39 +52,54 @@ MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)
 
 namespace {
 
-// The allocators' shared body: `missing` when nothing defines `real`; a made allocation is recorded.
-template <typename Real, typename Rc, typename Size, typename... Rest>
+// The allocators' shared body: `missing` when nothing defines `real`; a made allocation is recorded, by the outermost
+// hook (`acl`: an ACL allocator, whose inner rtMalloc records nothing).
+template <bool acl, typename Real, typename Rc, typename Size, typename... Rest>
 Rc allocate(Real real, Rc missing, void **devPtr, Size size, Rest... rest) {
   if (!real) return missing;
-  Rc rc = real(devPtr, size, rest...);
+  if (!acl && t_in_acl_call) return real(devPtr, size, rest...);
+  Rc rc;
+  if constexpr (acl) {
+    InAclCall inside;
+    rc = real(devPtr, size, rest...);
+  } else {
+    rc = real(devPtr, size, rest...);
+  }
   if (rc == 0 && tracking()) allocated(devPtr, size);  // ACL_SUCCESS, RT_ERROR_NONE
   return rc;
 }
 
-// The frees' shared body: the record goes before the memory does.
-template <typename Real, typename Rc>
+// The frees' shared body: the record goes before the memory does (by the outermost hook, as above).
+template <bool acl, typename Real, typename Rc>
 Rc release(Real real, Rc missing, void *devPtr) {
   if (!real) return missing;
+  if (!acl && t_in_acl_call) return real(devPtr);
   if (tracking()) freeing(devPtr);
-  return real(devPtr);
+  if constexpr (acl) {
+    InAclCall inside;
+    return real(devPtr);
+  } else {
+    return real(devPtr);
+  }
 }
 
 }  // namespace
 
 MSPROBE_HOOK aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  return allocate(MSPROBE_REAL(aclrtMalloc), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
+  return allocate<true>(MSPROBE_REAL(aclrtMalloc), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
 }
 
 MSPROBE_HOOK aclError aclrtFree(void *devPtr) {
-  return release(MSPROBE_REAL(aclrtFree), aclError{ACL_ERROR_INVALID_PARAM}, devPtr);
+  return release<true>(MSPROBE_REAL(aclrtFree), aclError{ACL_ERROR_INVALID_PARAM}, devPtr);
 }
 
 MSPROBE_HOOK rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t type, const uint16_t moduleId) {
-  return allocate(MSPROBE_REAL(rtMalloc), rtError_t{ACL_ERROR_RT_MEMORY_ALLOCATION}, devPtr, size, type, moduleId);
+  return allocate<false>(MSPROBE_REAL(rtMalloc), rtError_t{ACL_ERROR_RT_MEMORY_ALLOCATION}, devPtr, size, type,
+                         moduleId);
 }
 
 MSPROBE_HOOK rtError_t rtFree(void *devPtr) {
-  return release(MSPROBE_REAL(rtFree), rtError_t{ACL_ERROR_RT_PARAM_INVALID}, devPtr);
+  return release<false>(MSPROBE_REAL(rtFree), rtError_t{ACL_ERROR_RT_PARAM_INVALID}, devPtr);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_MEMORY_HOOKS, Linked)

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "collector/collector.h"
@@ -166,6 +168,8 @@ struct WriterLog {
   std::vector<std::string> encoded, appended;
   std::vector<std::string> triggers;  // each appended kernel's flight trigger ("" when none)
   int closes = 0;
+  // Each write_stacks(): its thread and how many kernels were appended by then.
+  std::vector<std::pair<std::thread::id, size_t>> stacks;
 };
 
 class RecordingWriter final : public mc::DumpWriter {
@@ -186,7 +190,10 @@ class RecordingWriter final : public mc::DumpWriter {
       if (key == msprobe::format::json_key::kFlightTrigger) trigger = value;
     log_->triggers.push_back(trigger);
   }
-  void write_stacks() override {}
+  void write_stacks() override {
+    std::lock_guard<std::mutex> lk(log_->mu);
+    log_->stacks.emplace_back(std::this_thread::get_id(), log_->appended.size());
+  }
   void close() override {
     std::lock_guard<std::mutex> lk(log_->mu);
     ++log_->closes;
@@ -256,6 +263,29 @@ TEST(WriterSeam, PipelineHandsEveryKernelEncodedInSubmissionOrder) {
   std::sort(submitted.begin(), submitted.end());
   EXPECT_EQ(encoded, submitted);  // each once, in whatever order the threads got to them
   EXPECT_EQ(log->closes, 1);
+}
+
+TEST(WriterSeam, FlushHasAWriterThreadWriteTheStackFilesBeforeItReturns) {
+  // The flushing thread is the host's (aclFinalize): it waits, and a writer thread renders and writes stack.json.
+  auto log = std::make_shared<WriterLog>();
+  {
+    mc::Collector c(recording(log, nullptr, 2));
+    for (int i = 0; i < 8; ++i) c.submit(checked_kernel(i, false));
+    c.flush();
+    {
+      std::lock_guard<std::mutex> lk(log->mu);
+      ASSERT_EQ(log->stacks.size(), 1u);
+      EXPECT_NE(log->stacks[0].first, std::this_thread::get_id());
+      EXPECT_EQ(log->stacks[0].second, 8u);  // written after every kernel submitted before the flush
+    }
+    for (int i = 8; i < 12; ++i) c.submit(checked_kernel(i, false));
+    c.flush();
+    c.close();
+  }
+  ASSERT_GE(log->stacks.size(), 2u);
+  EXPECT_NE(log->stacks[1].first, std::this_thread::get_id());
+  EXPECT_EQ(log->stacks[1].second, 12u);
+  EXPECT_EQ(log->stacks.back().second, 12u);  // and once more at close: complete on disk
 }
 
 TEST(WriterSeam, FirstOverflowsAppendsOnlyTheFirstFound) {

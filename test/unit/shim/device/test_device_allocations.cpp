@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -122,6 +125,47 @@ TEST(DeviceAllocations, FindAllAnswersEachAddress) {
   EXPECT_EQ(out[2], (DeviceRange{0x3000, 0x10}));
   EXPECT_FALSE(out[3]);
   EXPECT_FALSE(out[4]);
+}
+
+TEST(DeviceAllocations, AgreesWithASimpleMapWhateverTheOrderOfAllocationsAndFrees) {
+  // Blocks made in address order and freed first-made-first (a caching allocator's release at exit), last-made-first,
+  // and at random, with re-allocations and stale overlaps between: every lookup agrees with a plain map.
+  std::mt19937_64 rng(29);
+  for (int order = 0; order < 3; ++order) {
+    DeviceAllocations t;
+    std::map<uint64_t, uint64_t> ref;
+    int wrong = 0;
+    auto check = [&](uint64_t addr) {
+      std::optional<DeviceRange> want;
+      auto it = ref.upper_bound(addr);
+      if (it != ref.begin() && addr - std::prev(it)->first < std::prev(it)->second)
+        want = DeviceRange{std::prev(it)->first, std::prev(it)->second};
+      wrong += t.find(addr) != want;
+    };
+    std::vector<uint64_t> made;
+    for (int round = 0; round < 4; ++round) {
+      for (int i = 0; i < 300; ++i) {
+        const uint64_t base = 0x100000 + (uint64_t)(rng() % 4096) * 0x100, size = 0x40 + rng() % 0x200;
+        t.insert(at(base), size);
+        for (auto it = ref.lower_bound(base); it != ref.end() && it->first < base + size;) it = ref.erase(it);
+        if (auto it = ref.lower_bound(base); it != ref.begin() && std::prev(it)->first + std::prev(it)->second > base)
+          ref.erase(std::prev(it));
+        ref[base] = size;
+        made.push_back(base);
+      }
+      if (order == 1) std::reverse(made.begin(), made.end());
+      if (order == 2) std::shuffle(made.begin(), made.end(), rng);
+      for (size_t i = 0; i < made.size() / 2; ++i) {
+        const bool live = ref.count(made[i]) != 0;
+        wrong += t.erase(at(made[i])) != live;
+        ref.erase(made[i]);
+      }
+      made.erase(made.begin(), made.begin() + (std::ptrdiff_t)(made.size() / 2));
+      for (int i = 0; i < 2000; ++i) check(0x100000 + rng() % (4097 * 0x100));
+      wrong += t.size() != ref.size();
+    }
+    EXPECT_EQ(wrong, 0) << "order " << order;
+  }
 }
 
 TEST(DeviceAllocations, ConcurrentAllocationsFreesAndLookupsStayConsistent) {
