@@ -2,6 +2,7 @@
 // table, and executor reuse calls (repeatable, destroy, address rebinding) are reported to the aclnn
 // capture so that every later launch sees the addresses bound at that launch.
 #include <cstring>
+#include <utility>
 
 #include "aclnn/acl_meta.h"
 #include "shim/aclnn/aclnn_capture.h"
@@ -44,13 +45,19 @@ void fill_tensor_meta(TensorMeta &m, const int64_t *viewDims, uint64_t viewDimsN
   for (int i = 0; i < m.storage_ndim; ++i) m.storage[i] = storageDims[i];
 }
 
+// The tables' bookkeeping, only while this process captures: a fork child (capture is off there, and a table's lock
+// may be held by a thread that did not come along) and a process that does not capture leave them alone.
+template <typename Record>
+void record(Record &&r) noexcept {
+  if (capture_enabled()) guarded(std::forward<Record>(r));
+}
+
 // aclCreateTensorList and aclCreateScalarList: a created list is recorded with its members.
 template <typename Real, typename T>
 auto create_list(Real real, const T *const *value, uint64_t size) -> decltype(real(value, size)) {
   if (!real) return nullptr;
   auto *l = real(value, size);
-  if (l && capture_enabled())
-    guarded([&] { handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size)); });
+  if (l) record([&] { handles().put(l, copy_members(reinterpret_cast<const void *const *>(value), size)); });
   return l;
 }
 
@@ -59,7 +66,7 @@ template <typename Real, typename Report>
 aclnnStatus on_executor(Real real, aclOpExecutor *executor, Report report) {
   if (!real) return ACLNN_ERR_INNER_NULLPTR;
   aclnnStatus rc = real(executor);
-  if (rc == ACLNN_SUCCESS) guarded([&] { (aclnn_capture().*report)(executor); });
+  if (rc == ACLNN_SUCCESS) record([&] { (aclnn_capture().*report)(executor); });
   return rc;
 }
 
@@ -99,8 +106,8 @@ MSPROBE_HOOK aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDi
   if (!real) return nullptr;
   aclTensor *t = real(viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum, tensorData);
   // The runtime validated the arguments: only a created tensor is recorded (and its dims are readable).
-  if (t && viewDimsNum <= (uint64_t)kMaxDims && capture_enabled())
-    guarded([&] {
+  if (t && viewDimsNum <= (uint64_t)kMaxDims)
+    record([&] {
       // Written in place into the table's slot: a tensor's record is ~230 bytes, not copied on the host's thread.
       handles().put_with(t, [&](HandleMeta &meta) {
         fill_tensor_meta(meta.emplace<TensorMeta>(), viewDims, viewDimsNum, dataType, stride, offset, format,
@@ -114,8 +121,8 @@ MSPROBE_HOOK aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
   auto real = MSPROBE_REAL(aclCreateScalar);
   if (!real) return nullptr;
   aclScalar *s = real(value, dataType);
-  if (s && value && capture_enabled())
-    guarded([&] {
+  if (s && value)
+    record([&] {
       handles().put_with(s, [&](HandleMeta &meta) {
         ScalarMeta &m = meta.emplace<ScalarMeta>();
         m.dtype = dataType;
@@ -126,13 +133,13 @@ MSPROBE_HOOK aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
   return s;
 }
 
-#define MSPROBE_CREATE_ARRAY_HOOK(fn, Ret, T)                                                 \
-  MSPROBE_HOOK Ret *fn(const T *value, uint64_t size) {                                       \
-    auto real = MSPROBE_REAL(fn);                                                             \
-    if (!real) return nullptr;                                                                \
-    Ret *a = real(value, size);                                                               \
-    if (a && capture_enabled()) guarded([&] { handles().put(a, copy_values(value, size)); }); \
-    return a;                                                                                 \
+#define MSPROBE_CREATE_ARRAY_HOOK(fn, Ret, T)                           \
+  MSPROBE_HOOK Ret *fn(const T *value, uint64_t size) {                 \
+    auto real = MSPROBE_REAL(fn);                                       \
+    if (!real) return nullptr;                                          \
+    Ret *a = real(value, size);                                         \
+    if (a) record([&] { handles().put(a, copy_values(value, size)); }); \
+    return a;                                                           \
   }
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateIntArray, aclIntArray, int64_t)
 MSPROBE_CREATE_ARRAY_HOOK(aclCreateFloatArray, aclFloatArray, float)
@@ -149,13 +156,13 @@ MSPROBE_HOOK aclScalarList *aclCreateScalarList(const aclScalar *const *value, u
 
 // Destruction is forwarded first; the record goes only if the runtime accepted it (a refused double
 // destroy must not make us forget a live handle that was re-created at the same address).
-#define MSPROBE_DESTROY_HOOK(fn, T)                                         \
-  MSPROBE_HOOK aclnnStatus fn(const T *obj) {                               \
-    auto real = MSPROBE_REAL(fn);                                           \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                              \
-    aclnnStatus rc = real(obj);                                             \
-    if (rc == ACLNN_SUCCESS && obj) guarded([&] { handles().erase(obj); }); \
-    return rc;                                                              \
+#define MSPROBE_DESTROY_HOOK(fn, T)                                        \
+  MSPROBE_HOOK aclnnStatus fn(const T *obj) {                              \
+    auto real = MSPROBE_REAL(fn);                                          \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                             \
+    aclnnStatus rc = real(obj);                                            \
+    if (rc == ACLNN_SUCCESS && obj) record([&] { handles().erase(obj); }); \
+    return rc;                                                             \
   }
 MSPROBE_DESTROY_HOOK(aclDestroyTensor, aclTensor)
 MSPROBE_DESTROY_HOOK(aclDestroyScalar, aclScalar)
@@ -170,10 +177,10 @@ MSPROBE_DESTROY_HOOK(aclDestroyBoolArray, aclBoolArray)
     auto real = MSPROBE_REAL(fn);                                          \
     if (!real) return ACLNN_ERR_INNER_NULLPTR;                             \
     std::optional<HandleMeta> members;                                     \
-    if (list) guarded([&] { members = handles().get(list); });             \
+    if (list) record([&] { members = handles().get(list); });              \
     aclnnStatus rc = real(list);                                           \
     if (rc == ACLNN_SUCCESS && list)                                       \
-      guarded([&] {                                                        \
+      record([&] {                                                         \
         handles().erase(list);                                             \
         if (members)                                                       \
           if (auto *m = std::get_if<std::vector<const void *>>(&*members)) \
@@ -189,7 +196,7 @@ MSPROBE_HOOK aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
   auto real = MSPROBE_REAL(aclSetRawTensorAddr);
   if (!real) return ACLNN_ERR_INNER_NULLPTR;
   aclnnStatus rc = real(tensor, addr);
-  if (rc == ACLNN_SUCCESS) guarded([&] { handles().set_tensor_data(tensor, addr); });
+  if (rc == ACLNN_SUCCESS) record([&] { handles().set_tensor_data(tensor, addr); });
   return rc;
 }
 
@@ -209,7 +216,7 @@ MSPROBE_HOOK aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
     if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                              \
     aclnnStatus rc = real(executor, index, tensor, addr);                                                   \
     if (rc == ACLNN_SUCCESS)                                                                                \
-      guarded([&] {                                                                                         \
+      record([&] {                                                                                          \
         aclnn_capture().on_rebind(executor, space, index, 0, addr);                                         \
         handles().set_tensor_data(tensor, addr);                                                            \
       });                                                                                                   \
@@ -227,7 +234,7 @@ MSPROBE_SET_ADDR_HOOK(aclSetOutputTensorAddr, IndexSpace::Outputs)
     if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                     \
     aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                        \
     if (rc == ACLNN_SUCCESS)                                                                       \
-      guarded([&] { aclnn_capture().on_rebind(executor, space, irIndex, relativeIndex, addr); });  \
+      record([&] { aclnn_capture().on_rebind(executor, space, irIndex, relativeIndex, addr); });   \
     return rc;                                                                                     \
   }
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicTensorAddr, IndexSpace::All)
