@@ -159,6 +159,20 @@ def rank_folders(root):
     return sorted(out)
 
 
+def holders(paths):
+    """[(pid, command line)] of the processes with one of `paths` open, from /proc."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in paths for fd in fds):
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    found.append((int(pid), f.read().replace(b"\0", b" ").decode(errors="replace")[:200]))
+        except OSError:
+            continue
+    return found
+
+
 def check(root, p, work):
     """Repairs the dump at `root` and checks it. Returns (problems, figures)."""
     problems, fig = [], collections.Counter()
@@ -173,7 +187,9 @@ def check(root, p, work):
     # The killed run's rank lock is gone: the root holds only step folders (or nothing).
     others = [n for n in os.listdir(root) if not n.startswith("step")] if os.path.isdir(root) else []
     if others:
-        problems.append(f"left in the dump root after repair: {others}")
+        # Who still has them open (a rank lock is left only while some process holds it): for the next diagnosis.
+        problems.append(f"left in the dump root after repair: {others}; repair said: {rep.stdout[-600:]!r}; "
+                        f"open in: {holders([os.path.join(root, n) for n in others])}")
     if not had_dump:
         # Killed before the first kernel was written: nothing, or folders begun with nothing in them.
         fig["no_dump"] += 1
