@@ -113,16 +113,18 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }
 
 // Up to 8 bytes at each end of `n` bytes at `p` (never past them: the bytes after an object are not its own).
-uint64_t ends(uintptr_t p, size_t n) {
-  uint64_t head = 0, tail = 0;
-  const size_t k = std::min<size_t>(n, 8);
-  std::memcpy(&head, reinterpret_cast<const void *>(p), k);
-  std::memcpy(&tail, reinterpret_cast<const void *>(p + n - k), k);
-  return mix(head, tail);
+// Fixed-size loads and a byte loop, not a variable-size memcpy: this runs for every Python frame of every capture
+// (three times per frame), and a library call here cost more than the walk itself.
+inline uint64_t ends(uintptr_t p, size_t n) {
+  if (n >= 8) return mix(load_at<uint64_t>(p, 0), load_at<uint64_t>(p, n - 8));
+  const auto *b = reinterpret_cast<const uint8_t *>(p);
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = (v << 8) | b[i];
+  return mix(v, v);
 }
 
 // A str's length and the bytes at both ends of its characters.
-uint64_t str_sample(const Layout &L, uintptr_t s) {
+inline uint64_t str_sample(const Layout &L, uintptr_t s) {
   const auto state = load_at<uint32_t>(s, kStrState);
   const int64_t length = load_at<int64_t>(s, kStrLength);
   if (((state >> 5) & 1u) == 0 || length <= 0) return static_cast<uint64_t>(length);  // not compact: length only
