@@ -76,6 +76,12 @@ TEST(Json, StringsLikeJsonDumpEnsureAscii) {
   EXPECT_EQ(str("\xc0\xaf"), "\"\\ufffd\\ufffd\"");             // overlong '/'
   EXPECT_EQ(str("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");  // UTF-8 encoded surrogate
   EXPECT_EQ(str("\xe4\xb8"), "\"\\ufffd\\ufffd\"");             // truncated sequence
+  // Plain runs between escapes, at either end, and after text already in the buffer (runs are appended whole).
+  EXPECT_EQ(str("ab\"cd\\ef\ngh\xe4\xb8\xadij"), "\"ab\\\"cd\\\\ef\\ngh\\u4e2dij\"");
+  EXPECT_EQ(str("\"x\n"), "\"\\\"x\\n\"");
+  std::string out = "[";
+  mc::append_json_string(out, "File a.py, line 3, in f");
+  EXPECT_EQ(out, "[\"File a.py, line 3, in f\"");
 }
 
 mc::TensorSummary tensor() {
