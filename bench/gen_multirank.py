@@ -5,12 +5,16 @@ msprobe-inspect first-nan's benchmark (bench/bench_first_nan.py) and tests.
 
     python3 bench/gen_multirank.py OUT --ranks 256 --kernels 6000 [--steps 1] [--group 8] [--every 12]
                                    [--world-every 4] [--origin R:S:K[:nan|inf]] ... [--overflow S:K] [--mask N]
-                                   [--groups-only] [--jobs N]
+                                   [--groups-only | --across] [--clock R:NS] [--jobs N]
 
 Every rank runs the same program (SPMD): per step, kernels 0..K-1, of which every `--every`-th is an
 HcclAllReduce; the collectives alternate between the rank's data-parallel group (consecutive ranks, `--group` per
 group, communicator "dp{g}") and, every `--world-every`-th, all ranks ("world"); `--groups-only` leaves the world
-out. Each collective entry carries the "comm" object (docs/format.md). Launch indexes count on across steps.
+out; `--across` puts in its place a collective across the groups among the ranks with the same place in their group
+(communicators "x{place}"), as examples/train.py --groups does. Each collective entry carries the "comm" object
+(docs/format.md). Launch indexes count on across steps; time stamps step with them, the same on every rank but for
+`--clock R:NS`, which moves rank R's by NS nanoseconds (may be negative: the clocks of different nodes, or a rank
+that launched ahead of the others).
 
 Planted values (all finite otherwise):
 - `--origin R:S:K[:kind]`: compute kernel K of step S on rank R writes NaN (`nan`, default) or +Inf (`inf`) from
@@ -54,6 +58,8 @@ class Program:
         self.group_of = [min(r // a.group, self.groups - 1) for r in range(self.ranks)]
         self.members = [[m for m in range(self.ranks) if self.group_of[m] == g] for g in range(self.groups)]
         self.world = list(range(self.ranks))
+        places = max(len(m) for m in self.members)
+        self.across = [[m[i] for m in self.members if i < len(m)] for i in range(places)]
         self.per_step = {"world": 0, "dp": 0}
         for i in range(self.K):
             j = self.collective(i)
@@ -69,6 +75,9 @@ class Program:
 
     def comm(self, r, j):
         """(name, comm rank, members) of the j-th collective of rank r's step."""
+        if self.is_world(j) and self.a.across:
+            i = self.members[self.group_of[r]].index(r)
+            return "x%d" % i, self.across[i].index(r), self.across[i]
         if self.is_world(j):
             return "world", r, self.world
         g = self.group_of[r]
@@ -91,7 +100,7 @@ def simulate(p, origins, overflows):
                 tainted[r], how[r] = L, kind
         if j is None:
             continue
-        for members in ([p.world] if p.is_world(j) else p.members):
+        for members in ((p.across if p.a.across else [p.world]) if p.is_world(j) else p.members):
             overflow = (L // p.K, i) in overflows
             if overflow or any(tainted[m] is not None and tainted[m] < L for m in members):
                 for m in members:
@@ -115,7 +124,7 @@ def write_rank(args):
             bad_out = t is not None and t <= L
             out_t = NAN_T if bad_in or how[r] != "inf" else INF_T
             j = p.collective(i)
-            ts = 1733900000000000 + L * 25 + (r * 7) % 11
+            ts = 1733900000000000 + L * 25 + (r * 7) % 11 + a.clock.get(r, 0)
             launch = '"launch": {"index": %d, "task_id": %d, "stream_id": 0, "timestamp": %d}' % (L, L, ts)
             if j is None:
                 op = OPS[i % len(OPS)]
@@ -136,7 +145,7 @@ def write_rank(args):
                 n = counts.get(key, 0)
                 counts[key] = n + 1
                 name = "HcclAllReduce.main_train_average_gradients.%d.forward" % n
-                kind = "world" if cname == "world" else "dp"
+                kind = "dp" if cname.startswith("dp") else "world"
                 seq = s * p.per_step[kind] + seq_base.get((s, kind), 0)
                 seq_base[(s, kind)] = seq_base.get((s, kind), 0) + 1
                 inp = NAN_T if bad_in else clean(i)
@@ -173,12 +182,19 @@ def main():
     ap.add_argument("--every", type=int, default=12, help="every N-th kernel is a collective")
     ap.add_argument("--world-every", type=int, default=4, help="every N-th collective is over all ranks")
     ap.add_argument("--groups-only", action="store_true", help="no collective over all ranks")
+    ap.add_argument("--across", action="store_true",
+                    help="collectives across the groups (same place in the group) in place of those over all ranks")
+    ap.add_argument("--clock", action="append", default=[], metavar="R:NS",
+                    help="move rank R's time stamps by NS nanoseconds")
     ap.add_argument("--origin", action="append", default=[], metavar="R:S:K[:nan|inf]")
     ap.add_argument("--overflow", action="append", default=[], metavar="S:K")
     ap.add_argument("--mask", type=int, default=0, metavar="N")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--truth", action="store_true", help="print each rank's first anomaly (launch index) as JSON")
     a = ap.parse_args()
+    if a.groups_only and a.across:
+        ap.error("--groups-only and --across: choose one")
+    a.clock = {int(r): int(ns) for r, ns in (c.split(":") for c in a.clock)}
     origins = []
     for o in a.origin:
         parts = o.split(":")

@@ -15,7 +15,9 @@
 //     step not dumped, optimizer state, host data, a kernel not captured);
 //   - a collective (or a receive) whose input is clean and whose output is not: explained when another member's
 //     input to the same instance (or the matching send's) was anomalous, which is how the values spread; else an
-//     origin ("communication": the reduction itself overflowed, or the transfer broke).
+//     origin ("communication": the reduction itself overflowed, or the transfer broke). When some member has no record
+//     of the instance (its folder missing or damaged), the rank is reached through that member if a certain origin's
+//     values presumably reached it, else an origin marked uncertain, listed after the certain ones.
 // Everything a rank computes after its first anomaly is downstream of it and is not looked at again.
 #pragma once
 #include <cstdint>
@@ -138,13 +140,18 @@ struct Hop {
   std::vector<uint32_t> from, to;            // global ranks
   uint32_t depth = 1;                        // hops from the origin
   bool presumed = false;  // no sender's record holds this instance (it ended before, as a flight record
-                          // does at its trigger): the senders are the members that held bad values then
+                          // does at its trigger, or its folder is missing or damaged): the senders are the
+                          // members that held bad values then, or that another rank's values presumably reached
 };
 
 struct Origin {
   std::optional<uint32_t> rank;
   Anomaly a;
-  std::string kind;                   // "compute", "input", "communication"
+  std::string kind;  // "compute", "input", "communication"
+  // "communication" whose instance has members whose input to it is unknown (no folder speaks for them, or their
+  // record ends before it: a missing step folder, a damaged dump.json) and that no origin is presumed to have reached:
+  // the values may have come from them. Listed after the origins that are certain.
+  bool uncertain = false;
   std::vector<std::string> notes;     // e.g. members without data
   std::vector<uint32_t> preceded_by;  // origins that come before it causally (one hop through a communicator)
   std::vector<Hop> spread;            // instances that carried its values, by depth

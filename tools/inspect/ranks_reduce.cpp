@@ -26,11 +26,26 @@ struct Members {
 // An instance that carried values: (communicator, kind, seq, sender, receiver).
 using InstanceKey = std::tuple<std::string, int, uint64_t, int64_t, int64_t>;
 
+// A member whose input to an instance is unknown: no folder speaks for it, or its record ends before the instance
+// (a missing step folder, a damaged dump.json) and shows no anomaly.
+struct Unknown {
+  std::optional<size_t> digest;  // its digest, when it has one
+  std::optional<uint32_t> rank;  // its global rank, when known
+  uint32_t comm_rank = 0;
+};
+
 struct Reach {
   InstanceKey key;
   std::vector<size_t> carriers;  // digest indexes
   bool presumed = false;
+  std::vector<Unknown> unknown;  // when no carrier is known: the members whose input is unknown
+  // Presumed senders without data (global rank) and, for each, a rank whose values presumably reached it.
+  std::vector<std::pair<uint32_t, size_t>> via;
 };
+
+std::string unknown_text(const Unknown &u) {
+  return u.rank ? "rank " + std::to_string(*u.rank) : "comm rank " + std::to_string(u.comm_rank);
+}
 
 }  // namespace
 
@@ -101,6 +116,11 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   std::vector<Origin> origins;
   std::vector<size_t> origin_digest;
   std::map<size_t, Reach> reached;
+  // Ranks whose first anomaly arrived through an instance that no member with a record of it carried, while some
+  // members' input to it is unknown: reached through them when an origin's values presumably reached them (below),
+  // else uncertain origins.
+  std::map<size_t, Reach> pending;
+  std::map<size_t, Origin> pending_origin;
   for (size_t i = 0; i < digests.size(); ++i) {
     if (!digests[i].first) continue;
     const Anomaly &a = *digests[i].first;
@@ -126,9 +146,19 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           const CommEntry *e = j == i ? nullptr : entry(j, c.name);
           if (e && e->bad_inputs.contains(a.seq)) r.carriers.push_back(j);
           // A member whose record ended before this instance, after its own first anomaly: its input is unknown here,
-          // and it held bad values by then.
-          if (e && a.seq >= e->seen_end && digests[j].first) presumed.push_back(j);
+          // and it held bad values by then. Without an anomaly in its record, its input is simply unknown.
+          if (e && a.seq >= e->seen_end) {
+            if (digests[j].first)
+              presumed.push_back(j);
+            else
+              r.unknown.push_back({j, digests[j].rank, cr});
+          }
         }
+        for (uint32_t cr = 0; cr < m.size; ++cr)  // members no folder speaks for
+          if (!m.by_comm_rank.count(cr) && (a.root < 0 || cr == static_cast<uint64_t>(a.root)))
+            r.unknown.push_back(
+                {std::nullopt, m.ranks && cr < m.ranks->size() ? std::optional<uint32_t>((*m.ranks)[cr]) : std::nullopt,
+                 cr});
         if (r.carriers.empty() && !presumed.empty()) {
           r.carriers = std::move(presumed);
           r.presumed = true;
@@ -143,19 +173,44 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
             auto end = e->sends_end.find(c.comm_rank);
             if (sends != e->bad_sends.end() && sends->second.contains(a.seq)) {
               r.carriers.push_back(src->second);
-            } else if (digests[src->second].first && (end == e->sends_end.end() || a.seq >= end->second)) {
-              r.carriers.push_back(src->second);
-              r.presumed = true;
+            } else if (end == e->sends_end.end() || a.seq >= end->second) {
+              if (digests[src->second].first) {
+                r.carriers.push_back(src->second);
+                r.presumed = true;
+              } else {
+                r.unknown.push_back({src->second, digests[src->second].rank, a.peer});
+              }
             }
           }
+        } else {
+          r.unknown.push_back(
+              {std::nullopt,
+               m.ranks && a.peer < m.ranks->size() ? std::optional<uint32_t>((*m.ranks)[a.peer]) : std::nullopt,
+               a.peer});
         }
       }
       if (!r.carriers.empty()) {
         role[i] = 2;
+        r.unknown.clear();
         reached[i] = std::move(r);
         continue;
       }
       o.kind = "communication";
+      if (!r.unknown.empty()) {
+        std::string list;
+        for (size_t u = 0; u < r.unknown.size() && u < 8; ++u) list += (u ? ", " : "") + unknown_text(r.unknown[u]);
+        if (r.unknown.size() > 8) list += ", and " + std::to_string(r.unknown.size() - 8) + " more";
+        o.notes.push_back(
+            std::string(a.kind == Kind::Collective ? "no member whose record holds this collective had an anomalous "
+                                                     "input to it, but the input of "
+                                                   : "the sender's record does not hold this transfer: the input of ") +
+            list +
+            " to it is unknown (no folder speaks for it, or its record ends before it): the values may have come "
+            "from there");
+        pending_origin[i] = std::move(o);
+        pending[i] = std::move(r);
+        continue;
+      }
       o.notes.push_back(a.kind == Kind::Collective
                             ? "every member's input to this collective was clean and its output is not: the "
                               "reduction itself left the range, or the transfer broke"
@@ -167,6 +222,72 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     role[i] = 1;
     origins.push_back(std::move(o));
     origin_digest.push_back(i);
+  }
+
+  // A rank pending on members whose input is unknown is reached through them when an origin's values presumably reached
+  // one of them: a rank that holds bad values (in a step not after the pending rank's) fed them to a communicator
+  // the member is in, at an instance the member's record does not hold (a collective past its record's end; a send
+  // to it while its record is incomplete). Presumed only from the certain origins, through what they reached.
+  const auto incomplete = [&](size_t j) {
+    return !digests[j].problems.empty() || digests[j].steps.size() < f.steps.size();
+  };
+  for (auto &[i, p] : pending) {
+    const Anomaly &a = *digests[i].first;
+    const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
+    for (const Unknown &u : p.unknown) {
+      if (!u.rank && !u.digest) continue;  // not to be found in another communicator
+      for (const auto &[name, mm] : comms) {
+        if (name == own) continue;  // the instance's own: an earlier bad input there would have reached rank i first
+        const CommEntry *ue = u.digest ? entry(*u.digest, name) : nullptr;
+        std::optional<uint32_t> ucr;
+        if (ue) {
+          ucr = ue->comm_rank;
+        } else if (u.rank && mm.ranks) {
+          auto at = std::find(mm.ranks->begin(), mm.ranks->end(), *u.rank);
+          if (at != mm.ranks->end()) ucr = static_cast<uint32_t>(at - mm.ranks->begin());
+        }
+        if (!ucr) continue;  // not a member
+        const uint64_t end = ue ? ue->seen_end : 0;
+        const bool sends_unknown = !ue || (u.digest && incomplete(*u.digest));
+        for (const auto &[cr, k] : mm.by_comm_rank) {
+          if (k == i || (u.digest && k == *u.digest) || !digests[k].first || digests[k].first->step > a.step) continue;
+          const CommEntry *ek = entry(k, name);
+          bool fed = ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
+          if (ek && !fed && sends_unknown) fed = ek->bad_sends.count(*ucr) > 0;
+          if (fed) p.via.emplace_back(u.rank.value_or(0), k);
+        }
+      }
+    }
+  }
+  {
+    std::vector<std::vector<size_t>> next(digests.size());
+    for (const auto &[i, r] : reached)
+      for (size_t c : r.carriers) next[c].push_back(i);
+    for (const auto &[i, p] : pending)
+      for (const auto &[u, k] : p.via) next[k].push_back(i);
+    std::vector<char> seen(digests.size(), 0);
+    std::vector<size_t> queue(origin_digest.begin(), origin_digest.end());
+    for (size_t i : queue) seen[i] = 1;
+    for (size_t q = 0; q < queue.size(); ++q)
+      for (size_t n : next[queue[q]])
+        if (!seen[n]) {
+          seen[n] = 1;
+          queue.push_back(n);
+        }
+    for (auto &[i, p] : pending) {
+      std::erase_if(p.via, [&](const std::pair<uint32_t, size_t> &v) { return !seen[v.second]; });
+      if (seen[i]) {
+        role[i] = 2;
+        p.presumed = true;
+        reached[i] = std::move(p);
+        continue;
+      }
+      Origin &o = pending_origin[i];
+      o.uncertain = true;
+      role[i] = 1;
+      origins.push_back(std::move(o));
+      origin_digest.push_back(i);
+    }
   }
 
   // Depth and root origin of every reached rank (through the carrier nearest to an origin).
@@ -184,6 +305,13 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
       settle(c);
       if (depth[c] != UINT32_MAX && depth[c] + 1 < depth[i]) {
         depth[i] = depth[c] + 1;
+        root[i] = root[c];
+      }
+    }
+    for (const auto &[u, c] : reached[i].via) {  // through a member without data: two hops
+      settle(c);
+      if (depth[c] != UINT32_MAX && depth[c] + 2 < depth[i]) {
+        depth[i] = depth[c] + 2;
         root[i] = root[c];
       }
     }
@@ -213,6 +341,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     h.depth = std::min(h.depth, depth[i]);
     h.presumed = h.presumed || r.presumed;
     h.to.push_back(digests[i].rank.value_or(0));
+    for (const auto &[u, c] : r.via) h.from.push_back(u);
     for (size_t c : r.carriers) {
       h.from.push_back(digests[c].rank.value_or(0));
       // When the instance is the first this carrier fed bad values to, its launch index is known.
@@ -254,7 +383,8 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   }
 
   // Order of the origins: one that another precedes causally (through a communicator both are in: the earlier one's
-  // next collective on it is one the later one had issued before its anomaly) comes after it; then step, time, rank.
+  // next collective on it is one the later one had issued before its anomaly) comes after it; then the certain before
+  // the uncertain; then step, time, rank.
   if (origins.size() <= 512) {
     for (size_t x = 0; x < origins.size(); ++x)
       for (size_t y = 0; y < origins.size(); ++y) {
@@ -269,10 +399,20 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
       }
   }
   std::stable_sort(origins.begin(), origins.end(), [](const Origin &a, const Origin &b) {
-    return std::make_tuple(!a.preceded_by.empty(), a.a.step, a.a.timestamp, a.rank) <
-           std::make_tuple(!b.preceded_by.empty(), b.a.step, b.a.timestamp, b.rank);
+    return std::make_tuple(!a.preceded_by.empty(), a.uncertain, a.a.step, a.a.timestamp, a.rank) <
+           std::make_tuple(!b.preceded_by.empty(), b.uncertain, b.a.step, b.a.timestamp, b.rank);
   });
   f.origins = std::move(origins);
+  if (!f.origins.empty() && f.origins.front().uncertain) {
+    size_t n = 0;
+    for (const Origin &o : f.origins) n += o.uncertain;
+    f.problems.push_back(
+        "the first origin is uncertain: " + rank_name(f.origins.front().rank) + "'s " + f.origins.front().a.kernel +
+        " received its values through an instance some of whose members have no record of it (their "
+        "folders are missing or damaged), and no certain origin comes before it; " +
+        std::to_string(n) +
+        " origin(s) are uncertain, ordered by step and time stamp, which do not tell which came first");
+  }
 
   for (size_t i = 0; i < digests.size(); ++i) {
     Finding::PerRank p;

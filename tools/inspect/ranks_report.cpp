@@ -58,6 +58,10 @@ std::string kind_sentence(const Origin &o, Question q) {
   if (o.kind == "input")
     return nan ? "input: it received non-finite values (" + values_text(o.a.values) + ") that no earlier kernel made"
                : "input: its inputs differ from run B's and no earlier kernel departed";
+  if (o.uncertain)
+    return std::string("communication (uncertain): ") + kind_text(o.a.kind) +
+           (nan ? " with clean inputs on the members whose records hold it and a non-finite output"
+                : " with agreeing inputs on the members whose records hold it and departing output");
   return std::string("communication: ") + kind_text(o.a.kind) +
          (nan ? " with clean inputs everywhere and a non-finite output" : " with agreeing inputs and departing output");
 }
@@ -85,7 +89,7 @@ void origin_text(std::string &out, const Origin &o, Question q, bool primary) {
     for (const Hop &h : o.spread)
       out += pad + "  step " + std::to_string(h.step) + " " + h.kernel + " (" + instance_text(h) +
              "): " + ranks_text(h.from) + " -> " + ranks_text(h.to) +
-             (h.presumed ? " (presumed: the senders' records end before it)" : "") + "\n";
+             (h.presumed ? " (presumed: no sender's record holds it)" : "") + "\n";
   }
   std::vector<uint64_t> reached(o.reached.begin(), o.reached.end());
   out += pad + "reached   " + std::to_string(reached.size()) + " rank(s)" +
@@ -130,6 +134,7 @@ Json hop_json(const Hop &h) {
 Json origin_json(const Origin &o, Question q) {
   Json j = anomaly_json(o.a, o.rank);
   j["kind"] = o.kind;
+  j["uncertain"] = o.uncertain;
   if (q == Question::Nan) {
     Json values = Json::array();
     for (uint8_t bit : {kNaN, kPosInf, kNegInf})

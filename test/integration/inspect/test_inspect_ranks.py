@@ -214,6 +214,10 @@ def test_damaged_and_missing_rank_folders(runs, tmp_path):
     cut.write_text(text[: len(text) // 2])
     doc, r = first_nan(root, "--no-replay")
     assert doc["rank"] == 5 and doc["kernel"].startswith("Gelu.")
+    # Rank 2 received rank 5's values from rank 6, whose step 1 is gone: reached (presumed), not a second origin
+    # named first or second by the clock (once, in an ASan run, it came first).
+    assert [o["rank"] for o in doc["origins"]] == [5] and not doc["uncertain"], doc["origins"]
+    assert {p["rank"]: p["role"] for p in doc["per_rank"]}[2] == "reached"
     assert any(p.startswith("step1/rank3: dump.json is damaged") for p in doc["problems"]), doc["problems"]
     assert "step1/rank6: no folder" in doc["missing"], doc["missing"]
     text = inspect("first-nan", root, "--no-replay", expect=1).stdout
@@ -263,6 +267,56 @@ def test_receiver_is_not_an_origin_and_world_order(tmp_path):
     assert first["launch_index"] == 235  # the next group collective after kernel 230
     # The next world collective: everyone in group 1 fed it (rank 6 itself among them: depth 1).
     assert (world["comm"], world["from"], world["to"], world["depth"]) == ("world", [4, 5, 6, 7], [0, 1, 2, 3], 1)
+
+
+def cut_line(path, n):
+    """Cuts a synthetic dump.json in the middle of its n-th line (one kernel entry a line): a killed run's file."""
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:n - 1]) + lines[n - 1][: len(lines[n - 1]) // 2])
+
+
+def across_groups(dest, origin, *extra):
+    """8 ranks in two groups of 4 (dp0, dp1), then pairs across them (x0..x3), as train.py --groups 2; two steps of
+    48 kernels, every 12th a collective: dp at 11 and 35, x at 23 and 47 of each step."""
+    return generate(dest, "--ranks", 8, "--group", 4, "--across", "--kernels", 48, "--every", 12, "--world-every", 2,
+                    "--steps", 2, "--origin", origin, *extra)
+
+
+@pytest.mark.parametrize("damage", ["missing", "cut"])
+def test_reached_through_a_rank_without_data_is_not_an_origin(tmp_path, damage):
+    """Rank 5's NaN reaches rank 6 (dp1) and, through it, rank 2 (x2); rank 6's step 1 is missing or cut before its
+    collectives, so no record shows rank 6 sending it. Rank 2 is reached through rank 6 (presumed), not an origin,
+    though its clock is earlier than rank 5's (as a rank that launched ahead is): the answer must not depend on the
+    time stamps. (Before: rank 2 was an origin of kind "communication", named first by the clock.)"""
+    root = across_groups(tmp_path / damage, "5:1:2", "--clock", "2:-100000")
+    if damage == "missing":
+        shutil.rmtree(root / "step1" / "rank6")
+        cut_line(root / "step1" / "rank3" / "dump.json", 8)  # also a damaged member elsewhere, as the real-dump test
+    else:
+        cut_line(root / "step1" / "rank6" / "dump.json", 6)  # before its first collective of step 1 (kernel 11)
+    doc, _ = first_nan(root)
+    assert (doc["rank"], doc["launch_index"], doc["kind"]) == (5, 50, "compute"), doc["origins"]
+    assert [o["rank"] for o in doc["origins"]] == [5] and doc["uncertain"] is False
+    assert {p["rank"]: p["role"] for p in doc["per_rank"]}[2] == "reached"
+    hop = next(h for h in doc["spread"] if h["comm"] == "x2")
+    assert (hop["from"], hop["to"], hop["presumed"], hop["depth"]) == ([6], [2], True, 2)
+    assert not any("uncertain" in p for p in doc["problems"]), doc["problems"]
+    damaged = "step1/rank3" if damage == "missing" else "step1/rank6"
+    assert any(p.startswith(damaged + ": dump.json is damaged") for p in doc["problems"]), doc["problems"]
+
+
+def test_origin_without_data_is_uncertain(tmp_path):
+    """The origin itself (rank 6) has no step 1 folder: every rank that holds NaN received it through an instance rank
+    6 was in. No origin is certain; first-nan says so instead of presenting the earliest clock as the answer."""
+    root = across_groups(tmp_path / "u", "6:1:2")
+    shutil.rmtree(root / "step1" / "rank6")
+    doc, _ = first_nan(root)
+    assert sorted(o["rank"] for o in doc["origins"]) == [2, 4, 5, 7]
+    assert any(p.startswith("the first origin is uncertain") for p in doc["problems"]), doc["problems"]
+    assert doc["uncertain"] is True and all(o["uncertain"] for o in doc["origins"])
+    assert all(any("rank 6" in n for n in o["notes"]) for o in doc["origins"])
+    assert "step1/rank6: no folder" in doc["missing"]
+    assert "communication (uncertain)" in inspect("first-nan", root, expect=1).stdout
 
 
 def test_reduction_overflow_is_a_communication_origin(tmp_path):

@@ -2,6 +2,7 @@
 // on hand-built digests: origins, carriers, broadcast roots, point-to-point, members without data, order of origins.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,76 @@ TEST(Reduce, PresumedSenderWhenItsRecordEnds) {
   ASSERT_EQ(f.origins.size(), 1u);
   ASSERT_EQ(f.origins[0].spread.size(), 1u);
   EXPECT_TRUE(f.origins[0].spread[0].presumed);
+}
+
+// Groups {0,1} ("g0") and {2,3} ("g1"), then pairs across them ("x0" = {0,2}, "x1" = {1,3}); rank 3's record ends
+// before seq 5 (a missing step folder). Rank 2 computes a NaN; g1 seq 5 carries it to rank 3 (no record), x1 seq 5
+// to rank 1: rank 1 is reached through rank 3, presumed, not an origin, whatever the time stamps say.
+std::vector<RankDigest> groups_and_pairs() {
+  std::vector<RankDigest> ds;
+  for (uint32_t r = 0; r < 4; ++r) {
+    ds.push_back(rank(r));
+    ds[r].comms.push_back(comm(r < 2 ? "g0" : "g1", r % 2, 2));
+    ds[r].comms.push_back(comm(r % 2 ? "x1" : "x0", r / 2, 2));
+    ds[r].comms[0].ranks = r < 2 ? std::vector<uint32_t>{0, 1} : std::vector<uint32_t>{2, 3};
+    ds[r].comms[1].ranks = r % 2 ? std::vector<uint32_t>{1, 3} : std::vector<uint32_t>{0, 2};
+  }
+  ds[3].steps = {};  // its step folder is missing
+  for (CommEntry &c : ds[3].comms) c.seen_end = 5;
+  return ds;
+}
+
+TEST(Reduce, ReachedThroughAMemberWithoutDataIsNotAnOrigin) {
+  std::vector<RankDigest> ds = groups_and_pairs();
+  ds[2].first = anomaly(Kind::Compute, 10, false, true);
+  ds[2].first->timestamp = 5000;
+  ds[2].comms[0].bad_inputs.add(5);
+  ds[2].comms[1].bad_inputs.add(5);
+  ds[0].first = anomaly(Kind::Collective, 12, false, true, 1, 5);  // x0 from rank 2
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 1, 5);  // x1 from rank 3, which has no record of it
+  ds[1].first->timestamp = 100;                                    // earlier than rank 2's origin by the clock
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].rank, 2u);
+  EXPECT_FALSE(f.origins[0].uncertain);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  EXPECT_EQ(f.origins[0].reached, (std::vector<uint32_t>{0, 1, 2}));
+  const auto hop = std::find_if(f.origins[0].spread.begin(), f.origins[0].spread.end(),
+                                [](const Hop &h) { return h.comm == "x1"; });
+  ASSERT_NE(hop, f.origins[0].spread.end());
+  EXPECT_EQ(hop->from, std::vector<uint32_t>{3});
+  EXPECT_EQ(hop->to, std::vector<uint32_t>{1});
+  EXPECT_TRUE(hop->presumed);
+  EXPECT_EQ(hop->depth, 2u);
+  EXPECT_TRUE(f.problems.empty());
+}
+
+// The same with no origin whose values could have reached rank 3 (only rank 1's anomaly is in the data): rank 1 is
+// an uncertain origin, and the Finding says so.
+TEST(Reduce, UncertainOriginIsSaidAndComesAfterCertainOnes) {
+  std::vector<RankDigest> ds = groups_and_pairs();
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 1, 5);
+  ds[1].first->timestamp = 100;
+  Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_TRUE(f.origins[0].uncertain);
+  EXPECT_EQ(f.origins[0].kind, "communication");
+  ASSERT_EQ(f.problems.size(), 1u);
+  EXPECT_NE(f.problems[0].find("uncertain"), std::string::npos);
+  bool named = false;
+  for (const std::string &n : f.origins[0].notes) named |= n.find("rank 3") != std::string::npos;
+  EXPECT_TRUE(named);
+  // A certain origin that cannot have reached rank 3 (later step) comes first, though its clock is later.
+  ds[0].first = anomaly(Kind::Compute, 30, false, true);
+  ds[0].first->step = 1;
+  ds[0].first->timestamp = 9000;
+  ds[0].comms[0].bad_inputs.add(6);
+  f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 2u);
+  EXPECT_EQ(f.origins[0].rank, 0u);
+  EXPECT_FALSE(f.origins[0].uncertain);
+  EXPECT_TRUE(f.origins[1].uncertain);
+  EXPECT_TRUE(f.problems.empty());
 }
 
 TEST(Reduce, InputOriginAndDuplicates) {
