@@ -98,12 +98,29 @@ class StackTableRenderer final : public record::StackRenderer {
  public:
   explicit StackTableRenderer(StackMode mode) : mode_(mode) {}
   uint64_t group(uint64_t id) override { return StackTable::global().group((StackId)id, mode_); }
+  // Each group is rendered once and kept: every step folder's stack.json lists its groups again, and symbolizing a
+  // native frame costs thousands of instructions (at exit, a run of many steps rendered the same frames per folder).
+  // A group's frames never change (its id names fixed addresses and code objects; source lines are read once per
+  // file). Up to kKeptBytes of text is kept; beyond, groups are rendered each time.
   std::vector<std::string> frames(uint64_t group_id) override {
-    return StackTable::global().frames((StackId)group_id, mode_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = rendered_.find(group_id); it != rendered_.end()) return it->second;
+    }
+    std::vector<std::string> f = StackTable::global().frames((StackId)group_id, mode_);
+    size_t bytes = 0;
+    for (const std::string &s : f) bytes += s.size();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_bytes_ + bytes <= kKeptBytes && rendered_.emplace(group_id, f).second) kept_bytes_ += bytes;
+    return f;
   }
 
  private:
+  static constexpr size_t kKeptBytes = size_t{64} << 20;
   StackMode mode_;
+  std::mutex mu_;  // the writer thread and, past its deadline, the flushing thread may render at once
+  std::unordered_map<uint64_t, std::vector<std::string>> rendered_;
+  size_t kept_bytes_ = 0;
 };
 
 }  // namespace
