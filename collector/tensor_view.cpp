@@ -32,12 +32,31 @@ const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned ch
   if (lo < 0 || (uint64_t)(hi + 1) * es > t.block->size()) return nullptr;
   if (contiguous) return base + t.block_offset * es;
   scratch.resize(*bytes);
+  // Gathered a row at a time: the innermost dimension's elements, in one copy when they are adjacent (a slice, a
+  // padded row), else one by one (a transposed view), with a fixed-size copy for the usual element sizes.
   const size_t nd = t.shape.size();
-  std::vector<int64_t> idx(nd, 0);
+  const int64_t row = nd > 0 ? t.shape[nd - 1] : 1;
+  const int64_t step = nd > 0 ? t.block_strides[nd - 1] : 1;
+  const size_t outer_dims = nd > 0 ? nd - 1 : 0;
+  std::vector<int64_t> idx(outer_dims, 0);
   int64_t off = t.block_offset;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::memcpy(scratch.data() + i * es, base + off * es, es);
-    for (size_t d = nd; d-- > 0;) {
+  unsigned char *out = scratch.data();
+  for (uint64_t done = 0; done < n; done += static_cast<uint64_t>(row)) {
+    const unsigned char *in = base + off * static_cast<int64_t>(es);
+    if (step == 1) {
+      std::memcpy(out, in, static_cast<size_t>(row) * es);
+      out += static_cast<size_t>(row) * es;
+    } else {
+      const int64_t jump = step * static_cast<int64_t>(es);
+      switch (es) {
+        case 2: for (int64_t j = 0; j < row; ++j, in += jump, out += 2) std::memcpy(out, in, 2); break;
+        case 4: for (int64_t j = 0; j < row; ++j, in += jump, out += 4) std::memcpy(out, in, 4); break;
+        case 8: for (int64_t j = 0; j < row; ++j, in += jump, out += 8) std::memcpy(out, in, 8); break;
+        default:
+          for (int64_t j = 0; j < row; ++j, in += jump, out += es) std::memcpy(out, in, es);
+      }
+    }
+    for (size_t d = outer_dims; d-- > 0;) {  // the next row: odometer over the outer dimensions
       if (++idx[d] < t.shape[d]) {
         off += t.block_strides[d];
         break;

@@ -22,6 +22,7 @@
 
 #include "collector/collector.h"
 #include "collector/msprobe_writer.h"
+#include "collector/tensor_view.h"
 #include "format/format.h"
 #include "format/half.h"
 #include "format/lz4.h"
@@ -114,6 +115,47 @@ mc::CollectorParts writer_only(mc::MsprobeWriterOptions o, unsigned threads = 0)
   p.writer = mc::msprobe_writer(std::move(o));
   p.writer_threads = threads;
   return p;
+}
+
+// A strided view gathered into logical (row-major) order, checked against indexing by hand: a transposed matrix
+// (inner stride not 1), a slice of padded rows (inner stride 1: copied a row at a time), a reversed dimension, and
+// element sizes 1, 2, 4 and 8.
+template <typename T>
+void expect_gathered(DType dt, std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset,
+                     size_t storage) {
+  std::vector<T> store(storage);
+  for (size_t i = 0; i < storage; ++i) store[i] = static_cast<T>(i * 7 + 3);
+  mc::TensorCapture t = tensor(dt, shape, block_of(store));
+  t.block_strides = strides;
+  t.block_offset = offset;
+  std::vector<unsigned char> scratch;
+  uint64_t bytes = 0;
+  const unsigned char *got = mc::materialize(t, scratch, &bytes);
+  ASSERT_NE(got, nullptr);
+  std::vector<T> want;
+  std::vector<int64_t> idx(shape.size(), 0);
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  for (uint64_t i = 0; i < n; ++i) {
+    int64_t off = offset;
+    for (size_t d = 0; d < shape.size(); ++d) off += idx[d] * strides[d];
+    want.push_back(store[static_cast<size_t>(off)]);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  ASSERT_EQ(bytes, want.size() * sizeof(T));
+  EXPECT_EQ(std::memcmp(got, want.data(), bytes), 0);
+}
+
+TEST(TensorView, StridedViewsAreGatheredInLogicalOrder) {
+  expect_gathered<float>(DType::F32, {3, 5}, {1, 3}, 0, 15);                   // the transpose of a 5x3 matrix
+  expect_gathered<uint16_t>(DType::F16, {4, 6}, {8, 1}, 2, 40);                // 6 of every 8, from offset 2
+  expect_gathered<double>(DType::F64, {2, 3, 4}, {1, 8, 2}, 0, 32);            // three dimensions, none in order
+  expect_gathered<int8_t>(DType::I8, {5, 2}, {-2, 1}, 8, 10);                  // rows in reverse
+  expect_gathered<int64_t>(DType::I64, {2, 1, 3}, {3, 99, 1}, 0, 6);           // a size-1 dimension's stride is free
+  expect_gathered<float>(DType::F32, {7}, {3}, 1, 21);                         // one dimension, every third
 }
 
 TEST(Collector, WriterThreadsAppendInSubmissionOrder) {
