@@ -1,5 +1,6 @@
 #include "format/dump_json.h"
 
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -152,8 +153,12 @@ void append_value_arg(std::string &out, const ValueArg &v) {
         out, v.type, [&] { append_arg_value(out, v.value); }, v.name);
 }
 
-// Printable ASCII other than '"' and '\\': copied as it is.
-bool is_plain_json_char(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+// Printable ASCII other than '"' and '\\', copied as it is: a table, one load a character.
+constexpr std::array<bool, 256> kPlainJsonChar = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7f; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\';
+  return t;
+}();
 
 }  // namespace
 
@@ -164,7 +169,7 @@ void append_json_string(std::string &out, std::string_view s) {
     // Runs of plain characters in one append: stack.json's frames are long and almost all plain, and a character at
     // a time was the collector's largest cost in the tensor task.
     size_t end = i;
-    while (end < s.size() && is_plain_json_char(static_cast<unsigned char>(s[end]))) ++end;
+    while (end < s.size() && kPlainJsonChar[static_cast<unsigned char>(s[end])]) ++end;
     out.append(s.data() + i, end - i);
     if ((i = end) == s.size()) break;
     const unsigned char c = static_cast<unsigned char>(s[i]);
