@@ -49,9 +49,15 @@ const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned ch
     } else {
       const int64_t jump = step * static_cast<int64_t>(es);
       switch (es) {
-        case 2: for (int64_t j = 0; j < row; ++j, in += jump, out += 2) std::memcpy(out, in, 2); break;
-        case 4: for (int64_t j = 0; j < row; ++j, in += jump, out += 4) std::memcpy(out, in, 4); break;
-        case 8: for (int64_t j = 0; j < row; ++j, in += jump, out += 8) std::memcpy(out, in, 8); break;
+        case 2:
+          for (int64_t j = 0; j < row; ++j, in += jump, out += 2) std::memcpy(out, in, 2);
+          break;
+        case 4:
+          for (int64_t j = 0; j < row; ++j, in += jump, out += 4) std::memcpy(out, in, 4);
+          break;
+        case 8:
+          for (int64_t j = 0; j < row; ++j, in += jump, out += 8) std::memcpy(out, in, 8);
+          break;
         default:
           for (int64_t j = 0; j < row; ++j, in += jump, out += es) std::memcpy(out, in, es);
       }
