@@ -165,7 +165,8 @@ def main():
                     if which == "none" and task != tasks[0]:
                         for label in rows[task]:
                             rows[task][label].setdefault("none", []).append(rows[tasks[0]][label]["none"][-1])
-                        calls[task].setdefault("none", calls[tasks[0]]["none"])
+                        if not a.no_loop:
+                            calls[task].setdefault("none", calls[tasks[0]]["none"])
                         continue
                     env = env_for(which, task)
                     if not a.no_loop:
