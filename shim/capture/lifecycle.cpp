@@ -207,9 +207,12 @@ void finisher_main() {
   }
 }
 
+void close_inherited_rank_locks() noexcept;
+
 void in_fork_child() {
   // The writer and the finisher did not come along, locks may be held by threads that no longer exist, and the
   // files are the parent's: the child passes every call through and leaves all of it alone.
+  close_inherited_rank_locks();
   g_callbacks.in_fork_child();
 }
 
@@ -434,6 +437,14 @@ std::mutex g_claim_mu;
 auto *g_claims = new std::map<std::string, bool>;  // rank folder -> owned; immortal: used during exit
 auto *g_held = new std::vector<HeldLock>;
 
+// The descriptors of g_held, readable without g_claim_mu: a fork child (where the mutex may be held by a thread that
+// did not come along) closes its copies. An flock lock belongs to the open file, which the child shares: a child
+// that outlives its parent (a data-loader worker, after the OOM killer took the trainer) would otherwise keep the
+// rank "being written" and turn away a restarted run, and repair would leave the lock. Closing the child's copy
+// leaves the parent's lock alone. Locks past the table's size stay inherited (one per rank folder a process writes).
+constexpr int kForkClosedLocks = 16;
+constinit std::atomic<int> g_lock_fds[kForkClosedLocks] = {};  // fd + 1; 0: free
+
 // Opens and locks `path`. A lock file is unlinked by its owner before the owner lets go of it, so a lock won
 // on a file that is no longer at `path` (opened just before the unlink) is no lock: open it anew.
 enum class Claim { Mine, Taken, NoLock };
@@ -473,6 +484,10 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir) {
       if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) {
       }
       g_held->push_back(HeldLock{path, fd, getpid()});
+      for (std::atomic<int> &slot : g_lock_fds) {
+        int free_slot = 0;
+        if (slot.compare_exchange_strong(free_slot, fd + 1)) break;
+      }
       break;
     }
     case Claim::Taken:
@@ -498,9 +513,20 @@ void release_rank_outputs() noexcept {
     // A forked child shares the parent's lock descriptions: only the process that took a lock removes it.
     if (h.pid != getpid()) continue;
     ::unlink(h.path.c_str());  // first, so that nobody can win the lock on a file that is about to vanish
+    for (std::atomic<int> &slot : g_lock_fds) {
+      int held = h.fd + 1;
+      if (slot.compare_exchange_strong(held, 0)) break;
+    }
     ::close(h.fd);
   }
   std::erase_if(*g_held, [](const HeldLock &h) { return h.pid == getpid(); });
 }
+
+namespace {
+void close_inherited_rank_locks() noexcept {
+  for (std::atomic<int> &slot : g_lock_fds)
+    if (const int fd = slot.exchange(0); fd > 0) ::close(fd - 1);  // async-signal-safe: right after fork()
+}
+}  // namespace
 
 }  // namespace msprobe::shim::lifecycle

@@ -285,6 +285,23 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     return 0;
   }
+  if (mode == "fork-orphan") {
+    // The parent launches (its rank folder claimed), forks a child that launches nothing and outlives it, says the
+    // child's pid and is killed (SIGKILL: no exit handler runs). The child, orphaned, waits to be killed in turn.
+    std::vector<Launched> ls = launch_many(g_stream, n);
+    sync_and_verify(g_stream, ls);
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      ::close(1);  // the test's pipes: it waits for the parent only
+      ::close(2);
+      for (int i = 0; i < 600; ++i) usleep(100000);
+      _exit(0);
+    }
+    std::printf("child %d\n", static_cast<int>(pid));
+    std::fflush(stdout);
+    raise(SIGKILL);
+  }
   if (mode == "fork") {
     // The parent launches, forks a child that launches on its own stream and exits, then launches again.
     std::vector<Launched> ls = launch_many(g_stream, n);

@@ -9,6 +9,7 @@ host used (crash_host's kernel k has inputs the test recomputes, so a lost, dupl
 import collections
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import pytest
 import sanitizer_preload
 import shimtest
 from shimtest import fail_report, op_type, tensors
-from test_shim_crash import CRASH_HOST, check_complete, check_crash_host_data, host_inputs, launch_order, run
+from test_shim_crash import CRASH_HOST, INSPECT, check_complete, check_crash_host_data, host_inputs, launch_order, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY_SPAWN = os.path.join(HERE, "py_spawn.py")
@@ -55,6 +56,35 @@ def test_fork_child_leaves_the_parent_dump_alone(tmp_path, child_exit):
         with open(os.path.join(folders[0].path, name)) as f:
             json.load(f)
     assert os.listdir(r.dump.root) == ["step0"], os.listdir(r.dump.root)
+
+
+def test_orphaned_fork_child_does_not_keep_the_rank_locked(tmp_path):
+    """A fork child that outlives its killed parent (a data-loader worker after the OOM killer took the trainer)
+    must not hold the parent's rank lock: a restarted run would be turned away from its rank folder and repair
+    would leave the lock. With the child still alive, the lock can be taken and repair removes it."""
+    import fcntl
+    import signal
+
+    if sanitizer_preload.ASAN:
+        pytest.skip("GCC 12's ASan allocator is not fork-safe in a threaded process (google/sanitizers#1814)")
+    r = run([CRASH_HOST, "fork-orphan", 4], tmp_path, shim=True)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    child = int(r.stdout.split("child ")[1].split()[0])
+    try:
+        os.kill(child, 0)  # still alive: the lock is tested while it runs
+        locks = [n for n in os.listdir(r.dump.root) if n.endswith(".lock")]
+        assert locks, os.listdir(r.dump.root)  # the killed parent's lock file, left behind
+        for name in locks:
+            fd = os.open(os.path.join(r.dump.root, name), os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError if the child still held it
+            finally:
+                os.close(fd)
+        rep = subprocess.run([INSPECT, "repair", r.dump.root], capture_output=True, text=True, timeout=120)
+        assert rep.returncode == 0, rep.stdout + rep.stderr
+        assert not [n for n in os.listdir(r.dump.root) if n.endswith(".lock")], os.listdir(r.dump.root)
+    finally:
+        os.kill(child, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("child_rank", ["same", "other"])
