@@ -37,7 +37,8 @@ After a repair, 'msprobe-inspect verify' passes on what survived.
 
 Prints one line per file acted on. Exit status 0 when every folder is intact or repaired, 1 when one cannot be
 (dump.json is not a journal, or not even its first line survived while the folder holds kernels) or is still
-being written, 2 when DIR is not a dump.
+being written, 2 when DIR is not a dump (a root that holds only a run's rank lock is one: the run was killed, or
+is still starting, before its first kernel was written).
 )";
 
 namespace {
@@ -78,13 +79,27 @@ void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairT
   t.removed += r.removed;
 }
 
-// Lock files of runs that were killed: in the dump root (or above the step folder given).
-void remove_stale_locks(const fs::path &root, bool dry_run) {
+// The rank lock files in the dump root (or above the step folder given).
+std::vector<RankLock> root_locks(const fs::path &root) {
   std::error_code ec;
   fs::path lock_dir = root;
   if (parse_step_dir(fs::absolute(root, ec).lexically_normal().filename().string())) lock_dir = root.parent_path();
-  for (const RankLock &lock : rank_locks_in(lock_dir)) {
-    if (lock.live) continue;
+  return rank_locks_in(lock_dir);
+}
+
+// Lock files of runs that were killed. `no_folders`: the root holds no rank folder (a run killed, or still starting,
+// before its first kernel was written), so a live lock is said here, there being no folder to say it for.
+void remove_stale_locks(const fs::path &root, bool dry_run, bool no_folders, RepairTally &t) {
+  for (const RankLock &lock : root_locks(root)) {
+    if (lock.live) {
+      if (no_folders) {
+        ++t.busy;
+        std::printf("%s: held by a running process (%s): left alone; repair after the run ends\n",
+                    lock.path.filename().string().c_str(),
+                    lock.owner.empty() ? "pid unknown" : ("pid " + lock.owner).c_str());
+      }
+      continue;
+    }
     const bool gone = !dry_run && remove_stale_lock(lock);
     std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
                 lock.owner.empty() ? "pid unknown" : ("pid " + lock.owner).c_str(),
@@ -107,10 +122,11 @@ int run_repair(std::span<char *const> argv) {
     // find_rank_dirs needs dump.json to exist; an empty one still counts.
     dirs = find_rank_dirs(root);
   } catch (const InputError &) {
-    if (t.removed == 0) throw;
+    // A run killed before its first kernel was written leaves no folder, only its rank lock: still its dump root.
+    if (t.removed == 0 && root_locks(root).empty()) throw;
   }
   for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { repair_folder(d, log, dry, t); });
-  remove_stale_locks(root, dry);
+  remove_stale_locks(root, dry, dirs.empty(), t);
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", t.intact, t.repaired,
               dry ? "to repair" : "repaired", t.unrecoverable);
   if (t.removed) std::printf(", %d empty folder(s) %s", t.removed, dry ? "to remove" : "removed");

@@ -5,6 +5,7 @@ Expected values come from the dump itself, read with Python's json module and nu
 import collections
 import functools
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -360,6 +361,34 @@ def test_repair_says_when_nothing_can_be_recovered(dumps, tmp_path):
     (f / "dump.json").write_bytes(b"")
     r = inspect("repair", root, expect=1)
     assert "dump.json: cannot repair: the file is empty: nothing to recover" in r.stdout
+
+
+def test_repair_of_a_run_killed_before_its_first_kernel(tmp_path):
+    """A run killed before its first kernel was written leaves only its rank lock in the dump root: repair removes
+    it (it once answered "no dump found" and left it, the kill-stress flake of an early kill). A lock still held
+    is said and left; a folder with nothing at all is still not a dump."""
+    import fcntl
+    root = tmp_path / "dump"
+    root.mkdir()
+    (root / ".msprobe_shim.rank.lock").write_text("123456789\n")
+    r = inspect("repair", root, "--dry-run", expect=0)
+    assert ".msprobe_shim.rank.lock: a killed run's rank lock (pid 123456789): would be removed" in r.stdout
+    assert (root / ".msprobe_shim.rank.lock").exists()
+    held = root / ".msprobe_shim.rank1.lock"
+    held.write_text(f"{os.getpid()}\n")
+    fd = os.open(held, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        r = inspect("repair", root, expect=1)
+        assert ".msprobe_shim.rank.lock: a killed run's rank lock (pid 123456789): removed" in r.stdout
+        assert f".msprobe_shim.rank1.lock: held by a running process (pid {os.getpid()}): left alone" in r.stdout
+        assert sorted(p.name for p in root.iterdir()) == [".msprobe_shim.rank1.lock"]
+    finally:
+        os.close(fd)
+    inspect("repair", root, expect=0)
+    assert list(root.iterdir()) == []
+    r = inspect("repair", root, expect=2)
+    assert "no dump found" in r.stderr
 
 
 # ---- convert -------------------------------------------------------------------------------------------------------
