@@ -431,7 +431,8 @@ namespace {
 struct HeldLock {
   std::string path;
   int fd;
-  pid_t pid;  // the process that took it
+  pid_t pid;      // the process that took it
+  int fork_slot;  // its entry in g_lock_fds, -1: none
 };
 std::mutex g_claim_mu;
 auto *g_claims = new std::map<std::string, bool>;  // rank folder -> owned; immortal: used during exit
@@ -442,27 +443,55 @@ auto *g_held = new std::vector<HeldLock>;
 // that outlives its parent (a data-loader worker, after the OOM killer took the trainer) would otherwise keep the
 // rank "being written" and turn away a restarted run, and repair would leave the lock. Closing the child's copy
 // leaves the parent's lock alone. Locks past the table's size stay inherited (one per rank folder a process writes).
+// An entry is published before the descriptor is locked (a child closing an unlocked copy does no harm), so no
+// fork can slip between the lock and its entry. The file's identity goes with it: the child closes a descriptor only
+// if it still names that file, never one the host reused the number for.
+struct ForkClosedLock {
+  std::atomic<int> fd_plus_one{0};  // 0: free
+  std::atomic<uint64_t> dev{0}, ino{0};
+};
 constexpr int kForkClosedLocks = 16;
-constinit std::atomic<int> g_lock_fds[kForkClosedLocks] = {};  // fd + 1; 0: free
+constinit ForkClosedLock g_lock_fds[kForkClosedLocks] = {};
+
+int publish_lock_fd(int fd, const struct stat &st) {
+  for (int i = 0; i < kForkClosedLocks; ++i) {
+    int expected = 0;
+    if (g_lock_fds[i].fd_plus_one.compare_exchange_strong(expected, -1)) {  // -1: being filled in, not closed
+      g_lock_fds[i].dev.store(st.st_dev, std::memory_order_relaxed);
+      g_lock_fds[i].ino.store(st.st_ino, std::memory_order_relaxed);
+      g_lock_fds[i].fd_plus_one.store(fd + 1, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unpublish_lock_fd(int slot) {
+  if (slot >= 0) g_lock_fds[slot].fd_plus_one.store(0, std::memory_order_release);
+}
 
 // Opens and locks `path`. A lock file is unlinked by its owner before the owner lets go of it, so a lock won
 // on a file that is no longer at `path` (opened just before the unlink) is no lock: open it anew.
 enum class Claim { Mine, Taken, NoLock };
-Claim lock_file(const std::string &path, int *out_fd) {
+Claim lock_file(const std::string &path, int *out_fd, int *fork_slot) {
   for (int attempt = 0; attempt < 16; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
     if (fd < 0) return Claim::NoLock;
+    struct stat held {
+    }, named{};
+    const bool known = fstat(fd, &held) == 0;
+    const int slot = known ? publish_lock_fd(fd, held) : -1;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      unpublish_lock_fd(slot);
       *out_fd = fd;
       return Claim::Taken;
     }
-    struct stat held {
-    }, named{};
-    if (fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
-        held.st_ino == named.st_ino) {
+    if (known && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
       *out_fd = fd;
+      *fork_slot = slot;
       return Claim::Mine;
     }
+    unpublish_lock_fd(slot);
     ::close(fd);
   }
   return Claim::NoLock;
@@ -474,20 +503,16 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir) {
   if (auto it = g_claims->find(rank_dir); it != g_claims->end()) return it->second;
   make_dirs(root);
   const std::string path = root + "/" + format::rank_lock_name(rank_dir);
-  int fd = -1;
+  int fd = -1, fork_slot = -1;
   bool mine = true;  // a lock that cannot be made does not stop the capture (the writer reports the folder)
-  switch (lock_file(path, &fd)) {
+  switch (lock_file(path, &fd, &fork_slot)) {
     case Claim::Mine: {
       // Held until the dump is closed; the pid names the owner to others.
       char pid[32];
       int n = std::snprintf(pid, sizeof pid, "%d\n", (int)getpid());
       if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) {
       }
-      g_held->push_back(HeldLock{path, fd, getpid()});
-      for (std::atomic<int> &slot : g_lock_fds) {
-        int free_slot = 0;
-        if (slot.compare_exchange_strong(free_slot, fd + 1)) break;
-      }
+      g_held->push_back(HeldLock{path, fd, getpid(), fork_slot});
       break;
     }
     case Claim::Taken:
@@ -513,19 +538,23 @@ void release_rank_outputs() noexcept {
     // A forked child shares the parent's lock descriptions: only the process that took a lock removes it.
     if (h.pid != getpid()) continue;
     ::unlink(h.path.c_str());  // first, so that nobody can win the lock on a file that is about to vanish
-    for (std::atomic<int> &slot : g_lock_fds) {
-      int held = h.fd + 1;
-      if (slot.compare_exchange_strong(held, 0)) break;
-    }
+    unpublish_lock_fd(h.fork_slot);
     ::close(h.fd);
   }
   std::erase_if(*g_held, [](const HeldLock &h) { return h.pid == getpid(); });
 }
 
 namespace {
+// Right after fork(), in the child: fstat and close only (async-signal-safe).
 void close_inherited_rank_locks() noexcept {
-  for (std::atomic<int> &slot : g_lock_fds)
-    if (const int fd = slot.exchange(0); fd > 0) ::close(fd - 1);  // async-signal-safe: right after fork()
+  for (ForkClosedLock &l : g_lock_fds) {
+    const int fd = l.fd_plus_one.exchange(0, std::memory_order_acquire) - 1;
+    if (fd < 0) continue;  // free, or being filled in when the parent forked
+    struct stat st {};
+    if (fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == l.dev.load(std::memory_order_relaxed) &&
+        static_cast<uint64_t>(st.st_ino) == l.ino.load(std::memory_order_relaxed))
+      ::close(fd);
+  }
 }
 }  // namespace
 
