@@ -130,7 +130,7 @@ def main():
             row = label + (f", {EVENTS[i]}" if a.cache_sim else "")
             print(f"| {row} | " + " | ".join(f"{per[n][k][i]:,.0f}" for n in configs) + " | " +
                   " | ".join(f"{per[n][k][i] - base[k][i]:+,.0f}" for n in configs if n != "no shim") + " |")
-    if host_ns:
+    if host_ns and base["python"][3] > 0:
         scale = host_ns / base["python"][3]
         print(f"\nThe Python thread without the shim: {host_ns:,.0f} ns of CPU per kernel (least of {a.calibrate} "
               f"native runs), {base['python'][3]:,.0f} estimated cycles: {scale * 1e3:.3f} ns per thousand.")

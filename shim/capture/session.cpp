@@ -101,15 +101,15 @@ class StackTableRenderer final : public record::StackRenderer {
   // Each group is rendered once and kept: every step folder's stack.json lists its groups again, and symbolizing a
   // native frame costs thousands of instructions (at exit, a run of many steps rendered the same frames per folder).
   // A group's frames never change (its id names fixed addresses and code objects; source lines are read once per
-  // file). Up to kKeptBytes of text is kept; beyond, groups are rendered each time.
+  // file). Up to kKeptBytes (strings and their containers) is kept; beyond, groups are rendered each time.
   std::vector<std::string> frames(uint64_t group_id) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = rendered_.find(group_id); it != rendered_.end()) return it->second;
     }
     std::vector<std::string> f = StackTable::global().frames((StackId)group_id, mode_);
-    size_t bytes = 0;
-    for (const std::string &s : f) bytes += s.size();
+    size_t bytes = sizeof(f) + 64;  // the vector and its map node
+    for (const std::string &s : f) bytes += sizeof(std::string) + s.size();
     std::lock_guard<std::mutex> lock(mu_);
     if (kept_bytes_ + bytes <= kKeptBytes && rendered_.emplace(group_id, f).second) kept_bytes_ += bytes;
     return f;

@@ -156,6 +156,9 @@ TEST(TensorView, StridedViewsAreGatheredInLogicalOrder) {
   expect_gathered<int8_t>(DType::I8, {5, 2}, {-2, 1}, 8, 10);                  // rows in reverse
   expect_gathered<int64_t>(DType::I64, {2, 1, 3}, {3, 99, 1}, 0, 6);           // a size-1 dimension's stride is free
   expect_gathered<float>(DType::F32, {7}, {3}, 1, 21);                         // one dimension, every third
+  expect_gathered<float>(DType::F32, {3, 1}, {2, 5}, 0, 6);                    // size-1 innermost, stride not 1
+  expect_gathered<uint16_t>(DType::F16, {3, 4}, {0, 1}, 0, 4);                 // a broadcast row (stride 0)
+  expect_gathered<int32_t>(DType::I32, {4, 3}, {1, 0}, 0, 4);                  // a broadcast column
 }
 
 TEST(Collector, WriterThreadsAppendInSubmissionOrder) {
