@@ -132,7 +132,7 @@ struct Hop {
   std::string comm;
   Kind kind = Kind::Collective;
   uint64_t seq = 0;                  // collective seq, or pair_seq
-  std::optional<uint32_t> src, dst;  // point-to-point: global ranks
+  std::optional<uint32_t> src, dst;  // point-to-point: global ranks (unset when not known: no folder and no list)
   std::string kernel;                // the receiving kernel (the first receiver's, by rank)
   uint64_t step = 0;
   uint64_t launch_index = 0, timestamp = 0;  // the first receiver's

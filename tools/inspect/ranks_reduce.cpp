@@ -23,8 +23,15 @@ struct Members {
   std::map<uint32_t, size_t> by_comm_rank;     // comm rank -> digest index
 };
 
-// An instance that carried values: (communicator, kind, seq, sender, receiver).
+// An instance that carried values: (communicator, kind, seq, sender, receiver); sender and receiver -1 for a
+// collective.
 using InstanceKey = std::tuple<std::string, int, uint64_t, int64_t, int64_t>;
+
+// A point-to-point side in an InstanceKey: its global rank, or -1 - its comm rank when that is not known (no folder and
+// no list of the communicator's ranks, or a folder without a number), which keeps different unknown sides apart.
+int64_t key_rank(const std::optional<uint32_t> &rank, uint32_t comm_rank) {
+  return rank ? static_cast<int64_t>(*rank) : -1 - static_cast<int64_t>(comm_rank);
+}
 
 // A member whose input to an instance is unknown: no folder speaks for it, or its record ends before the instance
 // (a missing step folder, a damaged dump.json) and shows no anomaly.
@@ -165,8 +172,14 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
         }
       } else {  // a receive: the matching send
         auto src = m.by_comm_rank.find(a.peer);
-        const int64_t from = src == m.by_comm_rank.end() ? -1 : digests[src->second].rank.value_or(0);
-        r.key = {c.name, static_cast<int>(a.kind), a.seq, from, digests[i].rank.value_or(0)};
+        // The sender's global rank: its folder's, else the communicator's list (it may have no folder).
+        std::optional<uint32_t> sender;
+        if (src != m.by_comm_rank.end())
+          sender = digests[src->second].rank;
+        else if (m.ranks && a.peer < m.ranks->size())
+          sender = (*m.ranks)[a.peer];
+        r.key = {c.name, static_cast<int>(a.kind), a.seq, key_rank(sender, a.peer),
+                 key_rank(digests[i].rank, c.comm_rank)};
         if (src != m.by_comm_rank.end()) {
           if (const CommEntry *e = entry(src->second, c.name)) {
             auto sends = e->bad_sends.find(c.comm_rank);
@@ -183,10 +196,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
             }
           }
         } else {
-          r.unknown.push_back(
-              {std::nullopt,
-               m.ranks && a.peer < m.ranks->size() ? std::optional<uint32_t>((*m.ranks)[a.peer]) : std::nullopt,
-               a.peer});
+          r.unknown.push_back({std::nullopt, sender, a.peer});
         }
       }
       if (!r.carriers.empty()) {
@@ -328,9 +338,9 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
       h.comm = std::get<0>(r.key);
       h.kind = static_cast<Kind>(std::get<1>(r.key));
       h.seq = std::get<2>(r.key);
-      if (h.kind == Kind::Recv) {
-        h.src = static_cast<uint32_t>(std::get<3>(r.key));
-        h.dst = static_cast<uint32_t>(std::get<4>(r.key));
+      if (h.kind == Kind::Recv) {  // unset when the rank is not known (a negative key)
+        if (std::get<3>(r.key) >= 0) h.src = static_cast<uint32_t>(std::get<3>(r.key));
+        if (std::get<4>(r.key) >= 0) h.dst = static_cast<uint32_t>(std::get<4>(r.key));
       }
       h.kernel = a.kernel;
       h.step = a.step;

@@ -273,6 +273,37 @@ TEST(Reduce, UncertainOriginIsSaidAndComesAfterCertainOnes) {
   EXPECT_TRUE(f.problems.empty());
 }
 
+// Rank 5 receives (pp transfer 4) from comm rank 1 = rank 3, which has no folder; rank 3 is also in dp with rank 7, a
+// certain origin whose input to dp was bad. Rank 5 is reached through rank 3: the hop names rank 3 as the sender, not
+// the key's "no folder" marker (it read "from rank 4294967295").
+TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
+  std::vector<RankDigest> ds{rank(5), rank(7)};
+  ds[0].comms.push_back(comm("pp", 0, 2));
+  ds[0].comms[0].ranks = std::vector<uint32_t>{5, 3};
+  ds[0].first = anomaly(Kind::Recv, 12, false, true, 0, 4);
+  ds[0].first->peer = 1;
+  ds[1].comms.push_back(comm("dp", 1, 2));
+  ds[1].comms[0].ranks = std::vector<uint32_t>{3, 7};
+  ds[1].first = anomaly(Kind::Compute, 10, false, true);
+  ds[1].comms[0].bad_inputs.add(2);
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].rank, 7u);
+  EXPECT_EQ(f.per_rank[0].role, "reached");
+  ASSERT_EQ(f.origins[0].spread.size(), 1u);
+  const Hop &h = f.origins[0].spread[0];
+  EXPECT_EQ(h.kind, Kind::Recv);
+  EXPECT_EQ(h.src, 3u);
+  EXPECT_EQ(h.dst, 5u);
+  EXPECT_EQ(h.from, std::vector<uint32_t>{3});
+  EXPECT_EQ(report_json(f).find("4294967295"), std::string::npos);
+  EXPECT_NE(report_text(f).find("transfer 4 from rank 3 to rank 5"), std::string::npos) << report_text(f);
+  // No member knows the communicator's global ranks and the sender has no number: no "src" is made up.
+  Hop unknown = h;
+  unknown.src.reset();
+  EXPECT_EQ(hop_instance(unknown).find("rank 0"), std::string::npos) << hop_instance(unknown);
+}
+
 TEST(Reduce, InputOriginAndDuplicates) {
   std::vector<RankDigest> ds{rank(0), rank(0)};
   ds[0].first = anomaly(Kind::Compute, 0, true, true);
