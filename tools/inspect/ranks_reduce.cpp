@@ -237,7 +237,8 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   // A rank pending on members whose input is unknown is reached through them when an origin's values presumably reached
   // one of them: a rank that holds bad values (in a step not after the pending rank's) fed them to a communicator
   // the member is in, at an instance the member's record does not hold (a collective past its record's end; a send
-  // to it while its record is incomplete). Presumed only from the certain origins, through what they reached.
+  // to it while its record is incomplete; in the instance's own communicator only a send). Presumed only from the
+  // certain origins, through what they reached.
   const auto incomplete = [&](size_t j) {
     return !digests[j].problems.empty() || digests[j].steps.size() < f.steps.size();
   };
@@ -245,12 +246,16 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     const Anomaly &a = *digests[i].first;
     const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
     for (const Unknown &u : p.unknown) {
-      if (!u.rank && !u.digest) continue;  // not to be found in another communicator
       for (const auto &[name, mm] : comms) {
-        if (name == own) continue;  // the instance's own: an earlier bad input there would have reached rank i first
+        // In the instance's own communicator only sends count: a bad input to one of its collectives would have
+        // reached rank i too, as its first anomaly. (Not so for a reduce or a gather, whose output reaches only the
+        // root; the digest does not record which bad inputs were rooted, so those are not taken: uncertain.)
+        const bool own_comm = name == own;
         const CommEntry *ue = u.digest ? entry(*u.digest, name) : nullptr;
-        std::optional<uint32_t> ucr;
-        if (ue) {
+        std::optional<uint32_t> ucr;  // the member's comm rank in `name`
+        if (own_comm) {
+          ucr = u.comm_rank;
+        } else if (ue) {
           ucr = ue->comm_rank;
         } else if (u.rank && mm.ranks) {
           auto at = std::find(mm.ranks->begin(), mm.ranks->end(), *u.rank);
@@ -262,7 +267,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
         for (const auto &[cr, k] : mm.by_comm_rank) {
           if (k == i || (u.digest && k == *u.digest) || !digests[k].first || digests[k].first->step > a.step) continue;
           const CommEntry *ek = entry(k, name);
-          bool fed = ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
+          bool fed = !own_comm && ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
           if (ek && !fed && sends_unknown) fed = ek->bad_sends.count(*ucr) > 0;
           if (fed) p.via.emplace_back(u.rank.value_or(0), k);
         }

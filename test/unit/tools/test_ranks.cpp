@@ -304,6 +304,34 @@ TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
   EXPECT_EQ(hop_instance(unknown).find("rank 0"), std::string::npos) << hop_instance(unknown);
 }
 
+// Pipeline pp = {0, 1, 2}: rank 0 computes a NaN and sends it to rank 1 (no folder); rank 2's first anomaly is its
+// receive from rank 1. A send in the instance's own communicator reaches rank 1: rank 2 is reached through it, not an
+// uncertain origin.
+TEST(Reduce, ReachedThroughASendInTheSameCommunicator) {
+  std::vector<RankDigest> ds{rank(0), rank(2)};
+  ds[0].comms.push_back(comm("pp", 0, 3));
+  ds[1].comms.push_back(comm("pp", 2, 3));
+  for (RankDigest &d : ds) d.comms[0].ranks = std::vector<uint32_t>{0, 1, 2};
+  ds[0].first = anomaly(Kind::Compute, 10, false, true);
+  ds[0].comms[0].bad_sends[1].add(0);
+  ds[0].comms[0].sends_end[1] = 1;
+  ds[1].first = anomaly(Kind::Recv, 12, false, true, 0, 0);
+  ds[1].first->peer = 1;
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].rank, 0u);
+  EXPECT_FALSE(f.origins[0].uncertain);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  ASSERT_EQ(f.origins[0].spread.size(), 1u);
+  EXPECT_EQ(f.origins[0].spread[0].from, std::vector<uint32_t>{1});
+  EXPECT_EQ(f.origins[0].spread[0].src, 1u);
+  EXPECT_EQ(f.origins[0].spread[0].depth, 2u);
+  // A bad input to an earlier collective of the same communicator is not taken: it would have reached rank 2 too.
+  ds[0].comms[0].bad_sends.clear();
+  ds[0].comms[0].bad_inputs.add(0);
+  EXPECT_EQ(reduce(ds, Question::Nan).per_rank[1].role, "origin");
+}
+
 TEST(Reduce, InputOriginAndDuplicates) {
   std::vector<RankDigest> ds{rank(0), rank(0)};
   ds[0].first = anomaly(Kind::Compute, 0, true, true);
