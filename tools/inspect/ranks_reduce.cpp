@@ -46,8 +46,8 @@ struct Reach {
   std::vector<size_t> carriers;  // digest indexes
   bool presumed = false;
   std::vector<Unknown> unknown;  // when no carrier is known: the members whose input is unknown
-  // Presumed senders without data (global rank) and, for each, a rank whose values presumably reached it.
-  std::vector<std::pair<uint32_t, size_t>> via;
+  // Presumed senders without data (global rank, when known) and, for each, a rank whose values presumably reached it.
+  std::vector<std::pair<std::optional<uint32_t>, size_t>> via;
 };
 
 std::string unknown_text(const Unknown &u) {
@@ -269,7 +269,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           const CommEntry *ek = entry(k, name);
           bool fed = !own_comm && ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
           if (ek && !fed && sends_unknown) fed = ek->bad_sends.count(*ucr) > 0;
-          if (fed) p.via.emplace_back(u.rank.value_or(0), k);
+          if (fed) p.via.emplace_back(u.rank, k);
         }
       }
     }
@@ -290,7 +290,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           queue.push_back(n);
         }
     for (auto &[i, p] : pending) {
-      std::erase_if(p.via, [&](const std::pair<uint32_t, size_t> &v) { return !seen[v.second]; });
+      std::erase_if(p.via, [&](const auto &v) { return !seen[v.second]; });
       if (seen[i]) {
         role[i] = 2;
         p.presumed = true;
@@ -355,10 +355,12 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     }
     h.depth = std::min(h.depth, depth[i]);
     h.presumed = h.presumed || r.presumed;
-    h.to.push_back(digests[i].rank.value_or(0));
-    for (const auto &[u, c] : r.via) h.from.push_back(u);
+    if (digests[i].rank) h.to.push_back(*digests[i].rank);
+    // `from` holds global ranks: a sender without a number (a folder named plain "rank") is left out.
+    for (const auto &[u, c] : r.via)
+      if (u) h.from.push_back(*u);
     for (size_t c : r.carriers) {
-      h.from.push_back(digests[c].rank.value_or(0));
+      if (digests[c].rank) h.from.push_back(*digests[c].rank);
       // When the instance is the first this carrier fed bad values to, its launch index is known.
       if (const CommEntry *e = entry(c, h.comm)) {
         if (h.kind == Kind::Collective && !e->bad_inputs.empty() && e->bad_inputs.runs.front().first == h.seq)
@@ -387,7 +389,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     if (owner != SIZE_MAX) origins[owner].spread.push_back(h);
   }
   for (size_t i = 0; i < digests.size(); ++i)
-    if (root[i] != SIZE_MAX) origins[root[i]].reached.push_back(digests[i].rank.value_or(0));
+    if (root[i] != SIZE_MAX && digests[i].rank) origins[root[i]].reached.push_back(*digests[i].rank);
   for (Origin &o : origins) {
     // By hops from the origin, then in the order the senders issued them (their launch index, when known), then the
     // first receiver's step and launch time stamp (launch indexes of different ranks do not compare).

@@ -22,6 +22,7 @@ std::string ranks_text(std::vector<uint32_t> v) {
   std::vector<uint64_t> w(v.begin(), v.end());
   std::sort(w.begin(), w.end());
   w.erase(std::unique(w.begin(), w.end()), w.end());
+  if (w.empty()) return "a rank of unknown number";  // a hop's only sender or receiver is a folder named plain "rank"
   return (w.size() == 1 ? "rank " : "ranks ") + ranges_text(w);
 }
 

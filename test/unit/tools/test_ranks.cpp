@@ -332,6 +332,35 @@ TEST(Reduce, ReachedThroughASendInTheSameCommunicator) {
   EXPECT_EQ(reduce(ds, Question::Nan).per_rank[1].role, "origin");
 }
 
+// The member without a record of the instance is a folder named plain "rank" (no number): the hop through it, and a
+// carrier without a number, do not name rank 0.
+TEST(Reduce, MemberWithoutANumberIsNotRankZero) {
+  std::vector<RankDigest> ds = groups_and_pairs();
+  ds[3].rank.reset();
+  ds[2].first = anomaly(Kind::Compute, 10, false, true);
+  ds[2].comms[0].bad_inputs.add(5);
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 1, 5);  // x1 with the unnumbered member
+  Finding f = reduce(ds, Question::Nan);
+  auto role = [](const Finding &g, uint32_t r) {
+    return std::find_if(g.per_rank.begin(), g.per_rank.end(), [&](const auto &p) { return p.rank == r; })->role;
+  };
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(role(f, 1), "reached");
+  const auto x1 = [](const Finding &g) {
+    return *std::find_if(g.origins[0].spread.begin(), g.origins[0].spread.end(),
+                         [](const Hop &h) { return h.comm == "x1"; });
+  };
+  EXPECT_EQ(x1(f).from, std::vector<uint32_t>{});
+  EXPECT_NE(report_text(f).find("a rank of unknown number -> rank 1"), std::string::npos) << report_text(f);
+  // The unnumbered member's record holds x1 seq 5 with a bad input: a carrier without a number.
+  for (CommEntry &c : ds[3].comms) c.seen_end = 100;
+  ds[3].first = anomaly(Kind::Collective, 11, false, true, 0, 5);
+  ds[3].comms[1].bad_inputs.add(5);
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(role(f, 1), "reached");
+  EXPECT_EQ(x1(f).from, std::vector<uint32_t>{});
+}
+
 TEST(Reduce, InputOriginAndDuplicates) {
   std::vector<RankDigest> ds{rank(0), rank(0)};
   ds[0].first = anomaly(Kind::Compute, 0, true, true);
