@@ -235,12 +235,35 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   }
 
   // A rank pending on members whose input is unknown is reached through them when an origin's values presumably reached
-  // one of them: a rank that holds bad values (in a step not after the pending rank's) fed them to a communicator
+  // one of them: a rank that holds bad values (in an earlier step, or in the same step and not after the pending rank's
+  // anomaly in program order, `order` below) fed them to a communicator
   // the member is in, at an instance the member's record does not hold (a collective past its record's end; a send
   // to it while its record is incomplete; in the instance's own communicator only a send). Presumed only from the
   // certain origins, through what they reached.
   const auto incomplete = [&](size_t j) {
     return !digests[j].problems.empty() || digests[j].steps.size() < f.steps.size();
+  };
+  // Program order between a feeding rank k and the pending rank i in the same step, through the communicators both
+  // are in (as between origins, below): i's comes first when k had issued, before its anomaly, the collective that i
+  // issued next after its own (on the instance's own communicator, when the instance is a collective: that collective
+  // itself, which k's values issued after it cannot have fed); k's comes first the other way round.
+  enum class Order { NoCommon, Unknown, KFirst, IFirst };
+  const auto order = [&](size_t k, size_t i) {
+    const Anomaly &a = *digests[i].first;
+    const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
+    bool shared = false;
+    for (const CommEntry &ci : digests[i].comms) {
+      const CommEntry *ck = entry(k, ci.name);
+      if (!ck) continue;
+      shared = true;
+      const std::optional<uint64_t> inext = ci.name == own && a.kind == Kind::Collective ? a.seq : ci.next;
+      if (inext && ck->before && *ck->before > *inext) return Order::IFirst;
+    }
+    for (const CommEntry &ck : digests[k].comms) {
+      const CommEntry *ci = entry(i, ck.name);
+      if (ci && ck.next && ci->before && *ci->before > *ck.next) return Order::KFirst;
+    }
+    return shared ? Order::Unknown : Order::NoCommon;
   };
   for (auto &[i, p] : pending) {
     const Anomaly &a = *digests[i].first;
@@ -269,6 +292,12 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           const CommEntry *ek = entry(k, name);
           bool fed = !own_comm && ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
           if (ek && !fed && sends_unknown) fed = ek->bad_sends.count(*ucr) > 0;
+          // In the same step, a feeder whose anomaly comes after rank i's, or whose order to it nothing tells (no
+          // communicator in common), is not taken: uncertain rather than a wrong "reached".
+          if (fed && digests[k].first->step == a.step) {
+            const Order o = order(k, i);
+            fed = o != Order::IFirst && o != Order::NoCommon;
+          }
           if (fed) p.via.emplace_back(u.rank, k);
         }
       }

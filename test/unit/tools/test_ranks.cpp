@@ -203,8 +203,9 @@ TEST(Reduce, PresumedSenderWhenItsRecordEnds) {
   EXPECT_TRUE(f.origins[0].spread[0].presumed);
 }
 
-// Groups {0,1} ("g0") and {2,3} ("g1"), then pairs across them ("x0" = {0,2}, "x1" = {1,3}); rank 3's record ends
-// before seq 5 (a missing step folder). Rank 2 computes a NaN; g1 seq 5 carries it to rank 3 (no record), x1 seq 5
+// Groups {0,1} ("g0") and {2,3} ("g1"), then pairs across them ("x0" = {0,2}, "x1" = {1,3}), and "world" over all
+// four (no collective on it in the step unless a test says so: it orders nothing); rank 3's record ends before seq 5
+// (a missing step folder). Rank 2 computes a NaN; g1 seq 5 carries it to rank 3 (no record), x1 seq 5
 // to rank 1: rank 1 is reached through rank 3, presumed, not an origin, whatever the time stamps say.
 std::vector<RankDigest> groups_and_pairs() {
   std::vector<RankDigest> ds;
@@ -214,6 +215,8 @@ std::vector<RankDigest> groups_and_pairs() {
     ds[r].comms.push_back(comm(r % 2 ? "x1" : "x0", r / 2, 2));
     ds[r].comms[0].ranks = r < 2 ? std::vector<uint32_t>{0, 1} : std::vector<uint32_t>{2, 3};
     ds[r].comms[1].ranks = r % 2 ? std::vector<uint32_t>{1, 3} : std::vector<uint32_t>{0, 2};
+    ds[r].comms.push_back(comm("world", r, 4));
+    ds[r].comms[2].ranks = std::vector<uint32_t>{0, 1, 2, 3};
   }
   ds[3].steps = {};  // its step folder is missing
   for (CommEntry &c : ds[3].comms) c.seen_end = 5;
@@ -274,7 +277,7 @@ TEST(Reduce, UncertainOriginIsSaidAndComesAfterCertainOnes) {
 }
 
 // Rank 5 receives (pp transfer 4) from comm rank 1 = rank 3, which has no folder; rank 3 is also in dp with rank 7, a
-// certain origin whose input to dp was bad. Rank 5 is reached through rank 3: the hop names rank 3 as the sender, not
+// certain origin whose input to dp was bad in an earlier step. Rank 5 is reached through rank 3: the hop names rank 3 as the sender, not
 // the key's "no folder" marker (it read "from rank 4294967295").
 TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
   std::vector<RankDigest> ds{rank(5), rank(7)};
@@ -286,6 +289,8 @@ TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
   ds[1].comms[0].ranks = std::vector<uint32_t>{3, 7};
   ds[1].first = anomaly(Kind::Compute, 10, false, true);
   ds[1].comms[0].bad_inputs.add(2);
+  ds[0].first->step = 1;  // (in the same step, with no communicator to order them, it would be uncertain)
+  for (RankDigest &d : ds) d.steps = {0, 1};
   const Finding f = reduce(ds, Question::Nan);
   ASSERT_EQ(f.origins.size(), 1u);
   EXPECT_EQ(f.origins[0].rank, 7u);
@@ -359,6 +364,49 @@ TEST(Reduce, MemberWithoutANumberIsNotRankZero) {
   f = reduce(ds, Question::Nan);
   EXPECT_EQ(role(f, 1), "reached");
   EXPECT_EQ(x1(f).from, std::vector<uint32_t>{});
+}
+
+// groups_and_pairs(), with collectives on "world". Rank 1's first anomaly is x1 seq 5 (rank 3 has no record
+// of it); rank 2 computes a NaN in the same step, but after rank 1's anomaly in program order: rank 2 had issued world
+// seq 0..2 before its anomaly, rank 1 issued world seq 2 after its own. Rank 2's values cannot have reached rank 1:
+// rank 1 is an (uncertain) origin, listed first since it comes first causally.
+TEST(Reduce, FeederLaterInProgramOrderDoesNotReach) {
+  std::vector<RankDigest> ds = groups_and_pairs();
+  ds[3].comms[2].seen_end = 2;
+  ds[2].first = anomaly(Kind::Compute, 40, false, true);
+  ds[2].first->timestamp = 100;  // its clock says first
+  ds[2].comms[0].bad_inputs.add(5);
+  ds[2].comms[2].before = 3;
+  ds[2].comms[2].next = 3;
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 1, 5);
+  ds[1].first->timestamp = 5000;
+  ds[1].comms[2].before = 2;
+  ds[1].comms[2].next = 2;
+  Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 2u);
+  EXPECT_EQ(f.per_rank[1].role, "origin");
+  EXPECT_EQ(f.origins[0].rank, 1u);
+  EXPECT_TRUE(f.origins[0].uncertain);
+  EXPECT_EQ(f.origins[1].rank, 2u);
+  EXPECT_EQ(f.origins[1].preceded_by, std::vector<uint32_t>{1});
+  // Rank 2's anomaly before rank 1's (rank 1 had issued world seq 3 before its anomaly, rank 2 issued it after):
+  // reached through rank 3.
+  ds[2].comms[2].before = 2;
+  ds[2].comms[2].next = 2;
+  ds[1].comms[2].before = 3;
+  ds[1].comms[2].next = 3;
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  // The same step and no communicator to order them (no world): uncertain rather than a guess.
+  for (RankDigest &d : ds) d.comms.pop_back();
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "origin");
+  ds[2].first->step = 0;
+  ds[1].first->step = 1;  // an earlier step: reached
+  for (RankDigest &d : ds) d.steps = {0, 1};
+  ds[3].steps = {0};
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
 }
 
 TEST(Reduce, InputOriginAndDuplicates) {
