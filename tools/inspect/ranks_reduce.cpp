@@ -247,15 +247,13 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   // are in (as between origins, below): i's comes first when k had issued, before its anomaly, the collective that i
   // issued next after its own (on the instance's own communicator, when the instance is a collective: that collective
   // itself, which k's values issued after it cannot have fed); k's comes first the other way round.
-  enum class Order { NoCommon, Unknown, KFirst, IFirst };
+  enum class Order { Unknown, KFirst, IFirst };
   const auto order = [&](size_t k, size_t i) {
     const Anomaly &a = *digests[i].first;
     const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
-    bool shared = false;
     for (const CommEntry &ci : digests[i].comms) {
       const CommEntry *ck = entry(k, ci.name);
       if (!ck) continue;
-      shared = true;
       const std::optional<uint64_t> inext = ci.name == own && a.kind == Kind::Collective ? a.seq : ci.next;
       if (inext && ck->before && *ck->before > *inext) return Order::IFirst;
     }
@@ -263,7 +261,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
       const CommEntry *ci = entry(i, ck.name);
       if (ci && ck.next && ci->before && *ci->before > *ck.next) return Order::KFirst;
     }
-    return shared ? Order::Unknown : Order::NoCommon;
+    return Order::Unknown;
   };
   for (auto &[i, p] : pending) {
     const Anomaly &a = *digests[i].first;
@@ -292,12 +290,10 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           const CommEntry *ek = entry(k, name);
           bool fed = !own_comm && ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
           if (ek && !fed && sends_unknown) fed = ek->bad_sends.count(*ucr) > 0;
-          // In the same step, a feeder whose anomaly comes after rank i's, or whose order to it nothing tells (no
-          // communicator in common), is not taken: uncertain rather than a wrong "reached".
-          if (fed && digests[k].first->step == a.step) {
-            const Order o = order(k, i);
-            fed = o != Order::IFirst && o != Order::NoCommon;
-          }
+          // In the same step, a feeder whose anomaly a communicator in common shows to come after rank i's is not
+          // taken: uncertain rather than a wrong "reached". With no communicator in common nothing orders them and it
+          // is taken (presumed), as when the members' groups never meet but through the member without data.
+          if (fed && digests[k].first->step == a.step && order(k, i) == Order::IFirst) fed = false;
           if (fed) p.via.emplace_back(u.rank, k);
         }
       }

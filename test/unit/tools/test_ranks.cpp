@@ -277,7 +277,7 @@ TEST(Reduce, UncertainOriginIsSaidAndComesAfterCertainOnes) {
 }
 
 // Rank 5 receives (pp transfer 4) from comm rank 1 = rank 3, which has no folder; rank 3 is also in dp with rank 7, a
-// certain origin whose input to dp was bad in an earlier step. Rank 5 is reached through rank 3: the hop names rank 3 as the sender, not
+// certain origin whose input to dp was bad. Rank 5 is reached through rank 3: the hop names rank 3 as the sender, not
 // the key's "no folder" marker (it read "from rank 4294967295").
 TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
   std::vector<RankDigest> ds{rank(5), rank(7)};
@@ -289,8 +289,6 @@ TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
   ds[1].comms[0].ranks = std::vector<uint32_t>{3, 7};
   ds[1].first = anomaly(Kind::Compute, 10, false, true);
   ds[1].comms[0].bad_inputs.add(2);
-  ds[0].first->step = 1;  // (in the same step, with no communicator to order them, it would be uncertain)
-  for (RankDigest &d : ds) d.steps = {0, 1};
   const Finding f = reduce(ds, Question::Nan);
   ASSERT_EQ(f.origins.size(), 1u);
   EXPECT_EQ(f.origins[0].rank, 7u);
@@ -397,14 +395,18 @@ TEST(Reduce, FeederLaterInProgramOrderDoesNotReach) {
   ds[1].comms[2].next = 3;
   f = reduce(ds, Question::Nan);
   EXPECT_EQ(f.per_rank[1].role, "reached");
-  // The same step and no communicator to order them (no world): uncertain rather than a guess.
-  for (RankDigest &d : ds) d.comms.pop_back();
-  f = reduce(ds, Question::Nan);
-  EXPECT_EQ(f.per_rank[1].role, "origin");
+  // Shown later again, but in an earlier step: reached.
+  ds[2].comms[2].before = 3;
+  ds[1].comms[2].next = 2;
   ds[2].first->step = 0;
-  ds[1].first->step = 1;  // an earlier step: reached
+  ds[1].first->step = 1;
   for (RankDigest &d : ds) d.steps = {0, 1};
   ds[3].steps = {0};
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  // The same step and no communicator in common (no world): nothing orders them, taken (presumed).
+  ds[1].first->step = 0;
+  for (RankDigest &d : ds) d.comms.pop_back();
   f = reduce(ds, Question::Nan);
   EXPECT_EQ(f.per_rank[1].role, "reached");
 }
