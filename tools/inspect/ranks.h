@@ -17,7 +17,9 @@
 //     input to the same instance (or the matching send's) was anomalous, which is how the values spread; else an
 //     origin ("communication": the reduction itself overflowed, or the transfer broke). When some member has no record
 //     of the instance (its folder missing or damaged), the rank is reached through that member if a certain origin's
-//     values presumably reached it, else an origin marked uncertain, listed after the certain ones.
+//     values presumably reached it, else an origin marked uncertain. Origins are listed in causal order first (one that
+//     another precedes through a communicator comes after it, whether certain or not: an uncertain origin that
+//     precedes a certain one is listed before it), then the certain before the uncertain, then step, time, rank.
 // Everything a rank computes after its first anomaly is downstream of it and is not looked at again.
 #pragma once
 #include <cstdint>
@@ -132,7 +134,7 @@ struct Hop {
   std::string comm;
   Kind kind = Kind::Collective;
   uint64_t seq = 0;                  // collective seq, or pair_seq
-  std::optional<uint32_t> src, dst;  // point-to-point: global ranks
+  std::optional<uint32_t> src, dst;  // point-to-point: global ranks (unset when not known: no folder and no list)
   std::string kernel;                // the receiving kernel (the first receiver's, by rank)
   uint64_t step = 0;
   uint64_t launch_index = 0, timestamp = 0;  // the first receiver's
@@ -150,7 +152,7 @@ struct Origin {
   std::string kind;  // "compute", "input", "communication"
   // "communication" whose instance has members whose input to it is unknown (no folder speaks for them, or their
   // record ends before it: a missing step folder, a damaged dump.json) and that no origin is presumed to have reached:
-  // the values may have come from them. Listed after the origins that are certain.
+  // the values may have come from them. Listed after the certain origins that no origin precedes (reduce()).
   bool uncertain = false;
   std::vector<std::string> notes;     // e.g. members without data
   std::vector<uint32_t> preceded_by;  // origins that come before it causally (one hop through a communicator)

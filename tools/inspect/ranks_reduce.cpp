@@ -23,8 +23,15 @@ struct Members {
   std::map<uint32_t, size_t> by_comm_rank;     // comm rank -> digest index
 };
 
-// An instance that carried values: (communicator, kind, seq, sender, receiver).
+// An instance that carried values: (communicator, kind, seq, sender, receiver); sender and receiver -1 for a
+// collective.
 using InstanceKey = std::tuple<std::string, int, uint64_t, int64_t, int64_t>;
+
+// A point-to-point side in an InstanceKey: its global rank, or -1 - its comm rank when that is not known (no folder and
+// no list of the communicator's ranks, or a folder without a number), which keeps different unknown sides apart.
+int64_t key_rank(const std::optional<uint32_t> &rank, uint32_t comm_rank) {
+  return rank ? static_cast<int64_t>(*rank) : -1 - static_cast<int64_t>(comm_rank);
+}
 
 // A member whose input to an instance is unknown: no folder speaks for it, or its record ends before the instance
 // (a missing step folder, a damaged dump.json) and shows no anomaly.
@@ -39,8 +46,8 @@ struct Reach {
   std::vector<size_t> carriers;  // digest indexes
   bool presumed = false;
   std::vector<Unknown> unknown;  // when no carrier is known: the members whose input is unknown
-  // Presumed senders without data (global rank) and, for each, a rank whose values presumably reached it.
-  std::vector<std::pair<uint32_t, size_t>> via;
+  // Presumed senders without data (global rank, when known) and, for each, a rank whose values presumably reached it.
+  std::vector<std::pair<std::optional<uint32_t>, size_t>> via;
 };
 
 std::string unknown_text(const Unknown &u) {
@@ -165,8 +172,14 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
         }
       } else {  // a receive: the matching send
         auto src = m.by_comm_rank.find(a.peer);
-        const int64_t from = src == m.by_comm_rank.end() ? -1 : digests[src->second].rank.value_or(0);
-        r.key = {c.name, static_cast<int>(a.kind), a.seq, from, digests[i].rank.value_or(0)};
+        // The sender's global rank: its folder's, else the communicator's list (it may have no folder).
+        std::optional<uint32_t> sender;
+        if (src != m.by_comm_rank.end())
+          sender = digests[src->second].rank;
+        else if (m.ranks && a.peer < m.ranks->size())
+          sender = (*m.ranks)[a.peer];
+        r.key = {c.name, static_cast<int>(a.kind), a.seq, key_rank(sender, a.peer),
+                 key_rank(digests[i].rank, c.comm_rank)};
         if (src != m.by_comm_rank.end()) {
           if (const CommEntry *e = entry(src->second, c.name)) {
             auto sends = e->bad_sends.find(c.comm_rank);
@@ -183,10 +196,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
             }
           }
         } else {
-          r.unknown.push_back(
-              {std::nullopt,
-               m.ranks && a.peer < m.ranks->size() ? std::optional<uint32_t>((*m.ranks)[a.peer]) : std::nullopt,
-               a.peer});
+          r.unknown.push_back({std::nullopt, sender, a.peer});
         }
       }
       if (!r.carriers.empty()) {
@@ -225,22 +235,48 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   }
 
   // A rank pending on members whose input is unknown is reached through them when an origin's values presumably reached
-  // one of them: a rank that holds bad values (in a step not after the pending rank's) fed them to a communicator
+  // one of them: a rank that holds bad values (in an earlier step, or in the same step and not after the pending rank's
+  // anomaly in program order, `order` below) fed them to a communicator
   // the member is in, at an instance the member's record does not hold (a collective past its record's end; a send
-  // to it while its record is incomplete). Presumed only from the certain origins, through what they reached.
+  // to it while its record is incomplete; in the instance's own communicator only a send). Presumed only from the
+  // certain origins, through what they reached.
   const auto incomplete = [&](size_t j) {
     return !digests[j].problems.empty() || digests[j].steps.size() < f.steps.size();
+  };
+  // Program order between a feeding rank k and the pending rank i in the same step, through the communicators both
+  // are in (as between origins, below): i's comes first when k had issued, before its anomaly, the collective that i
+  // issued next after its own (on the instance's own communicator, when the instance is a collective: that collective
+  // itself, which k's values issued after it cannot have fed); k's comes first the other way round.
+  enum class Order { Unknown, KFirst, IFirst };
+  const auto order = [&](size_t k, size_t i) {
+    const Anomaly &a = *digests[i].first;
+    const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
+    for (const CommEntry &ci : digests[i].comms) {
+      const CommEntry *ck = entry(k, ci.name);
+      if (!ck) continue;
+      const std::optional<uint64_t> inext = ci.name == own && a.kind == Kind::Collective ? a.seq : ci.next;
+      if (inext && ck->before && *ck->before > *inext) return Order::IFirst;
+    }
+    for (const CommEntry &ck : digests[k].comms) {
+      const CommEntry *ci = entry(i, ck.name);
+      if (ci && ck.next && ci->before && *ci->before > *ck.next) return Order::KFirst;
+    }
+    return Order::Unknown;
   };
   for (auto &[i, p] : pending) {
     const Anomaly &a = *digests[i].first;
     const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
     for (const Unknown &u : p.unknown) {
-      if (!u.rank && !u.digest) continue;  // not to be found in another communicator
       for (const auto &[name, mm] : comms) {
-        if (name == own) continue;  // the instance's own: an earlier bad input there would have reached rank i first
+        // In the instance's own communicator only sends count: a bad input to one of its collectives would have
+        // reached rank i too, as its first anomaly. (Not so for a reduce or a gather, whose output reaches only the
+        // root; the digest does not record which bad inputs were rooted, so those are not taken: uncertain.)
+        const bool own_comm = name == own;
         const CommEntry *ue = u.digest ? entry(*u.digest, name) : nullptr;
-        std::optional<uint32_t> ucr;
-        if (ue) {
+        std::optional<uint32_t> ucr;  // the member's comm rank in `name`
+        if (own_comm) {
+          ucr = u.comm_rank;
+        } else if (ue) {
           ucr = ue->comm_rank;
         } else if (u.rank && mm.ranks) {
           auto at = std::find(mm.ranks->begin(), mm.ranks->end(), *u.rank);
@@ -252,9 +288,13 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
         for (const auto &[cr, k] : mm.by_comm_rank) {
           if (k == i || (u.digest && k == *u.digest) || !digests[k].first || digests[k].first->step > a.step) continue;
           const CommEntry *ek = entry(k, name);
-          bool fed = ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
+          bool fed = !own_comm && ek && !ek->bad_inputs.empty() && ek->bad_inputs.runs.back().second >= end;
           if (ek && !fed && sends_unknown) fed = ek->bad_sends.count(*ucr) > 0;
-          if (fed) p.via.emplace_back(u.rank.value_or(0), k);
+          // In the same step, a feeder whose anomaly a communicator in common shows to come after rank i's is not
+          // taken: uncertain rather than a wrong "reached". With no communicator in common nothing orders them and it
+          // is taken (presumed), as when the members' groups never meet but through the member without data.
+          if (fed && digests[k].first->step == a.step && order(k, i) == Order::IFirst) fed = false;
+          if (fed) p.via.emplace_back(u.rank, k);
         }
       }
     }
@@ -275,7 +315,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           queue.push_back(n);
         }
     for (auto &[i, p] : pending) {
-      std::erase_if(p.via, [&](const std::pair<uint32_t, size_t> &v) { return !seen[v.second]; });
+      std::erase_if(p.via, [&](const auto &v) { return !seen[v.second]; });
       if (seen[i]) {
         role[i] = 2;
         p.presumed = true;
@@ -328,9 +368,9 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
       h.comm = std::get<0>(r.key);
       h.kind = static_cast<Kind>(std::get<1>(r.key));
       h.seq = std::get<2>(r.key);
-      if (h.kind == Kind::Recv) {
-        h.src = static_cast<uint32_t>(std::get<3>(r.key));
-        h.dst = static_cast<uint32_t>(std::get<4>(r.key));
+      if (h.kind == Kind::Recv) {  // unset when the rank is not known (a negative key)
+        if (std::get<3>(r.key) >= 0) h.src = static_cast<uint32_t>(std::get<3>(r.key));
+        if (std::get<4>(r.key) >= 0) h.dst = static_cast<uint32_t>(std::get<4>(r.key));
       }
       h.kernel = a.kernel;
       h.step = a.step;
@@ -340,10 +380,12 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     }
     h.depth = std::min(h.depth, depth[i]);
     h.presumed = h.presumed || r.presumed;
-    h.to.push_back(digests[i].rank.value_or(0));
-    for (const auto &[u, c] : r.via) h.from.push_back(u);
+    if (digests[i].rank) h.to.push_back(*digests[i].rank);
+    // `from` holds global ranks: a sender without a number (a folder named plain "rank") is left out.
+    for (const auto &[u, c] : r.via)
+      if (u) h.from.push_back(*u);
     for (size_t c : r.carriers) {
-      h.from.push_back(digests[c].rank.value_or(0));
+      if (digests[c].rank) h.from.push_back(*digests[c].rank);
       // When the instance is the first this carrier fed bad values to, its launch index is known.
       if (const CommEntry *e = entry(c, h.comm)) {
         if (h.kind == Kind::Collective && !e->bad_inputs.empty() && e->bad_inputs.runs.front().first == h.seq)
@@ -372,7 +414,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     if (owner != SIZE_MAX) origins[owner].spread.push_back(h);
   }
   for (size_t i = 0; i < digests.size(); ++i)
-    if (root[i] != SIZE_MAX) origins[root[i]].reached.push_back(digests[i].rank.value_or(0));
+    if (root[i] != SIZE_MAX && digests[i].rank) origins[root[i]].reached.push_back(*digests[i].rank);
   for (Origin &o : origins) {
     // By hops from the origin, then in the order the senders issued them (their launch index, when known), then the
     // first receiver's step and launch time stamp (launch indexes of different ranks do not compare).

@@ -22,6 +22,7 @@ std::string ranks_text(std::vector<uint32_t> v) {
   std::vector<uint64_t> w(v.begin(), v.end());
   std::sort(w.begin(), w.end());
   w.erase(std::unique(w.begin(), w.end()), w.end());
+  if (w.empty()) return "a rank of unknown number";  // a hop's only sender or receiver is a folder named plain "rank"
   return (w.size() == 1 ? "rank " : "ranks ") + ranges_text(w);
 }
 
@@ -43,10 +44,14 @@ std::string one_line(const std::string &s) {
 
 std::string who(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
 
+// A point-to-point side of a hop: its global rank, when known.
+std::string side(const std::optional<uint32_t> &r) {
+  return r ? "rank " + std::to_string(*r) : "a rank of unknown number";
+}
+
 std::string instance_text(const Hop &h) {
   if (h.kind == Kind::Recv)
-    return "comm " + h.comm + ", transfer " + std::to_string(h.seq) + " from rank " +
-           std::to_string(h.src.value_or(0)) + " to rank " + std::to_string(h.dst.value_or(0));
+    return "comm " + h.comm + ", transfer " + std::to_string(h.seq) + " from " + side(h.src) + " to " + side(h.dst);
   return "comm " + h.comm + ", seq " + std::to_string(h.seq);
 }
 
@@ -119,8 +124,8 @@ Json hop_json(const Hop &h) {
   j["op_kind"] = kind_text(h.kind);
   if (h.kind == Kind::Recv) {
     j["pair_seq"] = h.seq;
-    j["src"] = h.src.value_or(0);
-    j["dst"] = h.dst.value_or(0);
+    if (h.src) j["src"] = *h.src;  // omitted when not known
+    if (h.dst) j["dst"] = *h.dst;
   } else {
     j["seq"] = h.seq;
   }

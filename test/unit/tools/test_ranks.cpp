@@ -203,8 +203,9 @@ TEST(Reduce, PresumedSenderWhenItsRecordEnds) {
   EXPECT_TRUE(f.origins[0].spread[0].presumed);
 }
 
-// Groups {0,1} ("g0") and {2,3} ("g1"), then pairs across them ("x0" = {0,2}, "x1" = {1,3}); rank 3's record ends
-// before seq 5 (a missing step folder). Rank 2 computes a NaN; g1 seq 5 carries it to rank 3 (no record), x1 seq 5
+// Groups {0,1} ("g0") and {2,3} ("g1"), then pairs across them ("x0" = {0,2}, "x1" = {1,3}), and "world" over all
+// four (no collective on it in the step unless a test says so: it orders nothing); rank 3's record ends before seq 5
+// (a missing step folder). Rank 2 computes a NaN; g1 seq 5 carries it to rank 3 (no record), x1 seq 5
 // to rank 1: rank 1 is reached through rank 3, presumed, not an origin, whatever the time stamps say.
 std::vector<RankDigest> groups_and_pairs() {
   std::vector<RankDigest> ds;
@@ -214,6 +215,8 @@ std::vector<RankDigest> groups_and_pairs() {
     ds[r].comms.push_back(comm(r % 2 ? "x1" : "x0", r / 2, 2));
     ds[r].comms[0].ranks = r < 2 ? std::vector<uint32_t>{0, 1} : std::vector<uint32_t>{2, 3};
     ds[r].comms[1].ranks = r % 2 ? std::vector<uint32_t>{1, 3} : std::vector<uint32_t>{0, 2};
+    ds[r].comms.push_back(comm("world", r, 4));
+    ds[r].comms[2].ranks = std::vector<uint32_t>{0, 1, 2, 3};
   }
   ds[3].steps = {};  // its step folder is missing
   for (CommEntry &c : ds[3].comms) c.seen_end = 5;
@@ -271,6 +274,141 @@ TEST(Reduce, UncertainOriginIsSaidAndComesAfterCertainOnes) {
   EXPECT_FALSE(f.origins[0].uncertain);
   EXPECT_TRUE(f.origins[1].uncertain);
   EXPECT_TRUE(f.problems.empty());
+}
+
+// Rank 5 receives (pp transfer 4) from comm rank 1 = rank 3, which has no folder; rank 3 is also in dp with rank 7, a
+// certain origin whose input to dp was bad. Rank 5 is reached through rank 3: the hop names rank 3 as the sender, not
+// the key's "no folder" marker (it read "from rank 4294967295").
+TEST(Reduce, ReceiveFromARankWithoutFolderNamesItsGlobalRank) {
+  std::vector<RankDigest> ds{rank(5), rank(7)};
+  ds[0].comms.push_back(comm("pp", 0, 2));
+  ds[0].comms[0].ranks = std::vector<uint32_t>{5, 3};
+  ds[0].first = anomaly(Kind::Recv, 12, false, true, 0, 4);
+  ds[0].first->peer = 1;
+  ds[1].comms.push_back(comm("dp", 1, 2));
+  ds[1].comms[0].ranks = std::vector<uint32_t>{3, 7};
+  ds[1].first = anomaly(Kind::Compute, 10, false, true);
+  ds[1].comms[0].bad_inputs.add(2);
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].rank, 7u);
+  EXPECT_EQ(f.per_rank[0].role, "reached");
+  ASSERT_EQ(f.origins[0].spread.size(), 1u);
+  const Hop &h = f.origins[0].spread[0];
+  EXPECT_EQ(h.kind, Kind::Recv);
+  EXPECT_EQ(h.src, 3u);
+  EXPECT_EQ(h.dst, 5u);
+  EXPECT_EQ(h.from, std::vector<uint32_t>{3});
+  EXPECT_EQ(report_json(f).find("4294967295"), std::string::npos);
+  EXPECT_NE(report_text(f).find("transfer 4 from rank 3 to rank 5"), std::string::npos) << report_text(f);
+  // No member knows the communicator's global ranks and the sender has no number: no "src" is made up.
+  Hop unknown = h;
+  unknown.src.reset();
+  EXPECT_EQ(hop_instance(unknown).find("rank 0"), std::string::npos) << hop_instance(unknown);
+}
+
+// Pipeline pp = {0, 1, 2}: rank 0 computes a NaN and sends it to rank 1 (no folder); rank 2's first anomaly is its
+// receive from rank 1. A send in the instance's own communicator reaches rank 1: rank 2 is reached through it, not an
+// uncertain origin.
+TEST(Reduce, ReachedThroughASendInTheSameCommunicator) {
+  std::vector<RankDigest> ds{rank(0), rank(2)};
+  ds[0].comms.push_back(comm("pp", 0, 3));
+  ds[1].comms.push_back(comm("pp", 2, 3));
+  for (RankDigest &d : ds) d.comms[0].ranks = std::vector<uint32_t>{0, 1, 2};
+  ds[0].first = anomaly(Kind::Compute, 10, false, true);
+  ds[0].comms[0].bad_sends[1].add(0);
+  ds[0].comms[0].sends_end[1] = 1;
+  ds[1].first = anomaly(Kind::Recv, 12, false, true, 0, 0);
+  ds[1].first->peer = 1;
+  const Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].rank, 0u);
+  EXPECT_FALSE(f.origins[0].uncertain);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  ASSERT_EQ(f.origins[0].spread.size(), 1u);
+  EXPECT_EQ(f.origins[0].spread[0].from, std::vector<uint32_t>{1});
+  EXPECT_EQ(f.origins[0].spread[0].src, 1u);
+  EXPECT_EQ(f.origins[0].spread[0].depth, 2u);
+  // A bad input to an earlier collective of the same communicator is not taken: it would have reached rank 2 too.
+  ds[0].comms[0].bad_sends.clear();
+  ds[0].comms[0].bad_inputs.add(0);
+  EXPECT_EQ(reduce(ds, Question::Nan).per_rank[1].role, "origin");
+}
+
+// The member without a record of the instance is a folder named plain "rank" (no number): the hop through it, and a
+// carrier without a number, do not name rank 0.
+TEST(Reduce, MemberWithoutANumberIsNotRankZero) {
+  std::vector<RankDigest> ds = groups_and_pairs();
+  ds[3].rank.reset();
+  ds[2].first = anomaly(Kind::Compute, 10, false, true);
+  ds[2].comms[0].bad_inputs.add(5);
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 1, 5);  // x1 with the unnumbered member
+  Finding f = reduce(ds, Question::Nan);
+  auto role = [](const Finding &g, uint32_t r) {
+    return std::find_if(g.per_rank.begin(), g.per_rank.end(), [&](const auto &p) { return p.rank == r; })->role;
+  };
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(role(f, 1), "reached");
+  const auto x1 = [](const Finding &g) {
+    return *std::find_if(g.origins[0].spread.begin(), g.origins[0].spread.end(),
+                         [](const Hop &h) { return h.comm == "x1"; });
+  };
+  EXPECT_EQ(x1(f).from, std::vector<uint32_t>{});
+  EXPECT_NE(report_text(f).find("a rank of unknown number -> rank 1"), std::string::npos) << report_text(f);
+  // The unnumbered member's record holds x1 seq 5 with a bad input: a carrier without a number.
+  for (CommEntry &c : ds[3].comms) c.seen_end = 100;
+  ds[3].first = anomaly(Kind::Collective, 11, false, true, 0, 5);
+  ds[3].comms[1].bad_inputs.add(5);
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(role(f, 1), "reached");
+  EXPECT_EQ(x1(f).from, std::vector<uint32_t>{});
+}
+
+// groups_and_pairs(), with collectives on "world". Rank 1's first anomaly is x1 seq 5 (rank 3 has no record
+// of it); rank 2 computes a NaN in the same step, but after rank 1's anomaly in program order: rank 2 had issued world
+// seq 0..2 before its anomaly, rank 1 issued world seq 2 after its own. Rank 2's values cannot have reached rank 1:
+// rank 1 is an (uncertain) origin, listed first since it comes first causally.
+TEST(Reduce, FeederLaterInProgramOrderDoesNotReach) {
+  std::vector<RankDigest> ds = groups_and_pairs();
+  ds[3].comms[2].seen_end = 2;
+  ds[2].first = anomaly(Kind::Compute, 40, false, true);
+  ds[2].first->timestamp = 100;  // its clock says first
+  ds[2].comms[0].bad_inputs.add(5);
+  ds[2].comms[2].before = 3;
+  ds[2].comms[2].next = 3;
+  ds[1].first = anomaly(Kind::Collective, 12, false, true, 1, 5);
+  ds[1].first->timestamp = 5000;
+  ds[1].comms[2].before = 2;
+  ds[1].comms[2].next = 2;
+  Finding f = reduce(ds, Question::Nan);
+  ASSERT_EQ(f.origins.size(), 2u);
+  EXPECT_EQ(f.per_rank[1].role, "origin");
+  EXPECT_EQ(f.origins[0].rank, 1u);
+  EXPECT_TRUE(f.origins[0].uncertain);
+  EXPECT_EQ(f.origins[1].rank, 2u);
+  EXPECT_EQ(f.origins[1].preceded_by, std::vector<uint32_t>{1});
+  // Rank 2's anomaly before rank 1's (rank 1 had issued world seq 3 before its anomaly, rank 2 issued it after):
+  // reached through rank 3.
+  ds[2].comms[2].before = 2;
+  ds[2].comms[2].next = 2;
+  ds[1].comms[2].before = 3;
+  ds[1].comms[2].next = 3;
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  // Shown later again, but in an earlier step: reached.
+  ds[2].comms[2].before = 3;
+  ds[1].comms[2].next = 2;
+  ds[2].first->step = 0;
+  ds[1].first->step = 1;
+  for (RankDigest &d : ds) d.steps = {0, 1};
+  ds[3].steps = {0};
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
+  // The same step and no communicator in common (no world): nothing orders them, taken (presumed).
+  ds[1].first->step = 0;
+  for (RankDigest &d : ds) d.comms.pop_back();
+  f = reduce(ds, Question::Nan);
+  EXPECT_EQ(f.per_rank[1].role, "reached");
 }
 
 TEST(Reduce, InputOriginAndDuplicates) {
