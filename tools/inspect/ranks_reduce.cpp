@@ -50,6 +50,12 @@ struct Reach {
   std::vector<std::pair<std::optional<uint32_t>, size_t>> via;
 };
 
+// The global rank of a communicator's member, from the communicator's list of ranks, when it has one.
+std::optional<uint32_t> listed_rank(const Members &m, uint32_t comm_rank) {
+  if (m.ranks && comm_rank < m.ranks->size()) return (*m.ranks)[comm_rank];
+  return std::nullopt;
+}
+
 std::string unknown_text(const Unknown &u) {
   return u.rank ? "rank " + std::to_string(*u.rank) : "comm rank " + std::to_string(u.comm_rank);
 }
@@ -105,7 +111,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
     for (uint32_t r = 0; r < m.size; ++r) {
       if (m.by_comm_rank.count(r)) continue;
       std::string who = "comm rank " + std::to_string(r);
-      if (m.ranks && r < m.ranks->size()) who += " (rank " + std::to_string((*m.ranks)[r]) + ")";
+      if (const auto g = listed_rank(m, r)) who += " (rank " + std::to_string(*g) + ")";
       absent[name].push_back(who);
     }
     if (absent.count(name))
@@ -163,9 +169,7 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
         }
         for (uint32_t cr = 0; cr < m.size; ++cr)  // members no folder speaks for
           if (!m.by_comm_rank.count(cr) && (a.root < 0 || cr == static_cast<uint64_t>(a.root)))
-            r.unknown.push_back(
-                {std::nullopt, m.ranks && cr < m.ranks->size() ? std::optional<uint32_t>((*m.ranks)[cr]) : std::nullopt,
-                 cr});
+            r.unknown.push_back({std::nullopt, listed_rank(m, cr), cr});
         if (r.carriers.empty() && !presumed.empty()) {
           r.carriers = std::move(presumed);
           r.presumed = true;
@@ -173,11 +177,8 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
       } else {  // a receive: the matching send
         auto src = m.by_comm_rank.find(a.peer);
         // The sender's global rank: its folder's, else the communicator's list (it may have no folder).
-        std::optional<uint32_t> sender;
-        if (src != m.by_comm_rank.end())
-          sender = digests[src->second].rank;
-        else if (m.ranks && a.peer < m.ranks->size())
-          sender = (*m.ranks)[a.peer];
+        const std::optional<uint32_t> sender =
+            src != m.by_comm_rank.end() ? digests[src->second].rank : listed_rank(m, a.peer);
         r.key = {c.name, static_cast<int>(a.kind), a.seq, key_rank(sender, a.peer),
                  key_rank(digests[i].rank, c.comm_rank)};
         if (src != m.by_comm_rank.end()) {
@@ -236,32 +237,29 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
 
   // A rank pending on members whose input is unknown is reached through them when an origin's values presumably reached
   // one of them: a rank that holds bad values (in an earlier step, or in the same step and not after the pending rank's
-  // anomaly in program order, `order` below) fed them to a communicator
+  // anomaly in program order, `precedes` below) fed them to a communicator
   // the member is in, at an instance the member's record does not hold (a collective past its record's end; a send
   // to it while its record is incomplete; in the instance's own communicator only a send). Presumed only from the
   // certain origins, through what they reached.
   const auto incomplete = [&](size_t j) {
     return !digests[j].problems.empty() || digests[j].steps.size() < f.steps.size();
   };
-  // Program order between a feeding rank k and the pending rank i in the same step, through the communicators both
-  // are in (as between origins, below): i's comes first when k had issued, before its anomaly, the collective that i
-  // issued next after its own (on the instance's own communicator, when the instance is a collective: that collective
-  // itself, which k's values issued after it cannot have fed); k's comes first the other way round.
-  enum class Order { Unknown, KFirst, IFirst };
-  const auto order = [&](size_t k, size_t i) {
-    const Anomaly &a = *digests[i].first;
-    const std::string &own = digests[i].comms[static_cast<size_t>(a.comm)].name;
-    for (const CommEntry &ci : digests[i].comms) {
-      const CommEntry *ck = entry(k, ci.name);
-      if (!ck) continue;
-      const std::optional<uint64_t> inext = ci.name == own && a.kind == Kind::Collective ? a.seq : ci.next;
-      if (inext && ck->before && *ck->before > *inext) return Order::IFirst;
+  // Whether rank x's anomaly comes before rank y's in program order, through a communicator both are in: x's next
+  // collective on it after its anomaly is one that y had issued before its own. `at_instance`: on that communicator,
+  // x's next is taken to be collective `seq` instead (x's own anomaly is that collective, which values y issued after
+  // it cannot have fed). Used between origins (below) and between a feeder and a pending rank in the same step.
+  struct Instance {
+    const std::string *comm = nullptr;
+    uint64_t seq = 0;
+  };
+  const auto precedes = [&](size_t x, size_t y, Instance at_instance = {}) {
+    for (const CommEntry &cx : digests[x].comms) {
+      const CommEntry *cy = entry(y, cx.name);
+      const std::optional<uint64_t> next =
+          at_instance.comm && cx.name == *at_instance.comm ? std::optional<uint64_t>(at_instance.seq) : cx.next;
+      if (next && cy && cy->before && *cy->before > *next) return true;
     }
-    for (const CommEntry &ck : digests[k].comms) {
-      const CommEntry *ci = entry(i, ck.name);
-      if (ci && ck.next && ci->before && *ci->before > *ck.next) return Order::KFirst;
-    }
-    return Order::Unknown;
+    return false;
   };
   for (auto &[i, p] : pending) {
     const Anomaly &a = *digests[i].first;
@@ -293,7 +291,9 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
           // In the same step, a feeder whose anomaly a communicator in common shows to come after rank i's is not
           // taken: uncertain rather than a wrong "reached". With no communicator in common nothing orders them and it
           // is taken (presumed), as when the members' groups never meet but through the member without data.
-          if (fed && digests[k].first->step == a.step && order(k, i) == Order::IFirst) fed = false;
+          if (fed && digests[k].first->step == a.step &&
+              precedes(i, k, a.kind == Kind::Collective ? Instance{&own, a.seq} : Instance{}))
+            fed = false;
           if (fed) p.via.emplace_back(u.rank, k);
         }
       }
@@ -429,16 +429,9 @@ Finding reduce(std::vector<RankDigest> digests, Question q) {
   // the uncertain; then step, time, rank.
   if (origins.size() <= 512) {
     for (size_t x = 0; x < origins.size(); ++x)
-      for (size_t y = 0; y < origins.size(); ++y) {
-        if (x == y) continue;
-        for (const CommEntry &cx : digests[origin_digest[x]].comms) {
-          const CommEntry *cy = entry(origin_digest[y], cx.name);
-          if (cx.next && cy && cy->before && *cy->before > *cx.next) {
-            origins[y].preceded_by.push_back(origins[x].rank.value_or(0));
-            break;
-          }
-        }
-      }
+      for (size_t y = 0; y < origins.size(); ++y)
+        if (x != y && precedes(origin_digest[x], origin_digest[y]))
+          origins[y].preceded_by.push_back(origins[x].rank.value_or(0));
   }
   std::stable_sort(origins.begin(), origins.end(), [](const Origin &a, const Origin &b) {
     return std::make_tuple(!a.preceded_by.empty(), a.uncertain, a.a.step, a.a.timestamp, a.rank) <

@@ -8,6 +8,9 @@ namespace msprobe::tools::ranks {
 
 namespace {
 
+// A hop's side that has no global rank: a folder named plain "rank", or no folder and no list of the ranks.
+constexpr const char *kUnknownRank = "a rank of unknown number";
+
 const char *kind_text(Kind k) {
   switch (k) {
     case Kind::Compute: return "compute";
@@ -22,7 +25,7 @@ std::string ranks_text(std::vector<uint32_t> v) {
   std::vector<uint64_t> w(v.begin(), v.end());
   std::sort(w.begin(), w.end());
   w.erase(std::unique(w.begin(), w.end()), w.end());
-  if (w.empty()) return "a rank of unknown number";  // a hop's only sender or receiver is a folder named plain "rank"
+  if (w.empty()) return kUnknownRank;  // a hop's only sender or receiver is a folder named plain "rank"
   return (w.size() == 1 ? "rank " : "ranks ") + ranges_text(w);
 }
 
@@ -45,9 +48,7 @@ std::string one_line(const std::string &s) {
 std::string who(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
 
 // A point-to-point side of a hop: its global rank, when known.
-std::string side(const std::optional<uint32_t> &r) {
-  return r ? "rank " + std::to_string(*r) : "a rank of unknown number";
-}
+std::string side(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : kUnknownRank; }
 
 std::string instance_text(const Hop &h) {
   if (h.kind == Kind::Recv)
