@@ -11,6 +11,19 @@ using record::CapturedArg;
 using record::CapturedList;
 using record::TensorCapture;
 
+namespace {
+
+// `count` elements `jump` bytes apart, copied one after the other to `out`; returns the end. kSize: the element size
+// when known at compile time (a fixed-size copy the compiler inlines), 0 for `size` at run time.
+template <size_t kSize>
+unsigned char *gather_strided(unsigned char *out, const unsigned char *in, int64_t jump, int64_t count, size_t size) {
+  const size_t n = kSize != 0 ? kSize : size;
+  for (int64_t j = 0; j < count; ++j, in += jump, out += n) std::memcpy(out, in, n);
+  return out;
+}
+
+}  // namespace
+
 const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned char> &scratch, uint64_t *bytes) {
   const size_t es = format::element_size(t.dtype);
   uint64_t n = 1;
@@ -49,17 +62,10 @@ const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned ch
     } else {
       const int64_t jump = step * static_cast<int64_t>(es);
       switch (es) {
-        case 2:
-          for (int64_t j = 0; j < row; ++j, in += jump, out += 2) std::memcpy(out, in, 2);
-          break;
-        case 4:
-          for (int64_t j = 0; j < row; ++j, in += jump, out += 4) std::memcpy(out, in, 4);
-          break;
-        case 8:
-          for (int64_t j = 0; j < row; ++j, in += jump, out += 8) std::memcpy(out, in, 8);
-          break;
-        default:
-          for (int64_t j = 0; j < row; ++j, in += jump, out += es) std::memcpy(out, in, es);
+        case 2: out = gather_strided<2>(out, in, jump, row, es); break;
+        case 4: out = gather_strided<4>(out, in, jump, row, es); break;
+        case 8: out = gather_strided<8>(out, in, jump, row, es); break;
+        default: out = gather_strided<0>(out, in, jump, row, es);
       }
     }
     for (size_t d = outer_dims; d-- > 0;) {  // the next row: odometer over the outer dimensions
