@@ -22,6 +22,14 @@ from test_shim_crash import CRASH_HOST, INSPECT, check_complete, check_crash_hos
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY_SPAWN = os.path.join(HERE, "py_spawn.py")
 
+# The child of fork() in a threaded parent may allocate (the shim's fork handler, the host). glibc's malloc takes its
+# locks around fork; the ASan runtime of GCC 12 does not, so the child hangs whenever a parent thread (the stand-in's
+# stream worker, a writer) was inside ASan's allocator at that instant (google/sanitizers#1814). The normal stage runs
+# these tests.
+fork_of_a_threaded_parent = pytest.mark.skipif(
+    sanitizer_preload.ASAN,
+    reason="GCC 12's ASan allocator is not fork-safe in a threaded process (google/sanitizers#1814)")
+
 
 def kernel_index(folder, entry):
     """crash_host's k of a dumped kernel, from its first input (x[0] = 0.5 k - 1)."""
@@ -29,16 +37,11 @@ def kernel_index(folder, entry):
     return int(round((float(x[0]) + 1.0) / 0.5))
 
 
+@fork_of_a_threaded_parent
 @pytest.mark.parametrize("child_exit", ["exit", "_exit"])
 def test_fork_child_leaves_the_parent_dump_alone(tmp_path, child_exit):
     """The child launches kernels on its own stream and exits (running inherited exit handlers, or not): it
     does not hang, writes nothing, and the parent's dump holds exactly the parent's 2N kernels."""
-    if sanitizer_preload.ASAN:
-        # The child allocates after fork() of a threaded parent. glibc's malloc takes its locks around fork; the
-        # ASan runtime of GCC 12 does not, so the child hangs whenever a parent thread (the stand-in's stream
-        # worker, a writer) was inside ASan's allocator at that instant (google/sanitizers#1814). The normal
-        # stage runs this test.
-        pytest.skip("GCC 12's ASan allocator is not fork-safe in a threaded process (google/sanitizers#1814)")
     n = 10
     env = {"CRASH_HOST_CHILD_EXIT": child_exit}
     r = run([CRASH_HOST, "fork", n], tmp_path, shim=True, env=env, timeout=120)
@@ -58,6 +61,7 @@ def test_fork_child_leaves_the_parent_dump_alone(tmp_path, child_exit):
     assert os.listdir(r.dump.root) == ["step0"], os.listdir(r.dump.root)
 
 
+@fork_of_a_threaded_parent
 def test_orphaned_fork_child_does_not_keep_the_rank_locked(tmp_path):
     """A fork child that outlives its killed parent (a data-loader worker after the OOM killer took the trainer)
     must not hold the parent's rank lock: a restarted run would be turned away from its rank folder and repair
@@ -65,8 +69,6 @@ def test_orphaned_fork_child_does_not_keep_the_rank_locked(tmp_path):
     import fcntl
     import signal
 
-    if sanitizer_preload.ASAN:
-        pytest.skip("GCC 12's ASan allocator is not fork-safe in a threaded process (google/sanitizers#1814)")
     r = run([CRASH_HOST, "fork-orphan", 4], tmp_path, shim=True)
     assert r.returncode == -signal.SIGKILL, r.stderr
     child = int(r.stdout.split("child ")[1].split()[0])
