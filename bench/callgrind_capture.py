@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 WORKLOAD = os.path.join(HERE, "bench_writer_workload.py")
 sys.path.insert(0, HERE)
-from compare_shims import clean_env  # noqa: E402
+from compare_shims import clean_env, launch_loop  # noqa: E402
 
 
 EVENTS = ("Ir", "L1 misses", "LL misses", "est. cycles")
@@ -78,13 +78,7 @@ def run(env, kernels, tmp, tag, cache_sim):
 
 def python_thread_cpu_ns(env, runs):
     """The Python thread's CPU per kernel of the launch loop, natively: the least of `runs` runs."""
-    best = None
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, WORKLOAD, "--time-launches", "--no-checksum", "--kernels", "3000",
-                              "--elements", "1024"], env=env, capture_output=True, text=True, check=True).stdout
-        got = [float(line.split()[1]) for line in out.splitlines() if line.startswith("phase1_cpu_ns_per_kernel ")]
-        best = got[0] if best is None else min(best, got[0])
-    return best
+    return min(launch_loop(env, 3000)["phase1_cpu_ns_per_kernel"] for _ in range(runs))
 
 
 def main():
