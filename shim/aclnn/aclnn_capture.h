@@ -9,8 +9,11 @@
 // a tensor created before capture started). Phase 2
 // (aclnn<Op>(workspace, size, executor, stream)) looks the executor up: inputs are copied before the
 // real launch (an in-place op overwrites them), outputs after it, all in stream order. Executors freed
-// by phase 2 are forgotten; repeatable ones keep their record, and the aclSet*TensorAddr calls rebind
-// its addresses so every launch sees the addresses bound at that launch.
+// by phase 2 are forgotten; repeatable ones keep their record. Each launch records the addresses its kernel reads then,
+// as CANN's executors read each tensor's storage address at launch: the tensors' handles are kept with the call and
+// asked again (aclSetRawTensorAddr and the aclSet*TensorAddr setters change them; CANN ignores the setters' index for
+// built-in ops, and so does the shim). Files: op_call.h (what is kept), arg_decode.h (decoding), phases.h (the
+// bodies the wrappers run).
 //
 // torch_npu's executor cache (reference/cann_abi.md §6.4) skips phase 1 on a hit: the call recorded for
 // the phase 1 that ran under a cache key is also kept under that key, and each hit's (new) executor gets a
@@ -20,8 +23,6 @@
 #include <cstdint>
 
 namespace msprobe::shim {
-
-enum class IndexSpace { All, Inputs, Outputs };
 
 // A key of torch_npu's executor cache: the 64-bit hash of SetPTAHashKey / PTAGetExecCache, or the byte
 // string of SetPTACacheHashKey / PTAFindExecCache, kept as a 128-bit digest.
@@ -41,7 +42,6 @@ class AclnnCapture {
   void *wrap_symbol(const char *name, void *real);
   void on_repeatable(const void *executor);
   void on_destroyed(const void *executor);
-  void on_rebind(const void *executor, IndexSpace space, size_t index, size_t relative, void *addr);
 
   // The executor cache, per thread as in the runtime. The key of `kind` the host set (None: cleared); the
   // next phase 1 that succeeds on this thread is kept under the keys set, and clears them.
@@ -52,11 +52,6 @@ class AclnnCapture {
   void on_cache_hit(const void *executor, const ExecCacheKey &key, void *const *addrs, size_t n);
   // An address reported after the hit: tensor `index` of that order.
   void on_cached_address(const void *executor, size_t index, void *addr);
-
-  struct Impl;
-
- private:
-  Impl *impl();
 };
 
 AclnnCapture &aclnn_capture();

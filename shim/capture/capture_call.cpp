@@ -3,15 +3,21 @@
 #include <atomic>
 #include <stdexcept>
 
-#include "shim/base/log.h"
 
 namespace msprobe::shim {
 namespace {
 
 constinit std::atomic<DescribeFault> g_fault{DescribeFault::None};
-constinit std::atomic<uint64_t> g_dropped{0};
 
 }  // namespace
+
+__attribute__((weak)) Session *start_session() noexcept { return nullptr; }
+
+Session *capture_gate() noexcept {
+  if (ReentryGuard::active() || KernelLaunch::open_on_this_thread()) return nullptr;
+  if (Session *session = active_session()) return session;
+  return start_session();
+}
 
 void set_describe_fault(DescribeFault fault) noexcept { g_fault.store(fault, std::memory_order_relaxed); }
 
@@ -19,8 +25,20 @@ void CaptureCall::fault_point(DescribeFault side) {
   if (g_fault.load(std::memory_order_relaxed) == side) throw std::runtime_error("test seam: describe step throws");
 }
 
-CaptureCall::CaptureCall(Session &session, std::string_view op_type, StackId stack, void *stream) noexcept {
-  ReentryGuard guard;  // the session's decision and the stack walk make no host calls
+bool CaptureCall::only_counted(Session &session, std::string_view op_type, void *stream,
+                               const OpTypeFacts *facts) noexcept {
+  bool counted_only = false;
+  guarded(Problem::KernelNotRecorded, [&] {
+    counted_only = !(facts ? facts->may_capture : session.may_capture(op_type)) || !session.captures_ahead();
+    if (counted_only)
+      session.skip_launch(op_type, stream, facts ? facts->step_marker : session.is_step_marker(op_type));
+  });
+  if (!counted_only) return false;
+  nested_.emplace();  // the kernels it launches are its own, not the host's
+  return true;
+}
+
+void CaptureCall::begin(Session &session, std::string_view op_type, StackId stack, void *stream) noexcept {
   try {
     launch_.emplace(session, op_type, stack, stream);
   } catch (...) {
@@ -30,27 +48,11 @@ CaptureCall::CaptureCall(Session &session, std::string_view op_type, StackId sta
   }
 }
 
-CaptureCall::CaptureCall(Session &session, std::string_view op_type, void *stream) noexcept
-    : CaptureCall(
-          session, op_type,
-          [&]() noexcept {
-            try {
-              return launch_stack(session);
-            } catch (...) {
-              return kEmptyStack;
-            }
-          }(),
-          stream) {}
-
 CaptureCall::~CaptureCall() { finish(false); }
 
 void CaptureCall::drop(const char *why) noexcept {
   dropped_ = true;
-  if (g_dropped.fetch_add(1, std::memory_order_relaxed) == 0)
-    log_warn(
-        "a kernel could not be recorded (%s); the host's call went through, and the kernel is missing from the "
-        "dump (further ones are counted, not shown)",
-        why);
+  report_problem(Problem::KernelNotRecorded, why);
 }
 
 void CaptureCall::finish(bool ok) noexcept {

@@ -44,6 +44,10 @@ class KernelLaunch {
     Uncaptured(const Uncaptured &) = delete;
     Uncaptured &operator=(const Uncaptured &) = delete;
   };
+  // The same for a launch split over two hooks that has no object to hold (aclnn's forwarder path out of memory):
+  // every enter is matched by one leave on the same thread.
+  static void enter_uncaptured() noexcept { ++open_; }
+  static void leave_uncaptured() noexcept { --open_; }
 
   bool capturing() const { return ticket_.capture; }
   const LaunchTicket &ticket() const { return ticket_; }

@@ -152,12 +152,17 @@ Stager &Session::stager() { return *impl_->policy.stager; }
 AclGraphs &Session::acl_graphs() { return impl_->acl_graphs; }
 const TaskPolicy &Session::task_policy() const { return impl_->policy; }
 
-bool Session::may_capture(std::string_view op_type) const {
-  const Config &c = impl_->config;
-  // With a scope or full kernel names in the list, any op type can be inside; only a list of op types
-  // with nothing else rules types out up front.
+namespace {
+
+// With a scope or full kernel names in the list, any op type can be inside; only a list of op types with nothing else
+// rules types out up front.
+bool type_may_be_selected(const Config &c, std::string_view op_type) {
   return c.list.empty() || c.list.may_match_type(op_type) || c.scope.has_value();
 }
+
+}  // namespace
+
+bool Session::may_capture(std::string_view op_type) const { return type_may_be_selected(impl_->config, op_type); }
 
 namespace {
 
@@ -216,12 +221,15 @@ void Session::skip_launch(std::string_view op_type, const void *stream, bool mar
 
 namespace {
 
-// Under m.mu: the selection that needs no name (closed, step, rank, op type).
-bool selected_before_name(Session::Impl &m, std::string_view op_type, const LaunchTicket &t) {
+// Under m.mu: the selection by what a launch is counted with (open dump, step, rank).
+bool selected_by_step_and_rank(const Session::Impl &m, const LaunchTicket &t) {
   const Config &c = m.config;
-  bool selected = !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
-                  (c.ranks.all() || t.rank.has_value());
-  return selected && (c.list.empty() || c.scope.has_value() || c.list.may_match_type(op_type));
+  return !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
+         (c.ranks.all() || t.rank.has_value());
+}
+
+bool selected_before_name(Session::Impl &m, std::string_view op_type, const LaunchTicket &t) {
+  return selected_by_step_and_rank(m, t) && type_may_be_selected(m.config, op_type);
 }
 
 // Under m.mu, after the ticket's step and rank are known: its name ({n} per step, rank and base name) and whether the
@@ -233,8 +241,7 @@ void name_and_select(Session::Impl &m, std::string_view op_type, std::string_vie
   std::string base = format::kernel_base_name(op_type, op_name);
   t.name = format::kernel_name(base, m.ordinals.next(t.step, t.rank, base));
 
-  bool selected = !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
-                  (c.ranks.all() || t.rank.has_value());
+  bool selected = selected_by_step_and_rank(m, t);
   if (selected && c.scope) {
     if (!m.scope_open && !m.scope_done && c.scope->first.matches(op_type, t.name)) m.scope_open = true;
     selected = m.scope_open;

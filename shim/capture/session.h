@@ -28,6 +28,12 @@ struct LaunchTicket : format::KernelHeader {
   bool name_pending = false;
 };
 
+// What the configuration says of an op type, for good (callers may keep it: the configuration does not change).
+struct OpTypeFacts {
+  bool may_capture = true;   // Session::may_capture
+  bool step_marker = false;  // Session::is_step_marker
+};
+
 class Session {
  public:
   // Nothing is created on disk until the first captured kernel is submitted.
@@ -64,6 +70,7 @@ class Session {
   // marker: is_step_marker(op_type), which callers may keep per op type (the configuration does not change).
   void skip_launch(std::string_view op_type, const void *stream, bool marker);
   bool is_step_marker(std::string_view op_type) const;
+  OpTypeFacts facts_of(std::string_view op_type) const { return {may_capture(op_type), is_step_marker(op_type)}; }
   void submit(record::KernelCapture kernel);
   // How the task takes each captured tensor (KernelLaunch asks it once per captured launch).
   Stager &stager();

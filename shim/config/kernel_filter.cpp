@@ -7,6 +7,7 @@
 #include <new>
 
 #include "format/naming.h"
+#include "shim/base/hash.h"
 #include "shim/base/text.h"
 
 namespace msprobe::shim {
@@ -789,8 +790,8 @@ std::string shown(std::string_view s) {
 size_t KernelFilter::Hash::operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 
 size_t KernelFilter::CaseInsensitiveHash::operator()(std::string_view s) const noexcept {
-  size_t h = 1469598103934665603ull;  // FNV-1a over lower-cased bytes
-  for (const char c : s) h = (h ^ static_cast<unsigned char>(ascii_lower(c))) * 1099511628211ull;
+  uint64_t h = kFnv1aOffset;  // over the lower-cased bytes
+  for (const char c : s) h = fnv1a_step(h, static_cast<unsigned char>(ascii_lower(c)));
   return h;
 }
 

@@ -20,6 +20,16 @@ bool TensorMeta::extent(int64_t *lo, int64_t *hi) const {
   return true;
 }
 
+void HandleTable::widen_range(const void *h) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(h);
+  uintptr_t lo = lo_.load(std::memory_order_relaxed);
+  while (a < lo && !lo_.compare_exchange_weak(lo, a, std::memory_order_relaxed)) {
+  }
+  uintptr_t hi = hi_.load(std::memory_order_relaxed);
+  while (a > hi && !hi_.compare_exchange_weak(hi, a, std::memory_order_relaxed)) {
+  }
+}
+
 HandleMeta &HandleTable::Shard::slot_for(const void *handle) {
   const auto key = reinterpret_cast<uint64_t>(handle);
   if (uint32_t slot = index.find(key); slot != KeyIndex::kNone) return records[slot];
@@ -33,11 +43,6 @@ HandleMeta &HandleTable::Shard::slot_for(const void *handle) {
   }
   index.insert(key, slot);
   return records[slot];
-}
-
-HandleMeta *HandleTable::Shard::find(const void *handle) {
-  uint32_t slot = index.find(reinterpret_cast<uint64_t>(handle));
-  return slot == KeyIndex::kNone ? nullptr : &records[slot];
 }
 
 void HandleTable::erase(const void *handle) {
@@ -65,6 +70,14 @@ void HandleTable::set_tensor_data(const void *handle, void *data) {
     if (auto *t = std::get_if<TensorMeta>(m)) t->data = data;
 }
 
+void HandleTable::set_member_data(const void *list, size_t index, void *data) {
+  const void *member = nullptr;
+  read(list, [&](const HandleMeta &m) {
+    if (auto *v = std::get_if<std::vector<const void *>>(&m); v && index < v->size()) member = (*v)[index];
+  });
+  if (member != nullptr) set_tensor_data(member, data);
+}
+
 size_t HandleTable::size() const {
   size_t n = 0;
   for (auto &s : shards_) {
@@ -72,11 +85,6 @@ size_t HandleTable::size() const {
     n += s.index.size();
   }
   return n;
-}
-
-HandleTable &handles() {
-  static HandleTable *t = new HandleTable;  // immortal: destroys may arrive during exit
-  return *t;
 }
 
 }  // namespace msprobe::shim

@@ -3,6 +3,7 @@
 // arguments from here (the objects are opaque to the host and to us).
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,7 @@ class HandleTable {
   // record of any kind: fill assigns a whole value, or emplaces one and fills it in place). `fill` must not throw.
   template <typename Fill>
   void put_with(const void *handle, Fill &&fill) {
+    widen_range(handle);
     Shard &s = shard(handle);
     std::lock_guard<std::mutex> lk(s.mu);
     fill(s.slot_for(handle));
@@ -59,8 +61,34 @@ class HandleTable {
   }
   void erase(const void *handle);
   std::optional<HandleMeta> get(const void *handle) const;
+  // Calls `read(const HandleMeta &)` with the record of `handle`, under its shard's lock (read must not throw or call
+  // back into the table); false when there is none. Copies nothing: what read keeps is up to it.
+  template <typename Read>
+  bool read(const void *handle, Read &&read) const {
+    Shard &s = shard(handle);
+    std::lock_guard<std::mutex> lk(s.mu);
+    const HandleMeta *m = s.find(handle);
+    if (m != nullptr) read(*m);
+    return m != nullptr;
+  }
+  // False when `p` cannot be a handle (outside every address ever recorded, or not 8-byte aligned): a word scanned for
+  // handles (the header-less rule) is mostly stack and code addresses, which this turns away without a lock.
+  bool may_hold(const void *p) const noexcept {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    return (a & 7) == 0 && a >= lo_.load(std::memory_order_relaxed) && a <= hi_.load(std::memory_order_relaxed);
+  }
+  // The record of a tensor; nullopt for an unknown handle or another kind of object.
+  std::optional<TensorMeta> tensor(const void *handle) const {
+    std::optional<TensorMeta> out;
+    read(handle, [&](const HandleMeta &m) {
+      if (auto *t = std::get_if<TensorMeta>(&m)) out = *t;
+    });
+    return out;
+  }
   // Updates a tracked tensor's storage address (aclSetRawTensorAddr, aclSetTensorAddr).
   void set_tensor_data(const void *handle, void *data);
+  // The same for member `index` of a tracked tensor list (aclSetDynamicTensorAddr).
+  void set_member_data(const void *list, size_t index, void *data);
   size_t size() const;
 
  private:
@@ -72,12 +100,21 @@ class HandleTable {
     std::vector<uint32_t> free;  // slots of destroyed handles, for the next creation
     // The caller holds mu: the record of `handle`, a free slot's when it has none.
     HandleMeta &slot_for(const void *handle);
-    HandleMeta *find(const void *handle);
+    HandleMeta *find(const void *handle) {
+      uint32_t slot = index.find(reinterpret_cast<uint64_t>(handle));
+      return slot == KeyIndex::kNone ? nullptr : &records[slot];
+    }
   };
   Shard &shard(const void *h) const { return shards_[(reinterpret_cast<uintptr_t>(h) >> 4) % kShards]; }
+  void widen_range(const void *h) noexcept;
   mutable std::array<Shard, kShards> shards_;
+  std::atomic<uintptr_t> lo_{UINTPTR_MAX}, hi_{0};  // the span of every handle ever recorded (only grows)
 };
 
-HandleTable &handles();
+// The process's table: made on first use, never destroyed (destroys may arrive during exit).
+inline HandleTable &handles() {
+  static HandleTable *t = new HandleTable;
+  return *t;
+}
 
 }  // namespace msprobe::shim

@@ -1,6 +1,6 @@
-// aclnn argument objects (libnnopbase): their creation and destruction are recorded in the handle
-// table, and executor reuse calls (repeatable, destroy, address rebinding) are reported to the aclnn
-// capture so that every later launch sees the addresses bound at that launch.
+// aclnn argument objects (libnnopbase): their creation, destruction and storage addresses are recorded in the handle
+// table (every launch asks it for the addresses bound then), and executor reuse (repeatable, destroy) is reported to
+// the aclnn capture.
 #include <cstring>
 #include <utility>
 
@@ -49,7 +49,7 @@ void fill_tensor_meta(TensorMeta &m, const int64_t *viewDims, uint64_t viewDimsN
 // may be held by a thread that did not come along) and a process that does not capture leave them alone.
 template <typename Record>
 void record(Record &&r) noexcept {
-  if (capture_enabled()) guarded(std::forward<Record>(r));
+  if (capture_enabled()) guarded(Problem::DescriptorNotKept, std::forward<Record>(r));
 }
 
 // aclCreateTensorList and aclCreateScalarList: a created list is recorded with its members.
@@ -208,38 +208,35 @@ MSPROBE_HOOK aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
   return on_executor(MSPROBE_REAL(aclDestroyAclOpExecutor), executor, &AclnnCapture::on_destroyed);
 }
 
-// The address-rebinding family: index spaces as in the runtime (all tensor parameters, inputs only or
-// outputs only; a dynamic (list) parameter addressed by irIndex + relativeIndex).
-#define MSPROBE_SET_ADDR_HOOK(fn, space)                                                                    \
+// The executor's address setters. CANN ignores their index for built-in ops: the call sets the storage address of the
+// tensor it names (a list's member `relativeIndex` for the dynamic ones), and the executor reads every tensor's address
+// when it launches (reference/cann_source.md §3.4). So does the shim: the handle table holds the address, and the
+// aclnn capture asks it at each launch.
+#define MSPROBE_SET_ADDR_HOOK(fn)                                                                           \
   MSPROBE_HOOK aclnnStatus fn(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) { \
     auto real = MSPROBE_REAL(fn);                                                                           \
     if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                              \
     aclnnStatus rc = real(executor, index, tensor, addr);                                                   \
-    if (rc == ACLNN_SUCCESS)                                                                                \
-      record([&] {                                                                                          \
-        aclnn_capture().on_rebind(executor, space, index, 0, addr);                                         \
-        handles().set_tensor_data(tensor, addr);                                                            \
-      });                                                                                                   \
+    if (rc == ACLNN_SUCCESS) record([&] { handles().set_tensor_data(tensor, addr); });                      \
     return rc;                                                                                              \
   }
-MSPROBE_SET_ADDR_HOOK(aclSetTensorAddr, IndexSpace::All)
-MSPROBE_SET_ADDR_HOOK(aclSetInputTensorAddr, IndexSpace::Inputs)
-MSPROBE_SET_ADDR_HOOK(aclSetOutputTensorAddr, IndexSpace::Outputs)
+MSPROBE_SET_ADDR_HOOK(aclSetTensorAddr)
+MSPROBE_SET_ADDR_HOOK(aclSetInputTensorAddr)
+MSPROBE_SET_ADDR_HOOK(aclSetOutputTensorAddr)
 #undef MSPROBE_SET_ADDR_HOOK
 
-#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn, space)                                                   \
+#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn)                                                          \
   MSPROBE_HOOK aclnnStatus fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, \
                               aclTensorList *tensors, void *addr) {                                \
     auto real = MSPROBE_REAL(fn);                                                                  \
     if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                     \
     aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                        \
-    if (rc == ACLNN_SUCCESS)                                                                       \
-      record([&] { aclnn_capture().on_rebind(executor, space, irIndex, relativeIndex, addr); });   \
+    if (rc == ACLNN_SUCCESS) record([&] { handles().set_member_data(tensors, relativeIndex, addr); }); \
     return rc;                                                                                     \
   }
-MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicTensorAddr, IndexSpace::All)
-MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicInputTensorAddr, IndexSpace::Inputs)
-MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicOutputTensorAddr, IndexSpace::Outputs)
+MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicTensorAddr)
+MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicInputTensorAddr)
+MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicOutputTensorAddr)
 #undef MSPROBE_SET_DYNAMIC_ADDR_HOOK
 
 MSPROBE_HOOK_FAMILY(MSPROBE_ACLNN_META_HOOKS, Linked)

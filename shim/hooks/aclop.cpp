@@ -92,9 +92,9 @@ template <typename Desc, typename Buf, typename ODesc, typename OBuf, typename R
 aclError capture(const char *op_type, int nin, Desc *const in_desc[], Buf *const in_buf[], int nout,
                  ODesc *const out_desc[], OBuf *const out_buf[], const aclopAttr *attr, aclrtStream stream,
                  Real &&real) {
-  if (ReentryGuard::active() || op_type == nullptr || !capture_enabled()) return real();
+  if (op_type == nullptr) return real();  // refused by the runtime
   return capture_call(
-      session(), op_type, stream,
+      op_type, stream,
       [&](KernelLaunch &k) {
         for (int i = 0; i < nin && in_desc && in_buf; ++i) {
           if (auto t = tensor_of(in_desc[i], in_buf[i]))
@@ -139,13 +139,13 @@ MSPROBE_HOOK_SLOTS(MSPROBE_ACLOP_HOOKS)
 MSPROBE_HOOK aclopAttr *aclopCreateAttr(void) {
   auto real = MSPROBE_REAL(aclopCreateAttr);
   aclopAttr *a = real ? real() : nullptr;
-  if (a && capture_enabled()) guarded([&] { attrs().create(a); });
+  if (a && capture_enabled()) guarded(Problem::DescriptorNotKept, [&] { attrs().create(a); });
   return a;
 }
 
 MSPROBE_HOOK void aclopDestroyAttr(const aclopAttr *attr) {
   if (auto real = MSPROBE_REAL(aclopDestroyAttr)) real(attr);
-  if (attr) guarded([&] { attrs().erase(attr); });
+  if (attr) guarded(Problem::DescriptorNotKept, [&] { attrs().erase(attr); });
 }
 
 // Each setter forwards, then records the value the runtime accepted.
@@ -154,7 +154,7 @@ MSPROBE_HOOK void aclopDestroyAttr(const aclopAttr *attr) {
     auto real = MSPROBE_REAL(fn);                                                                          \
     if (!real) return ACL_ERROR_INVALID_PARAM;                                                             \
     aclError rc = real(attr, attrName, attrValue);                                                         \
-    if (rc == ACL_SUCCESS && capture_enabled()) guarded([&] { attrs().set(attr, attrName, make_value); }); \
+    if (rc == ACL_SUCCESS && capture_enabled()) guarded(Problem::DescriptorNotKept, [&] { attrs().set(attr, attrName, make_value); }); \
     return rc;                                                                                             \
   }
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{vt::kBool, attrValue != 0}))
@@ -171,7 +171,7 @@ MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
     if (!real) return ACL_ERROR_INVALID_PARAM;                                                      \
     aclError rc = real(attr, attrName, numValues, values);                                          \
     if (rc == ACL_SUCCESS && capture_enabled())                                                     \
-      guarded([&] {                                                                                 \
+      guarded(Problem::DescriptorNotKept, [&] {                                                                                 \
         std::vector<Elem> v;                                                                        \
         for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                 \
         attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                             \

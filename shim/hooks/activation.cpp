@@ -204,4 +204,12 @@ bool capture_enabled() {
   return s == (int)State::Active;  // still Deciding or Starting: a call made by the initialization itself
 }
 
+Session *start_session() noexcept {
+  try {
+    return capture_enabled() ? active_session() : nullptr;
+  } catch (...) {
+    return nullptr;  // capture_enabled() disables the shim on any failure of its own; this is for the impossible rest
+  }
+}
+
 }  // namespace msprobe::shim

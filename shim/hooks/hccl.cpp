@@ -24,6 +24,7 @@
 #include "acl/acl_base.h"
 #include "format/comm_info.h"
 #include "format/naming.h"
+#include "shim/base/hash.h"
 #include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/handles.h"
@@ -51,8 +52,6 @@ namespace vt = msprobe::format::value_type;  // the dump's value types
 MSPROBE_HOOK_SLOTS(MSPROBE_HCCL_HOOKS)
 
 namespace {
-
-bool capturing() { return !ReentryGuard::active() && !KernelLaunch::open_on_this_thread() && capture_enabled(); }
 
 // aclDataType of an HcclDataType (reference/cann_abi.md §3); -1 (described, not copied) for INT128 and
 // values HCCL does not name.
@@ -124,15 +123,6 @@ struct CommState {
 std::mutex g_comms_mu;
 // Leaked on purpose: hooks may run while static destructors do.
 auto *g_comms = new std::unordered_map<HcclComm, CommState>;
-
-uint64_t fnv1a64(const void *data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<const unsigned char *>(data)[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 std::string hex64(uint64_t v) {
   static const char digits[] = "0123456789abcdef";
@@ -237,7 +227,7 @@ Issue take_number(HcclComm comm, std::optional<uint32_t> peer, bool sends) {
 // The bookkeeping never throws into the host (shim/capture/capture_call.h's policy): an Issue without a number then.
 Issue take(HcclComm comm, std::optional<uint32_t> peer = std::nullopt, bool sends = false) noexcept {
   Issue is;
-  guarded([&] { is = take_number(comm, peer, sends); });
+  guarded(Problem::CommunicatorNotKept, [&] { is = take_number(comm, peer, sends); });
   return is;
 }
 
@@ -250,14 +240,18 @@ void release(const Issue &is) {
   if (next == is.taken + 1) next = is.taken;  // no later call took a number since
 }
 
+// Communicator creation and destruction are followed whenever the shim is on (not only past the gate: a communicator
+// made inside another launch is still one).
+bool following() { return !ReentryGuard::active() && capture_enabled(); }
+
 // A communicator's creation (`args` forwarded untouched); `rank` is the rank hint for a global communicator.
 template <typename Real, typename... Args>
 HcclResult init_comm(Real real, std::optional<uint32_t> rank, HcclComm *comm, std::string key,
                      std::optional<std::vector<uint32_t>> ranks, Args... args) {
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(args...);
-  if (rc != HCCL_SUCCESS || ReentryGuard::active() || !capture_enabled()) return rc;
-  guarded([&] {
+  if (rc != HCCL_SUCCESS || !following()) return rc;
+  guarded(Problem::CommunicatorNotKept, [&] {
     if (rank) session().set_rank_hint(*rank);
     if (comm != nullptr && *comm != nullptr) register_comm(*comm, std::move(key), std::move(ranks));
   });
@@ -275,40 +269,45 @@ struct Sides {
   std::optional<TensorMeta> out;
 };
 
-// The call numbered by `issue`: recorded when this launch is captured (the skeleton of shim/capture/capture_call.h),
-// its number given back when HCCL refuses it.
-template <typename Forward>
-HcclResult issue_call(const char *op_type, aclrtStream stream, const Issue &issue, const Sides &io, Forward forward) {
-  HcclResult rc;
-  if (!capturing()) {
-    rc = forward();
-  } else {
-    rc = capture_call(
-        session(), op_type, stream,
-        [&](KernelLaunch &k) {
-          if (issue.info) k.set_comm(*issue.info);
-          if (io.in)
-            k.input_tensor(*io.in);
-          else if (io.has_input)
-            k.input_null();
-          for (const ValueArg &v : io.values) k.input_value(v);
-        },
-        forward,
-        [&](KernelLaunch &k) {
-          if (!io.has_output) return;
-          if (io.out)
-            k.output_tensor(*io.out);
-          else
-            k.output_null();
-        },
-        [](HcclResult r) { return r == HCCL_SUCCESS; });
-  }
-  if (rc != HCCL_SUCCESS) guarded([&] { release(issue); });
+// Who a call's sequence number is counted with: the communicator's collectives, or one peer and direction.
+struct Numbering {
+  std::optional<uint32_t> peer;
+  bool sends = false;
+};
+
+// One HCCL kernel: past the gate, the call takes its number in the communicator (every call the shim looks at, captured
+// or not, so that every member numbers the same calls), `sides(issue)` says what it reads and writes, and it is
+// captured as CaptureCall decides; a call HCCL refuses gives its number back.
+template <typename MakeSides, typename Forward>
+HcclResult hccl_kernel(const char *op_type, aclrtStream stream, HcclComm comm, Numbering numbering, MakeSides sides,
+                       Forward forward) {
+  Session *session = capture_gate();
+  if (session == nullptr) return forward();
+  Issue issue = take(comm, numbering.peer, numbering.sends);
+  CaptureCall call(*session, op_type, stream);
+  Sides io;
+  call.inputs([&](KernelLaunch &k) {
+    io = sides(issue);
+    if (issue.info) k.set_comm(*issue.info);
+    if (io.in)
+      k.input_tensor(*io.in);
+    else if (io.has_input)
+      k.input_null();
+    for (const ValueArg &v : io.values) k.input_value(v);
+  });
+  const HcclResult rc = forward();
+  if (rc == HCCL_SUCCESS)
+    call.outputs([&](KernelLaunch &k) {
+      if (!io.has_output) return;
+      if (io.out)
+        k.output_tensor(*io.out);
+      else
+        k.output_null();
+    });
+  call.finish(rc == HCCL_SUCCESS);
+  if (rc != HCCL_SUCCESS) guarded(Problem::CommunicatorNotKept, [&] { release(issue); });
   return rc;
 }
-
-// Counted and described whenever the shim is on, captured when this launch is.
-bool numbering() { return !ReentryGuard::active() && capture_enabled(); }
 
 // HcclSend / HcclRecv (the same parameters): a send's buffer is its input and it has no output, a receive's buffer
 // is its output and its only input is the peer.
@@ -316,16 +315,17 @@ template <typename Real>
 HcclResult transfer(const char *api, bool send, Real real, void *buf, uint64_t count, HcclDataType type, uint32_t peer,
                     HcclComm comm, aclrtStream stream) {
   if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(buf, count, type, peer, comm, stream); };
-  if (!numbering()) return forward();
-  std::optional<TensorMeta> data = buffer(buf, count, type);
-  return issue_call(api, stream, take(comm, peer, send),
-                    {send,
+  return hccl_kernel(
+      api, stream, comm, {peer, send},
+      [&](const Issue &) {
+        std::optional<TensorMeta> data = buffer(buf, count, type);
+        return Sides{send,
                      send ? data : std::nullopt,
                      {ValueArg{vt::kInt, (int64_t)peer, send ? "destRank" : "srcRank"}},
                      !send,
-                     send ? std::nullopt : data},
-                    forward);
+                     send ? std::nullopt : data};
+      },
+      [&] { return real(buf, count, type, peer, comm, stream); });
 }
 
 }  // namespace
@@ -351,8 +351,8 @@ MSPROBE_HOOK HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_
   auto real = MSPROBE_REAL(HcclCommInitClusterInfo);
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(clusterInfo, rank, comm);
-  if (rc != HCCL_SUCCESS || !numbering()) return rc;
-  guarded([&] {
+  if (rc != HCCL_SUCCESS || !following()) return rc;
+  guarded(Problem::CommunicatorNotKept, [&] {
     session().set_rank_hint(rank);
     if (comm == nullptr || *comm == nullptr) return;
     std::vector<uint32_t> ranks(query(runtime::HcclGetRankSize, *comm).value_or(0));
@@ -367,10 +367,10 @@ MSPROBE_HOOK HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum
   auto real = MSPROBE_REAL(HcclCreateSubCommConfig);
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(comm, rankNum, rankIds, subCommId, subCommRankId, config, subComm);
-  if (rc != HCCL_SUCCESS || !numbering() || subComm == nullptr || *subComm == nullptr || comm == nullptr ||
+  if (rc != HCCL_SUCCESS || !following() || subComm == nullptr || *subComm == nullptr || comm == nullptr ||
       rankIds == nullptr)
     return rc;
-  guarded([&] {
+  guarded(Problem::CommunicatorNotKept, [&] {
     // HCCL's rule for the name: the config's, else "{global communicator's}_sub_{subCommId}".
     std::string key = config_name(config);
     if (key.empty()) key = key_of(*comm) + "_sub_" + std::to_string(subCommId);
@@ -395,7 +395,7 @@ MSPROBE_HOOK HcclResult HcclCommDestroy(HcclComm comm) {
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(comm);
   if (rc == HCCL_SUCCESS)  // the address may be given to the next communicator
-    guarded([&] {
+    guarded(Problem::CommunicatorNotKept, [&] {
       std::lock_guard<std::mutex> lk(g_comms_mu);
       g_comms->erase(comm);
     });
@@ -406,54 +406,52 @@ MSPROBE_HOOK HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t cou
                                       HcclReduceOp op, HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclAllReduce);
   if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(sendBuf, recvBuf, count, dataType, op, comm, stream); };
-  if (!numbering()) return forward();
-  return issue_call("HcclAllReduce", stream, take(comm),
-                    {true, buffer(sendBuf, count, dataType), {reduce_op(op)}, true, buffer(recvBuf, count, dataType)},
-                    forward);
+  return hccl_kernel(
+      "HcclAllReduce", stream, comm, {},
+      [&](const Issue &) {
+        return Sides{true, buffer(sendBuf, count, dataType), {reduce_op(op)}, true, buffer(recvBuf, count, dataType)};
+      },
+      [&] { return real(sendBuf, recvBuf, count, dataType, op, comm, stream); });
 }
 
 MSPROBE_HOOK HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType dataType, uint32_t root, HcclComm comm,
                                       aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclBroadcast);
   if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(buf, count, dataType, root, comm, stream); };
-  if (!numbering()) return forward();
-  Issue issue = take(comm);
-  if (issue.info) issue.info->root = root;
-  auto t = buffer(buf, count, dataType);
-  return issue_call("HcclBroadcast", stream, std::move(issue),
-                    {true, t, {ValueArg{vt::kInt, (int64_t)root, "root"}}, true, t}, forward);
+  return hccl_kernel(
+      "HcclBroadcast", stream, comm, {},
+      [&](Issue &issue) {
+        if (issue.info) issue.info->root = root;
+        auto t = buffer(buf, count, dataType);
+        return Sides{true, t, {ValueArg{vt::kInt, (int64_t)root, "root"}}, true, t};
+      },
+      [&] { return real(buf, count, dataType, root, comm, stream); });
 }
 
 MSPROBE_HOOK HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sendCount, HcclDataType dataType,
                                       HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclAllGather);
   if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(sendBuf, recvBuf, sendCount, dataType, comm, stream); };
-  if (!numbering()) return forward();
-  return issue_call("HcclAllGather", stream, take(comm),
-                    {true,
-                     buffer(sendBuf, sendCount, dataType),
-                     {},
-                     true,
-                     buffer(recvBuf, times_rank_size(sendCount, comm), dataType)},
-                    forward);
+  return hccl_kernel(
+      "HcclAllGather", stream, comm, {},
+      [&](const Issue &) {
+        return Sides{true, buffer(sendBuf, sendCount, dataType), {}, true,
+                     buffer(recvBuf, times_rank_size(sendCount, comm), dataType)};
+      },
+      [&] { return real(sendBuf, recvBuf, sendCount, dataType, comm, stream); });
 }
 
 MSPROBE_HOOK HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
                                           HcclReduceOp op, HcclComm comm, aclrtStream stream) {
   auto real = MSPROBE_REAL(HcclReduceScatter);
   if (!real) return HCCL_E_NOT_FOUND;
-  auto forward = [&] { return real(sendBuf, recvBuf, recvCount, dataType, op, comm, stream); };
-  if (!numbering()) return forward();
-  return issue_call("HcclReduceScatter", stream, take(comm),
-                    {true,
-                     buffer(sendBuf, times_rank_size(recvCount, comm), dataType),
-                     {reduce_op(op)},
-                     true,
-                     buffer(recvBuf, recvCount, dataType)},
-                    forward);
+  return hccl_kernel(
+      "HcclReduceScatter", stream, comm, {},
+      [&](const Issue &) {
+        return Sides{true, buffer(sendBuf, times_rank_size(recvCount, comm), dataType), {reduce_op(op)}, true,
+                     buffer(recvBuf, recvCount, dataType)};
+      },
+      [&] { return real(sendBuf, recvBuf, recvCount, dataType, op, comm, stream); });
 }
 
 MSPROBE_HOOK HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,

@@ -33,11 +33,11 @@ struct InAclCall {
 };
 
 void allocated(void **devPtr, uint64_t size) {
-  if (devPtr != nullptr && *devPtr != nullptr) guarded([&] { device_allocations().insert(*devPtr, size); });
+  if (devPtr != nullptr && *devPtr != nullptr) guarded(Problem::DescriptorNotKept, [&] { device_allocations().insert(*devPtr, size); });
 }
 
 void freeing(void *devPtr) {
-  if (devPtr != nullptr) guarded([&] { device_allocations().erase(devPtr); });
+  if (devPtr != nullptr) guarded(Problem::DescriptorNotKept, [&] { device_allocations().erase(devPtr); });
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ void record_data(void *self, const void *data) noexcept {
   using Real = void (*)(void *, const void *);
   auto real = original_of<Real>(slot_record_data);
   if (!ReentryGuard::active() && scope_names::armed() && capture_enabled())
-    guarded([&] {
+    guarded(Problem::FrameworkRecordNotRead, [&] {
       ReentryGuard guard;
       observe(data);
     });

@@ -108,7 +108,7 @@ MSPROBE_HOOK aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMo
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   aclError rc = real(stream, mode);
   if (rc == ACL_SUCCESS)
-    if (AclGraphs *g = acl_graphs()) guarded([&] { g->capture_began(stream); });
+    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->capture_began(stream); });
   return rc;
 }
 
@@ -117,14 +117,14 @@ MSPROBE_HOOK aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) 
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   aclError rc = real(stream, modelRI);
   if (rc == ACL_SUCCESS && modelRI != nullptr)
-    if (AclGraphs *g = acl_graphs()) guarded([&] { g->capture_ended(stream, *modelRI); });
+    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->capture_ended(stream, *modelRI); });
   return rc;
 }
 
 MSPROBE_HOOK aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclmdlRIExecuteAsync);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
-  if (AclGraphs *g = acl_graphs()) guarded([&] { g->replaying(modelRI); });
+  if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->replaying(modelRI); });
   return real(modelRI, stream);
 }
 
@@ -133,7 +133,7 @@ MSPROBE_HOOK aclError aclmdlRIDestroy(aclmdlRI modelRI) {
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   aclError rc = real(modelRI);
   if (rc == ACL_SUCCESS)
-    if (AclGraphs *g = acl_graphs()) guarded([&] { g->destroyed(modelRI); });
+    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->destroyed(modelRI); });
   return rc;
 }
 

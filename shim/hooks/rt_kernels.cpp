@@ -37,7 +37,6 @@ namespace {
 constexpr int32_t kAclUint8 = 4, kAclFormatNd = 2;
 
 bool registering() { return !ReentryGuard::active() && capture_enabled(); }
-bool launching() { return !ReentryGuard::active() && !KernelLaunch::open_on_this_thread() && capture_enabled(); }
 
 // A device byte range as the one-dimensional UInt8 tensor the dump describes it as.
 TensorMeta raw_bytes(uint64_t addr, uint64_t bytes) {
@@ -87,51 +86,55 @@ Blob blob_of(const rtArgsEx_t *info) {
   return b;
 }
 
-// One captured launch: arguments read before `forward` runs the real launch, device buffers again after.
-template <typename Forward>
-rtError_t capture_launch(const std::string &op_type, const Blob &blob, rtStream_t stream, Forward forward) {
-  std::vector<RtArgSlot> slots;
-  return capture_call(
-      session(), op_type, stream,
-      [&](KernelLaunch &k) {
-        if (blob.on_device) {
-          // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
-          auto addr = reinterpret_cast<uint64_t>(blob.args);
-          if (auto r = device_allocations().find(addr))
-            k.input_tensor(raw_bytes(addr, std::min<uint64_t>(blob.size, r->end() - addr)));
-          return;
-        }
-        slots = scan_args_blob(blob.args, blob.slot_bytes, device_allocations());
-        for (const RtArgSlot &s : slots) {
-          if (s.device_extent)
-            k.input_tensor(raw_bytes(s.value, *s.device_extent));
-          else
-            k.input_value(raw_value(s));
-        }
-      },
-      forward,
-      [&](KernelLaunch &k) {
-        for (const RtArgSlot &s : slots)
-          if (s.device_extent) k.output_tensor(raw_bytes(s.value, *s.device_extent));
-      },
-      [](rtError_t rc) { return rc == RT_ERROR_NONE; });
-}
+// A launch's arguments as the dump describes them: read before the real launch (the runtime copies the blob then),
+// device buffers again after it.
+class BlobArgs {
+ public:
+  explicit BlobArgs(const Blob &blob) : blob_(blob) {}
+  void inputs(KernelLaunch &k) {
+    if (blob_.on_device) {
+      // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
+      auto addr = reinterpret_cast<uint64_t>(blob_.args);
+      if (auto r = device_allocations().find(addr))
+        k.input_tensor(raw_bytes(addr, std::min<uint64_t>(blob_.size, r->end() - addr)));
+      return;
+    }
+    slots_ = scan_args_blob(blob_.args, blob_.slot_bytes, device_allocations());
+    for (const RtArgSlot &s : slots_) {
+      if (s.device_extent)
+        k.input_tensor(raw_bytes(s.value, *s.device_extent));
+      else
+        k.input_value(raw_value(s));
+    }
+  }
+  void outputs(KernelLaunch &k) const {
+    for (const RtArgSlot &s : slots_)
+      if (s.device_extent) k.output_tensor(raw_bytes(s.value, *s.device_extent));
+  }
+
+ private:
+  Blob blob_;
+  std::vector<RtArgSlot> slots_;
+};
+
+bool launched(rtError_t rc) { return rc == RT_ERROR_NONE; }
 
 std::string stub_op_type(const void *stub) {
   std::string name(kUnknownRtKernel);
-  guarded([&] { name = kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel); });
+  guarded(Problem::DescriptorNotKept, [&] { name = kernel_binaries().stub_kernel(stub).value_or(kUnknownRtKernel); });
   return name;
 }
 
 std::string handle_op_type(const void *handle, uint64_t tiling_key) {
   std::string name(kUnknownRtKernel);
-  guarded([&] { name = kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel); });
+  guarded(Problem::DescriptorNotKept,
+          [&] { name = kernel_binaries().handle_kernel(handle, tiling_key).value_or(kUnknownRtKernel); });
   return name;
 }
 
 void registered(const rtDevBinary_t *bin, void **hdl) {
   if (bin == nullptr || hdl == nullptr || *hdl == nullptr) return;
-  guarded([&] { kernel_binaries().register_binary(*hdl, bin->data, bin->length); });
+  guarded(Problem::DescriptorNotKept, [&] { kernel_binaries().register_binary(*hdl, bin->data, bin->length); });
 }
 
 // rtDevBinaryRegister and rtRegisterAllKernel: a binary the runtime accepted is recorded.
@@ -155,14 +158,15 @@ struct ByHandle {
 };
 
 Blob blob_of(const Blob &b) { return b; }
-
 // The launch variants' shared body: `real` gets `args` untouched; a launch of the host's is captured as the kernel
 // `kernel` names, with the arguments `blob` (a Blob, or the rtArgsEx_t read only then) describes.
 template <typename Real, typename Kernel, typename BlobSource, typename... Args>
 rtError_t launch(Real real, const Kernel &kernel, const BlobSource &blob, rtStream_t stm, Args... args) {
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching()) return real(args...);
-  return capture_launch(kernel.op_type(), blob_of(blob), stm, [&] { return real(args...); });
+  std::optional<BlobArgs> described;
+  return capture_call([&] { return kernel.op_type(); }, stm,
+                      [&](KernelLaunch &k) { described.emplace(blob_of(blob)).inputs(k); },
+                      [&] { return real(args...); }, [&](KernelLaunch &k) { described->outputs(k); }, launched);
 }
 
 // ---- AI CPU kernels ----
@@ -206,35 +210,42 @@ void aicpu_raw(KernelLaunch &k, uint64_t addr, bool input) {
   }
 }
 
-template <typename Real>
-rtError_t aicpu_launch(Real real, const char *so, const char *kernel, uint32_t block_dim, const rtArgsEx_t *info,
-                       rtSmDesc_t *sm, rtStream_t stm, uint32_t flags) {
-  auto forward = [&] { return real(so, kernel, block_dim, info, sm, stm, flags); };
-  if (info->isNoNeedH2DCopy || info->args == nullptr) return capture_launch(kernel, blob_of(info), stm, forward);
-  std::optional<msprobe::shim::graph::AicpuTask> task;
-  guarded([&] {
-    task = msprobe::shim::graph::parse_aicpu_args(
-        std::span<const unsigned char>(static_cast<const unsigned char *>(info->args), info->argsSize));
-  });
-  if (!task) return capture_launch(kernel, blob_of(info), stm, forward);
-  const std::string op_type = kernel == kRunCpuKernel && !task->op.empty() ? task->op : std::string(kernel);
-  // One side's tensors: typed from the NodeDef, else every io address as raw bytes (inputs and outputs alike).
-  auto describe = [&](KernelLaunch &k, bool input) {
-    if (!task->described) {
-      for (uint64_t a : task->io_addrs) aicpu_raw(k, a, input);
+// An AI CPU launch's arguments: typed from its NodeDef when the args parse (the op type is then the NodeDef's for
+// RunCpuKernel), else as a raw kernel's.
+class AicpuArgs {
+ public:
+  AicpuArgs(const char *kernel, const rtArgsEx_t *info) : kernel_(kernel), info_(info) {
+    if (info->isNoNeedH2DCopy || info->args == nullptr) return;
+    guarded(Problem::DescriptorNotKept, [&] {
+      task_ = msprobe::shim::graph::parse_aicpu_args(
+          std::span<const unsigned char>(static_cast<const unsigned char *>(info->args), info->argsSize));
+    });
+  }
+  std::string op_type() const { return kernel_ == kRunCpuKernel && task_ && !task_->op.empty() ? task_->op : kernel_; }
+  void describe(KernelLaunch &k, bool input) {
+    if (!task_) {
+      if (input) raw_.emplace(blob_of(info_)).inputs(k);
+      else if (raw_) raw_->outputs(k);
       return;
     }
-    for (const auto &t : input ? task->inputs : task->outputs) {
+    if (!task_->described) {
+      for (uint64_t a : task_->io_addrs) aicpu_raw(k, a, input);
+      return;
+    }
+    for (const auto &t : input ? task_->inputs : task_->outputs) {
       if (auto m = aicpu_tensor(t))
         input ? k.input_tensor(*m) : k.output_tensor(*m);
       else
         aicpu_raw(k, t.addr, input);
     }
-  };
-  return capture_call(
-      session(), op_type, stm, [&](KernelLaunch &k) { describe(k, true); }, forward,
-      [&](KernelLaunch &k) { describe(k, false); }, [](rtError_t rc) { return rc == RT_ERROR_NONE; });
-}
+  }
+
+ private:
+  std::string kernel_;
+  const rtArgsEx_t *info_;
+  std::optional<msprobe::shim::graph::AicpuTask> task_;
+  std::optional<BlobArgs> raw_;
+};
 
 }  // namespace
 
@@ -264,7 +275,8 @@ MSPROBE_HOOK rtError_t rtDevBinaryUnRegister(void *hdl) {
   auto real = MSPROBE_REAL(rtDevBinaryUnRegister);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
   // Forgotten first: a binary registered by another thread right after may get the same handle.
-  if (hdl != nullptr && registering()) guarded([&] { kernel_binaries().unregister_binary(hdl); });
+  if (hdl != nullptr && registering())
+    guarded(Problem::DescriptorNotKept, [&] { kernel_binaries().unregister_binary(hdl); });
   return real(hdl);
 }
 
@@ -275,7 +287,8 @@ MSPROBE_HOOK rtError_t rtFunctionRegister(void *binHandle, const void *stubFunc,
   rtError_t rc = real(binHandle, stubFunc, stubName, kernelInfoExt, funcMode);
   // The runtime accepted the strings, so they are readable names.
   if (rc == RT_ERROR_NONE && registering())
-    guarded([&] { kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt); });
+    guarded(Problem::DescriptorNotKept,
+            [&] { kernel_binaries().register_function(binHandle, stubFunc, stubName, kernelInfoExt); });
   return rc;
 }
 
@@ -317,10 +330,12 @@ MSPROBE_HOOK rtError_t rtCpuKernelLaunchWithFlag(const void *soName, const void 
                                                  uint32_t flags) {
   auto real = MSPROBE_REAL(rtCpuKernelLaunchWithFlag);
   if (!real) return ACL_ERROR_RT_INTERNAL_ERROR;
-  if (!launching() || soName == nullptr || kernelName == nullptr || argsInfo == nullptr)
-    return real(soName, kernelName, blockDim, argsInfo, smDesc, stm, flags);
-  return aicpu_launch(real, static_cast<const char *>(soName), static_cast<const char *>(kernelName), blockDim,
-                      argsInfo, smDesc, stm, flags);
+  auto forward = [&] { return real(soName, kernelName, blockDim, argsInfo, smDesc, stm, flags); };
+  if (soName == nullptr || kernelName == nullptr || argsInfo == nullptr) return forward();
+  std::optional<AicpuArgs> args;
+  return capture_call([&] { return args.emplace(static_cast<const char *>(kernelName), argsInfo).op_type(); }, stm,
+                      [&](KernelLaunch &k) { args->describe(k, true); }, forward,
+                      [&](KernelLaunch &k) { args->describe(k, false); }, launched);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_RT_KERNEL_HOOKS, Linked)
