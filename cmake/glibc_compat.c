@@ -55,9 +55,7 @@ uint32_t arc4random(void) {
 
 // glibc 2.30: condition_variable waits on the steady clock. As libstdc++ did before it used this call: the
 // monotonic deadline is converted to the realtime clock.
-int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
-                           const struct timespec *abstime) {
-  if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, abstime);
+static struct timespec realtime_deadline(clockid_t clock, const struct timespec *abstime) {
   struct timespec now_c, now_r;
   clock_gettime(clock, &now_c);
   clock_gettime(CLOCK_REALTIME, &now_r);
@@ -66,7 +64,21 @@ int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid
   long long total = (long long)now_r.tv_nsec + ns % 1000000000LL;
   struct timespec r = {now_r.tv_sec + (time_t)(ns / 1000000000LL) + (time_t)(total / 1000000000LL),
                        (long)(total % 1000000000LL)};
+  return r;
+}
+
+int pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                           const struct timespec *abstime) {
+  if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, abstime);
+  struct timespec r = realtime_deadline(clock, abstime);
   return pthread_cond_timedwait(cond, mutex, &r);
+}
+
+// glibc 2.30: std::timed_mutex's try_lock_for, on the steady clock: likewise over pthread_mutex_timedlock.
+int pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock, const struct timespec *abstime) {
+  if (clock == CLOCK_REALTIME) return pthread_mutex_timedlock(mutex, abstime);
+  struct timespec r = realtime_deadline(clock, abstime);
+  return pthread_mutex_timedlock(mutex, &r);
 }
 
 // glibc 2.35: libgcc's unwinder finds the .eh_frame_hdr of the object holding a pc with it. As libgcc did

@@ -21,6 +21,8 @@ struct Collector::Impl {
   std::unique_ptr<DumpWriter> writer;
   std::unique_ptr<Retention> retention;
   unsigned writer_threads = 0;
+  std::chrono::milliseconds write_wait{30000};
+  bool stuck = false;  // under mu: a wait ran out; later waits do not wait again for the same writers
 
   mutable std::mutex mu;
   std::condition_variable work_cv, done_cv;
@@ -34,8 +36,8 @@ struct Collector::Impl {
   CollectorCounters counters;  // the pipeline's part: submitted, after_close, reorder_high_water
   // Commits happen one at a time and in submission order: a kernel prepared early waits in `ready` for the ones
   // before it.
-  std::mutex commit_mu;
-  uint64_t next_commit = 0;  // under commit_mu
+  std::timed_mutex commit_mu;  // timed: a writer stuck in a commit must not hold the host's exit
+  uint64_t next_commit = 0;    // under commit_mu
   // Under commit_mu; nullopt: the kernel could not be prepared, nothing to commit.
   std::map<uint64_t, std::optional<PendingKernel>> ready;
 
@@ -110,7 +112,7 @@ struct Collector::Impl {
   void commit(uint64_t seq, std::optional<PendingKernel> p) {
     uint64_t committed = 0;
     {
-      std::lock_guard<std::mutex> cl(commit_mu);
+      std::lock_guard<std::timed_mutex> cl(commit_mu);
       ready.emplace(seq, std::move(p));
       {
         std::lock_guard<std::mutex> lk(mu);
@@ -137,9 +139,10 @@ struct Collector::Impl {
     done_cv.notify_all();
   }
 
-  // Brings the stack files up to date, in submission order's lock.
+  // Brings the stack files up to date, in submission order's lock (taken within the write wait, else not written).
   void write_stacks() {
-    std::lock_guard<std::mutex> cl(commit_mu);
+    std::unique_lock<std::timed_mutex> cl(commit_mu, std::defer_lock);
+    if (!lock_commits(cl)) return;
     try {
       writer->write_stacks();
     } catch (const std::exception &e) {
@@ -163,11 +166,34 @@ struct Collector::Impl {
   }
   static constexpr std::chrono::seconds kStacksWait{5};
 
-  // Waits until everything submitted so far is committed.
-  void wait_committed() {
+  // Waits until everything submitted so far is committed, at most the write wait (once stuck, not at all); false and
+  // said when it ran out.
+  bool wait_committed() {
     std::unique_lock<std::mutex> lk(mu);
     const uint64_t target = submitted;
-    done_cv.wait(lk, [&] { return finished >= target; });
+    const auto wait = stuck ? std::chrono::milliseconds(0) : write_wait;
+    if (done_cv.wait_for(lk, wait, [&] { return finished >= target; })) return true;
+    if (std::exchange(stuck, true)) return false;  // said when it first ran out
+    const uint64_t left = target - finished;
+    lk.unlock();
+    report("the dump is not complete: a writer thread is stuck (a full disk, a dead file system?)",
+           std::to_string(left) + " kernels not written after waiting " + std::to_string(write_wait.count() / 1000) +
+               " s (MSPROBE_WRITE_WAIT_S); the program goes on, and the dump is left as after a crash: "
+               "msprobe-inspect repair completes it");
+    return false;
+  }
+
+  // The commit lock, within the write wait (at once when stuck).
+  bool lock_commits(std::unique_lock<std::timed_mutex> &cl) {
+    bool was_stuck;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      was_stuck = stuck;
+    }
+    if (cl.try_lock_for(was_stuck ? std::chrono::milliseconds(0) : write_wait)) return true;
+    std::lock_guard<std::mutex> lk(mu);
+    stuck = true;
+    return false;
   }
 };
 
@@ -175,6 +201,7 @@ Collector::Collector(CollectorParts parts) : impl_(std::make_unique<Impl>()) {
   impl_->writer = std::move(parts.writer);
   impl_->retention = parts.retention ? std::move(parts.retention) : write_all();
   impl_->writer_threads = parts.writer_threads;
+  impl_->write_wait = parts.write_wait;
 }
 
 Collector::~Collector() { close(); }
@@ -198,15 +225,16 @@ void Collector::submit(record::KernelCapture kernel) {
   if (m.counters.after_close++ == 0) report("kernel launched after the dump was closed, not recorded", kernel.name);
 }
 
-void Collector::flush() {
+bool Collector::flush() {
   Impl &m = *impl_;
-  m.wait_committed();
+  if (!m.wait_committed()) return false;
   m.write_stacks_on_writer();
+  return true;
 }
 
 void Collector::close(bool join_writers) {
   Impl &m = *impl_;
-  flush();
+  const bool written = flush();
   {
     std::lock_guard<std::mutex> lk(m.mu);
     if (m.closed) return;
@@ -214,11 +242,13 @@ void Collector::close(bool join_writers) {
     m.stopping = true;
   }
   m.work_cv.notify_all();
+  // A stuck writer never returns: left to the end of the process, as the idle ones when it is dying.
   for (std::thread &t : m.workers)
-    if (t.joinable()) join_writers ? t.join() : t.detach();
+    if (t.joinable()) written &&join_writers ? t.join() : t.detach();
   m.workers.clear();
   m.retention->release_kept();  // flight: what was kept and not asked for is let go
-  std::lock_guard<std::mutex> cl(m.commit_mu);
+  std::unique_lock<std::timed_mutex> cl(m.commit_mu, std::defer_lock);
+  if (!written || !m.lock_commits(cl)) return;  // the journals stay open, as after a crash: repair closes them
   m.writer->write_stacks();
   m.writer->close();
 }
@@ -248,8 +278,9 @@ bool Collector::drop_oldest_kept() {
 
 void Collector::write_kept(const std::string &trigger) {
   Impl &m = *impl_;
-  m.wait_committed();  // every kernel submitted so far is checked: kept, or written by its own trigger
-  std::lock_guard<std::mutex> cl(m.commit_mu);
+  if (!m.wait_committed()) return;  // every kernel submitted so far is checked: kept, or written by its own trigger
+  std::unique_lock<std::timed_mutex> cl(m.commit_mu, std::defer_lock);
+  if (!m.lock_commits(cl)) return;
   m.retention->write_kept(trigger, *m.writer);
   m.writer->write_stacks();
 }

@@ -4,6 +4,7 @@
 // DumpWriter (writer.h) encodes it in parallel; kernels are then committed in submission order (a small reorder
 // step), so that what the writer appends is always a prefix of the truth.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +23,10 @@ struct CollectorParts {
   std::unique_ptr<Retention> retention;  // null: write_all()
   // Threads that wait for staged bytes and encode kernels in parallel (0: min(4, cores)).
   unsigned writer_threads = 0;
+  // The most a flush, close or write_kept waits for the writers (MSPROBE_WRITE_WAIT_S). Past it, what is not written is
+  // said, the caller goes on, and the files stay as after a crash (repair completes them); a writer stuck for good
+  // (a dead file system) costs the host this once, not at every later wait.
+  std::chrono::milliseconds write_wait{30000};
 };
 
 class Collector {
@@ -33,10 +38,12 @@ class Collector {
 
   // Queues one kernel; thread-safe, returns at once.
   void submit(record::KernelCapture kernel);
-  // Returns when everything submitted before the call is committed and the stack files are up to date. The stack files
-  // are rendered and written by a writer thread, not the caller (the host's, when it synchronizes or finalizes).
-  void flush();
-  // flush(), then closes every file into valid JSON. Later submits are counted and reported, not written.
+  // Returns when everything submitted before the call is committed and the stack files are up to date, or when the
+  // write wait ran out (false: said on stderr). The stack files are rendered and written by a writer thread, not the
+  // caller (the host's, when it synchronizes or finalizes).
+  bool flush();
+  // flush(), then closes every file into valid JSON (unless the writers are stuck: then the files are left as after a
+  // crash). Later submits are counted and reported, not written.
   // join_writers false: the idle writer threads are left to end on their own (the process is dying: a thread ending
   // frees its malloc cache, which waits for malloc's lock, which a thread stopped in a signal handler may hold).
   void close(bool join_writers = true);

@@ -243,14 +243,19 @@ std::optional<CallParam> slot_param(const void *p, uint64_t word) {
   std::optional<ParamKind> kind;
   bool list_of_tensors = false;
   handles().read(p, [&](const HandleMeta &h) {
-    if (std::holds_alternative<TensorMeta>(h)) kind = ParamKind::Tensor;
+    if (std::holds_alternative<TensorMeta>(h))
+      kind = ParamKind::Tensor;
     else if (auto *members = std::get_if<std::vector<const void *>>(&h)) {
       kind = ParamKind::ScalarList;
       list_of_tensors = !members->empty();  // checked below, outside this shard's lock
-    } else if (std::holds_alternative<ScalarMeta>(h)) kind = ParamKind::Scalar;
-    else if (std::holds_alternative<std::vector<int64_t>>(h)) kind = ParamKind::IntArray;
-    else if (std::holds_alternative<std::vector<float>>(h)) kind = ParamKind::FloatArray;
-    else kind = ParamKind::BoolArray;
+    } else if (std::holds_alternative<ScalarMeta>(h))
+      kind = ParamKind::Scalar;
+    else if (std::holds_alternative<std::vector<int64_t>>(h))
+      kind = ParamKind::IntArray;
+    else if (std::holds_alternative<std::vector<float>>(h))
+      kind = ParamKind::FloatArray;
+    else
+      kind = ParamKind::BoolArray;
   });
   if (!kind) return std::nullopt;
   if (list_of_tensors) {
@@ -311,7 +316,6 @@ std::optional<std::pair<const void *, OpCall>> call_from_slots(const Binding &b,
   }
   return std::nullopt;
 }
-
 
 void *current_address(const void *handle) {
   void *addr = nullptr;

@@ -25,9 +25,9 @@ struct Binding;
 struct CallParam {
   ParamKind kind = ParamKind::OtherPointer;
   Direction dir = Direction::None;
-  bool present = false;                  // false: NULL (an absent optional tensor)
-  std::vector<TensorMeta> tensors;       // Tensor: one; TensorList: its members
-  std::vector<const void *> handles;     // the aclTensor of each of `tensors` (null: not known)
+  bool present = false;                   // false: NULL (an absent optional tensor)
+  std::vector<TensorMeta> tensors;        // Tensor: one; TensorList: its members
+  std::vector<const void *> handles;      // the aclTensor of each of `tensors` (null: not known)
   std::optional<format::ValueArg> value;  // everything that is not a tensor
 };
 

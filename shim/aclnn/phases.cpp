@@ -40,7 +40,9 @@ namespace {
 // Whether phase 1 records anything: not for an op type that is never captured, nor once nothing launched from
 // now on can be captured (steps past the last selected one, a rank not selected). Kept calls of the executor
 // cache are not needed then either: a later hit could not be captured.
-bool phase1_records(const Session &session, const Binding &b) { return b.facts.may_capture && session.captures_ahead(); }
+bool phase1_records(const Session &session, const Binding &b) {
+  return b.facts.may_capture && session.captures_ahead();
+}
 
 // Under torch_npu's TASK_QUEUE_ENABLE=2 phase 1 runs on the task queue's thread (EXEC_NPU_CMD_V2), whose stack holds
 // no Python frames: the kernels' stacks and OpNames then have none. Said once, with the way out; checked only at that
@@ -161,7 +163,6 @@ bool decode_now(const OpCall &call, bool capturing) {
   return call.raw && (call.keys[0].kind != ExecCacheKey::None || call.keys[1].kind != ExecCacheKey::None);
 }
 
-
 // The stack of a launch of a repeatable executor: the launching thread's own when it has Python frames with a scope
 // (only the Python frames are looked at first, so a thread without them pays no native walk), else `made`.
 StackId relaunch_stack(const Session &session, StackId made) {
@@ -188,7 +189,12 @@ class AclnnLaunch {
       : executor_(executor),
         call_(recorded(executor)),
         capture_(session, b.op, stream, b.facts, [&] { return stack_of(session); }) {
-    guarded(Problem::LaunchNotTracked, [&] { prepare(b); });
+    bool prepared = false;
+    guarded(Problem::LaunchNotTracked, [&] {
+      prepare(b);
+      prepared = true;
+    });
+    if (!prepared) call_.reset();  // finished as a launch without a record: counted and named, not written
   }
   ~AclnnLaunch() { close(-1); }  // not closed: the real call never returned (it threw), so it counts as failed
   AclnnLaunch(const AclnnLaunch &) = delete;
@@ -227,6 +233,7 @@ StackId AclnnLaunch::stack_of(const Session &session) const {
 
 void AclnnLaunch::prepare(const Binding &b) {
   if (!call_) return;
+  describe_fault_point(DescribeFault::Launch);
   const bool decoded_before = call_->decoded();
   if (decode_now(*call_, capture_.capturing()) && !decode(executor_, *call_)) {
     call_.reset();

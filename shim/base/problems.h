@@ -10,13 +10,13 @@
 namespace msprobe::shim {
 
 enum class Problem : uint8_t {
-  KernelNotRecorded,   // describing a launch, deciding it or handing it over threw: the kernel is missing
-  StackNotTaken,       // a launch's call stack could not be taken: the kernel is named Default, without a stack
-  LaunchNotTracked,    // a launch's own bookkeeping failed (aclnn phase 2): passed through, not captured
-  ArgumentsNotKept,    // phase 1's arguments could not be kept: its kernel is captured without arguments
-  DescriptorNotKept,   // a tensor, scalar, list, allocation, attribute or binary was not recorded when made
-  CommunicatorNotKept, // an HCCL communicator or call number was not recorded: its kernels lack "comm"
-  GraphNotFollowed,    // a model load, execution or graph capture could not be followed
+  KernelNotRecorded,       // describing a launch, deciding it or handing it over threw: the kernel is missing
+  StackNotTaken,           // a launch's call stack could not be taken: the kernel is named Default, without a stack
+  LaunchNotTracked,        // a launch's own bookkeeping failed (aclnn phase 2): passed through, not captured
+  ArgumentsNotKept,        // phase 1's arguments could not be kept: its kernel is captured without arguments
+  DescriptorNotKept,       // a tensor, scalar, list, allocation, attribute or binary was not recorded when made
+  CommunicatorNotKept,     // an HCCL communicator or call number was not recorded: its kernels lack "comm"
+  GraphNotFollowed,        // a model load, execution or graph capture could not be followed
   FrameworkRecordNotRead,  // a framework's record of a launch (MindSpore's profiler) could not be read
   Count_
 };

@@ -3,11 +3,11 @@
 #include <atomic>
 #include <stdexcept>
 
-
 namespace msprobe::shim {
 namespace {
 
 constinit std::atomic<DescribeFault> g_fault{DescribeFault::None};
+constinit std::atomic<uint64_t> g_fault_times{0};
 
 }  // namespace
 
@@ -19,10 +19,17 @@ Session *capture_gate() noexcept {
   return start_session();
 }
 
-void set_describe_fault(DescribeFault fault) noexcept { g_fault.store(fault, std::memory_order_relaxed); }
+void set_describe_fault(DescribeFault fault, uint64_t times) noexcept {
+  g_fault_times.store(times, std::memory_order_relaxed);
+  g_fault.store(fault, std::memory_order_relaxed);
+}
 
-void CaptureCall::fault_point(DescribeFault side) {
-  if (g_fault.load(std::memory_order_relaxed) == side) throw std::runtime_error("test seam: describe step throws");
+void describe_fault_point(DescribeFault where) {
+  if (g_fault.load(std::memory_order_relaxed) != where) return;
+  uint64_t left = g_fault_times.load(std::memory_order_relaxed);
+  while (left > 0 && !g_fault_times.compare_exchange_weak(left, left == UINT64_MAX ? left : left - 1)) {
+  }
+  if (left > 0) throw std::runtime_error("test seam: describe step throws");
 }
 
 bool CaptureCall::only_counted(Session &session, std::string_view op_type, void *stream,

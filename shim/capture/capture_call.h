@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <exception>
 #include <optional>
-#include <type_traits>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "shim/base/problems.h"
@@ -27,9 +27,13 @@
 
 namespace msprobe::shim {
 
-// Test seam (SHIM_TEST_DESCRIBE_THROWS, read by the composition root): every describe step of that side throws.
-enum class DescribeFault : uint8_t { None, Inputs, Outputs };
-void set_describe_fault(DescribeFault fault) noexcept;
+// Test seam (SHIM_TEST_DESCRIBE_THROWS=<where>[:<n>], read by the composition root): the first `n` (default: every)
+// describe steps of that side throw, or the preparation of an aclnn launch (Launch: after its record is looked up,
+// before its inputs are described: where an exception once left the thread marked as inside a launch for good).
+enum class DescribeFault : uint8_t { None, Inputs, Outputs, Launch };
+void set_describe_fault(DescribeFault fault, uint64_t times = UINT64_MAX) noexcept;
+// Throws when the seam says so for `where`.
+void describe_fault_point(DescribeFault where);
 
 // For the hooks that only record descriptors (tensor handles, allocations, attributes, communicators): the bookkeeping
 // runs, and whatever it throws stays in the shim (a hook never throws into the host), said once per kind and counted.
@@ -98,7 +102,7 @@ class CaptureCall {
     if (!capturing()) return;
     ReentryGuard guard;  // the shim's own runtime calls (descriptor reads, copies) are not the host's
     try {
-      fault_point(side);
+      describe_fault_point(side);
       describe(*launch_);
     } catch (const std::exception &e) {
       drop(e.what());
@@ -106,7 +110,6 @@ class CaptureCall {
       drop("unknown exception");
     }
   }
-  static void fault_point(DescribeFault side);
   template <typename StackOf>
   CaptureCall(Session &session, std::string_view op_type, void *stream, const OpTypeFacts *facts,
               StackOf &&stack_of) noexcept {

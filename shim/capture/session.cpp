@@ -16,6 +16,7 @@
 #include "collector/msprobe_writer.h"
 #include "format/naming.h"
 #include "shim/base/log.h"
+#include "shim/base/problems.h"
 #include "shim/capture/acl_graphs.h"
 #include "shim/capture/lifecycle.h"
 #include "shim/config/config.h"
@@ -330,6 +331,7 @@ std::unique_ptr<collector::Collector> make_collector(Session::Impl &m) {
   o.stacks = std::make_shared<StackTableRenderer>(c.stack);
   o.journal_gap_us = c.test_journal_gap_us;
   collector::CollectorParts parts;
+  parts.write_wait = std::chrono::seconds(c.write_wait_s);
   parts.retention = m.policy.make_retention(o.stacks);
   parts.writer = collector::msprobe_writer(std::move(o));
   return std::make_unique<collector::Collector>(std::move(parts));
@@ -411,6 +413,8 @@ void Session::shutdown() {
              (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
   impl_->policy.stager->log_summary();
   if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
+  if (const std::string problems = problem_summary(); !problems.empty())
+    log_warn("problems met and gone past this run (each said when first met): %s", problems.c_str());
 }
 
 }  // namespace msprobe::shim

@@ -81,6 +81,7 @@ enum class Field {
   DeviceStats,
   FlightKernels,
   FlightOnExit,
+  WriteWait,
   kCount
 };
 enum class Source { Default, Env, File };
@@ -114,6 +115,10 @@ struct Config {
   // and whether the ring is written at any exit or fatal signal too (MSPROBE_FLIGHT_ON_EXIT).
   uint64_t flight_kernels = 0;
   bool flight_on_exit = false;
+  // How long aclFinalize, a device reset and the end of the process wait for the dump to be written
+  // (MSPROBE_WRITE_WAIT_S): past it the shim says what is not written and lets the host go on; the dump is then left
+  // as after a crash, for msprobe-inspect repair.
+  uint32_t write_wait_s = 30;
   std::string config_path;       // MSPROBE_CONFIG as given, empty if none
   long test_journal_gap_us = 0;  // test seam, set by the composition root (shim/hooks/activation.cpp)
   // How long the shim waits for CANN's data dump to drain (graph capture) before it gives up; a test seam may

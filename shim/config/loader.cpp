@@ -245,6 +245,7 @@ std::string describe(const Config &c) {
   add("compress", to_string(c.compress), Field::Compress);
   add("buffer_mb", std::to_string(c.buffer_bytes >> 20), Field::BufferMb);
   add("overflow_nums", std::to_string(c.overflow_nums), Field::OverflowNums);
+  add("write_wait_s", std::to_string(c.write_wait_s), Field::WriteWait);
   if (c.task == Task::Flight) {
     add("flight_kernels", c.flight_kernels ? std::to_string(c.flight_kernels) : std::string("auto"),
         Field::FlightKernels);

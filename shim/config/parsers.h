@@ -49,7 +49,7 @@ bool env_index_set(const EnvValue &v, Config &into, std::string *why, Messages &
 }
 
 EnvParse env_dump_path, env_config_path, env_list, env_scope, env_overflow_nums, env_flight_kernels, env_buffer_mb,
-    env_step_marker;
+    env_write_wait, env_step_marker;
 // The step marker without MSPROBE_STEP_MARKER (a bad value leaves it off: capture is disabled then anyway).
 void default_step_marker(Config &c);
 

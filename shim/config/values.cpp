@@ -138,6 +138,7 @@ NumberResult parse_int64(std::string_view s, int64_t *out) {
 bool overflow_nums_fit(int64_t n) { return n == -1 || (n >= 1 && n <= kMaxOverflowNums); }
 bool flight_kernels_fit(int64_t n) { return n >= 1 && n <= kMaxFlightKernels; }
 bool buffer_mb_fit(int64_t n) { return n >= 1 && static_cast<uint64_t>(n) <= kMaxBufferMb; }
+bool write_wait_fit(int64_t seconds) { return seconds >= 1 && seconds <= 86400; }
 
 bool whole_number(std::string_view text, bool (*fits)(int64_t), int64_t *n, std::string *why) {
   const NumberResult r = parse_int64(text, n);

@@ -32,6 +32,7 @@ NumberResult parse_int64(std::string_view s, int64_t *out);
 bool overflow_nums_fit(int64_t n);
 bool flight_kernels_fit(int64_t n);
 bool buffer_mb_fit(int64_t n);
+bool write_wait_fit(int64_t seconds);
 
 // A whole number that fits; else *why says how it is not.
 bool whole_number(std::string_view text, bool (*fits)(int64_t), int64_t *n, std::string *why);

@@ -104,6 +104,13 @@ bool env_buffer_mb(const EnvValue &v, Config &into, std::string *why, Messages &
   return true;
 }
 
+bool env_write_wait(const EnvValue &v, Config &into, std::string *why, Messages &) {
+  int64_t n = 0;
+  if (!whole_number(v.text, write_wait_fit, &n, why)) return false;
+  into.write_wait_s = static_cast<uint32_t>(n);
+  return true;
+}
+
 bool env_step_marker(const EnvValue &v, Config &into, std::string *why, Messages &) {
   if (iequals(v.text, "off") || iequals(v.text, "none")) {
     into.step_marker = NameRegex{};

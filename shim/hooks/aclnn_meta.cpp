@@ -225,14 +225,14 @@ MSPROBE_SET_ADDR_HOOK(aclSetInputTensorAddr)
 MSPROBE_SET_ADDR_HOOK(aclSetOutputTensorAddr)
 #undef MSPROBE_SET_ADDR_HOOK
 
-#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn)                                                          \
-  MSPROBE_HOOK aclnnStatus fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, \
-                              aclTensorList *tensors, void *addr) {                                \
-    auto real = MSPROBE_REAL(fn);                                                                  \
-    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                     \
-    aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                        \
+#define MSPROBE_SET_DYNAMIC_ADDR_HOOK(fn)                                                              \
+  MSPROBE_HOOK aclnnStatus fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex,     \
+                              aclTensorList *tensors, void *addr) {                                    \
+    auto real = MSPROBE_REAL(fn);                                                                      \
+    if (!real) return ACLNN_ERR_INNER_NULLPTR;                                                         \
+    aclnnStatus rc = real(executor, irIndex, relativeIndex, tensors, addr);                            \
     if (rc == ACLNN_SUCCESS) record([&] { handles().set_member_data(tensors, relativeIndex, addr); }); \
-    return rc;                                                                                     \
+    return rc;                                                                                         \
   }
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicTensorAddr)
 MSPROBE_SET_DYNAMIC_ADDR_HOOK(aclSetDynamicInputTensorAddr)

@@ -149,13 +149,14 @@ MSPROBE_HOOK void aclopDestroyAttr(const aclopAttr *attr) {
 }
 
 // Each setter forwards, then records the value the runtime accepted.
-#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                                           \
-  MSPROBE_HOOK aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {                           \
-    auto real = MSPROBE_REAL(fn);                                                                          \
-    if (!real) return ACL_ERROR_INVALID_PARAM;                                                             \
-    aclError rc = real(attr, attrName, attrValue);                                                         \
-    if (rc == ACL_SUCCESS && capture_enabled()) guarded(Problem::DescriptorNotKept, [&] { attrs().set(attr, attrName, make_value); }); \
-    return rc;                                                                                             \
+#define MSPROBE_SET_ATTR_HOOK(fn, T, make_value)                                             \
+  MSPROBE_HOOK aclError fn(aclopAttr *attr, const char *attrName, T attrValue) {             \
+    auto real = MSPROBE_REAL(fn);                                                            \
+    if (!real) return ACL_ERROR_INVALID_PARAM;                                               \
+    aclError rc = real(attr, attrName, attrValue);                                           \
+    if (rc == ACL_SUCCESS && capture_enabled())                                              \
+      guarded(Problem::DescriptorNotKept, [&] { attrs().set(attr, attrName, make_value); }); \
+    return rc;                                                                               \
   }
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrBool, uint8_t, (ValueArg{vt::kBool, attrValue != 0}))
 MSPROBE_SET_ATTR_HOOK(aclopSetAttrInt, int64_t, (ValueArg{vt::kInt, attrValue}))
@@ -171,7 +172,7 @@ MSPROBE_SET_ATTR_HOOK(aclopSetAttrDataType, aclDataType,
     if (!real) return ACL_ERROR_INVALID_PARAM;                                                      \
     aclError rc = real(attr, attrName, numValues, values);                                          \
     if (rc == ACL_SUCCESS && capture_enabled())                                                     \
-      guarded(Problem::DescriptorNotKept, [&] {                                                                                 \
+      guarded(Problem::DescriptorNotKept, [&] {                                                     \
         std::vector<Elem> v;                                                                        \
         for (int i = 0; i < numValues && values; ++i) v.push_back((Elem)values[i]);                 \
         attrs().set(attr, attrName, ValueArg{type_name, std::move(v)});                             \

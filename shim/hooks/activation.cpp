@@ -111,6 +111,19 @@ void offer_mindspore_step_hook() {
   ::setenv("MS_HOOK_ENABLE", "on", 1);
 }
 
+// SHIM_TEST_DESCRIBE_THROWS=inputs|outputs|launch[:n] (shim/capture/capture_call.h).
+void set_describe_fault_from(const char *text) {
+  const std::string_view v(text);
+  const std::string_view where = v.substr(0, v.find(':'));
+  const DescribeFault fault = where == "inputs"    ? DescribeFault::Inputs
+                              : where == "outputs" ? DescribeFault::Outputs
+                              : where == "launch"  ? DescribeFault::Launch
+                                                   : DescribeFault::None;
+  const uint64_t times =
+      v.find(':') == std::string_view::npos ? UINT64_MAX : std::strtoull(text + v.find(':') + 1, nullptr, 10);
+  set_describe_fault(fault, times);
+}
+
 void decide() {
   int expected = (int)State::Unknown;
   if (!g_state.compare_exchange_strong(expected, (int)State::Deciding)) return;
@@ -133,11 +146,8 @@ void decide() {
   // Test seam (test/integration/shim/test_shim_graph.py): a shorter bound on the graph dump's drain.
   if (const char *ms = std::getenv("SHIM_TEST_DRAIN_TIMEOUT_MS"))
     load.config.graph_drain_timeout_ms = std::strtol(ms, nullptr, 10);
-  // Test seam (test/integration/edges/test_shim_describe_faults.py): every describe step of one side throws.
-  if (const char *fault = std::getenv("SHIM_TEST_DESCRIBE_THROWS"))
-    set_describe_fault(std::strcmp(fault, "inputs") == 0    ? DescribeFault::Inputs
-                       : std::strcmp(fault, "outputs") == 0 ? DescribeFault::Outputs
-                                                            : DescribeFault::None);
+  // Test seam (test/integration/edges/test_shim_describe_faults.py): describe steps of one side throw.
+  if (const char *fault = std::getenv("SHIM_TEST_DESCRIBE_THROWS")) set_describe_fault_from(fault);
   // The host's task queue (torch_npu's TASK_QUEUE_ENABLE, tiny_npu's likewise): where aclnn phase 1 runs.
   if (const char *level = std::getenv("TASK_QUEUE_ENABLE"); level && *level)
     load.config.host_task_queue = (int)std::strtol(level, nullptr, 10);

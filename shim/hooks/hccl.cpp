@@ -435,7 +435,10 @@ MSPROBE_HOOK HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sen
   return hccl_kernel(
       "HcclAllGather", stream, comm, {},
       [&](const Issue &) {
-        return Sides{true, buffer(sendBuf, sendCount, dataType), {}, true,
+        return Sides{true,
+                     buffer(sendBuf, sendCount, dataType),
+                     {},
+                     true,
                      buffer(recvBuf, times_rank_size(sendCount, comm), dataType)};
       },
       [&] { return real(sendBuf, recvBuf, sendCount, dataType, comm, stream); });
@@ -448,7 +451,10 @@ MSPROBE_HOOK HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t
   return hccl_kernel(
       "HcclReduceScatter", stream, comm, {},
       [&](const Issue &) {
-        return Sides{true, buffer(sendBuf, times_rank_size(recvCount, comm), dataType), {reduce_op(op)}, true,
+        return Sides{true,
+                     buffer(sendBuf, times_rank_size(recvCount, comm), dataType),
+                     {reduce_op(op)},
+                     true,
                      buffer(recvBuf, recvCount, dataType)};
       },
       [&] { return real(sendBuf, recvBuf, recvCount, dataType, op, comm, stream); });

@@ -33,7 +33,8 @@ struct InAclCall {
 };
 
 void allocated(void **devPtr, uint64_t size) {
-  if (devPtr != nullptr && *devPtr != nullptr) guarded(Problem::DescriptorNotKept, [&] { device_allocations().insert(*devPtr, size); });
+  if (devPtr != nullptr && *devPtr != nullptr)
+    guarded(Problem::DescriptorNotKept, [&] { device_allocations().insert(*devPtr, size); });
 }
 
 void freeing(void *devPtr) {

@@ -224,8 +224,10 @@ class AicpuArgs {
   std::string op_type() const { return kernel_ == kRunCpuKernel && task_ && !task_->op.empty() ? task_->op : kernel_; }
   void describe(KernelLaunch &k, bool input) {
     if (!task_) {
-      if (input) raw_.emplace(blob_of(info_)).inputs(k);
-      else if (raw_) raw_->outputs(k);
+      if (input)
+        raw_.emplace(blob_of(info_)).inputs(k);
+      else if (raw_)
+        raw_->outputs(k);
       return;
     }
     if (!task_->described) {

@@ -10,3 +10,4 @@ set_target_properties(crash_host PROPERTIES
   BUILD_RPATH "${FAKE_CANN_ROOT}/lib64")
 msprobe_pytest(test_shim_crash.py TIMEOUT 600)
 msprobe_pytest(test_shim_process.py TIMEOUT 600)
+msprobe_pytest(test_shim_stuck_writer.py TIMEOUT 300)
