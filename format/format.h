@@ -85,6 +85,23 @@ constexpr std::string_view task_name(Task t) {
 }
 // The task dump.json names: a flight record is read as the tensor dump it is.
 constexpr Task dump_task(Task t) { return t == Task::Flight ? Task::Tensor : t; }
+// What a task's dump holds beyond dump.json, the one statement of it (the shim's task policy and its configuration's
+// messages, the tools): tensor files (dump_tensor_data/: every kernel's for tensor, the overflowing and the flight
+// record's kernels for overflow_check and flight), and whether it stops after MSPROBE_OVERFLOW_NUMS overflows.
+struct TaskWrites {
+  bool tensor_files = false;
+  bool overflow_limit = false;
+};
+constexpr TaskWrites task_writes(Task t) {
+  switch (t) {
+    case Task::Tensor: return {true, false};
+    case Task::OverflowCheck:
+    case Task::Flight: return {true, true};
+    case Task::Statistics:
+    case Task::Structure: break;
+  }
+  return {};
+}
 std::optional<Task> parse_task(std::string_view s);
 
 // ---- Layout: {dump_path}/step{N}/rank{R}/{dump.json, stack.json, construct.json, dump_tensor_data/} ----------

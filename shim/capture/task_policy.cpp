@@ -30,6 +30,7 @@ std::unique_ptr<Stager> statistics_stager(const Config &c, bool overflow) {
 TaskPolicy make_task_policy(const Config &c, std::function<bool()> evict_oldest) {
   TaskPolicy p;
   p.dump_task = format::dump_task(c.task);
+  p.saves_tensors = format::task_writes(c.task).tensor_files;
   const auto precision = c.precision;
   p.make_retention = [](std::shared_ptr<record::StackRenderer>) { return collector::write_all(); };
   switch (c.task) {
@@ -39,12 +40,10 @@ TaskPolicy make_task_policy(const Config &c, std::function<bool()> evict_oldest)
       break;
     case Task::Tensor:
       p.stager = host_copies(c.buffer_bytes);
-      p.saves_tensors = true;
       p.graph_dump = GraphDump::Tensors;
       break;
     case Task::OverflowCheck:
       p.stager = statistics_stager(c, true);
-      p.saves_tensors = true;
       p.graph_dump = GraphDump::Tensors;
       p.make_retention = [limit = c.overflow_nums, precision](std::shared_ptr<record::StackRenderer> stacks) {
         return collector::first_overflows(limit, precision, std::move(stacks));
@@ -58,7 +57,6 @@ TaskPolicy make_task_policy(const Config &c, std::function<bool()> evict_oldest)
     case Task::Flight: {
       // The outputs' extremes are its check, whatever the summary mode: what it writes comes from the bytes.
       p.stager = flight_ring(c.buffer_bytes, device_stats_settings(c, false), std::move(evict_oldest));
-      p.saves_tensors = true;
       p.graph_dump = GraphDump::Off;
       const uint64_t keep = c.flight_kernels ? c.flight_kernels : kAutoFlightKernels;
       p.make_retention = [keep, exact = c.flight_kernels != 0, limit = c.overflow_nums,

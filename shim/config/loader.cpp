@@ -37,7 +37,7 @@ class Loader {
   void require_top_keys(const json &root);
   void read_file_task_section(const json &root, Task task);
   void pick(const Setting &s);
-  void warn_if_inert(Field f, std::initializer_list<Task> needed, const char *why);
+  void warn_if_inert(Field f, bool applies, const std::string &why);
 
   const std::function<const char *(const char *)> &getenv_;
   ConfigLoad &out_;
@@ -147,11 +147,20 @@ void Loader::pick(const Setting &s) {
   }
 }
 
-void Loader::warn_if_inert(Field f, std::initializer_list<Task> needed, const char *why) {
-  const Task task = out_.config.task;
-  if (in_env_[slot(f)] && std::find(needed.begin(), needed.end(), task) == needed.end()) {
-    m_.warn(std::string(setting(f)->env) + " has no effect: " + why + " (task is " + to_string(task) + ")");
-  }
+void Loader::warn_if_inert(Field f, bool applies, const std::string &why) {
+  if (in_env_[slot(f)] && !applies)
+    m_.warn(std::string(setting(f)->env) + " has no effect: " + why + " (task is " + to_string(out_.config.task) + ")");
+}
+
+// "tensor, overflow_check and flight": the tasks whose dump has `what` (format::task_writes).
+std::string tasks_where(bool format::TaskWrites::*what) {
+  std::vector<std::string_view> names;
+  for (const Keyword<Task> &k : kTasks)
+    if (format::task_writes(k.value).*what) names.push_back(k.name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+  return out;
 }
 
 void Loader::run() {
@@ -175,11 +184,13 @@ void Loader::run() {
   for (const Setting &s : settings()) {
     if (s.field != Field::Task) pick(s);
   }
-  warn_if_inert(Field::FileFormat, {Task::Tensor, Task::Flight}, "only the tensor and flight tasks write tensor files");
-  warn_if_inert(Field::OverflowNums, {Task::OverflowCheck, Task::Flight},
-                "it applies to the overflow_check and flight tasks");
-  warn_if_inert(Field::FlightKernels, {Task::Flight}, "it applies to the flight task");
-  warn_if_inert(Field::FlightOnExit, {Task::Flight}, "it applies to the flight task");
+  const format::TaskWrites writes = format::task_writes(c.task);
+  warn_if_inert(Field::FileFormat, writes.tensor_files, "only the " + tasks_where(&format::TaskWrites::tensor_files) +
+                                                            " tasks write tensor files");
+  warn_if_inert(Field::OverflowNums, writes.overflow_limit,
+                "it applies to the " + tasks_where(&format::TaskWrites::overflow_limit) + " tasks");
+  warn_if_inert(Field::FlightKernels, c.task == Task::Flight, "it applies to the flight task");
+  warn_if_inert(Field::FlightOnExit, c.task == Task::Flight, "it applies to the flight task");
 }
 
 }  // namespace

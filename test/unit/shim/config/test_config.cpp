@@ -395,6 +395,12 @@ TEST(Config, OverflowNums) {
   ASSERT_EQ(f.warnings.size(), 1u);
   EXPECT_NE(f.warnings[0].find("MSPROBE_FILE_FORMAT has no effect"), std::string::npos);
   EXPECT_TRUE(ok({{"MSPROBE_FILE_FORMAT", "bin"}, {"MSPROBE_TASK", "tensor"}}).warnings.empty());
+  // The tasks that write tensor files, from the one statement of it (format::task_writes): overflow_check does.
+  EXPECT_NE(f.warnings[0].find("only the tensor, overflow_check and flight tasks write tensor files"),
+            std::string::npos)
+      << f.warnings[0];
+  for (const char *task : {"tensor", "overflow_check", "flight"})
+    EXPECT_TRUE(ok({{"MSPROBE_FILE_FORMAT", "bin"}, {"MSPROBE_TASK", task}}).warnings.empty()) << task;
 }
 
 TEST(Config, FlightSettings) {
