@@ -1,0 +1,315 @@
+"""The stand-in's transformer ops (issue 41) against independent numpy computations.
+
+FlashAttentionScore(+Grad), RotaryPositionEmbedding(+Grad), SwiGlu(+Grad), RmsNorm(+Grad), the cross entropy path
+torch_npu launches (LogSoftmax, NLLLoss and their backwards) and the common ops of CANN's examples. The device
+harness (tensors through plain, offset, strided and transposed views, both phases, tolerances) is
+test_aclnn_ops.py's; references are computed in float64 from the values the device holds, then rounded once to the
+output dtype, so fp16/bf16 results must be within one rounding and fp32 ones tight.
+"""
+import numpy as np
+import pytest
+
+import test_aclnn_ops as base
+from test_aclnn_ops import INVALID, NULLPTR, as_dtype, close, ident, rand
+from tiny_npu.acl import BF16, BOOL, FLOAT, FLOAT16, INT32, INT64, UINT8
+
+FP = [FLOAT, FLOAT16, BF16]
+TILING = 561002  # ACLNN_ERR_INNER_TILING_ERROR: the shape checks of ops whose aclnn layer is generated
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+@pytest.fixture(scope="module")
+def device():
+    return base.Device()
+
+
+@pytest.fixture
+def dev(device):
+    yield device
+    device.release()
+
+
+rng = np.random.default_rng(41)
+
+
+def f64(x):
+    """Device values for a reference (numpy would compute in float16 on float16 arrays)."""
+    return np.asarray(x, dtype=np.float64)
+
+
+# ------------------------------------------------------------------------------------------ attention
+
+def to_layout(x, layout):
+    """[B, N, S, D] -> the layout's shape."""
+    b, n, s, d = x.shape
+    return {"BNSD": x, "BSND": x.transpose(0, 2, 1, 3), "BSH": x.transpose(0, 2, 1, 3).reshape(b, s, n * d),
+            "SBH": x.transpose(2, 0, 1, 3).reshape(s, b, n * d)}[layout]
+
+
+def from_layout(x, layout, heads):
+    """The layout's shape -> [B, N, S, D]."""
+    if layout == "BNSD":
+        return x
+    if layout == "BSND":
+        return x.transpose(0, 2, 1, 3)
+    if layout == "BSH":
+        b, s, h = x.shape
+        return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+    s, b, h = x.shape
+    return x.reshape(s, b, heads, h // heads).transpose(1, 2, 0, 3)
+
+
+def attention_ref(q, k, v, scale, hidden=None, pse=None, pse_first=True, keep=None):
+    """Forward in float64 on [B, N, S, D] arrays: out, probabilities, row max and row sum (invalid rows: 0 out)."""
+    g = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    s = q @ kk.transpose(0, 1, 3, 2)
+    if pse is not None:
+        s = scale * (s + pse) if pse_first else scale * s + pse
+    else:
+        s = scale * s
+    hidden = np.zeros(s.shape, bool) if hidden is None else np.broadcast_to(hidden, s.shape)
+    valid = ~hidden.all(axis=-1, keepdims=True)
+    mx = np.where(valid, np.where(hidden, -np.inf, s).max(axis=-1, keepdims=True), -FLT_MAX)
+    e = np.where(hidden, 0.0, np.exp(np.where(hidden, 0.0, s - np.where(valid, mx, 0.0))))
+    total = np.where(valid, e.sum(axis=-1, keepdims=True), s.shape[-1])
+    p = e / total
+    keep = np.ones(s.shape) if keep is None else keep
+    return (p * keep) @ vv, s, mx[..., 0], total[..., 0]
+
+
+def attention_grad_ref(q, k, v, dy, out, s, hidden, mx, total, scale, keep=None):
+    """FlashAttention's analytic backward from the statistics the kernel is given: dq, dk, dv."""
+    g = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    hidden = np.broadcast_to(np.zeros(s.shape, bool) if hidden is None else hidden, s.shape)
+    p = np.where(hidden, 0.0, np.exp(np.where(hidden, 0.0, s - mx[..., None])) / total[..., None])
+    keep = np.ones(s.shape) if keep is None else keep
+    dp = (dy @ vv.transpose(0, 1, 3, 2)) * keep
+    ds = p * (dp - (dy * out).sum(axis=-1, keepdims=True))
+    dq = scale * ds @ kk
+    dk = scale * ds.transpose(0, 1, 3, 2) @ q
+    dv = (p * keep).transpose(0, 1, 3, 2) @ dy
+
+    def fold(x):  # a key/value head's gradient is the sum over its query heads
+        b, n1, sq, d = x.shape
+        return x.reshape(b, n1 // g, g, sq, d).sum(axis=2)
+    return dq, fold(dk), fold(dv)
+
+
+class Attn:
+    """One attention problem on the device: q, k, v in a layout (through the given views) and their values."""
+
+    def __init__(self, dev, dtype, layout, b=2, n1=4, n2=2, s1=5, s2=7, d=8, dv=8, views=("contig",) * 3):
+        self.dev, self.dtype, self.layout, self.n1, self.n2 = dev, dtype, layout, n1, n2
+        self.shape = (b, n1, n2, s1, s2, d, dv)
+        qv, kv, vv = rand((b, n1, s1, d), -1, 1), rand((b, n2, s2, d), -1, 1), rand((b, n2, s2, dv), -1, 1)
+        self.tq, self.tk, self.tv = (dev.tensor(to_layout(x, layout), dtype, view)
+                                     for x, view in zip((qv, kv, vv), views))
+        self.q, self.k = f64(from_layout(self.tq.host, layout, n1)), f64(from_layout(self.tk.host, layout, n2))
+        self.v = f64(from_layout(self.tv.host, layout, n2))
+        self.scale = 1 / np.sqrt(d)
+
+    def outputs(self):
+        b, n1, _, s1, _, _, dv = self.shape
+        return (self.dev.empty((b, n1, s1, 8), FLOAT), self.dev.empty((b, n1, s1, 8), FLOAT),
+                self.dev.empty(to_layout(np.zeros((b, n1, s1, dv)), self.layout).shape, self.dtype))
+
+    def forward(self, mask=None, sparse=0, pre=2147483647, nxt=2147483647, pse=None, keep_prob=1.0, drop=None,
+                prefix=None, op="FlashAttentionScore", pse_type=1):
+        mx, sm, out = self.outputs()
+        v2 = (None, None) if op.endswith("V2") else ()
+        extra = (pse_type,) if op.endswith("V2") else ()
+        self.dev.run(op, self.tq, self.tk, self.tv, pse, drop, None, mask, prefix, *v2, self.scale, keep_prob, pre,
+                     nxt, self.n1, self.layout.encode(), 0, sparse, *extra, mx, sm, None, out)
+        return mx, sm, out
+
+    def read_out(self, out):
+        return from_layout(out.read(), self.layout, self.n1)
+
+
+LAYOUTS = ["BSND", "BNSD", "BSH", "SBH"]
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_flash_attention_layouts_and_grouped_heads(dev, layout, dtype):
+    at = Attn(dev, dtype, layout, views=("transposed", "offset", "strided"), dv=6)
+    mx, sm, out = at.forward()
+    want, _, wmax, wsum = attention_ref(at.q, at.k, at.v, at.scale)
+    close(at.read_out(out), as_dtype(want, dtype), dtype)
+    close(mx.read(), np.repeat(as_dtype(wmax, FLOAT)[..., None], 8, -1), FLOAT)
+    close(sm.read(), np.repeat(as_dtype(wsum, FLOAT)[..., None], 8, -1), FLOAT)
+
+
+def causal_compressed(rows=2048):
+    """The optimized lower-triangle mask of the causal sparse modes (1 above the diagonal = masked)."""
+    return np.triu(np.ones((rows, 2048), np.uint8), 1)
+
+
+def band(s1, s2, pre, nxt, origin_shift=0):
+    """Masked outside preTokens/nextTokens of the diagonal (shifted to the bottom-right origin for mode 4)."""
+    i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
+    return (j - i > nxt + origin_shift) | (i - j > pre - origin_shift)
+
+
+MASK_CASES = {
+    "mode0_value_mask": dict(sparse=0),
+    "mode0_band": dict(sparse=0, pre=1, nxt=0),
+    "mode1_all_mask_batched": dict(sparse=1),
+    "mode2_left_up_causal": dict(sparse=2),
+    "mode3_right_down_causal": dict(sparse=3),
+    "mode4_band": dict(sparse=4, pre=2, nxt=1),
+}
+
+
+def mask_case(name, s1, s2, b):
+    """(device mask values, [.., S1, S2] hidden scores) for a MASK_CASES entry."""
+    i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
+    if name == "mode0_value_mask":
+        m = rng.random((s1, s2)) < 0.3
+        m[2] = True  # a whole row masked: an invalid line
+        return m, m
+    if name == "mode0_band":
+        m = np.zeros((s1, s2), bool)
+        return m, band(s1, s2, 1, 0)
+    if name == "mode1_all_mask_batched":
+        m = rng.random((b, 1, s1, s2)) < 0.4
+        return m, m
+    if name == "mode2_left_up_causal":
+        return causal_compressed(), j > i
+    if name == "mode3_right_down_causal":
+        return causal_compressed(), j > i + (s2 - s1)
+    return causal_compressed(), band(s1, s2, 2, 1, s2 - s1)
+
+
+@pytest.mark.parametrize("dtype", [FLOAT, BF16], ids=ident)
+@pytest.mark.parametrize("case", sorted(MASK_CASES))
+@pytest.mark.parametrize("s1,s2", [(5, 7), (7, 4)])
+def test_flash_attention_masks_and_sparse_modes(dev, case, s1, s2, dtype):
+    at = Attn(dev, dtype, "BNSD", s1=s1, s2=s2)
+    values, hidden = mask_case(case, s1, s2, 2)
+    mtype = BOOL if values.dtype == bool else UINT8
+    kw = MASK_CASES[case]
+    mx, _, out = at.forward(mask=dev.tensor(values, mtype), **kw)
+    want, _, wmax, _ = attention_ref(at.q, at.k, at.v, at.scale, hidden)
+    close(at.read_out(out), as_dtype(want, dtype), dtype)
+    close(mx.read()[..., 0], as_dtype(wmax, FLOAT), FLOAT)
+    invalid = np.broadcast_to(hidden, want.shape[:2] + hidden.shape[-2:]).all(axis=-1)
+    assert (at.read_out(out)[invalid] == 0).all() and (mx.read()[..., 0][invalid] == -FLT_MAX).all()
+
+
+def test_flash_attention_without_a_mask_ignores_the_sparse_mode(dev):
+    at = Attn(dev, FLOAT, "BSND")
+    _, _, out = at.forward(sparse=3, pre=0, nxt=0)
+    close(at.read_out(out), as_dtype(attention_ref(at.q, at.k, at.v, at.scale)[0], FLOAT), FLOAT)
+
+
+def test_flash_attention_pse_before_and_after_the_scale(dev):
+    at = Attn(dev, FLOAT, "BSND")
+    b, n1, _, s1, s2, _, _ = at.shape
+    full, row = dev.tensor(rand((b, n1, s1, s2)), FLOAT), dev.tensor(rand((b, n1, 1, s2)), FLOAT, "strided")
+    _, _, out = at.forward(pse=full)  # V1: scale * (qk + pse)
+    close(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, pse=f64(full.host))[0], FLOAT)
+    _, _, out = at.forward(pse=row, op="FlashAttentionScoreV2", pse_type=0)  # scale * qk + pse
+    close(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, pse=f64(row.host), pse_first=False)[0], FLOAT)
+    _, _, out = at.forward(pse=row, op="FlashAttentionScoreV2", pse_type=1)
+    close(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, pse=f64(row.host))[0], FLOAT)
+
+
+def drop_mask(shape, keep_prob):
+    """(uint8 bit mask as the kernel reads it, LSB first; the per-score factor 0 or 1/keep_prob)."""
+    kept = rng.random(int(np.prod(shape))) < keep_prob
+    return np.packbits(kept, bitorder="little"), kept.reshape(shape) / keep_prob
+
+
+def test_flash_attention_dropout_uses_the_callers_mask(dev):
+    at = Attn(dev, FLOAT, "BNSD")
+    b, n1, _, s1, s2, _, _ = at.shape
+    bits, keep = drop_mask((b, n1, s1, s2), 0.75)
+    _, _, out = at.forward(keep_prob=0.75, drop=dev.tensor(bits, UINT8))
+    close(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, keep=keep)[0], FLOAT)
+
+
+def grad_case(dev, dtype, layout, hidden=None, keep=None, **fw):
+    """Runs FlashAttentionScoreGrad on a problem whose forward statistics come from the float64 reference."""
+    at = Attn(dev, dtype, layout, views=("strided", "transposed", "offset"))
+    b, n1, n2, s1, s2, d, dv = at.shape
+    want, s, mx, total = attention_ref(at.q, at.k, at.v, at.scale, hidden, keep=keep)
+    tout = dev.tensor(to_layout(want, layout), dtype)
+    tdy = dev.tensor(to_layout(rand((b, n1, s1, dv)), layout), dtype, "transposed")
+    tmx = dev.tensor(np.repeat(mx[..., None], 8, -1), FLOAT)
+    tsum = dev.tensor(np.repeat(total[..., None], 8, -1), FLOAT, "offset")
+    dq, dk, dv_ = (dev.empty(t.shape, dtype) for t in (at.tq, at.tk, at.tv))
+    dev.run("FlashAttentionScoreGrad", at.tq, at.tk, at.tv, tdy, None, fw.get("drop"), None, fw.get("mask"), tmx,
+            tsum, None, tout, None, at.scale, fw.get("keep_prob", 1.0), 2147483647, 2147483647, n1,
+            layout.encode(), 0, fw.get("sparse", 0), dq, dk, dv_, None)
+    ref = attention_grad_ref(at.q, at.k, at.v, f64(from_layout(tdy.host, layout, n1)),
+                             f64(from_layout(tout.host, layout, n1)),
+                             s, hidden, mx.astype(np.float32), total.astype(np.float32), at.scale, keep)
+    for got, r, heads in zip((dq, dk, dv_), ref, (n1, n2, n2)):
+        close(from_layout(got.read(), layout, heads), as_dtype(r, dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_flash_attention_grad_matches_the_analytic_gradient(dev, layout, dtype):
+    grad_case(dev, dtype, layout)
+
+
+def test_flash_attention_grad_with_causal_mask_and_dropout(dev):
+    s1, s2 = 5, 7
+    hidden = np.arange(s2)[None, :] > np.arange(s1)[:, None] + (s2 - s1)
+    bits, keep = drop_mask((2, 4, s1, s2), 0.8)
+    grad_case(dev, FLOAT, "BSND", hidden, keep, mask=dev.tensor(causal_compressed(), UINT8), sparse=3,
+              keep_prob=0.8, drop=dev.tensor(bits, UINT8))
+
+
+def test_the_analytic_reference_is_the_derivative_of_the_forward():
+    """Guards the reference itself: its dq matches finite differences of sum(dy * out) in float64."""
+    q, k, v, dy = rand((1, 2, 3, 4)), rand((1, 1, 5, 4)), rand((1, 1, 5, 4)), rand((1, 2, 3, 4))
+    out, s, mx, total = attention_ref(q, k, v, 0.5)
+    dq = attention_grad_ref(q, k, v, dy, out, s, None, mx, total, 0.5)[0]
+    h, num = 1e-6, np.zeros_like(q)
+
+    def loss(x):
+        return (dy * attention_ref(x, k, v, 0.5)[0]).sum()
+    for idx in np.ndindex(q.shape):
+        e = np.zeros_like(q)
+        e[idx] = h
+        num[idx] = (loss(q + e) - loss(q - e)) / (2 * h)
+    np.testing.assert_allclose(dq, num, rtol=1e-6, atol=1e-8)
+
+
+def test_flash_attention_refusals(dev):
+    at = Attn(dev, FLOAT, "BSND")
+    mx, sm, out = at.outputs()
+    b, n1, n2, s1, s2, d, dv = at.shape
+
+    def fa(q=at.tq, k=at.tk, v=at.tv, layout=b"BSND", heads=n1, keep=1.0, sparse=0, mask=None, smax=mx, o=out):
+        return dev.phase1("FlashAttentionScore", q, k, v, None, None, None, mask, None, 0.5, keep, 65536, 65536, heads,
+                          layout, 0, sparse, smax, sm, None, o)
+
+    assert fa() == 0
+    for bad in (b"bsnd", b"TND", b"BSN", b""):
+        assert fa(layout=bad) == INVALID, bad
+    assert fa(layout=None) == NULLPTR
+    assert fa(heads=3) == INVALID  # query has 4 heads
+    assert fa(heads=0) == INVALID
+    assert fa(k=dev.tensor(rand((b + 1, s2, n2, d)), FLOAT)) == INVALID  # batch differs
+    assert fa(v=dev.tensor(rand((b, s2 + 1, n2, dv)), FLOAT)) == INVALID  # key and value differ in Skv
+    assert fa(k=dev.tensor(rand((b, s2, 3, d)), FLOAT), v=dev.tensor(rand((b, s2, 3, dv)), FLOAT)) == INVALID  # 4 % 3
+    assert fa(q=dev.tensor(np.zeros((b, s1, n1, d)), INT32)) == INVALID
+    assert fa(k=dev.tensor(rand((b, s2, n2, d)), FLOAT16)) == INVALID  # dtypes must match
+    assert fa(smax=dev.empty((b, n1, s1, 1), FLOAT)) == INVALID
+    assert fa(smax=dev.empty((b, n1, s1, 8), FLOAT16)) == INVALID
+    assert fa(o=dev.empty((b, s1, n1, d), FLOAT16)) == INVALID
+    assert fa(smax=None) == NULLPTR
+    assert fa(keep=0.0) == INVALID and fa(keep=1.5) == INVALID
+    assert fa(keep=0.5) == INVALID  # dropout without the caller's mask
+    assert fa(sparse=7, mask=dev.tensor(causal_compressed(), UINT8)) == INVALID
+    assert fa(mask=dev.tensor(np.zeros((s1, s2 + 1)), BOOL)) == INVALID
+    assert fa(mask=dev.tensor(np.zeros((s1, s2)), FLOAT)) == INVALID
+    assert fa(sparse=3, mask=dev.tensor(np.zeros((s1, s2)), BOOL)) == INVALID  # causal modes take [2048, 2048]
+    assert fa(layout=b"bsnd") == INVALID
+    assert b'inputLayout "bsnd" is not BSH, SBH, BSND or BNSD' in dev.a.aclGetRecentErrMsg()
