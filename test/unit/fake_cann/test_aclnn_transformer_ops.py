@@ -313,3 +313,84 @@ def test_flash_attention_refusals(dev):
     assert fa(sparse=3, mask=dev.tensor(np.zeros((s1, s2)), BOOL)) == INVALID  # causal modes take [2048, 2048]
     assert fa(layout=b"bsnd") == INVALID
     assert b'inputLayout "bsnd" is not BSH, SBH, BSND or BNSD' in dev.a.aclGetRecentErrMsg()
+
+
+# ------------------------------------------------------------------------------------------------ RoPE
+
+def rotate_ref(x, mode):
+    """The docs' x_rotate: half cat(-x2, x1); interleave (-x[2k+1], x[2k]) pairs."""
+    if mode == 0:
+        x1, x2 = np.split(x, 2, axis=-1)
+        return np.concatenate([-x2, x1], axis=-1)
+    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
+
+
+def rope_grad_ref(dy, cos, sin, x, mode):
+    """The grad docs' formulas: dx from the chunks (half) or the even/odd lanes (interleave); dcos, dsin summed."""
+    if mode == 0:
+        (dy1, dy2), (c1, c2), (s1, s2) = (np.split(t, 2, axis=-1) for t in (dy, cos, sin))
+        dx = np.concatenate([c1 * dy1 + s2 * dy2, c2 * dy2 - s1 * dy1], axis=-1)
+    else:
+        (dy1, dy2), (c1, c2), (s1, s2) = ((t[..., 0::2], t[..., 1::2]) for t in (dy, cos, sin))
+        dx = np.stack([c1 * dy1 + s2 * dy2, c2 * dy2 - s1 * dy1], axis=-1).reshape(dy.shape)
+    dims = tuple(i for i in range(3) if cos.shape[i] != dy.shape[i])
+    return dx, (dy * x).sum(axis=dims, keepdims=True), (dy * rotate_ref(x, mode)).sum(axis=dims, keepdims=True)
+
+
+X_SHAPE = (2, 3, 4, 8)  # (B, S, N, D) read as BSND; the layouts only differ in which dims cos broadcasts over
+ROPE_CASES = [(0, (1, 3, 1, 8)), (0, (2, 3, 4, 8)), (0, (2, 1, 4, 8)), (0, (1, 1, 1, 8)), (1, (1, 3, 1, 8)),
+              (1, (1, 1, 4, 8)), (1, (2, 1, 1, 8))]
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("mode,cshape", ROPE_CASES)
+def test_rotary_position_embedding(dev, mode, cshape, dtype):
+    angles = rand(cshape, -3, 3)
+    tx = dev.tensor(rand(X_SHAPE), dtype, "transposed")
+    tc, ts = dev.tensor(np.cos(angles), dtype, "strided"), dev.tensor(np.sin(angles), dtype, "offset")
+    out = dev.empty(X_SHAPE, dtype, "strided")
+    dev.run("RotaryPositionEmbedding", tx, tc, ts, mode, out)
+    x, c, s = (f64(t.host) for t in (tx, tc, ts))
+    close(out.read(), as_dtype(x * c + rotate_ref(x, mode) * s, dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("mode,cshape", ROPE_CASES)
+def test_rotary_position_embedding_grad(dev, mode, cshape, dtype):
+    angles = rand(cshape, -3, 3)
+    tdy, tx = dev.tensor(rand(X_SHAPE), dtype, "offset"), dev.tensor(rand(X_SHAPE), dtype, "transposed")
+    tc, ts = dev.tensor(np.cos(angles), dtype), dev.tensor(np.sin(angles), dtype, "strided")
+    dx, dcos, dsin = dev.empty(X_SHAPE, dtype), dev.empty(cshape, dtype, "strided"), dev.empty(cshape, dtype)
+    dev.run("RotaryPositionEmbeddingGrad", tdy, tc, ts, tx, mode, dx, dcos, dsin)
+    want = rope_grad_ref(*(f64(t.host) for t in (tdy, tc, ts, tx)), mode)
+    for got, w in zip((dx, dcos, dsin), want):
+        close(got.read(), as_dtype(w, dtype), dtype, scale=4 if dtype == FLOAT else 1)
+
+
+def test_rotary_position_embedding_grad_without_x_leaves_dcos_dsin(dev):
+    """CANN's own example: no x, and empty [1,1,1,0] placeholders for dcos / dsin."""
+    tdy, tc, ts = (dev.tensor(rand((1, 1, 1, 8)), FLOAT) for _ in range(3))
+    dx, dcos, dsin = dev.empty((1, 1, 1, 8), FLOAT), dev.empty((1, 1, 1, 0), FLOAT), dev.empty((1, 1, 1, 0), FLOAT)
+    dev.run("RotaryPositionEmbeddingGrad", tdy, tc, ts, None, 1, dx, dcos, dsin)
+    close(dx.read(), rope_grad_ref(*(f64(t.host) for t in (tdy, tc, ts)), np.zeros((1, 1, 1, 8)), 1)[0], FLOAT)
+    assert dev.phase1("RotaryPositionEmbeddingGrad", tdy, tc, ts, None, 1, dx, None, dsin) == NULLPTR
+
+
+def test_rotary_position_embedding_refusals(dev):
+    x, out = dev.tensor(rand(X_SHAPE), FLOAT), dev.empty(X_SHAPE, FLOAT)
+
+    def rope(cshape=(1, 3, 1, 8), mode=0, dtype=FLOAT, xx=x, o=out):
+        c = dev.tensor(rand(cshape), dtype)
+        return dev.phase1("RotaryPositionEmbedding", xx, c, c, mode, o)
+
+    assert rope() == 0
+    assert rope(mode=2) == TILING and rope(mode=3) == TILING and rope(mode=-1) == TILING  # A2/A3: half, interleave
+    assert rope(cshape=(1, 3, 4, 8)) == TILING  # (1, S, N, D) is not a layout
+    assert rope(cshape=(2, 3, 1, 8), mode=1) == TILING  # interleave broadcasts over two of the three dims
+    assert rope(cshape=(1, 3, 1, 6)) == TILING
+    assert rope(o=dev.empty((2, 3, 4, 6), FLOAT)) == TILING
+    odd = dev.tensor(rand((2, 3, 4, 7)), FLOAT)
+    assert rope(cshape=(1, 3, 1, 7), xx=odd, o=dev.empty((2, 3, 4, 7), FLOAT)) == TILING
+    assert rope(dtype=FLOAT16) == INVALID  # cos / sin must have x's dtype
+    assert rope(o=dev.empty(X_SHAPE, BF16)) == INVALID
+    assert rope(xx=dev.tensor(rand((2, 3, 8)), FLOAT)) == TILING
