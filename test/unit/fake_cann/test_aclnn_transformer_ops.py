@@ -394,3 +394,41 @@ def test_rotary_position_embedding_refusals(dev):
     assert rope(dtype=FLOAT16) == INVALID  # cos / sin must have x's dtype
     assert rope(o=dev.empty(X_SHAPE, BF16)) == INVALID
     assert rope(xx=dev.tensor(rand((2, 3, 8)), FLOAT)) == TILING
+
+
+# ---------------------------------------------------------------------------------------------- SwiGlu
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("dim", [-1, 1, 0])
+def test_swiglu_and_its_grad(dev, dim, dtype):
+    shape = (4, 6, 8)
+    half = list(shape)
+    half[dim] //= 2
+    tx = dev.tensor(rand(shape, -3, 3), dtype, "transposed")
+    out = dev.empty(half, dtype, "strided")
+    dev.run("SwiGlu", tx, dim, out)
+    a, b = np.split(f64(tx.host), 2, axis=dim)
+    close(out.read(), as_dtype(a * sigmoid(a) * b, dtype), dtype)
+    tg, dx = dev.tensor(rand(half), dtype, "offset"), dev.empty(shape, dtype)
+    dev.run("SwiGluGrad", tg, tx, dim, dx)
+    g, sg = f64(tg.host), sigmoid(a)
+    want = np.concatenate([g * (sg + sg * (1 - sg) * a) * b, g * sg * a], axis=dim)
+    close(dx.read(), as_dtype(want, dtype), dtype)
+
+
+def test_swiglu_refusals(dev):
+    x = dev.tensor(rand((4, 6)), FLOAT)
+    assert dev.phase1("SwiGlu", x, -1, dev.empty((4, 3), FLOAT)) == 0
+    assert dev.phase1("SwiGlu", x, 2, dev.empty((4, 3), FLOAT)) == INVALID  # dim outside [-2, 1]
+    assert dev.phase1("SwiGlu", x, -3, dev.empty((4, 3), FLOAT)) == INVALID
+    assert dev.phase1("SwiGlu", x, -1, dev.empty((4, 3), FLOAT16)) == INVALID  # out has x's dtype
+    assert dev.phase1("SwiGlu", dev.tensor(np.zeros((4, 6)), INT32), -1, dev.empty((4, 3), INT32)) == INVALID
+    assert dev.phase1("SwiGlu", x, -1, dev.empty((4, 6), FLOAT)) == TILING
+    assert dev.phase1("SwiGlu", dev.tensor(rand((4, 5)), FLOAT), -1, dev.empty((4, 2), FLOAT)) == TILING  # odd
+    assert dev.phase1("SwiGluGrad", dev.tensor(rand((4, 6)), FLOAT), x, -1, dev.empty((4, 6), FLOAT)) == TILING
+    assert dev.phase1("SwiGluGrad", dev.tensor(rand((4, 3)), FLOAT), x, -1, dev.empty((4, 3), FLOAT)) == TILING
+
