@@ -432,3 +432,83 @@ def test_swiglu_refusals(dev):
     assert dev.phase1("SwiGluGrad", dev.tensor(rand((4, 6)), FLOAT), x, -1, dev.empty((4, 6), FLOAT)) == TILING
     assert dev.phase1("SwiGluGrad", dev.tensor(rand((4, 3)), FLOAT), x, -1, dev.empty((4, 3), FLOAT)) == TILING
 
+
+# --------------------------------------------------------------------------------------------- RmsNorm
+
+RMS_DTYPES = [(FLOAT, FLOAT), (FLOAT16, FLOAT16), (FLOAT16, FLOAT), (BF16, BF16), (BF16, FLOAT)]
+
+
+def rms_ref(x, g, eps, k):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    rstd = 1 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+    return x * rstd * g, rstd
+
+
+@pytest.mark.parametrize("xdt,gdt", RMS_DTYPES, ids=lambda v: base.DTYPE_NAMES[v])
+@pytest.mark.parametrize("gshape,rshape", [((16,), (2, 3, 1)), ((3, 16), (2, 1, 1)), ((16,), (2, 3))])
+def test_rms_norm_dtype_pairs_and_rstd_shapes(dev, xdt, gdt, gshape, rshape):
+    tx, tg = dev.tensor(rand((2, 3, 16)), xdt, "strided"), dev.tensor(rand(gshape, 0.5, 1.5), gdt, "offset")
+    y, rstd = dev.empty((2, 3, 16), xdt), dev.empty(rshape, FLOAT, "strided")
+    dev.run("RmsNorm", tx, tg, 1e-5, y, rstd)
+    want, r = rms_ref(f64(tx.host), f64(tg.host), 1e-5, len(gshape))
+    close(y.read(), as_dtype(want, xdt), xdt)
+    close(rstd.read(), as_dtype(r.reshape(rshape), FLOAT), FLOAT)
+
+
+def rms_grad_ref(dy, x, rstd, g, k):
+    """The docs' formulas: dx = (dy g - rstd x mean(dy g x rstd)) rstd; dgamma summed over the rows."""
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mean = (dy * g * x * rstd).mean(axis=axes, keepdims=True)
+    return (dy * g - rstd * x * mean) * rstd, (rstd * x * dy).sum(axis=tuple(range(x.ndim - k)))
+
+
+@pytest.mark.parametrize("xdt,gdt", RMS_DTYPES, ids=lambda v: base.DTYPE_NAMES[v])
+@pytest.mark.parametrize("xshape,gshape,rshape", [((2, 3, 16), (16,), (2, 3, 1)), ((2, 1, 16), (16,), (2,)),
+                                                  ((2, 3, 16), (3, 16), (2,))])
+def test_rms_norm_grad(dev, xdt, gdt, xshape, gshape, rshape):
+    x, g = rand(xshape), rand(gshape, 0.5, 1.5)
+    _, r = rms_ref(x, g, 1e-6, len(gshape))
+    tx, tdy = dev.tensor(x, xdt, "transposed"), dev.tensor(rand(xshape), xdt, "offset")
+    tr, tg = dev.tensor(r.reshape(rshape), FLOAT), dev.tensor(g, gdt, "strided")
+    dx, dg = dev.empty(xshape, xdt, "strided"), dev.empty(gshape, FLOAT)
+    dev.run("RmsNormGrad", tdy, tx, tr, tg, dx, dg)
+    rows = f64(tr.host).reshape(xshape[:len(xshape) - len(gshape)] + (1,) * len(gshape))
+    want_dx, want_dg = rms_grad_ref(f64(tdy.host), f64(tx.host), rows, f64(tg.host), len(gshape))
+    close(dx.read(), as_dtype(want_dx, xdt), xdt, scale=4 if xdt == FLOAT else 1)
+    close(dg.read(), as_dtype(want_dg, FLOAT), FLOAT, scale=4)
+
+
+def test_rms_norm_grad_is_the_derivative_of_rms_norm(dev):
+    """The device's forward and backward agree: dx matches finite differences of sum(dy * RmsNorm(x))."""
+    x, g, dy = rand((3, 8)), rand((8,), 0.5, 1.5), rand((3, 8))
+    tx, tg, tdy = dev.tensor(x, FLOAT), dev.tensor(g, FLOAT), dev.tensor(dy, FLOAT)
+    y, rstd = dev.empty((3, 8), FLOAT), dev.empty((3, 1), FLOAT)
+    dev.run("RmsNorm", tx, tg, 1e-6, y, rstd)
+    dx, dg = dev.empty((3, 8), FLOAT), dev.empty((8,), FLOAT)
+    dev.run("RmsNormGrad", tdy, tx, rstd, tg, dx, dg)
+    xs, gs, ds, h, num = f64(tx.host), f64(tg.host), f64(tdy.host), 1e-6, np.zeros((3, 8))
+
+    def loss(v):
+        return (ds * rms_ref(v, gs, 1e-6, 1)[0]).sum()
+    for idx in np.ndindex(xs.shape):
+        e = np.zeros_like(xs)
+        e[idx] = h
+        num[idx] = (loss(xs + e) - loss(xs - e)) / (2 * h)
+    close(dx.read(), num, FLOAT, scale=10)
+
+
+def test_rms_norm_refusals(dev):
+    x, g = dev.tensor(rand((4, 16)), FLOAT), dev.tensor(rand((16,)), FLOAT)
+    y, r = dev.empty((4, 16), FLOAT), dev.empty((4, 1), FLOAT)
+    assert dev.phase1("RmsNorm", x, dev.tensor(rand((16,)), FLOAT16), 1e-6, y, r) == INVALID  # fp32 x, fp16 gamma
+    assert dev.phase1("RmsNorm", x, g, 1e-6, dev.empty((4, 16), FLOAT16), r) == INVALID
+    assert dev.phase1("RmsNorm", x, dev.tensor(rand((8,)), FLOAT), 1e-6, y, r) == TILING
+    assert dev.phase1("RmsNorm", x, g, 1e-6, y, dev.empty((2, 1), FLOAT)) == TILING
+    assert dev.phase1("RmsNorm", x, g, -1.0, y, r) == TILING
+    dx, dg = dev.empty((4, 16), FLOAT), dev.empty((16,), FLOAT)
+    assert dev.phase1("RmsNormGrad", x, x, r, g, dx, dg) == 0
+    assert dev.phase1("RmsNormGrad", x, x, r, g, dx, dev.empty((16,), FLOAT16)) == INVALID  # dgamma is FLOAT
+    assert dev.phase1("RmsNormGrad", x, x, dev.tensor(rand((2, 1)), FLOAT), g, dx, dg) == TILING
+    assert dev.phase1("RmsNormGrad", x, x, r, dev.tensor(rand((8,)), FLOAT), dx, dg) == TILING
+    assert dev.phase1("RmsNormGrad", dev.tensor(rand((4, 8)), FLOAT), x, r, g, dx, dg) == TILING
+    assert dev.phase1("RmsNormGrad", x, x, r, g, None, dg) == NULLPTR
