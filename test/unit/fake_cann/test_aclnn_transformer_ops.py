@@ -512,3 +512,95 @@ def test_rms_norm_refusals(dev):
     assert dev.phase1("RmsNormGrad", x, x, r, dev.tensor(rand((8,)), FLOAT), dx, dg) == TILING
     assert dev.phase1("RmsNormGrad", dev.tensor(rand((4, 8)), FLOAT), x, r, g, dx, dg) == TILING
     assert dev.phase1("RmsNormGrad", x, x, r, g, None, dg) == NULLPTR
+
+
+# ------------------------------------------------------------------------------------------ cross entropy
+
+def log_softmax_ref(x):
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def nll_ref(logp, target, w, reduction, ignore):
+    """torch.nn.functional.nll_loss, written out: per-sample loss, the reduced loss and the total weight."""
+    logp2, t = np.atleast_2d(logp), np.atleast_1d(target)
+    keep = t != ignore
+    wt = np.where(keep, w[np.where(keep, t, 0)], 0.0)
+    loss = -wt * logp2[np.arange(len(t)), np.where(keep, t, 0)]
+    if reduction == 0:
+        return loss if logp.ndim == 2 else loss.reshape(()), wt.sum()
+    return (loss.sum() / wt.sum() if reduction == 1 else loss.sum()), wt.sum()
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("ttype", [INT64, INT32, UINT8], ids=ident)
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_cross_entropy_forward_and_backward_as_torch_npu_runs_it(dev, dtype, ttype, reduction):
+    """log_softmax -> nll_loss -> nll_loss_backward -> log_softmax_backward equals the analytic gradient."""
+    n, c, ignore = 6, 5, 3
+    tx, tw = dev.tensor(rand((n, c), -3, 3), dtype, "transposed"), dev.tensor(rand((c,), 0.5, 2), dtype, "strided")
+    target = rng.integers(0, c, n)
+    target[1] = ignore  # ignoreIndex is a real class here: its samples drop out
+    tt = dev.tensor(target, ttype, "offset")
+    logp = dev.empty((n, c), dtype)
+    dev.run("LogSoftmax", tx, 1, logp)
+    loss, total = dev.empty((n,) if reduction == 0 else (), dtype), dev.empty((1,), dtype)
+    dev.run("NLLLoss", logp, tt, tw, reduction, ignore, loss, total)
+    x, w = f64(tx.host), f64(tw.host)
+    want_loss, want_total = nll_ref(f64(logp.read()), target, w, reduction, ignore)
+    close(loss.read(), as_dtype(want_loss, dtype), dtype)
+    if reduction:
+        close(total.read(), as_dtype(want_total, dtype), dtype)
+    tg = dev.tensor(rand((n,)) if reduction == 0 else np.array(1.5), dtype)
+    dlogp, dx = dev.empty((n, c), dtype, "strided"), dev.empty((n, c), dtype)
+    dev.run("NLLLossBackward", tg, logp, tt, tw, reduction, ignore, total, dlogp)
+    dev.run("LogSoftmaxBackward", dlogp, logp, -1, dx)
+    # d/dx of the loss: (softmax(x) - onehot(t)) * w[t] * g, over the total weight for mean; ignored rows 0.
+    g = np.broadcast_to(f64(tg.host), (n,))
+    scale = np.where(target != ignore, w[target] * g, 0.0) / (f64(total.read())[0] if reduction == 1 else 1.0)
+    want_dlogp = -np.eye(c)[target] * scale[:, None]
+    close(dlogp.read(), as_dtype(want_dlogp, dtype), dtype)
+    p = np.exp(f64(logp.read()))
+    want_dx = f64(dlogp.read()) - p * f64(dlogp.read()).sum(axis=1, keepdims=True)
+    close(dx.read(), as_dtype(want_dx, dtype), dtype, scale=2)
+    if dtype == FLOAT:  # and the chain is the gradient of cross entropy itself
+        sm = np.exp(log_softmax_ref(x))
+        close(dx.read(), (sm - np.eye(c)[target]) * scale[:, None], FLOAT, scale=20)
+
+
+def test_nll_loss_of_one_sample_and_empty_batch(dev):
+    tx, tw = dev.tensor(log_softmax_ref(rand((4,))), FLOAT), dev.tensor(np.ones(4), FLOAT)
+    out, total = dev.empty((), FLOAT), dev.empty((1,), FLOAT)
+    dev.run("NLLLoss", tx, dev.tensor(np.array(2), INT64), tw, 0, -100, out, total)  # (C) with a 0-d target
+    close(out.read(), -tx.host[2], FLOAT)
+    empty, et = dev.tensor(np.zeros((0, 4)), FLOAT), dev.tensor(np.zeros((0,)), INT64)
+    dev.run("NLLLoss", empty, et, tw, 1, -100, out, total)
+    assert np.isnan(out.read()) and total.read()[0] == 0  # mean of nothing, as torch
+
+
+def test_nll_loss_target_out_of_range_is_a_kernel_fault(dev):
+    tx, tw = dev.tensor(rand((2, 3)), FLOAT), dev.tensor(np.ones(3), FLOAT)
+    out, total = dev.empty((), FLOAT), dev.empty((1,), FLOAT)
+    dev.run("NLLLoss", tx, dev.tensor(np.array([0, 7]), INT64), tw, 2, -100, out, total,
+            expect_sync=base.AICORE_EXCEPTION)
+
+
+def test_cross_entropy_refusals(dev):
+    x, w, t = dev.tensor(rand((4, 3)), FLOAT), dev.tensor(np.ones(3), FLOAT), dev.tensor(np.zeros(4), INT64)
+    out, total = dev.empty((4,), FLOAT), dev.empty((1,), FLOAT)
+    assert dev.phase1("NLLLoss", x, t, w, 0, -100, out, total) == 0
+    assert dev.phase1("NLLLoss", x, t, w, 3, -100, out, total) == INVALID  # reduction 0-2
+    assert dev.phase1("NLLLoss", x, t, None, 0, -100, out, total) == NULLPTR  # weight is required
+    assert dev.phase1("NLLLoss", x, t, dev.tensor(np.ones(3), FLOAT16), 0, -100, out, total) == INVALID
+    assert dev.phase1("NLLLoss", x, dev.tensor(np.zeros(4), FLOAT), w, 0, -100, out, total) == INVALID
+    assert dev.phase1("NLLLoss", x, dev.tensor(np.zeros(5), INT64), w, 0, -100, out, total) == INVALID
+    assert dev.phase1("NLLLoss", x, t, dev.tensor(np.ones(4), FLOAT), 0, -100, out, total) == INVALID
+    assert dev.phase1("NLLLoss", x, t, w, 1, -100, out, total) == INVALID  # a mean is one element
+    assert dev.phase1("NLLLoss", x, t, w, 0, -100, dev.empty((4,), INT32), total) == INVALID  # float -> int
+    dx = dev.empty((4, 3), FLOAT)
+    assert dev.phase1("NLLLossBackward", dev.tensor(rand((4,)), FLOAT), x, t, w, 0, -100, total, dx) == 0
+    assert dev.phase1("NLLLossBackward", dev.tensor(rand((3,)), FLOAT), x, t, w, 0, -100, total, dx) == INVALID
+    assert dev.phase1("NLLLossBackward", dev.tensor(rand((4,)), FLOAT16), x, t, w, 0, -100, total, dx) == INVALID
+    assert dev.phase1("LogSoftmaxBackward", x, dev.tensor(rand((4, 3)), FLOAT16), 1, dx) == INVALID
+    assert dev.phase1("LogSoftmaxBackward", x, x, 2, dx) == INVALID
+    assert dev.phase1("LogSoftmaxBackward", x, x, 1, dev.empty((3, 4), FLOAT)) == INVALID
