@@ -11,7 +11,7 @@ import pytest
 
 import test_aclnn_ops as base
 from test_aclnn_ops import INVALID, NULLPTR, as_dtype, close, ident, rand
-from tiny_npu.acl import BF16, BOOL, FLOAT, FLOAT16, INT32, INT64, UINT8
+from tiny_npu.acl import BF16, BOOL, FLOAT, FLOAT16, INT8, INT32, INT64, UINT8, UINT16
 
 FP = [FLOAT, FLOAT16, BF16]
 TILING = 561002  # ACLNN_ERR_INNER_TILING_ERROR: the shape checks of ops whose aclnn layer is generated
@@ -604,3 +604,153 @@ def test_cross_entropy_refusals(dev):
     assert dev.phase1("LogSoftmaxBackward", x, dev.tensor(rand((4, 3)), FLOAT16), 1, dx) == INVALID
     assert dev.phase1("LogSoftmaxBackward", x, x, 2, dx) == INVALID
     assert dev.phase1("LogSoftmaxBackward", x, x, 1, dev.empty((3, 4), FLOAT)) == INVALID
+
+
+# ------------------------------------------------------------------------------------------- common ops
+
+INTS = [INT32, INT64, INT8]
+
+
+def values_for(dtype, shape, lo=-4, hi=4):
+    if dtype == BOOL:
+        return rng.random(shape) < 0.5
+    return rng.integers(lo, hi, shape) if dtype in INTS + [UINT8] else rand(shape, lo, hi)
+
+
+def exact_or_close(got, want, dtype):
+    if dtype in INTS + [UINT8, BOOL]:
+        np.testing.assert_array_equal(got, want)
+    else:
+        close(got, as_dtype(want, dtype), dtype)
+
+
+@pytest.mark.parametrize("dtype", FP + INTS + [BOOL], ids=ident)
+def test_abs(dev, dtype):
+    tx = dev.tensor(values_for(dtype, (3, 4)), dtype, "transposed")
+    out = dev.empty((3, 4), dtype, "strided")
+    dev.run("Abs", tx, out)
+    exact_or_close(out.read(), np.abs(f64(tx.host)).astype(out.read().dtype), dtype)
+    assert dev.phase1("Abs", tx, dev.empty((3, 4), FLOAT if dtype != FLOAT else FLOAT16)) == INVALID
+
+
+UNARY = {"Rsqrt": (lambda x: 1 / np.sqrt(x), (0.2, 4)), "Sigmoid": (sigmoid, (-6, 6)), "Tanh": (np.tanh, (-3, 3))}
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_float_unary_ops(dev, name, dtype):
+    fn, (lo, hi) = UNARY[name]
+    tx, out = dev.tensor(rand((3, 5), lo, hi), dtype, "offset"), dev.empty((3, 5), dtype, "transposed")
+    dev.run(name, tx, out)
+    close(out.read(), as_dtype(fn(f64(tx.host)), dtype), dtype)
+
+
+def test_unary_ops_on_integers_give_floats(dev):
+    ti = dev.tensor(np.array([[1, 2, 3], [4, 9, 16]]), INT32)
+    for name, fn in (("Rsqrt", lambda x: 1 / np.sqrt(x)), ("Tanh", np.tanh)):
+        out = dev.empty((2, 3), FLOAT)
+        dev.run(name, ti, out)
+        close(out.read(), as_dtype(fn(f64(ti.host)), FLOAT), FLOAT)
+        assert dev.phase1(name, ti, dev.empty((2, 3), INT32)) == INVALID  # the result is floating
+    assert dev.phase1("Sigmoid", ti, dev.empty((2, 3), FLOAT)) == INVALID  # Sigmoid takes floats only
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_inplace_exp_and_sqrt(dev, dtype):
+    for name, fn in (("InplaceExp", np.exp), ("InplaceSqrt", np.sqrt)):
+        t = dev.tensor(rand((4, 3), 0.1, 3), dtype, "transposed")
+        dev.run(name, t)
+        close(t.read(), as_dtype(fn(f64(t.host)), dtype), dtype)
+        assert dev.phase1(name, dev.tensor(np.ones(3), INT32)) == INVALID
+
+
+@pytest.mark.parametrize("dtype", FP + [INT32], ids=ident)
+def test_clamp(dev, dtype):
+    x = values_for(dtype, (4, 5), -5, 5)
+    if dtype != INT32:
+        x[0, 0] = np.nan
+    tx = dev.tensor(x, dtype, "strided")
+    for lo, hi in ((-1, 2), (None, 0), (1, None), (3, -2)):  # the last: min wins, as the docs' max(min(x, hi), lo)
+        out = dev.empty((4, 5), dtype)
+        args = [dev.scalar(v, INT64) if v is not None else None for v in (lo, hi)]
+        dev.run("Clamp", tx, *args, out)
+        want = f64(tx.host)
+        want = np.minimum(want, hi) if hi is not None else want
+        want = np.maximum(want, lo) if lo is not None else want
+        exact_or_close(out.read(), want.astype(out.read().dtype) if dtype == INT32 else want, dtype)
+    assert dev.phase1("Clamp", tx, None, None, dev.empty((4, 5), dtype)) == NULLPTR
+
+
+def test_clamp_of_integers_by_a_float_bound_is_floating(dev):
+    ti = dev.tensor(np.arange(-3, 3), INT32)
+    out = dev.empty((6,), FLOAT)
+    dev.run("Clamp", ti, dev.scalar(-1.5), dev.scalar(1.25), out)
+    np.testing.assert_array_equal(out.read(), np.clip(np.arange(-3, 3), -1.5, 1.25))
+    assert dev.phase1("Clamp", ti, dev.scalar(-1.5), None, dev.empty((6,), INT32)) == INVALID
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_pow_tensor_scalar_and_tensor_tensor(dev, dtype):
+    tx = dev.tensor(rand((3, 1, 4), 0.5, 2), dtype, "transposed")
+    out = dev.empty((3, 1, 4), dtype)
+    dev.run("PowTensorScalar", tx, dev.scalar(2.5), out)
+    close(out.read(), as_dtype(f64(tx.host) ** 2.5, dtype), dtype)
+    te = dev.tensor(rand((2, 4), -2, 2), FLOAT16, "strided")  # promoted with dtype: fp32 unless both fp16
+    want_dtype = FLOAT16 if dtype == FLOAT16 else FLOAT
+    out2 = dev.empty((3, 2, 4), want_dtype)
+    dev.run("PowTensorTensor", tx, te, out2)
+    close(out2.read(), as_dtype(f64(tx.host) ** f64(te.host), want_dtype), want_dtype)
+
+
+def test_pow_promotion_and_refusals(dev):
+    ti = dev.tensor(np.array([1, 2, 3, 4]), INT32)
+    out = dev.empty((4,), INT32)
+    dev.run("PowTensorScalar", ti, dev.scalar(3, INT64), out)
+    np.testing.assert_array_equal(out.read(), [1, 8, 27, 64])
+    fout = dev.empty((4,), FLOAT)
+    dev.run("PowTensorScalar", ti, dev.scalar(0.5), fout)  # an int tensor with a float exponent: fp32
+    close(fout.read(), as_dtype(np.sqrt([1.0, 2, 3, 4]), FLOAT), FLOAT)
+    assert dev.phase1("PowTensorScalar", ti, dev.scalar(0.5), out) == INVALID  # fp32 result into int32
+    assert dev.phase1("PowTensorScalar", ti, dev.scalar(-1, INT64), out) == INVALID  # integral power below 0
+    tb = dev.tensor(np.array([True, False]), BOOL)
+    assert dev.phase1("PowTensorScalar", tb, dev.scalar(1, BOOL), dev.empty((2,), BOOL)) == INVALID
+    assert dev.phase1("PowTensorTensor", tb, tb, dev.empty((2,), BOOL)) == INVALID
+    assert dev.phase1("PowTensorTensor", ti, dev.tensor(np.ones(3), FLOAT), fout) == INVALID  # no broadcast
+    assert dev.phase1("PowTensorTensor", ti, dev.tensor(np.ones(4), UINT16), fout) == INVALID  # no promotion
+
+
+@pytest.mark.parametrize("sdt,odt", [(FLOAT, FLOAT), (FLOAT16, FLOAT), (FLOAT, BF16), (INT32, INT32), (INT64, INT8)],
+                         ids=ident)
+def test_inplace_sub_and_div(dev, sdt, odt):
+    s, o = values_for(sdt, (3, 4), 1, 9), values_for(odt, (4,), 1, 5)
+    alpha_type = INT64 if sdt in INTS else FLOAT
+    for name, fn in (("InplaceSub", lambda a, b: a - 2 * b), ("InplaceDiv", lambda a, b: a / b)):
+        t, other = dev.tensor(s, sdt, "transposed"), dev.tensor(o, odt, "strided")
+        args = (dev.scalar(2, alpha_type),) if name == "InplaceSub" else ()
+        dev.run(name, t, other, *args)
+        want = fn(f64(t.host), f64(other.host))
+        exact_or_close(t.read(), np.trunc(want).astype(np.int64) if sdt in INTS else want, sdt)
+
+
+def test_inplace_sub_and_div_refusals(dev):
+    ti, tf = dev.tensor(np.ones((2, 3)), INT32), dev.tensor(rand((2, 3)), FLOAT)
+    assert dev.phase1("InplaceSub", ti, tf, dev.scalar(1, INT64)) == INVALID  # fp32 result into int32
+    assert dev.phase1("InplaceSub", ti, ti, dev.scalar(0.5)) == INVALID  # a floating alpha for integers
+    assert dev.phase1("InplaceSub", tf, dev.tensor(rand((3, 3)), FLOAT), dev.scalar(1.0)) == INVALID
+    assert dev.phase1("InplaceDiv", dev.tensor(rand((3,)), FLOAT), tf) == INVALID  # (2,3) does not fit (3,)
+    assert dev.phase1("InplaceDiv", ti, tf) == INVALID
+    assert dev.phase1("InplaceSub", tf, tf, None) == NULLPTR
+
+
+def test_swhere_broadcasts_and_promotes(dev):
+    cond = rng.random((2, 1, 4)) < 0.5
+    tc, ts = dev.tensor(cond, BOOL, "strided"), dev.tensor(rng.integers(-9, 9, (3, 4)), INT32)
+    to = dev.tensor(rand((4,)), FLOAT16, "offset")
+    out = dev.empty((2, 3, 4), FLOAT)  # int32 with fp16 computes in fp16, cast to the fp32 out
+    dev.run("SWhere", tc, ts, to, out)
+    close(out.read(), np.where(cond, as_dtype(f64(ts.host), FLOAT16), f64(to.host)), FLOAT)
+    dev.run("SWhere", dev.tensor(cond.astype(np.uint8), UINT8), ts, to, out)
+    close(out.read(), np.where(cond, as_dtype(f64(ts.host), FLOAT16), f64(to.host)), FLOAT)
+    assert dev.phase1("SWhere", tc, ts, to, dev.empty((2, 3, 4), INT32)) == INVALID  # fp16 into int32
+    assert dev.phase1("SWhere", tc, ts, to, dev.empty((3, 4), FLOAT)) == INVALID
+    assert dev.phase1("SWhere", dev.tensor(cond, FLOAT), ts, to, out) == INVALID
