@@ -754,3 +754,131 @@ def test_swhere_broadcasts_and_promotes(dev):
     assert dev.phase1("SWhere", tc, ts, to, dev.empty((2, 3, 4), INT32)) == INVALID  # fp16 into int32
     assert dev.phase1("SWhere", tc, ts, to, dev.empty((3, 4), FLOAT)) == INVALID
     assert dev.phase1("SWhere", dev.tensor(cond, FLOAT), ts, to, out) == INVALID
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+@pytest.mark.parametrize("bias", [(5,), (4, 1), (4, 5)])
+def test_addmm(dev, dtype, bias):
+    tb, t1 = dev.tensor(rand(bias), dtype, "strided"), dev.tensor(rand((4, 3)), dtype, "transposed")
+    t2, out = dev.tensor(rand((3, 5)), dtype, "offset"), dev.empty((4, 5), dtype)
+    ws = dev.run("Addmm", tb, t1, t2, dev.scalar(0.5), dev.scalar(2.0), out, 0)
+    assert ws > 0
+    close(out.read(), as_dtype(0.5 * f64(tb.host) + 2 * f64(t1.host) @ f64(t2.host), dtype), dtype, scale=4)
+
+
+def test_addmm_beta_zero_drops_self_and_refusals(dev):
+    tb, t1, t2 = dev.tensor(np.full((2, 2), np.nan), FLOAT), dev.tensor(rand((2, 3)), FLOAT), dev.tensor(rand((3, 2)),
+                                                                                                       FLOAT)
+    out = dev.empty((2, 2), FLOAT)
+    dev.run("Addmm", tb, t1, t2, dev.scalar(0.0), dev.scalar(1.0), out, 0)
+    close(out.read(), f64(t1.host) @ f64(t2.host), FLOAT)
+    one = dev.scalar(1.0)
+    assert dev.phase1("Addmm", tb, t1, t1, one, one, out, 0) == INVALID  # (2,3) @ (2,3)
+    assert dev.phase1("Addmm", dev.tensor(rand((3,)), FLOAT), t1, t2, one, one, out, 0) == INVALID
+    assert dev.phase1("Addmm", tb, t1, t2, one, one, dev.empty((2, 2), FLOAT16), 0) == INVALID  # promoted: fp32
+    assert dev.phase1("Addmm", tb, t1, t2, one, one, out, 9) == INVALID
+    assert dev.phase1("Addmm", tb, t1, t2, None, one, out, 0) == NULLPTR
+
+
+@pytest.mark.parametrize("dtype", [FLOAT, FLOAT16, BF16, INT64], ids=ident)
+@pytest.mark.parametrize("dim,keep", [(1, False), (-1, True), (0, False)])
+def test_argmax_and_max_dim(dev, dtype, dim, keep):
+    x = values_for(dtype, (3, 4, 5), -3, 3)  # small integers: ties, resolved to the first index
+    if dtype == FLOAT:
+        x[1, 2, 3] = np.nan
+    tx = dev.tensor(x, dtype, "transposed")
+    xs = f64(tx.host)
+    nan = np.isnan(xs)
+    idx = np.where(nan.any(axis=dim), np.argmax(nan, axis=dim), np.argmax(np.where(nan, -np.inf, xs), axis=dim))
+    mx = np.where(nan.any(axis=dim), np.nan, np.nanmax(np.where(nan, -np.inf, xs), axis=dim))
+    shape = np.expand_dims(idx, dim).shape if keep else idx.shape
+    out_idx = dev.empty(shape, INT64)
+    dev.run("ArgMax", tx, dim, keep, out_idx)
+    np.testing.assert_array_equal(out_idx.read().reshape(idx.shape), idx)
+    values, indices = dev.empty(shape, dtype, "strided"), dev.empty(shape, INT32)
+    dev.run("MaxDim", tx, dim, keep, values, indices)
+    np.testing.assert_array_equal(indices.read().reshape(idx.shape), idx)
+    np.testing.assert_array_equal(f64(values.read()).reshape(mx.shape), mx)
+
+
+def test_argmax_and_max_dim_refusals(dev):
+    tx = dev.tensor(rand((3, 4)), FLOAT)
+    assert dev.phase1("ArgMax", tx, 2, False, dev.empty((3,), INT64)) == INVALID
+    assert dev.phase1("ArgMax", tx, 1, False, dev.empty((3,), FLOAT)) == INVALID  # indices are int32 / int64
+    assert dev.phase1("ArgMax", tx, 1, False, dev.empty((3, 1), INT64)) == INVALID  # keepdim false: (3,)
+    assert dev.phase1("MaxDim", tx, 1, True, dev.empty((3, 1), FLOAT16), dev.empty((3, 1), INT64)) == INVALID
+    assert dev.phase1("MaxDim", dev.tensor(np.ones((3, 4)), INT32), 1, True, dev.empty((3, 1), INT32),
+                      dev.empty((3, 1), INT64)) == INVALID  # A2/A3: no int32 self
+    assert dev.phase1("MaxDim", tx, 1, True, None, dev.empty((3, 1), INT64)) == NULLPTR
+
+
+@pytest.mark.parametrize("dtype", [FLOAT, FLOAT16, BF16, INT32], ids=ident)
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dim,k", [(-1, 3), (0, 2), (1, 0)])
+def test_topk(dev, dtype, largest, dim, k):
+    x = values_for(dtype, (4, 6), -20, 20)
+    tx = dev.tensor(x, dtype, "strided")
+    xs = f64(tx.host)
+    order = np.argsort(-xs if largest else xs, axis=dim, kind="stable")  # ties: the lower index first
+    idx = np.take(order, np.arange(k), axis=dim)
+    shape = idx.shape
+    values, indices = dev.empty(shape, dtype, "transposed"), dev.empty(shape, INT64)
+    dev.run("Topk", tx, k, dim, largest, True, values, indices)
+    np.testing.assert_array_equal(indices.read(), idx)
+    np.testing.assert_array_equal(f64(values.read()), np.take_along_axis(xs, idx, axis=dim))
+
+
+def test_topk_ranks_nan_highest_and_refusals(dev):
+    tx = dev.tensor(np.array([1.0, np.nan, 3.0, 2.0]), FLOAT)
+    values, indices = dev.empty((2,), FLOAT), dev.empty((2,), INT64)
+    dev.run("Topk", tx, 2, 0, True, True, values, indices)
+    np.testing.assert_array_equal(indices.read(), [1, 2])
+    dev.run("Topk", tx, 2, 0, False, True, values, indices)
+    np.testing.assert_array_equal(indices.read(), [0, 3])
+    assert dev.phase1("Topk", tx, 5, 0, True, True, dev.empty((5,), FLOAT), dev.empty((5,), INT64)) == INVALID
+    assert dev.phase1("Topk", tx, 2, 0, True, True, values, dev.empty((2,), INT32)) == INVALID
+    assert dev.phase1("Topk", tx, 2, 1, True, True, values, indices) == INVALID
+
+
+@pytest.mark.parametrize("itype", [INT32, INT64], ids=ident)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select(dev, itype, dim):
+    x = rand((3, 4, 5))
+    tx = dev.tensor(x, BF16, "transposed")
+    ids = rng.integers(0, x.shape[dim], 6)
+    ti = dev.tensor(ids, itype, "strided")
+    out = dev.empty(np.take(x, ids, axis=dim).shape, BF16)
+    dev.run("IndexSelect", tx, dim, ti, out)
+    np.testing.assert_array_equal(out.read(), np.take(tx.host, ids, axis=dim))
+    one = dev.empty(np.take(x, [2], axis=dim).shape, BF16)
+    dev.run("IndexSelect", tx, dim, dev.tensor(np.array(2), itype), one)  # a 0-d index is one index
+    np.testing.assert_array_equal(one.read(), np.take(tx.host, [2], axis=dim))
+
+
+def test_index_select_refusals_and_fault(dev):
+    tx, out = dev.tensor(rand((3, 4)), FLOAT), dev.empty((3, 2), FLOAT)
+    assert dev.phase1("IndexSelect", tx, 1, dev.tensor(np.zeros((1, 2)), INT64), out) == INVALID  # 2-D index
+    assert dev.phase1("IndexSelect", tx, 1, dev.tensor(np.zeros(2), FLOAT), out) == INVALID
+    assert dev.phase1("IndexSelect", tx, 2, dev.tensor(np.zeros(2), INT64), out) == INVALID
+    assert dev.phase1("IndexSelect", tx, 1, dev.tensor(np.zeros(2), INT64), dev.empty((3, 2), FLOAT16)) == INVALID
+    dev.run("IndexSelect", tx, 1, dev.tensor(np.array([0, 4]), INT64), out, expect_sync=base.AICORE_EXCEPTION)
+
+
+@pytest.mark.parametrize("sdt,odt", [(FLOAT, FLOAT), (FLOAT16, FLOAT16), (BF16, FLOAT), (FLOAT, FLOAT16),
+                                     (INT32, INT64), (INT32, FLOAT)], ids=ident)
+@pytest.mark.parametrize("dim", [0, -1])
+def test_cumsum(dev, sdt, odt, dim):
+    tx = dev.tensor(values_for(sdt, (4, 6), -5, 5), sdt, "transposed")
+    out = dev.empty((4, 6), odt, "strided")
+    dev.run("Cumsum", tx, dim, odt, out)
+    # self is cast to out's dtype first (the docs), then summed
+    want = np.cumsum(as_dtype(f64(tx.host), odt) if odt not in INTS else f64(tx.host), axis=dim)
+    exact_or_close(out.read(), want, odt)
+
+
+def test_cumsum_refusals(dev):
+    tx, out = dev.tensor(rand((2, 3)), FLOAT), dev.empty((2, 3), FLOAT)
+    assert dev.phase1("Cumsum", tx, 0, FLOAT16, out) == INVALID  # dtype must be out's
+    assert dev.phase1("Cumsum", tx, 0, INT32, dev.empty((2, 3), INT32)) == INVALID  # fp32 cannot become int32
+    assert dev.phase1("Cumsum", tx, 2, FLOAT, out) == INVALID
+    assert dev.phase1("Cumsum", tx, 0, FLOAT, dev.empty((3, 2), FLOAT)) == INVALID
