@@ -681,6 +681,20 @@ def test_clamp(dev, dtype):
     assert dev.phase1("Clamp", tx, None, None, dev.empty((4, 5), dtype)) == NULLPTR
 
 
+def test_inplace_tanh_and_inplace_pow_tensor_scalar(dev):
+    t = dev.tensor(rand((3, 4)), BF16, "transposed")
+    dev.run("InplaceTanh", t)
+    close(t.read(), as_dtype(np.tanh(f64(t.host)), BF16), BF16)
+    p = dev.tensor(rand((3, 4), 0.5, 2), FLOAT16, "strided")
+    dev.run("InplacePowTensorScalar", p, dev.scalar(1.5))
+    close(p.read(), as_dtype(f64(p.host) ** 1.5, FLOAT16), FLOAT16)
+    ti = dev.tensor(np.array([1, 2, 3]), INT32)
+    dev.run("InplacePowTensorScalar", ti, dev.scalar(2, INT64))
+    np.testing.assert_array_equal(ti.read(), [1, 4, 9])
+    assert dev.phase1("InplacePowTensorScalar", ti, dev.scalar(0.5)) == INVALID  # fp32 result into int32
+    assert dev.phase1("InplaceTanh", dev.tensor(np.ones(3), INT32)) == INVALID
+
+
 def test_clamp_of_integers_by_a_float_bound_is_floating(dev):
     ti = dev.tensor(np.arange(-3, 3), INT32)
     out = dev.empty((6,), FLOAT)
@@ -764,6 +778,16 @@ def test_addmm(dev, dtype, bias):
     ws = dev.run("Addmm", tb, t1, t2, dev.scalar(0.5), dev.scalar(2.0), out, 0)
     assert ws > 0
     close(out.read(), as_dtype(0.5 * f64(tb.host) + 2 * f64(t1.host) @ f64(t2.host), dtype), dtype, scale=4)
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_inplace_addmm(dev, dtype):
+    ts, t1, t2 = dev.tensor(rand((4, 5)), dtype, "transposed"), dev.tensor(rand((4, 3)), dtype), dev.tensor(
+        rand((3, 5)), dtype, "strided")
+    dev.run("InplaceAddmm", ts, t1, t2, dev.scalar(1.5), dev.scalar(-1.0), 0)
+    close(ts.read(), as_dtype(1.5 * f64(ts.host) - f64(t1.host) @ f64(t2.host), dtype), dtype, scale=4)
+    one = dev.scalar(1.0)
+    assert dev.phase1("InplaceAddmm", dev.tensor(rand((5,)), dtype), t1, t2, one, one, 0) == INVALID  # selfRef (m,n)
 
 
 def test_addmm_beta_zero_drops_self_and_refusals(dev):

@@ -57,9 +57,10 @@ aclnnStatus unary(const char *op, const aclTensor *self, DtypeSet ins, const acl
 }
 
 // selfRef = fn(selfRef) for a floating selfRef.
-aclnnStatus inplace_unary(const char *op, aclTensor *selfRef, Unary fn, uint64_t *ws, aclOpExecutor **ex) {
+aclnnStatus inplace_unary(const char *op, aclTensor *selfRef, DtypeSet types, Unary fn, uint64_t *ws,
+                          aclOpExecutor **ex) {
   return phase1(op, ws, ex, [&] {
-    const aclDataType dt = tensor(selfRef, "selfRef", kFloatsD).dtype;
+    const aclDataType dt = tensor(selfRef, "selfRef", types).dtype;
     return ExecutorSpec{"", {nn::slot(selfRef, Io::InOut)}, 0, [dt, fn](const Slots &s) {
                           Values x = gather_as(view(s, 0), dt);
                           for (double &e : x) e = fn(e);
@@ -120,6 +121,24 @@ Bounds read_bounds(const aclScalar *min, const aclScalar *max, aclDataType self,
   return b;
 }
 
+// self ** exponent in promote_scalar(self, exponent); out == nullptr: in place into self.
+ExecutorSpec pow_scalar_spec(const aclTensor *self, const aclScalar *exponent, const aclTensor *out) {
+  const TensorView &x = tensor(self, "self", kReal);
+  const TensorView &o = out == nullptr ? x : tensor(out, "out", kReal);
+  const double e = scalar(exponent, "exponent");
+  if (x.dtype == ACL_BOOL && exponent->dtype == ACL_BOOL) fail("self and exponent cannot both be BOOL");
+  const aclDataType compute = promote_scalar(x.dtype, exponent->dtype);
+  require_cast(compute, o, out == nullptr ? "self" : "out");
+  if (is_integral(compute) && e < 0) fail("an integral power needs exponent >= 0, got " + std::to_string(e));
+  const double p = cast_value(e, compute);
+  if (out != nullptr) return map_spec(self, out, compute, [p](double v) { return std::pow(v, p); });
+  return {"", {nn::slot(self, Io::InOut)}, 0, [compute, p](const Slots &s) {
+            Values x = gather_as(view(s, 0), compute);
+            for (double &v : x) v = std::pow(v, p);
+            scatter(view(s, 0), x);
+          }};
+}
+
 }  // namespace
 
 extern "C" {
@@ -152,14 +171,19 @@ aclnnStatus aclnnTanhGetWorkspaceSize(const aclTensor *self, aclTensor *out, uin
       [](double v) { return std::tanh(v); }, workspaceSize, executor);
 }
 
+aclnnStatus aclnnInplaceTanhGetWorkspaceSize(aclTensor *selfRef, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return inplace_unary(
+      "InplaceTanh", selfRef, kHalfFloats, [](double v) { return std::tanh(v); }, workspaceSize, executor);
+}
+
 aclnnStatus aclnnInplaceExpGetWorkspaceSize(aclTensor *selfRef, uint64_t *workspaceSize, aclOpExecutor **executor) {
   return inplace_unary(
-      "InplaceExp", selfRef, [](double v) { return std::exp(v); }, workspaceSize, executor);
+      "InplaceExp", selfRef, kFloatsD, [](double v) { return std::exp(v); }, workspaceSize, executor);
 }
 
 aclnnStatus aclnnInplaceSqrtGetWorkspaceSize(aclTensor *self, uint64_t *workspaceSize, aclOpExecutor **executor) {
   return inplace_unary(
-      "InplaceSqrt", self, [](double v) { return std::sqrt(v); }, workspaceSize, executor);
+      "InplaceSqrt", self, kFloatsD, [](double v) { return std::sqrt(v); }, workspaceSize, executor);
 }
 
 // max(min(x, max), min) as the docs write it (min wins when min > max); a missing bound does not apply.
@@ -181,16 +205,14 @@ aclnnStatus aclnnClampGetWorkspaceSize(const aclTensor *self, const aclScalar *c
 
 aclnnStatus aclnnPowTensorScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *exponent, const aclTensor *out,
                                                  uint64_t *workspaceSize, aclOpExecutor **executor) {
-  return phase1("PowTensorScalar", workspaceSize, executor, [&] {
-    const TensorView &x = tensor(self, "self", kReal), &o = tensor(out, "out", kReal);
-    const double e = scalar(exponent, "exponent");
-    if (x.dtype == ACL_BOOL && exponent->dtype == ACL_BOOL) fail("self and exponent cannot both be BOOL");
-    const aclDataType compute = promote_scalar(x.dtype, exponent->dtype);
-    require_cast(compute, o, "out");
-    if (is_integral(compute) && e < 0) fail("an integral power needs exponent >= 0, got " + std::to_string(e));
-    const double p = cast_value(e, compute);
-    return map_spec(self, out, compute, [p](double v) { return std::pow(v, p); });
-  });
+  return phase1("PowTensorScalar", workspaceSize, executor, [&] { return pow_scalar_spec(self, exponent, out); });
+}
+
+// self = self ** exponent, the result cast back to self's dtype.
+aclnnStatus aclnnInplacePowTensorScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *exponent,
+                                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("InplacePowTensorScalar", workspaceSize, executor,
+                [&] { return pow_scalar_spec(self, exponent, nullptr); });
 }
 
 aclnnStatus aclnnPowTensorTensorGetWorkspaceSize(const aclTensor *self, const aclTensor *exponent, aclTensor *out,
