@@ -283,6 +283,26 @@ def test_flash_attention_grad_with_causal_mask_and_dropout(dev):
               keep_prob=0.8, drop=dev.tensor(bits, UINT8))
 
 
+def test_flash_attention_grad_refusals(dev):
+    at = Attn(dev, FLOAT, "BNSD")
+    b, n1, n2, s1, s2, d, dv = at.shape
+    stats = [dev.tensor(np.ones((b, n1, s1, 8)), FLOAT) for _ in range(2)]
+    dy, attn_in = dev.tensor(rand((b, n1, s1, dv)), FLOAT), dev.tensor(rand((b, n1, s1, dv)), FLOAT)
+    grads = [dev.empty(t.shape, FLOAT) for t in (at.tq, at.tk, at.tv)]
+
+    def fag(dy=dy, smax=stats[0], attn_in=attn_in, dq=grads[0], layout=b"BNSD"):
+        return dev.phase1("FlashAttentionScoreGrad", at.tq, at.tk, at.tv, dy, None, None, None, None, smax, stats[1],
+                          None, attn_in, None, 0.5, 1.0, 65536, 65536, n1, layout, 0, 0, dq, grads[1], grads[2], None)
+
+    assert fag() == 0
+    assert fag(dy=dev.tensor(rand((b, n1, s1, dv)), FLOAT16)) == INVALID
+    assert fag(dy=dev.tensor(rand((b, n1, s1 + 1, dv)), FLOAT)) == INVALID
+    assert fag(dq=dev.empty((b, n2, s1, d), FLOAT)) == INVALID  # dq has query's heads
+    assert fag(smax=dev.tensor(np.ones((b, n1, s1, 8)), FLOAT16)) == INVALID
+    assert fag(layout=b"BSND") == INVALID  # the tensors are BNSD-shaped
+    assert fag(smax=None) == NULLPTR and fag(attn_in=None) == NULLPTR and fag(dy=None) == NULLPTR
+
+
 def test_the_analytic_reference_is_the_derivative_of_the_forward():
     """Guards the reference itself: its dq matches finite differences of sum(dy * out) in float64."""
     q, k, v, dy = rand((1, 2, 3, 4)), rand((1, 1, 5, 4)), rand((1, 1, 5, 4)), rand((1, 2, 3, 4))

@@ -205,12 +205,13 @@ struct GradTensors {
   const aclTensor *dy, *softmaxMax, *softmaxSum, *softmaxIn, *attentionIn, *dq, *dk, *dv, *dpse;
 };
 
-void check_grad_tensors(const Problem &pb, const GradTensors &t) {
+// Every tensor of the grad has query's dtype but the FLOAT statistics.
+void check_grad_tensors(const Problem &pb, const GradTensors &t, aclDataType qdtype) {
   const Axes &ax = pb.ax;
-  const aclDataType dt = t.dy == nullptr ? ACL_DT_UNDEFINED : t.dy->view.dtype;
-  const DtypeSet same = dt == ACL_FLOAT || dt == ACL_FLOAT16 || dt == ACL_BF16 ? dtypes({dt}) : kFloats;
+  const DtypeSet same = dtypes({qdtype});
   const Shape out = layout_shape(ax.layout, ax.b, ax.n1, ax.s1, ax.dv);
-  tensor(t.dy, "dy", same, out);
+  if (tensor(t.dy, "dy", kFloats).dtype != qdtype) fail("dy's dtype differs from query's");
+  require_shape(t.dy->view, out, "dy");
   tensor(t.attentionIn, "attentionInOptional", same, out);
   tensor(t.softmaxMax, "softmaxMaxOptional", dtypes({ACL_FLOAT}), stat_shape(ax));
   tensor(t.softmaxSum, "softmaxSumOptional", dtypes({ACL_FLOAT}), stat_shape(ax));
@@ -236,8 +237,7 @@ ExecutorSpec grad_spec(const Common &c, const GradTensors &t) {
                    {t.softmaxMax, "softmaxMaxOptional"},
                    {t.softmaxSum, "softmaxSumOptional"}});
   const Problem pb = read_problem(c);
-  if (t.dy->view.dtype != c.query->view.dtype) fail("dy's dtype differs from query's");
-  check_grad_tensors(pb, t);
+  check_grad_tensors(pb, t, c.query->view.dtype);
   Slots slots;
   for (const aclTensor *x : {c.query, c.key, c.value, t.dy, c.pse, c.dropMask, c.paddingMask, c.attenMask, t.softmaxMax,
                              t.softmaxSum, t.softmaxIn, t.attentionIn})
