@@ -250,9 +250,13 @@ def test_mark_steps_gives_one_folder_per_step(train, base, dtype):
 
 # ---- every op of the stand-in -----------------------------------------------------------------------------------
 def stand_in_ops():
-    """The op types test/fake_cann/aclnn_ops.spec declares (one `Op(params...)` line each)."""
+    """The op types test/fake_cann/aclnn_ops.spec declares (one `Op(params...)` line each), but for its section
+    "# Transformer ops (issue 41)" ... "# End of the transformer ops (issue 41).": ops_workload.py and npu_refs do
+    not launch and recompute those yet."""
     with open(os.path.join(shimtest.SOURCE, "test", "fake_cann", "aclnn_ops.spec")) as f:
-        return {m.group(1) for m in (re.match(r"^([A-Z]\w*)\(", line) for line in f) if m}
+        text = re.sub(r"\n# Transformer ops \(issue 41\).*?\n# End of the transformer ops \(issue 41\)\.", "", f.read(),
+                      flags=re.S)
+    return {m.group(1) for m in (re.match(r"^([A-Z]\w*)\(", line) for line in text.splitlines()) if m}
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,11 @@
-// Matrix products: Matmul (torch.matmul rules: 1-D operands, broadcast batch dims), Mm (2-D) and
-// BatchMatMul (3-D, equal batch). Operands are read through their views, so the transposed (strided)
-// views that a matmul backward passes need no copy.
+// Matrix products: Matmul (torch.matmul rules: 1-D operands, broadcast batch dims), Mm (2-D),
+// BatchMatMul (3-D, equal batch) and Addmm (beta * self + alpha * mat1 @ mat2, ops-nn matmul/mat_mul_v3). Operands are
+// read through their views, so the transposed (strided) views that a matmul backward passes need no copy.
 #include <cstring>
+#include <utility>
 
 #include "op_common.h"
+#include "promotion.h"
 
 using namespace fakecann;
 using namespace fakecann::ops;
@@ -81,6 +83,39 @@ aclnnStatus matmul(const char *op, Family family, const aclTensor *self, const a
   });
 }
 
+// Addmm: self (1-D or 2-D) broadcast to mat1 @ mat2's (m, n); out has the promoted dtype of the three. beta == 0
+// drops self entirely (a NaN in it does not propagate), as torch.addmm. out == nullptr: InplaceAddmm, into self.
+ExecutorSpec addmm_spec(const aclTensor *self, const aclTensor *mat1, const aclTensor *mat2, double beta, double alpha,
+                        const aclTensor *out, int8_t cube) {
+  const TensorView &c = tensor(self, "self", kFloats), &a = tensor(mat1, "mat1", kFloats);
+  const TensorView &b = tensor(mat2, "mat2", kFloats), &o = out == nullptr ? c : tensor(out, "out", kFloats);
+  if (cube < 0 || cube > kCubeMax) fail("cubeMathType " + std::to_string(cube) + " is not a valid value");
+  if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0])
+    fail("mat1 " + show(a.shape) + " and mat2 " + show(b.shape) + " are not (m, k) and (k, n)");
+  if (c.shape.empty() || c.shape.size() > 2) fail("self must be 1-D or 2-D, has shape " + show(c.shape));
+  const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+  const Shape mn{m, n};
+  if (broadcast_shape(c.shape, mn) != mn) fail("self " + show(c.shape) + " does not broadcast to " + show(mn));
+  require_shape(o, mn, out == nullptr ? "selfRef" : "out");
+  if (o.dtype != promote(c.dtype, promote(a.dtype, b.dtype))) fail("out's dtype is not the operands' promoted dtype");
+  Slots slots{nn::slot(self, out == nullptr ? Io::InOut : Io::Input), nn::slot(mat1, Io::Input),
+              nn::slot(mat2, Io::Input)};
+  if (out != nullptr) slots.push_back(nn::slot(out, Io::Output));
+  const size_t result = out == nullptr ? 0 : 3;
+  return {"", std::move(slots), workspace_for(m * n), [=](const Slots &s) {
+            Values x = gather(view(s, 1)), y = gather(view(s, 2));
+            for (double &e : x) e = cube_operand(e, view(s, 1).dtype, cube);
+            for (double &e : y) e = cube_operand(e, view(s, 2).dtype, cube);
+            Values r = beta == 0 ? Values((size_t)(m * n), 0.0) : gather(expand(view(s, 0), mn));
+            for (double &e : r) e *= beta;
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t q = 0; q < k; ++q)
+                for (int64_t j = 0; j < n; ++j)
+                  r[(size_t)(i * n + j)] += alpha * x[(size_t)(i * k + q)] * y[(size_t)(q * n + j)];
+            scatter(view(s, result), r);
+          }};
+}
+
 }  // namespace
 
 extern "C" {
@@ -98,6 +133,24 @@ aclnnStatus aclnnMmGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2
 aclnnStatus aclnnBatchMatMulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out,
                                              int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
   return matmul("BatchMatMul", Family::Bmm, self, mat2, out, cubeMathType, workspaceSize, executor);
+}
+
+aclnnStatus aclnnAddmmGetWorkspaceSize(const aclTensor *self, const aclTensor *mat1, const aclTensor *mat2,
+                                       const aclScalar *beta, const aclScalar *alpha, aclTensor *out,
+                                       int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("Addmm", workspaceSize, executor, [&] {
+    const double b = scalar(beta, "beta"), a = scalar(alpha, "alpha");
+    return addmm_spec(self, mat1, mat2, b, a, out, cubeMathType);
+  });
+}
+
+aclnnStatus aclnnInplaceAddmmGetWorkspaceSize(const aclTensor *selfRef, const aclTensor *mat1, const aclTensor *mat2,
+                                              const aclScalar *beta, const aclScalar *alpha, int8_t cubeMathType,
+                                              uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return phase1("InplaceAddmm", workspaceSize, executor, [&] {
+    const double b = scalar(beta, "beta"), a = scalar(alpha, "alpha");
+    return addmm_spec(selfRef, mat1, mat2, b, a, nullptr, cubeMathType);
+  });
 }
 
 }  // extern "C"

@@ -1,4 +1,4 @@
-// Normalizations over trailing dims: LayerNorm (+ mean/rstd outputs), RmsNorm and LayerNormBackward.
+// Normalizations over trailing dims: LayerNorm (+ mean/rstd outputs) and LayerNormBackward (RmsNorm: rms_norm.cpp).
 // The normalized dims are the last ones, so rows are contiguous in row-major gathered values.
 #include <array>
 #include <cmath>
@@ -82,33 +82,6 @@ aclnnStatus aclnnLayerNormGetWorkspaceSize(const aclTensor *input, const aclIntA
           scatter(view(s, 3), xv);
           scatter_if(s[4], mean);
           scatter_if(s[5], rstd);
-        }};
-  });
-}
-
-// y = x / sqrt(mean(x^2) + epsilon) * gamma over gamma's dims; rstd = that 1/sqrt(...) per row.
-aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma, double epsilon,
-                                         const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
-                                         aclOpExecutor **executor) {
-  return phase1("RmsNorm", workspaceSize, executor, [&] {
-    const TensorView &xv = tensor(x, "x", kFloats);
-    Rows r = rows_of(xv.shape, tensor(gamma, "gamma", kFloats).shape, "gamma shape");
-    tensor(yOut, "yOut", kFloats, xv.shape);
-    tensor(rstdOut, "rstdOut", kFloats, r.stat);
-    return ExecutorSpec{
-        "",
-        {nn::slot(x, Io::Input), nn::slot(gamma, Io::Input), nn::slot(yOut, Io::Output), nn::slot(rstdOut, Io::Output)},
-        workspace_for(xv.numel()),
-        [r, epsilon](const Slots &s) {
-          Values v = gather(view(s, 0)), g = gather(view(s, 1)), rstd((size_t)r.count);
-          for (int64_t i = 0; i < r.count; ++i) {
-            double *row = &v[(size_t)(i * r.len)], sq = 0;
-            for (int64_t j = 0; j < r.len; ++j) sq += row[j] * row[j];
-            rstd[(size_t)i] = 1.0 / std::sqrt(sq / (double)r.len + epsilon);
-            for (int64_t j = 0; j < r.len; ++j) row[j] *= rstd[(size_t)i] * g[(size_t)j];
-          }
-          scatter(view(s, 2), v);
-          scatter(view(s, 3), rstd);
         }};
   });
 }

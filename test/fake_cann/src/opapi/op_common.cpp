@@ -14,6 +14,7 @@
 namespace fakecann::ops {
 
 void fail(const std::string &why) { throw ParamError{ACLNN_ERR_PARAM_INVALID, why}; }
+void fail_tiling(const std::string &why) { throw ParamError{ACLNN_ERR_INNER_TILING_ERROR, why}; }
 
 namespace {
 

@@ -30,6 +30,8 @@ struct ParamError {
   std::string message;
 };
 [[noreturn]] void fail(const std::string &why);  // ACLNN_ERR_PARAM_INVALID
+// ACLNN_ERR_INNER_TILING_ERROR: what an op whose aclnn layer is generated reports for shapes its tiling refuses.
+[[noreturn]] void fail_tiling(const std::string &why);
 
 // Sets of dtypes, as bit masks indexed by aclDataType.
 using DtypeSet = uint64_t;
