@@ -1,14 +1,18 @@
-"""The stand-in's MoE ops against numpy: gating (MoeGatingTopKSoftmax, V2), routing (MoeInitRouting, V2, V2Grad) and
-combine (MoeFinalizeRouting, V2, V2Grad).
+"""The stand-in's MoE ops against numpy: gating (MoeGatingTopKSoftmax, V2), routing (MoeInitRouting, V2, V2Grad),
+combine (MoeFinalizeRouting, V2, V2Grad) and GroupedMatmul (V4, V5), then a MoE layer's forward and backward chained
+from them as torch_npu and MindSpeed run one, against a dense numpy MoE and its hand-derived gradients.
 
 The references are written here from the ops' docs (ops-transformer moe/*/docs, gmm/grouped_matmul/docs), not from
 the stand-in's code. Devices, tensors and tolerances are test_aclnn_ops.py's (one rounding for fp16/bf16).
 """
+import ctypes
+
 import numpy as np
 import pytest
 
-from test_aclnn_ops import BF16, BOOL, FLOAT, FLOAT16, FP, INT32, INT64, INVALID, NULLPTR, as_dtype, close, dev, \
-    device, ident  # noqa: F401 (dev and device are fixtures)
+from test_aclnn_ops import BF16, BOOL, FLOAT, FLOAT16, FP, INT32, INT64, INVALID, NULLPTR, Handle, as_dtype, close, \
+    dev, device, ident  # noqa: F401 (dev and device are fixtures)
+from tiny_npu import acl
 
 TILING = 561002  # ACLNN_ERR_INNER_TILING_ERROR: what CANN's generated ops say of shapes and attribute values
 rng = np.random.default_rng(4141)
@@ -276,3 +280,165 @@ def test_finalize_routing_v2_grad(dev, dtype, drop_pad):
         want_gsc.reshape(-1)[i] = np.dot(flat_ex[r] + bias.host[expert_idx.reshape(-1)[i]], gy.host[i // k])
     close(gex.read(), as_dtype(want_gex.reshape(shape), dtype), dtype)
     close(gsc.read(), as_dtype(want_gsc, dtype), dtype, scale=4)
+
+
+# ------------------------------------------------------------------------------------------------ grouped matmul
+
+GMM = ["GroupedMatmulV4", "GroupedMatmulV5"]
+
+
+def gmm(dev, name, x, w, bias, group_list, split_item, group_type, list_type, out, act=0):
+    """Both phases of GroupedMatmulV4/V5 with every quantization list NULL."""
+    lists = [dev.tensor_list(t) if t is not None else None for t in (x, w, bias)]
+    tail = [split_item, group_type, list_type, act] + ([None] if name.endswith("V5") else [])
+    args = lists + [None] * 5 + [group_list] + [None] * 3 + tail + [dev.tensor_list(out), None, None]
+    return args
+
+
+def bias_dtype(dtype):
+    return FLOAT16 if dtype == FLOAT16 else FLOAT
+
+
+@pytest.mark.parametrize("list_type", [0, 1])
+@pytest.mark.parametrize("name", GMM)
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_gmm_groups_of_rows_one_weight(dev, dtype, name, list_type):
+    m, kk, n, sizes = 11, 6, 5, [3, 0, 4, 2]  # 2 rows after the groups: not written
+    x, w = dev.tensor(rng.uniform(-1, 1, (m, kk)), dtype), dev.tensor(rng.uniform(-1, 1, (4, kk, n)), dtype)
+    b = dev.tensor(rng.uniform(-1, 1, (4, n)), bias_dtype(dtype))
+    gl = np.cumsum(sizes) if list_type == 0 else np.array(sizes)
+    y = dev.empty((m, n), dtype)
+    dev.run(name, *gmm(dev, name, [x], [w], [b], dev.tensor(gl, INT64), 3, 0, list_type, [y]))
+    got, at = y.read(), 0
+    for g, size in enumerate(sizes):
+        want = x.host[at:at + size].astype(np.float64) @ w.host[g] + b.host[g]
+        close(got[at:at + size], as_dtype(want, dtype), dtype, scale=4)
+        at += size
+    assert np.isnan(got[at:]).all()
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_gmm_weight_lists_transposed_and_x_lists(dev, dtype):
+    name, kk, n = "GroupedMatmulV5", 4, 3
+    ws = [dev.tensor(rng.uniform(-1, 1, (kk, n)), dtype, "transposed") for _ in range(3)]
+    # One x, weights as a list, groups of rows.
+    x = dev.tensor(rng.uniform(-1, 1, (7, kk)), dtype)
+    y = dev.empty((7, n), dtype)
+    dev.run(name, *gmm(dev, name, [x], ws, None, dev.tensor(np.array([2, 2, 3]), INT64), 2, 0, 1, [y]))
+    want = np.concatenate([x.host[0:2] @ ws[0].host, x.host[2:4] @ ws[1].host, x.host[4:7] @ ws[2].host])
+    close(y.read(), as_dtype(want, dtype), dtype, scale=4)
+    # x as a list too, no groupList: the rows of each x.
+    xs = [dev.tensor(rng.uniform(-1, 1, (r, kk)), dtype) for r in (1, 3, 2)]
+    y = dev.empty((6, n), dtype)
+    dev.run(name, *gmm(dev, name, xs, ws, None, None, 2, 0, 0, [y]))
+    close(y.read(), as_dtype(np.concatenate([a.host @ b.host for a, b in zip(xs, ws)]), dtype), dtype, scale=4)
+    # groupType -1: a matmul per list entry, with bias.
+    bs = [dev.tensor(rng.uniform(-1, 1, (n,)), bias_dtype(dtype)) for _ in range(3)]
+    ys = [dev.empty((a.shape[0], n), dtype) for a in xs]
+    dev.run(name, *gmm(dev, name, xs, ws, bs, None, 0, -1, 0, ys))
+    for a, b, c, y in zip(xs, ws, bs, ys):
+        close(y.read(), as_dtype(a.host @ b.host + c.host, dtype), dtype, scale=4)
+
+
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_gmm_groups_of_k(dev, dtype):
+    """The weight gradient of a MoE layer: x = activations^T [H, T] (transposed), weight = gradients [T, N]."""
+    t, hh, n, sizes = 9, 4, 3, [4, 0, 5]
+    act, grad = rng.uniform(-1, 1, (t, hh)), rng.uniform(-1, 1, (t, n))
+    x = dev.tensor(act.T, dtype, "transposed")
+    w = dev.tensor(grad, dtype)
+    y = dev.empty((3, hh, n), dtype)
+    dev.run("GroupedMatmulV4", *gmm(dev, "GroupedMatmulV4", [x], [w], None, dev.tensor(np.cumsum(sizes), INT64), 3, 2,
+                                    0, [y]))
+    at, got = 0, y.read()
+    for g, s in enumerate(sizes):
+        want = x.host[:, at:at + s].astype(np.float64) @ w.host[at:at + s]  # an empty group is all zeros
+        close(got[g], as_dtype(want, dtype), dtype, scale=4)
+        at += s
+    # Weights as a list: their first dims split K, one y each.
+    ws = [dev.tensor(grad[:4], dtype), dev.tensor(grad[4:9], dtype)]
+    ys = [dev.empty((hh, n), dtype) for _ in ws]
+    dev.run("GroupedMatmulV4", *gmm(dev, "GroupedMatmulV4", [x], ws, None, None, 0, 2, 0, ys))
+    close(ys[1].read(), as_dtype(x.host[:, 4:9].astype(np.float64) @ ws[1].host, dtype), dtype, scale=4)
+
+
+def test_gmm_refuses_what_it_does_not_emulate(dev):
+    name = "GroupedMatmulV5"
+    x, w = dev.tensor(rng.uniform(-1, 1, (4, 3)), FLOAT), dev.tensor(rng.uniform(-1, 1, (2, 3, 2)), FLOAT)
+    gl, y = dev.tensor(np.array([2, 4]), INT64), dev.empty((4, 2), FLOAT)
+    ok = gmm(dev, name, [x], [w], None, gl, 3, 0, 0, [y])
+    assert dev.phase1(name, *ok) == 0
+    for i, value in [(3, dev.tensor_list([dev.tensor(np.ones(2), FLOAT)])),  # scaleOptional: quantized
+                     (15, 1),  # actType RELU
+                     (13, 1),  # groupType 1
+                     (12, 0),  # splitItem 0 with one out
+                     (14, 2)]:  # groupListType 2 (quantized only)
+        bad = list(ok)
+        bad[i] = value
+        assert dev.phase1(name, *bad) == INVALID, i
+    xt = dev.tensor(rng.uniform(-1, 1, (4, 3)), FLOAT, "transposed")
+    assert dev.phase1(name, *gmm(dev, name, [xt], [w], None, gl, 3, 0, 0, [y])) == INVALID  # x may not be transposed
+    assert dev.phase1(name, *gmm(dev, name, [x], [w], None, gl, 3, 0, 0, [dev.empty((4, 3), FLOAT)])) == INVALID
+    assert dev.phase1(name, *gmm(dev, name, [x], [w], None, None, 3, 0, 0, [y])) == INVALID  # groupList required
+    assert dev.phase1(name, *gmm(dev, name, [dev.tensor(np.ones((4, 3)), INT32)], [w], None, gl, 3, 0, 0, [y])) == \
+        INVALID
+    assert dev.phase1(name, None, None, None, None, None, None, None, None, None, None, None, None, 3, 0, 0, 0, None,
+                      None, None, None) == NULLPTR
+    # Groups that do not fit are the kernel's to find: the synchronization fails.
+    dev.run(name, *gmm(dev, name, [x], [w], None, dev.tensor(np.array([3, 2]), INT64), 3, 0, 0, [y]),
+            expect_sync=507015)
+
+
+# ----------------------------------------------------------------------------------------- a MoE layer, end to end
+
+
+def view_of(dev, base, shape, strides):
+    """Another aclTensor over base's storage (what torch passes for base.transpose(...))."""
+    nd = len(shape)
+    dims, st = (ctypes.c_int64 * nd)(*shape), (ctypes.c_int64 * nd)(*strides)
+    sdims = (ctypes.c_int64 * 1)(base.storage_len)
+    h = dev.n.aclCreateTensor(dims, nd, base.dtype, st, base.offset, acl.FORMAT_ND, sdims, 1, base.ptr)
+    assert h
+    dev.tensors.append(h)
+    return Handle(h)
+
+
+def test_moe_layer_forward_and_backward(dev):
+    """Gating -> MoeInitRoutingV2 -> GroupedMatmulV5 (rows grouped by expert) -> MoeFinalizeRoutingV2, then the
+    backward MindSpeed runs: MoeFinalizeRoutingV2Grad -> GroupedMatmulV5 over the transposed weights (input gradient)
+    and over the transposed activations with groups of K (weight gradient) -> MoeInitRoutingV2Grad. Against a dense
+    numpy MoE, y[t] = sum_j p[t, j] * x[t] @ W[e(t, j)], and its gradients for dy, in fp32 (the dtypes are the single
+    ops' tests' business; here the indices must meet)."""
+    t, h, n, experts, k, dt = 8, 6, 5, 4, 2, FLOAT
+    x, w = dev.tensor(rng.uniform(-1, 1, (t, h)), dt), dev.tensor(rng.uniform(-1, 1, (experts, h, n)), dt)
+    probs, idx, rowi = dev.empty((t, k), dt), dev.empty((t, k), INT32), dev.empty((t, k), INT32)
+    dev.run("MoeGatingTopKSoftmax", dev.tensor(distinct((t, experts)), dt), None, k, probs, idx, rowi)
+    ex, er, cum = dev.empty((t * k, h), dt), dev.empty((t * k,), INT32), dev.empty((experts,), INT32)
+    dev.run("MoeInitRoutingV2", x, idx, 0, 0, experts, 0, 1, False, ex, er, cum, None)
+    group_list = dev.tensor(cum.read().astype(np.int64), INT64)  # the cumulative counts, as an INT64 groupList
+    hid, y = dev.empty((t * k, n), dt), dev.empty((t, n), dt)
+    dev.run("GroupedMatmulV5", *gmm(dev, "GroupedMatmulV5", [ex], [w], None, group_list, 3, 0, 0, [hid]))
+    dev.run("MoeFinalizeRoutingV2", hid, er, None, None, None, probs, None, 2, y)
+
+    xs, ws, e, p = x.host.astype(np.float64), w.host.astype(np.float64), idx.read(), probs.read().astype(np.float64)
+    close(y.read(), sum(p[:, j:j + 1] * np.einsum("th,thn->tn", xs, ws[e[:, j]]) for j in range(k)), dt, scale=16)
+
+    dy = dev.tensor(rng.uniform(-1, 1, (t, n)), dt)
+    dhid, dp, dex = dev.empty((t * k, n), dt), dev.empty((t, k), dt), dev.empty((t * k, h), dt)
+    dw, dx = dev.empty((experts, h, n), dt), dev.empty((t, h), dt)
+    dev.run("MoeFinalizeRoutingV2Grad", dy, er, hid, probs, None, None, 0, 0, 0, 0, dhid, dp)
+    w_t = view_of(dev, w, (experts, n, h), (h * n, 1, n))  # w.transpose(1, 2)
+    dev.run("GroupedMatmulV5", *gmm(dev, "GroupedMatmulV5", [dhid], [w_t], None, group_list, 3, 0, 0, [dex]))
+    ex_t = view_of(dev, ex, (h, t * k), (1, h))  # ex.t()
+    dev.run("GroupedMatmulV5", *gmm(dev, "GroupedMatmulV5", [ex_t], [dhid], None, group_list, 3, 2, 0, [dw]))
+    dev.run("MoeInitRoutingV2Grad", dex, er, k, 0, 0, dx)
+
+    dys = dy.host.astype(np.float64)
+    want_dw = np.zeros_like(ws)
+    for j in range(k):
+        for s in range(t):
+            want_dw[e[s, j]] += p[s, j] * np.outer(xs[s], dys[s])
+    close(dx.read(), sum(p[:, j:j + 1] * np.einsum("tn,thn->th", dys, ws[e[:, j]]) for j in range(k)), dt, scale=16)
+    close(dw.read(), want_dw, dt, scale=16)
+    close(dp.read(), np.stack([np.einsum("th,thn,tn->t", xs, ws[e[:, j]], dys) for j in range(k)], axis=1), dt,
+          scale=16)
