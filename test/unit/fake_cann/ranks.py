@@ -59,7 +59,7 @@ class Rank:
         s = P()
         acl.check(self.a.aclrtCreateStream(ctypes.byref(s)), "aclrtCreateStream")
         self.stream = s.value
-        self.buffers = []
+        self.buffers, self.tensors = [], []
         root = (ctypes.c_char * ROOT_INFO_BYTES)()
         if rank == 0:
             acl.check(self.h.HcclGetRootInfo(root), "HcclGetRootInfo")
@@ -109,6 +109,36 @@ class Rank:
     def sync(self):
         return self.a.aclrtSynchronizeStream(self.stream)
 
+    # -- aclnn ops (found as torch_npu finds them: dlsym on libopapi; signatures from aclnn_ops.spec)
+    def tensor(self, values, dtype, transposed=False):
+        """An aclTensor over new device memory holding `values` (2-D `transposed`: stored column-major)."""
+        v = np.asarray(values)
+        stored = v.T if transposed else v
+        ptr = self.device(stored.reshape(-1), dtype)
+        shape = list(v.shape)
+        strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+        if transposed:
+            strides = [1, shape[0]]
+        nd = len(shape)
+        dims, st = (ctypes.c_int64 * max(nd, 1))(*shape), (ctypes.c_int64 * max(nd, 1))(*strides)
+        storage = (ctypes.c_int64 * 1)(max(v.size, 1))
+        h = self.nn.aclCreateTensor(dims, nd, dtype, st, 0, acl.FORMAT_ND, storage, 1, ptr)
+        assert h, "aclCreateTensor failed"
+        self.tensors.append(h)
+        return h, ptr
+
+    def run(self, name, *args):
+        """Both phases of aclnn op `name` on this rank's stream (not synchronized). Returns phase 1's status."""
+        from test_aclnn_ops import OPS  # the spec's signatures
+        op = acl.AclnnOp(self.libs, name, OPS[name][0])
+        ws, ex = U64(0), P(0)
+        rc = op.phase1(*args, ctypes.byref(ws), ctypes.byref(ex))
+        if rc != 0:
+            return rc
+        w = self.device(np.zeros(ws.value, np.uint8), acl.UINT8) if ws.value else None
+        acl.check(op.phase2(w, ws.value, ex, self.stream), f"aclnn{name}")
+        return 0
+
     def error_message(self):
         return (self.a.aclGetRecentErrMsg() or b"").decode(errors="replace")
 
@@ -121,6 +151,8 @@ class Rank:
 
     def close(self):
         acl.check(self.h.HcclCommDestroy(self.comm), "HcclCommDestroy")
+        for t in self.tensors:
+            self.nn.aclDestroyTensor(t)
         for p in self.buffers:
             self.a.aclrtFree(p)
         self.buffers = []
