@@ -10,7 +10,8 @@ from tiny_npu import acl, ops
 # Base type of a parameter -> the letter used in ops.SIGNATURES.
 LETTERS = {"aclTensor": "T", "aclTensorList": "L", "aclScalar": "S", "aclIntArray": "I", "aclBoolArray": "A",
            "double": "d", "float": "f", "int64_t": "l", "int8_t": "c", "bool": "b", "aclDataType": "e",
-           "uint64_t": "u", "aclScalarList": "P"}  # P: no tiny_npu op takes one (ops_workload.py makes its own)
+           "uint64_t": "u", "aclScalarList": "P",  # P: no tiny_npu op takes one (ops_workload.py makes its own)
+           "char": "s"}  # s: a string (MC2 ops' group, reduceOp); no tiny_npu op takes one
 
 
 def header_signatures():
