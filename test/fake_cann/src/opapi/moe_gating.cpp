@@ -2,9 +2,9 @@
 // (npu_moe_gating_top_k_softmax_v2), as ops-transformer's docs define them:
 //   V1 and V2 with renorm 0: y, expertIdx = topK(softmax(x, -1), k)
 //   V2 with renorm 1:        y = softmax(topKValues(x, k)), expertIdx = topKIndices(x, k)
-// over the last axis of a 2-D or 3-D x. Softmax is computed in float (the kernels cast x to fp32 first) and y is
-// rounded once to x's dtype; among equal values the lower expert comes first. A row whose `finished` is true gets
-// expert number E (x's last axis) in every place. V1's rowIdx[i][j] = j * rows + i (rows: x's leading dims).
+// over the last axis of a 2-D or 3-D x, computed in double (CANN's kernels work in fp32 whatever x's dtype) and
+// rounded once to the outputs' dtypes; among equal values the lower expert comes first. A row whose `finished` is true
+// gets expert number E (x's last axis) in every place. V1's rowIdx[i][j] = j * rows + i (rows: x's leading dims).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -38,8 +38,8 @@ Shape gating_shape(const TensorView &x, const TensorView *finished, int64_t k, i
 void softmax_row(const double *x, double *out, int64_t len) {
   const double mx = *std::max_element(x, x + len);
   double sum = 0;
-  for (int64_t i = 0; i < len; ++i) sum += out[i] = (double)std::exp((float)(x[i] - mx));
-  for (int64_t i = 0; i < len; ++i) out[i] = (double)(float)(out[i] / sum);
+  for (int64_t i = 0; i < len; ++i) sum += out[i] = std::exp(x[i] - mx);
+  for (int64_t i = 0; i < len; ++i) out[i] /= sum;
 }
 
 // The k largest of row[0..len), largest first, lower index first among equals.
