@@ -2,13 +2,16 @@
 combine (MoeFinalizeRouting, V2, V2Grad) and GroupedMatmul (V4, V5), then a MoE layer's forward and backward chained
 from them as torch_npu and MindSpeed run one, against a dense numpy MoE and its hand-derived gradients.
 
-The references are written here from the ops' docs (ops-transformer moe/*/docs, gmm/grouped_matmul/docs), not from
-the stand-in's code. Devices, tensors and tolerances are test_aclnn_ops.py's (one rounding for fp16/bf16).
+The references are test/python/npu_refs.py's (written from the ops' docs, ops-transformer moe/*/docs and
+gmm/grouped_matmul/docs, not from the stand-in's code; the shim's tests recompute dumped kernels with them too) and,
+for the layer, a dense MoE written here. Devices, tensors and tolerances are test_aclnn_ops.py's (one rounding for
+fp16/bf16).
 """
 import ctypes
 
 import numpy as np
 import pytest
+from npu_refs import REFS
 
 from test_aclnn_ops import BF16, BOOL, FLOAT, FLOAT16, FP, INT32, INT64, INVALID, NULLPTR, Handle, as_dtype, close, \
     dev, device, ident  # noqa: F401 (dev and device are fixtures)
@@ -24,14 +27,10 @@ def distinct(shape, lo=-3.0, hi=3.0):
     return (rng.permutation(n) * (hi - lo) / n + lo).reshape(shape)
 
 
-def softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def topk(x, k):
-    idx = np.argsort(-x, axis=-1, kind="stable")[..., :k]
-    return np.take_along_axis(x, idx, axis=-1), idx
+def ref(op, *args):
+    """npu_refs' outputs of `op` for these inputs (tensors as float64 or int arrays, in declaration order)."""
+    return REFS[op]([np.asarray(a, np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+                     for a in args], None)
 
 
 # ------------------------------------------------------------------------------------------------------ gating
@@ -46,10 +45,7 @@ def test_gating_top_k_softmax(dev, dtype, shape):
     finished = rng.integers(0, 2, lead).astype(bool)
     y, idx, row = dev.empty(lead + (k,), dtype), dev.empty(lead + (k,), INT32), dev.empty(lead + (k,), INT32)
     dev.run("MoeGatingTopKSoftmax", x, dev.tensor(finished, BOOL), k, y, idx, row)
-    want_y, want_idx = topk(softmax(x.host.astype(np.float64)), k)
-    want_idx = np.where(finished[..., None], shape[-1], want_idx)
-    rows = int(np.prod(lead))
-    want_row = np.arange(rows * k).reshape(k, rows).T.reshape(lead + (k,))
+    want_y, want_idx, want_row = ref("MoeGatingTopKSoftmax", x.host, finished, k)
     close(y.read(), as_dtype(want_y, dtype), dtype)
     np.testing.assert_array_equal(idx.read(), want_idx)
     np.testing.assert_array_equal(row.read(), want_row)
@@ -79,28 +75,16 @@ def test_gating_top_k_softmax_v2(dev, dtype, renorm):
     y, idx = dev.empty((2, 3, k), dtype), dev.empty((2, 3, k), INT32)
     soft = dev.empty(shape, FLOAT)
     dev.run("MoeGatingTopKSoftmaxV2", x, dev.tensor(finished, BOOL), k, renorm, True, y, idx, soft)
-    xs = x.host.astype(np.float64)
+    want_y, want_idx, want_soft = ref("MoeGatingTopKSoftmaxV2", x.host, finished, k, renorm, True)
     if renorm == 0:
-        want_y, want_idx = topk(softmax(xs), k)
-        close(soft.read(), as_dtype(softmax(xs), FLOAT), FLOAT)
+        close(soft.read(), as_dtype(want_soft, FLOAT), FLOAT)
     else:
-        top, want_idx = topk(xs, k)
-        want_y = softmax(top)
-        assert np.isnan(soft.read()).all()  # renorm 1 never writes the softmax
+        assert want_soft is None and np.isnan(soft.read()).all()  # renorm 1 never writes the softmax
     close(y.read(), as_dtype(want_y, dtype), dtype)
-    np.testing.assert_array_equal(idx.read(), np.where(finished[..., None], shape[-1], want_idx))
+    np.testing.assert_array_equal(idx.read(), want_idx)
 
 
 # ----------------------------------------------------------------------------------------------------- routing
-
-
-def init_routing_v1(x, row_idx, expert_idx, active_num):
-    n, k = expert_idx.shape
-    order = np.argsort(expert_idx.reshape(-1), kind="stable")
-    sorted_rows = row_idx.reshape(-1)[order]
-    expanded_row_idx = np.empty(n * k, np.int64)
-    expanded_row_idx[sorted_rows] = np.arange(n * k)
-    return x[sorted_rows[:min(active_num, n) * k] % n], expanded_row_idx, expert_idx.reshape(-1)[order]
 
 
 @pytest.mark.parametrize("dtype", FP, ids=ident)
@@ -111,7 +95,7 @@ def test_init_routing(dev, dtype):
     x = dev.tensor(rng.uniform(-2, 2, (n, h)), dtype, "strided")
     ex, er, ee = dev.empty((active * k, h), dtype), dev.empty((n * k,), INT32), dev.empty((n * k,), INT32)
     dev.run("MoeInitRouting", x, dev.tensor(row_idx, INT32), dev.tensor(expert_idx, INT32), active, ex, er, ee)
-    want_x, want_rows, want_experts = init_routing_v1(x.host, row_idx, expert_idx, active)
+    want_x, want_rows, want_experts = ref("MoeInitRouting", x.host, row_idx, expert_idx, active)
     np.testing.assert_array_equal(ex.read(), want_x)  # rows are copied, never rounded
     np.testing.assert_array_equal(er.read(), want_rows)
     np.testing.assert_array_equal(ee.read(), want_experts)
@@ -119,28 +103,6 @@ def test_init_routing(dev, dtype):
                       ee) == TILING
     assert dev.phase1("MoeInitRouting", x, dev.tensor(row_idx, INT32), dev.tensor(expert_idx, INT32), active + 1, ex,
                       er, ee) == TILING
-
-
-def init_routing_v2(x, expert_idx, active, capacity, experts):
-    """(expandedX, expandedRowIdx, counts per expert): dropless (capacity 0) or drop/pad."""
-    n, k = expert_idx.shape
-    flat = expert_idx.reshape(-1)
-    order = np.argsort(flat, kind="stable")
-    counts = np.bincount(flat, minlength=experts)
-    row_idx = np.full(n * k, -1)
-    if capacity == 0:
-        rows = min(active, n * k) if active > 0 else n * k
-        row_idx[order] = np.arange(n * k)
-        return x[order[:rows] // k], row_idx, counts
-    out = np.zeros((experts * capacity, x.shape[1]), x.dtype)
-    seen = np.zeros(experts, int)
-    for p in order:
-        e = flat[p]
-        if seen[e] < capacity:
-            row_idx[p] = e * capacity + seen[e]
-            out[row_idx[p]] = x[p // k]
-        seen[e] += 1
-    return out.reshape(experts, capacity, -1), row_idx, counts
 
 
 @pytest.mark.parametrize("mode", ["dropless", "active", "drop_pad"])
@@ -151,27 +113,26 @@ def test_init_routing_v2_and_grad(dev, dtype, mode):
     expert_idx[:3, 0] = 1  # expert 1 gets more tokens than the capacity
     active, capacity = {"dropless": (0, 0), "active": (9, 0), "drop_pad": (0, 2)}[mode]
     x = dev.tensor(rng.uniform(-2, 2, (n, h)), dtype)
-    want_x, want_rows, counts = init_routing_v2(x.host, expert_idx, active, capacity, experts)
+    flag = 1 if mode == "dropless" else 2  # cumulative sums, or counts
+    want_x, want_rows, want_counts, want_before = ref("MoeInitRoutingV2", x.host, expert_idx, active, capacity,
+                                                      experts, int(capacity > 0), flag, True)
     ex, er = dev.empty(want_x.shape, dtype), dev.empty((n * k,), INT32)
     count_out, before_out = dev.empty((experts,), INT32), dev.empty((experts,), INT32)
-    flag = 1 if mode == "dropless" else 2  # cumulative sums, or counts
     dev.run("MoeInitRoutingV2", x, dev.tensor(expert_idx, INT32), active, capacity, experts, int(capacity > 0), flag,
             True, ex, er, count_out, before_out)
     np.testing.assert_array_equal(ex.read(), want_x)
     np.testing.assert_array_equal(er.read(), want_rows)
     if capacity == 0:
-        np.testing.assert_array_equal(count_out.read(), np.cumsum(counts) if flag == 1 else counts)
+        np.testing.assert_array_equal(count_out.read(), want_counts)
+        if mode == "dropless":  # the cumulative sums end at every position
+            assert want_counts[-1] == n * k
     else:
-        np.testing.assert_array_equal(before_out.read(), counts)
+        np.testing.assert_array_equal(before_out.read(), want_before)
+        assert want_before.sum() == n * k and want_before[1] > capacity  # expert 1 overflowed
     # Backward: every token's gradient is the sum of the rows it was copied to.
-    g = rng.uniform(-1, 1, want_x.shape)
-    gx = dev.empty((n, h), dtype)
-    dev.run("MoeInitRoutingV2Grad", dev.tensor(g, dtype), er, k, int(capacity > 0), active, gx)
-    flat_g = dev.tensor(g, dtype).host.astype(np.float64).reshape(-1, h)
-    want = np.zeros((n, h))
-    for p, r in enumerate(want_rows):
-        if 0 <= r < flat_g.shape[0]:
-            want[p // k] += flat_g[r]
+    g, gx = dev.tensor(rng.uniform(-1, 1, want_x.shape), dtype), dev.empty((n, h), dtype)
+    dev.run("MoeInitRoutingV2Grad", g, er, k, int(capacity > 0), active, gx)
+    (want,) = ref("MoeInitRoutingV2Grad", g.host, want_rows, k, int(capacity > 0), active)
     close(gx.read(), as_dtype(want, dtype), dtype, scale=2)
 
 
@@ -193,34 +154,20 @@ def test_init_routing_v2_argument_errors(dev):
 # ----------------------------------------------------------------------------------------------------- combine
 
 
-def finalize(ex, rows, x1, x2, bias, scales, experts, n, k, by_row):
-    h = ex.shape[-1]
-    flat = ex.reshape(-1, h)
-    out = np.zeros((n, h)) + (0 if x1 is None else x1) + (0 if x2 is None else x2)
-    for i in range(n):
-        for j in range(k):
-            r = rows[i * k + j] if by_row else rows[i + j * n]
-            if r < 0:
-                continue
-            b = 0 if bias is None else bias[experts[i, j]]
-            out[i] += (1.0 if scales is None else scales[i, j]) * (flat[r] + b)
-    return out
-
-
 @pytest.mark.parametrize("dtype", FP, ids=ident)
 def test_finalize_routing_v1_after_init_routing(dev, dtype):
     n, k, h, experts = 5, 2, 6, 3
     expert_idx = rng.integers(0, experts, (n, k))
     row_idx = np.arange(n * k).reshape(k, n).T
-    x = rng.uniform(-2, 2, (n, h))
-    _, rows, _ = init_routing_v1(x, row_idx, expert_idx, n)
+    _, rows, _ = ref("MoeInitRouting", rng.uniform(-2, 2, (n, h)), row_idx, expert_idx, n)
+    rows = rows.astype(np.int64)
     ffn = dev.tensor(rng.uniform(-2, 2, (n * k, h)), dtype)
     x1, x2, bias = (dev.tensor(rng.uniform(-1, 1, s), dtype) for s in ((n, h), (n, h), (experts, h)))
     scales = dev.tensor(rng.uniform(0, 1, (n, k)), dtype)
     out = dev.empty((n, h), dtype)
     dev.run("MoeFinalizeRouting", ffn, x1, x2, bias, scales, dev.tensor(rows, INT32), dev.tensor(expert_idx, INT32),
             out)
-    want = finalize(ffn.host, rows, x1.host, x2.host, bias.host, scales.host, expert_idx, n, k, False)
+    (want,) = ref("MoeFinalizeRouting", ffn.host, x1.host, x2.host, bias.host, scales.host, rows, expert_idx)
     close(out.read(), as_dtype(want, dtype), dtype, scale=4)
 
 
@@ -241,7 +188,7 @@ def test_finalize_routing_v2(dev, dtype, mode):
     ex, out = dev.tensor(expanded, dtype, "transposed" if mode == 0 else "contig"), dev.empty((n, h), dtype)
     dev.run("MoeFinalizeRoutingV2", ex, dev.tensor(rows, INT32), x1, None, bias, scales, dev.tensor(expert_idx, INT32),
             mode, out)
-    want = finalize(ex.host, rows, x1.host, None, bias.host, scales.host, expert_idx, n, k, mode >= 2)
+    (want,) = ref("MoeFinalizeRoutingV2", ex.host, rows, x1.host, None, bias.host, scales.host, expert_idx, mode)
     close(out.read(), as_dtype(want, dtype), dtype, scale=4)
     # Without scales K is 1 and every row is taken once (row layout), without x1 and bias nothing is added.
     plain, perm, one = dev.tensor(rng.uniform(-2, 2, (n, h)), dtype), rng.permutation(n), dev.empty((n, h), dtype)
@@ -270,15 +217,9 @@ def test_finalize_routing_v2_grad(dev, dtype, drop_pad):
     gex, gsc = dev.empty(shape, dtype), dev.empty((n, k), dtype)
     dev.run("MoeFinalizeRoutingV2Grad", gy, dev.tensor(rows, INT32), ex, scales, dev.tensor(expert_idx, INT32), bias,
             drop_pad, 0, experts, capacity, gex, gsc)
-    flat_ex = ex.host.astype(np.float64).reshape(-1, h)
-    want_gex, want_gsc = np.zeros_like(flat_ex), np.zeros((n, k))
-    for i in range(n * k):
-        r = rows[i]
-        if r < 0:
-            continue
-        want_gex[r] = gy.host[i // k] * scales.host.reshape(-1)[i]
-        want_gsc.reshape(-1)[i] = np.dot(flat_ex[r] + bias.host[expert_idx.reshape(-1)[i]], gy.host[i // k])
-    close(gex.read(), as_dtype(want_gex.reshape(shape), dtype), dtype)
+    want_gex, want_gsc = ref("MoeFinalizeRoutingV2Grad", gy.host, rows, ex.host, scales.host, expert_idx, bias.host,
+                             drop_pad, 0, experts, capacity)
+    close(gex.read(), as_dtype(want_gex, dtype), dtype)
     close(gsc.read(), as_dtype(want_gsc, dtype), dtype, scale=4)
 
 
