@@ -64,7 +64,6 @@ enum class Layout { Lists, RowsSingleWeight, RowsWeightList, RowsXList, KSingleW
 
 struct Plan {
   Layout layout = Layout::Lists;
-  int64_t groups = 0;
   int64_t list_type = 0;
   bool has_bias = false;
 };
@@ -198,7 +197,7 @@ Plan plan_lists(const Operands &o, int64_t group_type, int64_t split_item) {
     k_total += k;
   }
   if (k_split && k_total > o.x[0]->shape[1]) fail("the weights' K sum to more than x's K");
-  return Plan{k_split ? Layout::KWeightList : Layout::Lists, (int64_t)o.w.size(), 0, !o.bias.empty()};
+  return Plan{k_split ? Layout::KWeightList : Layout::Lists, 0, !o.bias.empty()};
 }
 
 // groupType 0: groups of rows, one y.
@@ -228,7 +227,7 @@ Plan plan_rows(const Operands &o, int64_t list_type) {
   }
   Layout l = single_x ? (single_w ? Layout::RowsSingleWeight : Layout::RowsWeightList) : Layout::RowsXList;
   if (!single_x && single_w) fail("several x with one weight [E, K, N] is not a supported grouping");
-  return Plan{l, groups, list_type, !o.bias.empty()};
+  return Plan{l, list_type, !o.bias.empty()};
 }
 
 // groupType 2 with one weight: groups of K given by groupList, y [E, M, N].
@@ -241,8 +240,9 @@ Plan plan_k(const Operands &o, int64_t list_type) {
     fail("x " + show(x.shape) + " and weight " + show(w.shape) + " must be [M, K] and [K, N]");
   if (o.group_list->shape.size() != 1 || o.group_list->shape[0] < 1) fail("groupListOptional must be 1-D");
   const int64_t groups = o.group_list->shape[0];
+  if (groups > (int64_t)kMaxGroups) fail("groupListOptional has more than 1024 groups");
   require_shape(*o.y[0], {groups, x.shape[0], w.shape[1]}, "out");
-  return Plan{Layout::KSingleWeight, groups, list_type, false};
+  return Plan{Layout::KSingleWeight, list_type, false};
 }
 
 Plan plan(const Operands &o, int64_t split_item, int64_t group_type, int64_t list_type) {

@@ -10,6 +10,7 @@
 // libhccl, inside the kernel: no HCCL call is made that a tool could see, as on a device.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 

@@ -182,15 +182,15 @@ aclnnStatus aclnnMoeInitRoutingV2GetWorkspaceSize(
                    "x " + show(xv.shape) + " and expertIdx " + show(experts.shape) + " must be [numRows, h] and " +
                        "[numRows, k]");
     check_init_v2_attrs(activeNumOptional, expertCapacityOptional, expertNumOptional, drop_pad, flag, xv.shape[0]);
-    InitV2 g{xv.shape[0],
-             experts.shape[1],
-             xv.shape[1],
-             0,
-             expertNumOptional,
-             drop_pad == 1 ? expertCapacityOptional : 0,
-             counts != nullptr ? flag : 0,
-             before};
-    g.rows = activeNumOptional > 0 ? std::min(activeNumOptional, g.n * g.k) : g.n * g.k;
+    const int64_t n = xv.shape[0], k = experts.shape[1];
+    const InitV2 g{.n = n,
+                   .k = k,
+                   .h = xv.shape[1],
+                   .rows = activeNumOptional > 0 ? std::min(activeNumOptional, n * k) : n * k,
+                   .experts = expertNumOptional,
+                   .capacity = drop_pad == 1 ? expertCapacityOptional : 0,
+                   .count_flag = counts != nullptr ? flag : 0,
+                   .before_capacity = before};
     tiling_shape(ex, g.capacity > 0 ? Shape{g.experts, g.capacity, g.h} : Shape{g.rows, g.h}, "expandedXOut");
     tiling_shape(er, {g.n * g.k}, "expandedRowIdxOut");
     if (counts != nullptr) tiling_shape(*counts, {g.experts}, "expertTokensCountOrCumsumOut");
