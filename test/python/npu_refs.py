@@ -586,6 +586,45 @@ def _moe_init_routing_v2(a, d):
     return [out.reshape(experts, capacity, -1), row_idx, None, counts if before_flag else None]
 
 
+@ref("MoeInitRoutingV3")
+def _moe_init_routing_v3(a, d):
+    """Not quantized. Experts outside activeExpertRange sort last and take no row; rowIdxType 0 maps source positions
+    to rows (-1 for the others), 1 rows to source positions. What the kernel leaves unwritten is NaN here."""
+    x, expert_idx, scale, _, active, capacity, experts, drop_pad, tokens_type, tokens_flag, _, rng, row_type = a
+    n, k = expert_idx.shape
+    start, end = rng if rng else (0, experts)
+    flat = expert_idx.reshape(-1)
+    inside = (flat >= start) & (flat < end)
+    order = np.argsort(np.where(inside, flat, np.iinfo(np.int64).max), kind="stable")
+    available = int(inside.sum())
+    counts = np.bincount(flat[inside] - start, minlength=end - start).astype(np.float64)
+    tokens = None
+    if tokens_flag:
+        tokens = np.cumsum(counts) if tokens_type == 0 else counts
+        if tokens_type == 2:
+            used = np.flatnonzero(counts)
+            tokens = np.zeros((experts, 2))
+            tokens[:used.size] = np.stack([used + start, counts[used]], axis=1)
+    if drop_pad == 1:
+        ex, rows, _, _ = _moe_init_routing_v2([x, expert_idx, 0, capacity, experts, 1, 0, False], d)
+        return [ex, rows, tokens, None]
+    rows_out = min(active, n * k) if active > 0 else n * k
+    written = min(active, available) if active > 0 else available
+    ex = np.full((rows_out, x.shape[1]), np.nan)
+    ex[:written] = x[order[:written] // k]
+    if row_type == 0:
+        row_idx = np.full(n * k, -1.0)
+        row_idx[order[:available]] = np.arange(available)
+    else:
+        row_idx = np.full(n * k, np.nan)
+        row_idx[:available] = order[:available]
+    scales = None
+    if scale is not None:
+        scales = np.full(rows_out, np.nan)
+        scales[:written] = scale[order[:written] // k]
+    return [ex, row_idx, tokens, scales]
+
+
 @ref("MoeInitRoutingV2Grad")
 def _moe_init_routing_v2_grad(a, d):
     """gradX[i] = sum over t of gradExpandedX[expandedRowIdx[i * topK + t]] (-1 and rows past the active: none)."""

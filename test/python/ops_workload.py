@@ -53,7 +53,7 @@ def foreach_mul_scalar_list(xs, scalars, outs):
 
 def raw_op(name, letters, *args):
     """aclnn<name> with a parameter list tiny_npu does not bind, by letter: T a tensor or None, L a list of tensors or
-    None, s a str, l an int64, b a bool. As foreach_mul_scalar_list: the handles are made with tiny_npu's helpers and
+    None, I a list of ints (aclIntArray) or None, s a str, l an int64, b a bool. As foreach_mul_scalar_list: the handles are made with tiny_npu's helpers and
     the kernel goes through its launch queue, as every op does."""
     import ctypes
     import types
@@ -72,12 +72,17 @@ def raw_op(name, letters, *args):
             hs = [ops._create_tensor(rt, x) for x in v]
             values.append(n.aclCreateTensorList((ctypes.c_void_p * max(len(hs), 1))(*hs), len(hs)))
             releases.append((rt.destroy_fn["tensor_list"], values[-1]))  # destroys its members
+        elif kind == "I":
+            values.append(None if v is None else n.aclCreateIntArray((ctypes.c_int64 * max(len(v), 1))(*v), len(v)))
+            if v is not None:
+                releases.append((rt.destroy_fn["int_array"], values[-1]))
         elif kind == "s":
             strings.append(ctypes.create_string_buffer(v.encode()))
             values.append(ctypes.addressof(strings[-1]))
         else:
             values.append(v)
-    op = acl.AclnnOp(rt.libs, name, "".join({"T": "T", "L": "T", "s": "T", "l": "L", "b": "B"}[c] for c in letters))
+    op = acl.AclnnOp(rt.libs, name, "".join({"T": "T", "L": "T", "I": "T", "s": "T", "l": "L", "b": "B"}[c]
+                                            for c in letters))
     ws, ex = op.prepare(*values)
     ops._launch(rt, types.SimpleNamespace(name=op.name, phase2=op.phase2_address()), ws, ex, releases)
 
@@ -120,6 +125,12 @@ def moe_and_mc2(dt, t, group):
     raw_op("MoeInitRoutingV2", "TTlllllbTTTT", x, idx, 0, 0, experts, 0, 1, False, ex, er, cum, None)
     exd, erd = empty((experts, 2, h), dt), empty((n_tok * k,), i32)
     raw_op("MoeInitRoutingV2", "TTlllllbTTTT", x, idx, 0, 2, experts, 1, 0, True, exd, erd, None, empty((experts,), i32))
+    # V3 (npu_moe_init_routing_v2): every row written, as recomputation needs (full expert range, activeNum 0).
+    v3 = "TTTTlllllblIlTTTT"
+    raw_op("MoeInitRoutingV3", v3, x, idx, t((n_tok,), F32, 0.0, 1.0), None, 0, 0, experts, 0, 0, True, -1, None, 0,
+           empty((n_tok * k, h), dt), empty((n_tok * k,), i32), empty((experts,), acl.INT64), empty((n_tok * k,), F32))
+    raw_op("MoeInitRoutingV3", v3, x, idx, None, None, 0, 0, experts, 0, 2, True, -1, [0, experts], 1,
+           empty((n_tok * k, h), dt), empty((n_tok * k,), i32), empty((experts, 2), acl.INT64), None)
     raw_op("MoeInitRoutingV2Grad", "TTlllT", t((n_tok * k, h), dt), er, k, 0, 0, empty((n_tok, h), dt))
     raw_op("MoeInitRoutingV2Grad", "TTlllT", t((experts, 2, h), dt), erd, k, 1, 0, empty((n_tok, h), dt))
     raw_op("MoeFinalizeRouting", "TTTTTTTT", ex1, t((n_tok, h), dt), None, t((experts, h), dt), t((n_tok, k), dt), er1,

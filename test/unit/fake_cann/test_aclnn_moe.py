@@ -136,6 +136,59 @@ def test_init_routing_v2_and_grad(dev, dtype, mode):
     close(gx.read(), as_dtype(want, dtype), dtype, scale=2)
 
 
+def written(got, want):
+    """Where the reference knows the value (not NaN: what the kernel writes), the device has it."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    known = ~np.isnan(want)
+    np.testing.assert_array_equal(got[known], want[known])
+    return known
+
+
+@pytest.mark.parametrize("row_type", [0, 1])
+@pytest.mark.parametrize("tokens_type", [0, 1, 2])
+@pytest.mark.parametrize("dtype", FP, ids=ident)
+def test_init_routing_v3(dev, dtype, tokens_type, row_type):
+    """npu_moe_init_routing_v2's op: experts 1 and 2 of 0..3 active, 7 of the positions at most, a scale per token."""
+    n, k, h, experts, active, expert_range = 6, 2, 3, 4, 7, [1, 3]
+    expert_idx = rng.integers(0, experts, (n, k))
+    expert_idx[0] = [1, 2]  # at least two positions inside the range
+    x, scale = dev.tensor(rng.uniform(-2, 2, (n, h)), dtype), dev.tensor(rng.uniform(0, 1, (n,)), FLOAT)
+    ex, er, es = dev.empty((active, h), dtype), dev.empty((n * k,), INT32), dev.empty((active,), FLOAT)
+    tokens = dev.empty((experts, 2) if tokens_type == 2 else (2,), INT64)
+    dev.run("MoeInitRoutingV3", x, dev.tensor(expert_idx, INT32), scale, None, active, 0, experts, 0, tokens_type,
+            True, -1, dev.ints(expert_range), row_type, ex, er, tokens, es)
+    want_x, want_rows, want_tokens, want_scale = ref("MoeInitRoutingV3", x.host, expert_idx, scale.host, None, active,
+                                                     0, experts, 0, tokens_type, True, -1, expert_range, row_type)
+    known = written(ex.read(), want_x)
+    assert known.any() and np.isnan(ex.read()[~known]).all()  # rows past the available positions stay untouched
+    written(er.read(), want_rows)
+    written(es.read(), want_scale)
+    np.testing.assert_array_equal(tokens.read(), want_tokens)
+    # Drop/pad (the full expert range): V2's layout, counts of the experts.
+    exd, erd = dev.empty((experts, 2, h), dtype), dev.empty((n * k,), INT32)
+    dev.run("MoeInitRoutingV3", x, dev.tensor(expert_idx, INT32), None, None, 0, 2, experts, 1, 1, True, -1, None, 0,
+            exd, erd, dev.empty((experts,), INT64), None)
+    want_x, want_rows, _, _ = ref("MoeInitRoutingV3", x.host, expert_idx, None, None, 0, 2, experts, 1, 1, True, -1,
+                                  None, 0)
+    np.testing.assert_array_equal(exd.read(), want_x)
+    np.testing.assert_array_equal(erd.read(), want_rows)
+
+
+def test_init_routing_v3_argument_errors(dev):
+    x, e = dev.tensor(np.zeros((4, 3)), FLOAT), dev.tensor(np.zeros((4, 2)), INT32)
+    ex, er, t = dev.empty((8, 3), FLOAT), dev.empty((8,), INT32), dev.empty((3,), INT64)
+    run = lambda *a: dev.phase1("MoeInitRoutingV3", x, e, *a)  # noqa: E731
+    assert run(None, None, 0, 0, 3, 0, 1, True, -1, None, 0, ex, er, t, None) == 0
+    assert run(None, None, 0, 0, 3, 0, 1, True, 1, None, 0, ex, er, t, None) == INVALID  # quantized
+    assert run(None, x, 0, 0, 3, 0, 1, True, -1, None, 0, ex, er, t, None) == INVALID  # offset: quantized only
+    assert run(None, None, 0, 0, 3, 0, 1, True, -1, dev.ints([2, 1]), 0, ex, er, t, None) == TILING
+    assert run(None, None, 0, 0, 3, 0, 1, True, -1, dev.ints([0, 4]), 0, ex, er, t, None) == TILING
+    assert run(None, None, 0, 0, 3, 0, 3, True, -1, None, 0, ex, er, t, None) == TILING  # expertTokensNumType
+    assert run(None, None, 0, 0, 3, 0, 1, True, -1, None, 2, ex, er, t, None) == TILING  # rowIdxType
+    assert run(None, None, 0, 0, 3, 0, 1, True, -1, None, 0, ex, er, dev.empty((3,), INT32), None) == INVALID
+    assert run(None, None, 0, 2, 3, 1, 1, True, -1, None, 1, dev.empty((3, 2, 3), FLOAT), er, t, None) == INVALID
+
+
 def test_init_routing_v2_argument_errors(dev):
     x, e = dev.tensor(np.zeros((4, 3)), FLOAT), dev.tensor(np.zeros((4, 2)), INT32)
     ex, er, c = dev.empty((8, 3), FLOAT), dev.empty((8,), INT32), dev.empty((3,), INT32)

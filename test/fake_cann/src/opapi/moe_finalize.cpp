@@ -18,10 +18,6 @@ namespace {
 
 constexpr DtypeSet kInt32 = dtypes({ACL_INT32});
 
-void tiling_shape(const TensorView &v, const Shape &want, const char *name) {
-  tiling_require(v.shape == want, std::string(name) + ": shape " + show(v.shape) + ", expected " + show(want));
-}
-
 struct Combine {
   int64_t n = 0, k = 1, h = 0, rows = 0;  // rows: of expandedX as [rows, h]
   bool by_row = false;                    // expandedRowIdx[i * K + k], else [i + k * N]

@@ -18,10 +18,6 @@ namespace {
 
 constexpr int64_t kMaxK = 1024;
 
-void tiling_shape(const TensorView &v, const Shape &want, const char *name) {
-  tiling_require(v.shape == want, std::string(name) + ": shape " + show(v.shape) + ", expected " + show(want));
-}
-
 // The checks of x, finished and k both versions make; returns the shape of y and expertIdx.
 Shape gating_shape(const TensorView &x, const TensorView *finished, int64_t k, int64_t min_k) {
   tiling_require(x.shape.size() == 2 || x.shape.size() == 3, "x must be 2-D or 3-D, not " + show(x.shape));

@@ -22,23 +22,8 @@ using namespace fakecann::ops;
 namespace {
 
 constexpr DtypeSet kInt32 = dtypes({ACL_INT32});
-
-void tiling_shape(const TensorView &v, const Shape &want, const char *name) {
-  tiling_require(v.shape == want, std::string(name) + ": shape " + show(v.shape) + ", expected " + show(want));
-}
-
-// Positions 0..n of `keys`, stably sorted by key.
-std::vector<size_t> sorted_by_key(const Values &keys) {
-  std::vector<size_t> order(keys.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&keys](size_t a, size_t b) { return keys[a] < keys[b]; });
-  return order;
-}
-
-// Row `from` of a [*, h] value array copied to row `to` of another.
-void copy_row(const Values &src, int64_t from, Values &dst, int64_t to, int64_t h) {
-  std::copy_n(src.begin() + from * h, h, dst.begin() + to * h);
-}
+// V2's token counts: INT32 in the docs; torch_npu hands it INT64 tensors (op-plugin MoeInitRoutingV2KernelNpuOpApi).
+constexpr DtypeSet kCounts = dtypes({ACL_INT32, ACL_INT64});
 
 // ---- MoeInitRouting ----------------------------------------------------------------------------------------------
 
@@ -174,10 +159,10 @@ aclnnStatus aclnnMoeInitRoutingV2GetWorkspaceSize(
     const int64_t flag = expertTokensCountOrCumsumFlagOptional, drop_pad = dropPadModeOptional;
     const bool before = expertTokensBeforeCapacityFlagOptional && drop_pad == 1;
     const TensorView *counts = flag > 0 && drop_pad == 0 ? &tensor(expertTokensCountOrCumsumOutOptional,
-                                                                   "expertTokensCountOrCumsumOut", kInt32)
+                                                                   "expertTokensCountOrCumsumOut", kCounts)
                                                          : nullptr;
     const TensorView *before_out =
-        before ? &tensor(expertTokensBeforeCapacityOutOptional, "expertTokensBeforeCapacityOut", kInt32) : nullptr;
+        before ? &tensor(expertTokensBeforeCapacityOutOptional, "expertTokensBeforeCapacityOut", kCounts) : nullptr;
     tiling_require(xv.shape.size() == 2 && experts.shape.size() == 2 && experts.shape[0] == xv.shape[0],
                    "x " + show(xv.shape) + " and expertIdx " + show(experts.shape) + " must be [numRows, h] and " +
                        "[numRows, k]");
