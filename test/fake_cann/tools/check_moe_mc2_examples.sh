@@ -57,6 +57,7 @@ for path in moe/moe_gating_top_k_softmax/examples/test_aclnn_moe_gating_top_k_so
             moe/moe_init_routing/examples/test_aclnn_moe_init_routing.cpp \
             moe/moe_init_routing_v2/examples/test_aclnn_moe_init_routing_v2.cpp \
             moe/moe_init_routing_v2_grad/examples/test_aclnn_moe_init_routing_v2_grad.cpp \
+            moe/moe_init_routing_v3/examples/test_aclnn_moe_init_routing_v3.cpp \
             moe/moe_finalize_routing/examples/test_aclnn_moe_finalize_routing.cpp \
             moe/moe_finalize_routing_v2/examples/test_aclnn_moe_finalize_routing_v2.cpp \
             moe/moe_finalize_routing_v2_grad/examples/test_aclnn_moe_finalize_routing_v2_grad.cpp \
