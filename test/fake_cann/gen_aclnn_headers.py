@@ -8,6 +8,8 @@ appended, and the uniform phase 2) and an X-macro list that defines every phase 
 Spec syntax:
     [aclnn_add.h]                      starts a header (CANN groups related ops in one header)
     Add(const aclTensor *self, ...)    one op per line (a trailing backslash continues a line)
+    @include "hccl/hccl.h"             another header this one includes (CANN's MC2 headers bring in HCCL's)
+    @text typedef enum {...} X;        a declaration copied verbatim before the ops (GroupedMatmulV4's GMMActType)
     # comment
 """
 import os
@@ -32,12 +34,20 @@ def parse(spec_path):
             m = re.fullmatch(r"\[(aclnn_[a-z0-9_]+\.h)\]", line)
             if m:
                 current = m.group(1)
-                headers.setdefault(current, [])
+                headers.setdefault(current, {"ops": [], "includes": [], "text": []})
+                continue
+            m = re.fullmatch(r'@include ("[A-Za-z0-9_/.]+")', line)
+            if m and current is not None:
+                headers[current]["includes"].append(m.group(1))
+                continue
+            m = re.fullmatch(r"@text (.+)", line)
+            if m and current is not None:
+                headers[current]["text"].append(m.group(1))
                 continue
             m = re.fullmatch(r"([A-Z][A-Za-z0-9]*)\((.*)\)", line)
             if not m or current is None:
                 sys.exit(f"{spec_path}:{lineno}: cannot parse: {line}")
-            headers[current].append((m.group(1), " ".join(m.group(2).split())))
+            headers[current]["ops"].append((m.group(1), " ".join(m.group(2).split())))
     return headers
 
 
@@ -58,20 +68,25 @@ def main():
     headers = parse(spec)
     os.makedirs(out_dir, exist_ok=True)
     ops = []
-    for header, entries in sorted(headers.items()):
+    for header, entry in sorted(headers.items()):
         lines = [
             f"/* CANN stand-in: aclnnop/{header}, generated from aclnn_ops.spec. */",
             f"#ifndef {guard(header)}",
             f"#define {guard(header)}",
             "",
             '#include "aclnn/aclnn_base.h"',
+        ]
+        lines += [f"#include {inc}" for inc in entry["includes"]]
+        lines += [
             "",
             "#ifdef __cplusplus",
             'extern "C" {',
             "#endif",
             "",
         ]
-        for op, params in entries:
+        if entry["text"]:
+            lines += entry["text"] + [""]
+        for op, params in entry["ops"]:
             ops.append(op)
             sep = ", " if params else ""
             lines.append(

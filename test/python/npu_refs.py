@@ -518,3 +518,225 @@ def _all_reduce(per_rank, d):
     op = per_rank[0][1]
     assert all(a[1] == op for a in per_rank), "ranks disagree on the reduce op"
     return [_REDUCE_OPS[op](np.stack([a[0] for a in per_rank]), axis=0)]
+
+
+# ---- MoE and MC2 ops (issue 41; ops-transformer moe/*/docs, gmm/grouped_matmul/docs, mc2/*/docs) -------------
+def _top_k(x, k):
+    """The k largest along the last axis, largest first, the lower index first among equals."""
+    idx = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, idx, axis=-1), idx
+
+
+@ref("MoeGatingTopKSoftmax")
+def _moe_gating_top_k_softmax(a, d):
+    x, finished, k = a
+    y, idx = _top_k(_softmax(x, -1), k)
+    if finished is not None:
+        idx = np.where(np.asarray(finished, bool)[..., None], x.shape[-1], idx)
+    rows = int(np.prod(x.shape[:-1]))
+    return [y, idx, np.arange(rows * k).reshape(k, rows).T.reshape(idx.shape)]
+
+
+@ref("MoeGatingTopKSoftmaxV2")
+def _moe_gating_top_k_softmax_v2(a, d):
+    x, finished, k, renorm, want_softmax = a
+    if renorm == 0:
+        y, idx = _top_k(_softmax(x, -1), k)
+    else:
+        top, idx = _top_k(x, k)
+        y = _softmax(top, -1)
+    if finished is not None:
+        idx = np.where(np.asarray(finished, bool)[..., None], x.shape[-1], idx)
+    return [y, idx, _softmax(x, -1) if renorm == 0 and want_softmax else None]
+
+
+@ref("MoeInitRouting")
+def _moe_init_routing(a, d):
+    """Experts sorted stably; expandedRowIdx[rowIdx at sorted place i] = i; expandedX rows x[that % N]."""
+    x, row_idx, expert_idx, active = a
+    n, k = expert_idx.shape
+    order = np.argsort(expert_idx.reshape(-1), kind="stable")
+    sorted_rows = row_idx.reshape(-1)[order]
+    expanded_row_idx = np.empty(n * k)
+    expanded_row_idx[sorted_rows] = np.arange(n * k)
+    return [x[sorted_rows[:min(active, n) * k] % n], expanded_row_idx, expert_idx.reshape(-1)[order]]
+
+
+@ref("MoeInitRoutingV2")
+def _moe_init_routing_v2(a, d):
+    x, expert_idx, active, capacity, experts, drop_pad, count_flag, before_flag = a
+    n, k = expert_idx.shape
+    flat = expert_idx.reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    counts = np.bincount(flat, minlength=max(experts, 1))[:experts] if experts > 0 else None
+    row_idx = np.full(n * k, -1.0)
+    if drop_pad == 0:
+        rows = min(active, n * k) if active > 0 else n * k
+        row_idx[order] = np.arange(n * k)
+        count_out = None if count_flag == 0 else (np.cumsum(counts) if count_flag == 1 else counts)
+        return [x[order[:rows] // k], row_idx, count_out, None]
+    out = np.zeros((experts * capacity, x.shape[1]))
+    seen = np.zeros(experts, int)
+    for p in order:
+        e = flat[p]
+        if seen[e] < capacity:
+            row_idx[p] = e * capacity + seen[e]
+            out[int(row_idx[p])] = x[p // k]
+        seen[e] += 1
+    return [out.reshape(experts, capacity, -1), row_idx, None, counts if before_flag else None]
+
+
+@ref("MoeInitRoutingV3")
+def _moe_init_routing_v3(a, d):
+    """Not quantized. Experts outside activeExpertRange sort last and take no row; rowIdxType 0 maps source positions
+    to rows (-1 for the others), 1 rows to source positions. What the kernel leaves unwritten is NaN here."""
+    x, expert_idx, scale, _, active, capacity, experts, drop_pad, tokens_type, tokens_flag, _, rng, row_type = a
+    n, k = expert_idx.shape
+    start, end = rng if rng else (0, experts)
+    flat = expert_idx.reshape(-1)
+    inside = (flat >= start) & (flat < end)
+    order = np.argsort(np.where(inside, flat, np.iinfo(np.int64).max), kind="stable")
+    available = int(inside.sum())
+    counts = np.bincount(flat[inside] - start, minlength=end - start).astype(np.float64)
+    tokens = None
+    if tokens_flag:
+        tokens = np.cumsum(counts) if tokens_type == 0 else counts
+        if tokens_type == 2:
+            used = np.flatnonzero(counts)
+            tokens = np.zeros((experts, 2))
+            tokens[:used.size] = np.stack([used + start, counts[used]], axis=1)
+    if drop_pad == 1:
+        ex, rows, _, _ = _moe_init_routing_v2([x, expert_idx, 0, capacity, experts, 1, 0, False], d)
+        return [ex, rows, tokens, None]
+    rows_out = min(active, n * k) if active > 0 else n * k
+    written = min(active, available) if active > 0 else available
+    ex = np.full((rows_out, x.shape[1]), np.nan)
+    ex[:written] = x[order[:written] // k]
+    if row_type == 0:
+        row_idx = np.full(n * k, -1.0)
+        row_idx[order[:available]] = np.arange(available)
+    else:
+        row_idx = np.full(n * k, np.nan)
+        row_idx[:available] = order[:available]
+    scales = None
+    if scale is not None:
+        scales = np.full(rows_out, np.nan)
+        scales[:written] = scale[order[:written] // k]
+    return [ex, row_idx, tokens, scales]
+
+
+@ref("MoeInitRoutingV2Grad")
+def _moe_init_routing_v2_grad(a, d):
+    """gradX[i] = sum over t of gradExpandedX[expandedRowIdx[i * topK + t]] (-1 and rows past the active: none)."""
+    g, rows, k, drop_pad, active = a
+    flat = g.reshape(-1, g.shape[-1])
+    out = np.zeros((rows.size // k, g.shape[-1]))
+    for p, r in enumerate(np.asarray(rows, dtype=np.int64)):
+        if 0 <= r < flat.shape[0]:
+            out[p // k] += flat[r]
+    return [out]
+
+
+def _combine(ex, rows, x1, x2, bias, scales, experts, n, k, by_row):
+    h = ex.shape[-1]
+    flat = ex.reshape(-1, h)
+    out = np.zeros((n, h)) + (0 if x1 is None else x1) + (0 if x2 is None else x2)
+    for i in range(n):
+        for j in range(k):
+            r = int(rows[i * k + j] if by_row else rows[i + j * n])
+            if r >= 0:
+                b = 0 if bias is None else bias[int(experts[i, j])]
+                out[i] += (1.0 if scales is None else scales[i, j]) * (flat[r] + b)
+    return out
+
+
+@ref("MoeFinalizeRouting")
+def _moe_finalize_routing(a, d):
+    ex, x1, x2, bias, scales, rows, experts = a
+    return [_combine(ex, rows, x1, x2, bias, scales, experts, x1.shape[0], scales.shape[1], False)]
+
+
+@ref("MoeFinalizeRoutingV2")
+def _moe_finalize_routing_v2(a, d):
+    """dropPadMode 0/1: expandedRowIdx laid out by column (MoeInitRouting's), 2/3 by row (MoeInitRoutingV2's)."""
+    ex, rows, x1, x2, bias, scales, experts, mode = a
+    k = 1 if scales is None else scales.shape[1]
+    return [_combine(ex, rows, x1, x2, bias, scales, experts, rows.size // k, k, mode >= 2)]
+
+
+@ref("MoeFinalizeRoutingV2Grad")
+def _moe_finalize_routing_v2_grad(a, d):
+    gy, rows, ex, scales, experts, bias, drop_pad, active, expert_num, capacity = a
+    n, h = gy.shape
+    k = 1 if scales is None else scales.shape[1]
+    if drop_pad == 1:
+        shape = (expert_num, capacity, h)
+    else:
+        shape = (active if 0 < active < n * k else n * k, h)
+    gex, gsc = np.zeros((int(np.prod(shape[:-1])), h)), np.zeros(n * k)
+    for i, r in enumerate(np.asarray(rows, dtype=np.int64)):
+        if not 0 <= r < gex.shape[0]:
+            continue
+        s = 1.0 if scales is None else scales.reshape(-1)[i]
+        gex[r] = gy[i // k] * s
+        if ex is not None:
+            b = 0 if bias is None else bias[int(experts.reshape(-1)[i])]
+            gsc[i] = np.dot(ex.reshape(-1, h)[r] + b, gy[i // k])
+    return [gex.reshape(shape), None if scales is None else gsc.reshape(n, k)]
+
+
+def _group_sizes(group_list, list_type):
+    g = np.asarray(group_list, dtype=np.int64)
+    return np.diff(g, prepend=0) if list_type == 0 else g
+
+
+@ref("GroupedMatmulV4", "GroupedMatmulV5")
+def _grouped_matmul(a, d):
+    """The non-quantized cases: y_i = x_i @ weight_i + bias_i, groups from the lists or from groupList along M
+    (groupType 0) or K (groupType 2)."""
+    xs, ws, bs, group_list = a[0], a[1], a[2] or [], a[8]
+    split_item, group_type, list_type = a[12], a[13], a[14]
+    if group_type == -1 or (group_type == 2 and len(ws) > 1):
+        ks = np.cumsum([0] + [w.shape[0] for w in ws])
+        ys = [(xs[i] if group_type == -1 else xs[0][:, ks[i]:ks[i + 1]]) @ w + (bs[i] if bs else 0)
+              for i, w in enumerate(ws)]
+        return [ys, None, None]
+    if group_type == 2:
+        sizes = _group_sizes(group_list, list_type)
+        at = np.cumsum(np.concatenate([[0], sizes]))
+        return [[np.stack([xs[0][:, at[g]:at[g + 1]] @ ws[0][at[g]:at[g + 1]] for g in range(len(sizes))])],
+                None, None]
+    sizes = [x.shape[0] for x in xs] if group_list is None else _group_sizes(group_list, list_type)
+    x = np.concatenate(xs)
+    weights = list(ws[0]) if len(ws) == 1 and ws[0].ndim == 3 else ws
+    biases = list(bs[0]) if len(bs) == 1 and len(weights) > 1 else bs
+    at = np.cumsum(np.concatenate([[0], sizes])).astype(int)
+    y = np.concatenate([x[at[g]:at[g + 1]] @ weights[g] + (biases[g] if biases else 0) for g in range(len(sizes))])
+    return [[y], None, None]
+
+
+# MC2: a matmul fused with a collective; every rank's operands make the result (as for HcclAllReduce below).
+def _mc2_partials(per_rank, d):
+    """Each rank's x1 @ x2 + bias as its kernel hands it to the collective: rounded to the dtype."""
+    return [round_to(x1 @ x2 + (0 if bias is None else bias), d[0]) for x1, x2, bias, *_ in per_rank]
+
+
+@collective("MatmulAllReduce")
+def _matmul_all_reduce(per_rank, d):
+    return [np.sum(_mc2_partials(per_rank, d), axis=0)]
+
+
+@collective("AllGatherMatmul")
+def _all_gather_matmul(per_rank, d):
+    """Every rank's output is gatherOut @ its own x2 + bias: the same on every rank when they pass the same x2."""
+    gathered = np.concatenate([r[0] for r in per_rank])
+    x2, bias = per_rank[0][1], per_rank[0][2]
+    return [gathered @ x2 + (0 if bias is None else bias), gathered]
+
+
+@collective("MatmulReduceScatter")
+def _matmul_reduce_scatter(per_rank, d):
+    """Rank r holds rows [r * m / ranks, (r + 1) * m / ranks) of the sum: one reference for every rank only with one."""
+    if len(per_rank) != 1:
+        raise ValueError("each rank holds its own rows of a MatmulReduceScatter: recomputed for one rank only")
+    return [np.sum(_mc2_partials(per_rank, d), axis=0)]

@@ -4,7 +4,10 @@ the argument forms a framework uses: strided and offset views, broadcasting, ten
 tensors present and absent, output masks, every reduction, amsgrad/maximize, padding and frequency
 scaling. Run under the shim it gives a dump in which every op type can be recomputed (npu_refs).
 
-    python3 ops_workload.py [--dtypes fp32,fp16,bf16]
+    python3 ops_workload.py [--dtypes fp32,fp16,bf16] [--moe-mc2]
+
+--moe-mc2 adds the MoE and MC2 ops (issue 41), which msprobe-inspect replay has no CPU reference for yet: the
+shim's tests launch them, replay's leave them out.
 """
 import argparse
 import os
@@ -48,11 +51,128 @@ def foreach_mul_scalar_list(xs, scalars, outs):
     ops._launch(rt, types.SimpleNamespace(name=op.name, phase2=op.phase2_address()), ws, ex, releases)
 
 
+def raw_op(name, letters, *args):
+    """aclnn<name> with a parameter list tiny_npu does not bind, by letter: T a tensor or None, L a list of tensors or
+    None, I a list of ints (aclIntArray) or None, s a str, l an int64, b a bool. As foreach_mul_scalar_list: the handles are made with tiny_npu's helpers and
+    the kernel goes through its launch queue, as every op does."""
+    import ctypes
+    import types
+    from tiny_npu import acl
+    from tiny_npu import runtime
+    rt = runtime.current()
+    n = rt.libs.nnopbase
+    values, releases, strings = [], [], []
+    for kind, v in zip(letters, args):
+        if kind in "TL" and v is None:
+            values.append(None)
+        elif kind == "T":
+            values.append(ops._create_tensor(rt, v))
+            releases.append((rt.destroy_fn["tensor"], values[-1]))
+        elif kind == "L":
+            hs = [ops._create_tensor(rt, x) for x in v]
+            values.append(n.aclCreateTensorList((ctypes.c_void_p * max(len(hs), 1))(*hs), len(hs)))
+            releases.append((rt.destroy_fn["tensor_list"], values[-1]))  # destroys its members
+        elif kind == "I":
+            values.append(None if v is None else n.aclCreateIntArray((ctypes.c_int64 * max(len(v), 1))(*v), len(v)))
+            if v is not None:
+                releases.append((rt.destroy_fn["int_array"], values[-1]))
+        elif kind == "s":
+            strings.append(ctypes.create_string_buffer(v.encode()))
+            values.append(ctypes.addressof(strings[-1]))
+        else:
+            values.append(v)
+    op = acl.AclnnOp(rt.libs, name, "".join({"T": "T", "L": "T", "I": "T", "s": "T", "l": "L", "b": "B"}[c]
+                                            for c in letters))
+    ws, ex = op.prepare(*values)
+    ops._launch(rt, types.SimpleNamespace(name=op.name, phase2=op.phase2_address()), ws, ex, releases)
+
+
+def named_comm(name):
+    """A one-rank communicator named `name` (HcclCommInitRootInfoConfig): the MC2 ops' group, the same in every run."""
+    import ctypes
+    from tiny_npu import distributed, runtime
+    h = runtime.current().libs.hccl
+    h.HcclCommInitRootInfoConfig.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                             ctypes.c_void_p]
+    info, comm, config = (ctypes.c_char * 4108)(), ctypes.c_void_p(), distributed.comm_config(name)
+    assert h.HcclGetRootInfo(info) == 0
+    assert h.HcclCommInitRootInfoConfig(1, info, 0, ctypes.byref(config), ctypes.byref(comm)) == 0
+    return comm.value
+
+
+def moe_and_mc2(dt, t, group):
+    """The MoE ops (gating, routing, grouped matmul, combine and their grads) and, in fp16/bf16, the MC2 ops on a
+    one-rank communicator (issue 41)."""
+    from tiny_npu import acl
+    i32 = acl.INT32
+    n_tok, h, experts, k = 6, 4, 3, 2
+    empty = Tensor.empty
+    logits = t((n_tok, experts), dt)
+    probs, idx, rows = empty((n_tok, k), dt), empty((n_tok, k), i32), empty((n_tok, k), i32)
+    raw_op("MoeGatingTopKSoftmax", "TTlTTT", logits, None, k, probs, idx, rows)
+    finished = Tensor.from_numpy(np.array([False, True, False, False, True, False]))
+    raw_op("MoeGatingTopKSoftmaxV2", "TTllbTTT", logits, finished, k, 0, True, empty((n_tok, k), dt),
+           empty((n_tok, k), i32), empty((n_tok, experts), F32))
+    raw_op("MoeGatingTopKSoftmaxV2", "TTllbTTT", t((2, 3, experts), dt), None, k, 1, False, empty((2, 3, k), dt),
+           empty((2, 3, k), i32), None)
+    x = t((n_tok, h), dt)
+    ex1, er1 = empty((n_tok * k, h), dt), empty((n_tok * k,), i32)
+    raw_op("MoeInitRouting", "TTTlTTT", x, rows, idx, n_tok, ex1, er1, empty((n_tok * k,), i32))
+    rows3 = Tensor.from_numpy(np.arange(3 * k, dtype=np.int32).reshape(k, 3).T.copy())  # gating's rowIdx for 3 rows
+    raw_op("MoeInitRouting", "TTTlTTT", x[::2], rows3, idx[::2], 2, empty((2 * k, h), dt), empty((3 * k,), i32),
+           empty((3 * k,), i32))
+    ex, er, cum = empty((n_tok * k, h), dt), empty((n_tok * k,), i32), empty((experts,), i32)
+    raw_op("MoeInitRoutingV2", "TTlllllbTTTT", x, idx, 0, 0, experts, 0, 1, False, ex, er, cum, None)
+    exd, erd = empty((experts, 2, h), dt), empty((n_tok * k,), i32)
+    raw_op("MoeInitRoutingV2", "TTlllllbTTTT", x, idx, 0, 2, experts, 1, 0, True, exd, erd, None, empty((experts,), i32))
+    # V3 (npu_moe_init_routing_v2): every row written, as recomputation needs (full expert range, activeNum 0).
+    v3 = "TTTTlllllblIlTTTT"
+    raw_op("MoeInitRoutingV3", v3, x, idx, t((n_tok,), F32, 0.0, 1.0), None, 0, 0, experts, 0, 0, True, -1, None, 0,
+           empty((n_tok * k, h), dt), empty((n_tok * k,), i32), empty((experts,), acl.INT64), empty((n_tok * k,), F32))
+    raw_op("MoeInitRoutingV3", v3, x, idx, None, None, 0, 0, experts, 0, 2, True, -1, [0, experts], 1,
+           empty((n_tok * k, h), dt), empty((n_tok * k,), i32), empty((experts, 2), acl.INT64), None)
+    raw_op("MoeInitRoutingV2Grad", "TTlllT", t((n_tok * k, h), dt), er, k, 0, 0, empty((n_tok, h), dt))
+    raw_op("MoeInitRoutingV2Grad", "TTlllT", t((experts, 2, h), dt), erd, k, 1, 0, empty((n_tok, h), dt))
+    raw_op("MoeFinalizeRouting", "TTTTTTTT", ex1, t((n_tok, h), dt), None, t((experts, h), dt), t((n_tok, k), dt), er1,
+           idx, empty((n_tok, h), dt))
+    raw_op("MoeFinalizeRoutingV2", "TTTTTTTlT", ex, er, t((n_tok, h), dt), t((n_tok, h), dt), t((experts, h), dt),
+           t((n_tok, k), dt), idx, 2, empty((n_tok, h), dt))
+    raw_op("MoeFinalizeRoutingV2", "TTTTTTTlT", exd, erd, None, None, None, t((n_tok, k), dt), None, 3,
+           empty((n_tok, h), dt))
+    raw_op("MoeFinalizeRoutingV2Grad", "TTTTTTllllTT", t((n_tok, h), dt), er, ex, t((n_tok, k), dt), idx,
+           t((experts, h), dt), 0, 0, 0, 0, empty((n_tok * k, h), dt), empty((n_tok, k), dt))
+    # Grouped matmuls: rows grouped by expert (groupList the cumulative counts, INT64), weights transposed, K grouped.
+    gl = Tensor.from_numpy(np.array([4, 9, 12], np.int64))
+    w = t((experts, h, 5), dt)
+    gmm_tail = [None] * 5
+    for name in ("GroupedMatmulV4", "GroupedMatmulV5"):
+        v5 = [None] if name.endswith("V5") else []
+        letters = "LLLLLLLLTLLLllll" + ("T" if v5 else "") + "LLL"
+        raw_op(name, letters, [ex], [w], [t((experts, 5), F32 if dt != tiny_npu.float16 else dt)], *gmm_tail, gl,
+               None, None, None, 3, 0, 0, 0, *v5, [empty((n_tok * k, 5), dt)], None, None)
+        raw_op(name, letters, [t((12, 5), dt)], [t((experts, 4, 5), dt).transpose(1, 2)], None, *gmm_tail, gl, None,
+               None, None, 3, 0, 0, 0, *v5, [empty((12, 4), dt)], None, None)
+        raw_op(name, letters, [ex.T], [t((12, 5), dt)], None, *gmm_tail, gl, None, None, None, 3, 2, 0, 0, *v5,
+               [empty((experts, h, 5), dt)], None, None)
+        raw_op(name, letters, [t((3, h), dt), t((2, h), dt)], [t((h, 5), dt), t((h, 5), dt)], None, *gmm_tail, None,
+               None, None, None, 0, -1, 0, 0, *v5, [empty((3, 5), dt), empty((2, 5), dt)], None, None)
+    if dt == F32:
+        return
+    # MC2 on one rank: the collective leaves each rank's result as it is (k >= 256 for the gather and the scatter).
+    x1, x2, b = t((2, 3, 256), dt), t((256, 5), dt), t((5,), dt)
+    raw_op("MatmulAllReduce", "TTTssllT", x1, x2, b, group, "sum", 0, 1, empty((2, 3, 5), dt))
+    raw_op("AllGatherMatmul", "TTTslllTT", x1[0], t((5, 256), dt).T, None, group, 0, 0, 1, empty((3, 5), dt),
+           empty((3, 256), dt))
+    raw_op("MatmulReduceScatter", "TTTssllT", x1[1], x2, b, group, "sum", 0, 1, empty((3, 5), dt))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dtypes", default="fp32,fp16,bf16")
+    ap.add_argument("--moe-mc2", action="store_true", help="also the MoE and MC2 ops (issue 41)")
     args = ap.parse_args()
     rt = tiny_npu.init(device=0)
+    comm, group = (named_comm("ops_workload"), "ops_workload") if args.moe_mc2 else (None, None)
     rng = np.random.RandomState(7)
     keep = []  # inputs stay alive: the second pass gets new addresses (and new values) for the same ops
 
@@ -140,6 +260,8 @@ def main():
         for red in (ops.REDUCTION_NONE, ops.REDUCTION_MEAN, ops.REDUCTION_SUM):
             loss = ops.mse_loss(x, y, red)
             ops.mse_loss_backward(t(loss.shape, dt) if red == ops.REDUCTION_NONE else t((), dt), x, y, red)
+        if args.moe_mc2:
+            moe_and_mc2(dt, t, group)
 
     # fp32 only: cube math types on matmul, and the optimizer (fp32 master weights as AdamW keeps them).
     if "fp32" in args.dtypes.split(","):

@@ -265,7 +265,7 @@ def ops_run(tmp_path_factory):
 
     @functools.lru_cache(maxsize=None)
     def get(label, env=()):
-        return shimtest.run([shimtest.PYTHON, OPS_WORKLOAD], root / label,
+        return shimtest.run([shimtest.PYTHON, OPS_WORKLOAD, "--moe-mc2"], root / label,
                             env={"MSPROBE_TASK": "tensor", **dict(env)}).check()
     return get
 
@@ -278,7 +278,7 @@ def test_every_stand_in_op_is_captured_and_recomputed(ops_run):
     assert r.dump.op_counts() == launched
     problems, seen = shimtest.check_files(r.dump)
     assert not problems, fail_report(problems)
-    assert seen == {"Float32", "Float16", "BFloat16", "Int64", "Bool"}, seen  # Bool: IsFinite and friends
+    assert seen == {"Float32", "Float16", "BFloat16", "Int64", "Int32", "Bool"}, seen  # Bool: IsFinite; Int32: MoE
     problems, checked = shimtest.check_recomputation(r.dump)
     assert not problems, fail_report(problems)
     assert checked == launched

@@ -34,6 +34,16 @@ __attribute__((visibility("default"))) HcclResult HcclSend(void *sendBuf, uint64
                          HcclComm comm, aclrtStream stream);
 __attribute__((visibility("default"))) HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank,
                          HcclComm comm, aclrtStream stream);
+/* All-to-all: every rank sends block j of its sendBuf to rank j. AlltoAll moves sendCount (== recvCount) elements per
+   pair; AlltoAllV takes uint64_t arrays of rank-size entries (counts and displacements in elements); AlltoAllVC takes
+   the rank-size x rank-size uint64_t matrix of counts (row i: what rank i sends to each rank), packed displacements. */
+__attribute__((visibility("default"))) HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, HcclDataType sendType,
+                         const void *recvBuf, HcclDataType recvType, HcclComm comm, aclrtStream stream);
+__attribute__((visibility("default"))) HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void *sdispls, HcclDataType sendType,
+                         const void *recvBuf, const void *recvCounts, const void *rdispls, HcclDataType recvType,
+                         HcclComm comm, aclrtStream stream);
+__attribute__((visibility("default"))) HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclDataType sendType, const void *recvBuf,
+                         uint64_t recvCount, HcclDataType recvType, HcclComm comm, aclrtStream stream);
 __attribute__((visibility("default"))) HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
 __attribute__((visibility("default"))) HcclResult HcclCommDestroy(HcclComm comm);
 __attribute__((visibility("default"))) const char *HcclGetErrorString(HcclResult code);

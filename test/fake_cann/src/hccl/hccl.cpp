@@ -27,6 +27,7 @@
 #include <map>
 #include <random>
 
+#include "api.h"
 #include "comm.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
@@ -250,6 +251,31 @@ HcclResult init_root_info(const char *api, uint32_t nRanks, const HcclRootInfo *
 }
 
 }  // namespace
+
+namespace fakecann::hccl {
+
+HcclResult api_fail(HcclResult r, const std::string &msg) { return fail(r, msg); }
+
+HcclResult api_check_call(const char *api, HcclComm comm, aclrtStream stream, std::shared_ptr<Comm> *out) {
+  return check_call(api, comm, stream, out);
+}
+
+HcclResult api_check_dtype(const char *api, HcclDataType t) { return check_dtype(api, t); }
+
+HcclResult api_enqueue(std::shared_ptr<Comm> c, aclrtStream stream, WorkerTask task) {
+  return enqueue(std::move(c), stream, task);
+}
+
+std::shared_ptr<Comm> api_find(HcclComm comm) { return find_comm(comm); }
+
+std::shared_ptr<Comm> api_find_named(const std::string &ident, int32_t device) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (auto &[h, c] : *g_comms)
+    if (c->ident == ident && c->device == device) return c;
+  return nullptr;
+}
+
+}  // namespace fakecann::hccl
 
 extern "C" {
 
