@@ -42,8 +42,8 @@ LogLevel log_level() noexcept { return static_cast<LogLevel>(g_level.load(std::m
 bool log_enabled(LogLevel level) noexcept { return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed); }
 void set_log_fd(int fd) noexcept { g_fd.store(fd, std::memory_order_relaxed); }
 
-void log_message(LogLevel level, const char *fmt, va_list args) noexcept {
-  if (!log_enabled(level)) return;
+namespace {
+void emit(const char *label, const char *fmt, va_list args) noexcept {
   const int saved_errno = errno;  // logging from inside a hook must not change what the host sees in errno
   char line[kLineMax + 8];
   size_t n = 0;
@@ -54,7 +54,7 @@ void log_message(LogLevel level, const char *fmt, va_list args) noexcept {
     n += take;
   };
   append(kPrefix);
-  append(tag(level));
+  append(label);
   const size_t body = n;
   const int want = std::vsnprintf(line + n, kLineMax - n + 1, fmt, args);
   if (want > 0) n += static_cast<size_t>(want) < kLineMax - n ? static_cast<size_t>(want) : kLineMax - n;
@@ -70,6 +70,11 @@ void log_message(LogLevel level, const char *fmt, va_list args) noexcept {
   write_all(g_fd.load(std::memory_order_relaxed), line, n);
   errno = saved_errno;
 }
+}  // namespace
+
+void log_message(LogLevel level, const char *fmt, va_list args) noexcept {
+  if (log_enabled(level)) emit(tag(level), fmt, args);
+}
 
 #define MSPROBE_SHIM_LOG_FN(name, level)     \
   void name(const char *fmt, ...) noexcept { \
@@ -84,5 +89,13 @@ MSPROBE_SHIM_LOG_FN(log_warn, LogLevel::Warn)
 MSPROBE_SHIM_LOG_FN(log_info, LogLevel::Info)
 MSPROBE_SHIM_LOG_FN(log_debug, LogLevel::Debug)
 #undef MSPROBE_SHIM_LOG_FN
+
+void log_note(const char *fmt, ...) noexcept {
+  if (!log_enabled(LogLevel::Warn)) return;
+  va_list args;
+  va_start(args, fmt);
+  emit("", fmt, args);
+  va_end(args);
+}
 
 }  // namespace msprobe::shim

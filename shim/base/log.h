@@ -25,6 +25,9 @@ void log_error(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2
 void log_warn(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
+// What the user asked for and should see without asking (an outcome, a filter that matched nothing): shown from the
+// default level (warn) on, as `msprobe-shim: <text>` (no "warning:": nothing went wrong).
+void log_note(const char *fmt, ...) noexcept __attribute__((format(printf, 1, 2)));
 
 // Where the lines go (default 2). Tests point it at a pipe or file; not meant for the product.
 void set_log_fd(int fd) noexcept;

@@ -387,16 +387,39 @@ void Session::device_ending(const char *call) {
   impl_->policy.stager->device_ending();
 }
 
+namespace {
+
+// The flight task's outcome, said at exit whatever the level: a run with no NaN/Inf writes nothing, and the user must
+// be able to tell a quiet run from a broken one.
+void say_flight_outcome(const Config &c, const collector::CollectorCounters &n, uint64_t steps) {
+  std::string outcome = "no NaN/Inf: nothing written";
+  if (n.overflows > 0)
+    outcome = "NaN/Inf found: " + std::to_string(n.overflows) + " record(s) written to " + c.dump_path;
+  else if (n.written > 0)
+    outcome = "no NaN/Inf; the last " + std::to_string(n.written) + " kernels written to " + c.dump_path +
+              " at exit (MSPROBE_FLIGHT_ON_EXIT)";
+  log_note("flight: watched %llu kernels over %llu steps with a ring of %llu MiB (at most %llu kernels kept): %s",
+           (unsigned long long)n.submitted, (unsigned long long)steps, (unsigned long long)(c.buffer_bytes >> 20),
+           (unsigned long long)n.kept_high_water, outcome.c_str());
+}
+
+}  // namespace
+
 void Session::shutdown() {
   if (auto before = impl_->before_flush.load()) before();
   collector::Collector *col;
+  uint64_t steps;
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
     if (impl_->closed) return;
     impl_->closed = true;
     col = impl_->collector.get();
+    steps = impl_->step + 1;
   }
-  if (!col) return;
+  if (!col) {
+    if (impl_->config.task == Task::Flight) say_flight_outcome(impl_->config, {}, steps);
+    return;
+  }
   // MSPROBE_FLIGHT_ON_EXIT: the kept kernels are the record of how the process ended.
   if (impl_->config.flight_on_exit) {
     const char *sig = lifecycle::ending_signal_name();
@@ -412,6 +435,7 @@ void Session::shutdown() {
     log_info("%llu kernels kept at most; %llu overflows found (flight: records written)",
              (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
   impl_->policy.stager->log_summary();
+  if (impl_->config.task == Task::Flight) say_flight_outcome(impl_->config, n, steps);
   if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
   if (const std::string problems = problem_summary(); !problems.empty())
     log_warn("problems met and gone past this run (each said when first met): %s", problems.c_str());

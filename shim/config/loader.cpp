@@ -1,6 +1,8 @@
 // The loader: load_config() reads every setting by the table (settings.cpp), the variables first, then
 // MSPROBE_CONFIG's file, and keeps for each field the variable's value, else the file's, else the default; then
 // report_config() and describe(), which say the outcome. The API is config.h.
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -185,8 +187,8 @@ void Loader::run() {
     if (s.field != Field::Task) pick(s);
   }
   const format::TaskWrites writes = format::task_writes(c.task);
-  warn_if_inert(Field::FileFormat, writes.tensor_files, "only the " + tasks_where(&format::TaskWrites::tensor_files) +
-                                                            " tasks write tensor files");
+  warn_if_inert(Field::FileFormat, writes.tensor_files,
+                "only the " + tasks_where(&format::TaskWrites::tensor_files) + " tasks write tensor files");
   warn_if_inert(Field::OverflowNums, writes.overflow_limit,
                 "it applies to the " + tasks_where(&format::TaskWrites::overflow_limit) + " tasks");
   warn_if_inert(Field::FlightKernels, c.task == Task::Flight, "it applies to the flight task");
@@ -219,7 +221,11 @@ ConfigLoad load_config(const std::function<const char *(const char *)> &getenv) 
 }
 
 ConfigLoad load_config_from_environment() {
-  return load_config([](const char *name) -> const char * { return ::getenv(name); });
+  ConfigLoad load = load_config([](const char *name) -> const char * { return ::getenv(name); });
+  // A misspelt name would otherwise do nothing at all (MSPROBE_TASKS=tensor gives a statistics dump): one line each.
+  if (load.config.enabled)
+    for (std::string &w : unknown_variables(environ)) load.warnings.push_back(std::move(w));
+  return load;
 }
 
 void report_config(const ConfigLoad &load) {

@@ -35,48 +35,6 @@ Config *g_config = nullptr;  // what Deciding found, for Starting (published by 
 // The dump root must be (or be creatable as) a directory we can write. Checked at start-up, without
 // creating anything (a process that never launches a kernel leaves no trace), so that a bad path is one
 // clear error now instead of a failure at the first kernel.
-bool check_dump_root(const std::string &path, std::string *why) {
-  // A dump root that is a symbolic link into another user's directory (planted in a shared /tmp, say) is refused:
-  // the shim, often run as root, would create folders and files among that user's. A user's own link is fine.
-  std::string link = path;
-  while (link.size() > 1 && link.back() == '/') link.pop_back();
-  struct stat lst {
-  }, st{};
-  if (::lstat(link.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) && ::stat(link.c_str(), &st) == 0 &&
-      st.st_uid != ::geteuid()) {
-    *why = "it is a symbolic link to a directory of another user (uid " + std::to_string(st.st_uid) + ")";
-    return false;
-  }
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(path, ec);
-  if (ec) {
-    *why = ec.message();
-    return false;
-  }
-  // The nearest existing ancestor decides: it must be a writable directory.
-  while (!std::filesystem::exists(p, ec)) {
-    if (!p.has_parent_path() || p.parent_path() == p) break;
-    p = p.parent_path();
-  }
-  if (!std::filesystem::is_directory(p, ec)) {
-    *why = "\"" + p.string() + "\" is not a directory";
-    return false;
-  }
-  if (::access(p.c_str(), W_OK | X_OK) != 0) {
-    *why = "\"" + p.string() + "\" is not writable (" + std::strerror(errno) + ")";
-    return false;
-  }
-  // access() says yes to root everywhere, also where no folder can be made (/proc, an NFS export with
-  // root_squash): make one and remove it again. Uniquely named, so that ranks starting together never
-  // remove a folder another rank is using.
-  std::string probe = (p / ".msprobe_shim_probe_XXXXXX").string();
-  if (::mkdtemp(probe.data()) == nullptr) {
-    *why = "no folder can be created in \"" + p.string() + "\" (" + std::strerror(errno) + ")";
-    return false;
-  }
-  ::rmdir(probe.c_str());
-  return true;
-}
 
 // Graph kernels' files still queued in CANN are delivered first (not when dying: see GraphCapture::finish).
 void close_dump() {
@@ -220,6 +178,49 @@ Session *start_session() noexcept {
   } catch (...) {
     return nullptr;  // capture_enabled() disables the shim on any failure of its own; this is for the impossible rest
   }
+}
+
+bool check_dump_root(const std::string &path, std::string *why) {
+  // A dump root that is a symbolic link into another user's directory (planted in a shared /tmp, say) is refused:
+  // the shim, often run as root, would create folders and files among that user's. A user's own link is fine.
+  std::string link = path;
+  while (link.size() > 1 && link.back() == '/') link.pop_back();
+  struct stat lst {
+  }, st{};
+  if (::lstat(link.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode) && ::stat(link.c_str(), &st) == 0 &&
+      st.st_uid != ::geteuid()) {
+    *why = "it is a symbolic link to a directory of another user (uid " + std::to_string(st.st_uid) + ")";
+    return false;
+  }
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) {
+    *why = ec.message();
+    return false;
+  }
+  // The nearest existing ancestor decides: it must be a writable directory.
+  while (!std::filesystem::exists(p, ec)) {
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+    p = p.parent_path();
+  }
+  if (!std::filesystem::is_directory(p, ec)) {
+    *why = "\"" + p.string() + "\" is not a directory";
+    return false;
+  }
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    *why = "\"" + p.string() + "\" is not writable (" + std::strerror(errno) + ")";
+    return false;
+  }
+  // access() says yes to root everywhere, also where no folder can be made (/proc, an NFS export with
+  // root_squash): make one and remove it again. Uniquely named, so that ranks starting together never
+  // remove a folder another rank is using.
+  std::string probe = (p / ".msprobe_shim_probe_XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr) {
+    *why = "no folder can be created in \"" + p.string() + "\" (" + std::strerror(errno) + ")";
+    return false;
+  }
+  ::rmdir(probe.c_str());
+  return true;
 }
 
 }  // namespace msprobe::shim

@@ -6,6 +6,8 @@
 // Everything below the hooks takes the session as an argument.
 #pragma once
 
+#include <string>
+
 #include "shim/capture/session.h"
 
 namespace msprobe::shim {
@@ -13,6 +15,11 @@ namespace msprobe::shim {
 // True when the shim is configured and capturing: the one check every hook makes first. The first call loads
 // the configuration (an invalid one disables the shim: every call then passes through).
 bool capture_enabled();
+
+// Whether `path` can be a dump root here: its nearest existing ancestor a directory in which a folder can be made, and
+// not a symbolic link into another user's directory; else false and *why. Asked at start-up, and by the launcher
+// (msprobe_shim_check_setting) before it starts a program.
+bool check_dump_root(const std::string &path, std::string *why);
 
 // The process's session; only valid when capture_enabled() returned true.
 inline Session &session() { return *active_session(); }

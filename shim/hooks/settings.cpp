@@ -1,7 +1,8 @@
 // The shim's settings, for the wheel's launcher (packaging/src/msprobe_shim/launcher.py, through ctypes): its options
 // and what each accepts come from the table load_config() reads (shim/config/settings.cpp), so a setting added there
 // is an option of the launcher with no second edit, and a value the launcher accepts is one the shim accepts. Neither
-// call reads the environment, touches a file or starts capture.
+// call reads the environment or starts capture; the only file touched is a dump path's probe folder (made and removed
+// in it, as at start-up).
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "format/dump_json.h"
 #include "shim/config/config.h"
+#include "shim/hooks/activation.h"
 #include "shim/hooks/hook.h"
 
 using namespace msprobe::shim;
@@ -40,6 +42,8 @@ MSPROBE_EXPORT int msprobe_shim_check_setting(const char *variable, const char *
   int ok = 0;
   try {
     ok = check_setting(variable, value, &reason) ? 1 : 0;
+    // A dump path must also be usable here and now: the launcher asks before it starts a long job.
+    if (ok && std::strcmp(variable, "MSPROBE_DUMP_PATH") == 0) ok = check_dump_root(value, &reason) ? 1 : 0;
   } catch (...) {
     reason = "internal error";
   }

@@ -97,6 +97,24 @@ def candidates(options):
     return out
 
 
+def dump_path_of(options):
+    """The dump path the program will use when no --dump-path is given: MSPROBE_DUMP_PATH, else --config's (or
+    MSPROBE_CONFIG's) "dump_path", else the shim's default."""
+    if os.environ.get("MSPROBE_DUMP_PATH"):
+        return os.environ["MSPROBE_DUMP_PATH"]
+    config = dict(candidates(options)).get("MSPROBE_CONFIG") or os.environ.get("MSPROBE_CONFIG")
+    if config:
+        import json
+        try:
+            with open(config, encoding="utf-8") as f:
+                path = json.load(f).get("dump_path")
+            if isinstance(path, str) and path:
+                return path
+        except (OSError, ValueError, AttributeError):
+            pass  # the shim says what is wrong with the file
+    return "./msprobe_dump"
+
+
 def flag_of(variable):
     """MSPROBE_FLIGHT_KERNELS -> --flight-kernels."""
     return "--" + variable[len(PREFIX):].lower().replace("_", "-")
@@ -203,8 +221,14 @@ def main(argv=None):
     status = check_library()
     if status:
         return status
+    asked = candidates(options)
+    # The dump path is checked before the program starts (a long job must not run with capture off for want of it).
+    given = dict(asked).get("MSPROBE_DUMP_PATH")
+    dump_path = given if given is not None else dump_path_of(options)
+    if given is None:
+        asked.append(("MSPROBE_DUMP_PATH", dump_path))
     try:
-        settings = Settings(candidates(options))
+        settings = Settings(asked)
     except SettingsError as exc:
         return fail(f"cannot read the settings of the packaged library {LIBRARY} ({exc}); reinstall the msprobe_shim "
                     f"wheel", 1)
@@ -219,6 +243,9 @@ def main(argv=None):
     config = getattr(args, "MSPROBE_CONFIG", None)
     if config is not None and not os.path.isfile(config):
         return fail(f"--config: {config!r} is not a file")
+    if given is None and settings.check("MSPROBE_DUMP_PATH", dump_path) is not None:
+        return fail(f"the dump path {dump_path!r} cannot be used: {settings.check('MSPROBE_DUMP_PATH', dump_path)}"
+                    f" (set --dump-path)")
     env = dict(os.environ)
     for _, var, _ in settings.options:
         value = getattr(args, var)

@@ -349,3 +349,23 @@ def test_valid_configuration_is_silent(tmp_path, baseline):
     assert shim_lines(p.stderr) == [], describe(p)
     assert sorted(dump_dirs(dump)) == [("step0", "rank"), ("step1", "rank")]
     check_nothing_created(cwd)
+
+
+@pytest.mark.parametrize("name,value,meant", [("MSPROBE_TASKS", "tensor", "MSPROBE_TASK"),
+                                              ("MSPROBE_DUMPPATH", "x", "MSPROBE_DUMP_PATH"),
+                                              ("MSPROBE_SETP", "1", "MSPROBE_STEP")])
+def test_a_misspelt_variable_is_named_with_the_one_meant(tmp_path, baseline, name, value, meant):
+    """Issue 39: values were checked strictly, names not at all: MSPROBE_TASKS=tensor gave a statistics dump and not a
+    word. Now one line names it and the setting it is closest to; the rest of the configuration still applies."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    dump = tmp_path / "dump"
+    p = run_under_shim({name: value}, cwd, dump)
+    assert p.returncode == 0 and p.stdout == baseline.stdout, describe(p)
+    lines = shim_lines(p.stderr)
+    assert len(lines) == 1, lines
+    assert name in lines[0] and f"did you mean {meant}?" in lines[0] and "warning" in lines[0], lines
+    assert sorted(dump_dirs(dump)) == [("step0", "rank"), ("step1", "rank")]  # capture went on, with the defaults
+    # MSPROBE_ENABLE=0 asks the shim to stay out of the way: nothing is said.
+    quiet = run_under_shim({name: value, "MSPROBE_ENABLE": "0"}, tmp_path / "cwd", tmp_path / "dump0")
+    assert shim_lines(quiet.stderr) == [], describe(quiet)

@@ -333,6 +333,28 @@ def test_bad_options_are_one_line_and_exit_2(venv, tmp_path, args, message):
     assert r.stdout == ""
 
 
+@pytest.mark.parametrize("how", ["option", "variable", "default"])
+def test_an_unusable_dump_path_stops_the_launcher_before_the_program(venv, tmp_path, how):
+    """Issue 39: a --dump-path that is a file (or not writable) started a long job with capture off; now the launcher
+    checks the dump path the program would use (by the shim's own rule) and refuses, exit 2, with the reason."""
+    (tmp_path / "a_file").write_text("not a folder\n")
+    marker = tmp_path / "ran"
+    command = ["--", "sh", "-c", f"touch {marker}"]
+    if how == "option":
+        r = launcher(venv, ["--dump-path", "a_file/dump", *command], tmp_path)
+        assert r.returncode == 2 and r.stderr.startswith("msprobe-shim: argument --dump-path: invalid value"), r
+    elif how == "variable":
+        r = launcher(venv, command, tmp_path, env={"MSPROBE_DUMP_PATH": "a_file/dump"})
+        assert r.returncode == 2 and r.stderr.startswith("msprobe-shim: the dump path 'a_file/dump' cannot be used"), r
+    else:  # the default, ./msprobe_dump, is a file in the working directory
+        (tmp_path / "msprobe_dump").write_text("not a folder\n")
+        r = launcher(venv, command, tmp_path)
+        assert r.returncode == 2 and "the dump path './msprobe_dump' cannot be used" in r.stderr, r
+    assert "is not a directory" in r.stderr or "not writable" in r.stderr or "cannot be created" in r.stderr, r
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert not marker.exists(), "the program was started"
+
+
 def test_help(venv, tmp_path):
     r = launcher(venv, ["--help"], tmp_path)
     assert r.returncode == 0, r.stderr

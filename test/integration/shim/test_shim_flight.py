@@ -99,6 +99,10 @@ def test_clean_run_writes_nothing_and_keeps_tensors_on_the_device(tmp_path):
     r = run_train(tmp_path / "f", "--steps", "3", task="flight", env={"FAKE_CANN_COPY_COUNTERS": str(copies)})
     assert not os.path.exists(r.dump.root) or all_files(r.dump.root) == [], all_files(r.dump.root)
     assert "flight record" not in r.stderr and "overflow" not in r.stderr
+    # Issue 38: a quiet run says what it watched, at the default level (a user must tell it from a broken one).
+    said = [line for line in r.stderr.splitlines() if line.startswith("msprobe-shim: flight: watched ")]
+    assert len(said) == 1 and "over 3 steps" in said[0] and said[0].endswith("no NaN/Inf: nothing written"), r.stderr
+    assert int(said[0].split("watched ")[1].split()[0]) > 0 and "MiB" in said[0], said
     with open(copies) as f:
         shim_copies = json.load(f)["preloaded"]
     # The ring is filled device-to-device; only the outputs' extremes (a few bytes a kernel) come to the host.
@@ -209,6 +213,8 @@ def test_on_exit_at_a_normal_end(tmp_path):
     # The last five kernels of the run: the optimizer's.
     assert all(shimtest.op_type(n).startswith("ApplyAdamW") for _, n, _, _ in rows), rows
     check_record_contents(r.dump)
+    said = [line for line in r.stderr.splitlines() if line.startswith("msprobe-shim: flight: watched ")]
+    assert len(said) == 1 and "no NaN/Inf; the last 5 kernels written to" in said[0], r.stderr
 
 
 def test_overflow_nums_two_records(tmp_path):
