@@ -19,6 +19,7 @@
 #include "shim/base/problems.h"
 #include "shim/capture/acl_graphs.h"
 #include "shim/capture/lifecycle.h"
+#include "shim/capture/selection_tally.h"
 #include "shim/config/config.h"
 #include "shim/stacks/stacks.h"
 
@@ -43,6 +44,7 @@ struct Session::Impl {
   std::atomic<void (*)()> before_flush{nullptr};
   AclGraphs acl_graphs;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
+  SelectionTally tally;           // under mu: what the filters let through, said at exit when it is nothing
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
   collector::Collector *current_collector() {
@@ -202,6 +204,8 @@ void count_launch(Session::Impl &m, std::string_view op_type, const void *stream
   if (!inside_run) m.in_marker_run = marker;
   t.step = m.step;
   t.rank = m.rank;
+  m.tally.launched(op_type, m.step, c.steps.contains((int64_t)m.step), !c.list.empty() || c.scope.has_value());
+  if (m.rank) m.tally.rank_known(*m.rank);
   t.launch_index = m.launch_index++;
   auto [it, fresh] = m.streams.try_emplace(stream, std::make_pair((uint64_t)m.streams.size(), (uint64_t)0));
   t.stream_id = it->second.first;
@@ -254,6 +258,7 @@ void name_and_select(Session::Impl &m, std::string_view op_type, std::string_vie
   if (selected && !c.list.empty()) selected = c.list.matches(op_type, t.name);
   // Copying stops once the collector will write nothing more (overflow_check has found MSPROBE_OVERFLOW_NUMS
   // overflows: it finds them after the kernels ran, so a few more may be copied; it writes only the first N).
+  if (selected) m.tally.selected();
   if (selected && m.collector && m.collector->write_limit_reached()) selected = false;
   t.capture = selected;
   t.with_inputs = c.data_mode != DataMode::Output;
@@ -409,13 +414,16 @@ void Session::shutdown() {
   if (auto before = impl_->before_flush.load()) before();
   collector::Collector *col;
   uint64_t steps;
+  SelectionTally tally;
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
     if (impl_->closed) return;
     impl_->closed = true;
     col = impl_->collector.get();
     steps = impl_->step + 1;
+    tally = impl_->tally;
   }
+  tally.say_if_nothing_selected(impl_->config);
   if (!col) {
     if (impl_->config.task == Task::Flight) say_flight_outcome(impl_->config, {}, steps);
     return;

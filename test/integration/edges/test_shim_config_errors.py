@@ -8,6 +8,7 @@ The runs are independent processes; they go two at a time (the CI machine has tw
 """
 import json
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -330,8 +331,9 @@ def test_unmatchable_list_item_only_warns(tmp_path, baseline):
     p = run_under_shim({"MSPROBE_LIST": GARBAGE}, cwd, dump)
     assert p.returncode == 0 and p.stdout == baseline.stdout, describe(p)
     lines = shim_lines(p.stderr)
-    assert len(lines) == 1 and "MSPROBE_LIST" in lines[0] and GARBAGE_SHOWN in lines[0], lines
+    assert len(lines) == 2 and "MSPROBE_LIST" in lines[0] and GARBAGE_SHOWN in lines[0], lines
     assert "disabled" not in lines[0], lines
+    assert lines[1].startswith("msprobe-shim: 0 of ") and "kernels matched MSPROBE_LIST=" in lines[1], lines  # at exit
     check_nothing_created(cwd)
 
 
@@ -369,3 +371,36 @@ def test_a_misspelt_variable_is_named_with_the_one_meant(tmp_path, baseline, nam
     # MSPROBE_ENABLE=0 asks the shim to stay out of the way: nothing is said.
     quiet = run_under_shim({name: value, "MSPROBE_ENABLE": "0"}, tmp_path / "cwd", tmp_path / "dump0")
     assert shim_lines(quiet.stderr) == [], describe(quiet)
+
+
+ACL_APP = os.path.join(os.environ.get("MSPROBE_BUILD_DIR", "build"), "bin", "acl_app")
+
+
+@pytest.mark.parametrize("env,said", [
+    ({"MSPROBE_LIST": "Matmull"},
+     r"0 of \d+ kernels matched MSPROBE_LIST=Matmull; op types seen: Add, Adds, ApplyAdamWV2, .*Gelu, .*Matmul, "),
+    ({"MSPROBE_STEP": "7"}, r"MSPROBE_STEP=7 selected none of the \d+ kernels: this run had steps 0-1$"),
+    ({"MSPROBE_RANK": "3", "RANK_ID": "0"},
+     r"MSPROBE_RANK=3 selected none of the \d+ kernels: this process is rank 0$"),
+])
+def test_filters_that_select_nothing_say_so_at_exit(tmp_path, baseline, env, said):
+    """Issue 39: --list Matmull, --step 7 on a 2-step run: no dump, no line, exit 0, and after an hour-long job an
+    empty folder and no clue. Now one line at exit, at the default level, says which filter left nothing and why."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    p = run_under_shim(env, cwd, tmp_path / "dump")
+    assert p.returncode == 0 and p.stdout == baseline.stdout, describe(p)
+    lines = shim_lines(p.stderr)
+    assert len(lines) == 1 and re.search(said, lines[0]), lines
+    assert "warning" not in lines[0], lines  # an outcome, not a problem
+    assert dump_dirs(tmp_path / "dump") == {}
+
+
+def test_a_step_filter_on_a_program_with_no_optimizer_says_how_steps_end(tmp_path):
+    """Every inference loop: no step marker ever runs, so MSPROBE_STEP=1 can select nothing."""
+    env = with_shim(clean_env(MSPROBE_DUMP_PATH=str(tmp_path / "dump"), MSPROBE_STEP="1"))
+    p = run([ACL_APP], env, cwd=str(tmp_path))
+    assert p.returncode == 0, describe(p)
+    lines = shim_lines(p.stderr)
+    assert len(lines) == 1 and "this run had step 0 only (no step ended" in lines[0], lines
+    assert "MSPROBE_STEP_MARKER" in lines[0] and "msprobe_shim_step()" in lines[0], lines
