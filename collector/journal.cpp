@@ -36,9 +36,11 @@ JsonJournal::~JsonJournal() {
   }
 }
 
-void JsonJournal::write_all(std::string_view s) {
-  if (!format::write_all(fd_, s.data(), s.size(), &bytes_))
+void JsonJournal::write_at_end(std::string_view s) {
+  // bytes_ counts the members' bytes only: the suffix after them is written again with each append.
+  if (!format::pwrite_all(fd_, s.data(), s.size(), bytes_))
     throw std::system_error(errno, std::generic_category(), "journal write");
+  bytes_ += s.size() - suffix_.size();
 }
 
 void JsonJournal::begin(const std::filesystem::path &path, std::string_view prefix, std::string_view suffix) {
@@ -51,18 +53,16 @@ void JsonJournal::begin(const std::filesystem::path &path, std::string_view pref
   suffix_ = suffix;
   std::string head(prefix);
   head += '\n';
-  write_all(head);
+  head += suffix;
+  write_at_end(head);
 }
 
 void JsonJournal::append(std::string_view member) {
   if (fd_ < 0) throw std::logic_error("JsonJournal::append before begin");
-  if (entries_ == 0) {
-    write_all(member);
-  } else {
-    pending_.assign(",\n");  // separator and member in one write(), the buffer reused across appends
-    pending_ += member;
-    write_all(pending_);
-  }
+  pending_.assign(entries_ == 0 ? "" : ",\n");  // separator, member and suffix in one write, the buffer reused
+  pending_ += member;
+  pending_ += suffix_;
+  write_at_end(pending_);
   ++entries_;
 }
 
@@ -73,21 +73,14 @@ void JsonJournal::append_batch(std::span<const std::string> members) {
     if (entries_ + i != 0) pending_ += ",\n";
     pending_ += members[i];
   }
-  write_all(pending_);
+  pending_ += suffix_;
+  write_at_end(pending_);
   entries_ += members.size();
 }
 
 void JsonJournal::finish() {
   if (fd_ < 0) return;
-  const int fd = fd_;
-  try {
-    write_all(suffix_);
-  } catch (...) {
-    ::close(fd);
-    fd_ = -1;
-    throw;
-  }
-  fd_ = -1;
+  const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw std::system_error(errno, std::generic_category(), "journal close");
 }
 

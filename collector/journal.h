@@ -1,6 +1,8 @@
-// dump.json and construct.json as append-only journals (the writer's files, not the format's vocabulary): after begin()
-// and after every append() the file on disk plus a known closing suffix is valid JSON, so a crash loses at most the
-// entry being written, and format::repair_journal_text() restores a valid file.
+// dump.json and construct.json as journals that are valid JSON at every moment (the writer's files, not the format's
+// vocabulary): begin() writes the object's opening and closing, and each append() writes its member over the closing
+// and the closing again after it, in one pwrite(). So a step's files can be read while the run goes on (the tools read
+// a live run's finished steps, and its current one), and a crash loses at most the entry being written (a torn write:
+// format::repair_journal_text() restores a valid file).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -16,11 +18,10 @@ using format::DumpHeader;
 using format::Framework;
 using format::KernelEntry;
 
-// A JSON object written as a stream of members. On disk:
-//     <prefix, one line ending in '{'>\n<member 1>,\n<member 2>, ... ,\n<member N>
-// and finish() adds the suffix ("\n" + the closing braces + "\n"). Each append is one write() (the file is not
-// buffered in user space), so after each append the file + suffix() is valid JSON even if the process dies.
-// Not thread-safe. The destructor finishes an open journal.
+// A JSON object written as a stream of members. On disk, always:
+//     <prefix, one line ending in '{'>\n<member 1>,\n<member 2>, ... ,\n<member N><suffix>
+// with the suffix ("\n" + the closing braces + "\n") after the last member. Each append is one pwrite() at the
+// suffix's place (the file is not buffered in user space). Not thread-safe. The destructor finishes an open journal.
 class JsonJournal {
  public:
   JsonJournal() = default;
@@ -30,14 +31,14 @@ class JsonJournal {
   JsonJournal &operator=(JsonJournal &&other) noexcept;
   ~JsonJournal();
 
-  // Creates or truncates `path` (mode kFileMode) and writes `prefix` + "\n". `prefix` is one line that opens the
-  // object the members go into; `suffix` closes it. Throws std::system_error.
+  // Creates or truncates `path` (mode kFileMode) and writes `prefix` + "\n" + `suffix`: an empty object. `prefix` is
+  // one line that opens the object the members go into; `suffix` closes it. Throws std::system_error.
   void begin(const std::filesystem::path &path, std::string_view prefix, std::string_view suffix);
   // One member (`"key": value`, on one line). Throws std::system_error.
   void append(std::string_view member);
   // Several members in one write().
   void append_batch(std::span<const std::string> members);
-  // Writes the suffix and closes the file; does nothing when not open.
+  // Closes the file (valid already); does nothing when not open.
   void finish();
 
   bool is_open() const { return fd_ >= 0; }
@@ -46,7 +47,8 @@ class JsonJournal {
   const std::string &suffix() const { return suffix_; }
 
  private:
-  void write_all(std::string_view s);
+  // `s` at the suffix's place: the end of the last member.
+  void write_at_end(std::string_view s);
   int fd_ = -1;
   uint64_t entries_ = 0, bytes_ = 0;
   std::string suffix_, pending_;

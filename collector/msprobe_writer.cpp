@@ -115,6 +115,12 @@ class MsprobeWriter final : public DumpWriter {
   void append(PendingKernel &p) override {
     auto *e = dynamic_cast<Encoded *>(p.encoded.get());
     if (e == nullptr || e->folder->broken) return;
+    // The first kernel of a later step: the steps before it are done, their stack.json is brought up to date now (their
+    // journals are valid at every moment), so a live run's finished steps can be read whole.
+    if (p.k.step > newest_step_) {
+      newest_step_ = p.k.step;
+      write_stacks_of([&](uint64_t step) { return step < newest_step_; });
+    }
     RankWriter &w = *e->folder;
     try {
       w.dump.journal().append(e->member);
@@ -144,10 +150,17 @@ class MsprobeWriter final : public DumpWriter {
   // stack.json of every folder whose stacks changed, rewritten whole (write to a temporary, rename). The folders are
   // taken under mu_: a writer thread may be creating one right now, and a folder is listed once folder_for made it.
   void write_stacks() override {
+    write_stacks_of([](uint64_t) { return true; });
+  }
+
+  // stack.json of the folders whose step `wanted(step)` says.
+  template <typename Wanted>
+  void write_stacks_of(Wanted &&wanted) {
     std::vector<RankWriter *> folders;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      for (auto &[key, w] : folders_) folders.push_back(&w);
+      for (auto &[key, w] : folders_)
+        if (wanted(key.first)) folders.push_back(&w);
     }
     for (RankWriter *w : folders) {
       if (!w->stacks_dirty || w->broken) continue;
@@ -338,6 +351,7 @@ class MsprobeWriter final : public DumpWriter {
   const MsprobeWriterOptions options_;
   mutable std::mutex mu_;
   std::map<std::pair<uint64_t, int64_t>, RankWriter> folders_;
+  uint64_t newest_step_ = 0;    // of the kernels appended (append runs in commit order, one at a time)
   CollectorCounters counters_;  // this writer's part
 };
 

@@ -15,6 +15,8 @@ namespace msprobe::format {
 // Every byte of [data, data + bytes) to `fd`. False with errno set on an error; `written`, when given, is
 // increased by what did go out.
 bool write_all(int fd, const void *data, size_t bytes, uint64_t *written = nullptr) noexcept;
+// The same at file offset `offset` (pwrite): the file position does not move.
+bool pwrite_all(int fd, const void *data, size_t bytes, uint64_t offset) noexcept;
 
 // Up to `bytes` into `buf`, from the file position (offset < 0) or at `offset` (pread): the count read, short only
 // at the end of the file; -1 with errno set on an error.

@@ -32,8 +32,9 @@ void SelectionTally::say_if_nothing_selected(const Config &c) const {
   if (!c.steps.all() && in_selected_steps_ == 0) {
     std::string why = "this run had " + steps_seen;
     if (last_step_ == 0)
-      why += " (no step ended: no optimizer kernel ran, as in an inference loop; set MSPROBE_STEP_MARKER to the op "
-             "type that ends a step, or call msprobe_shim_step())";
+      why +=
+          " (no step ended: no optimizer kernel ran, as in an inference loop; set MSPROBE_STEP_MARKER to the op "
+          "type that ends a step, or call msprobe_shim_step())";
     log_note("MSPROBE_STEP=%s selected none of the %llu kernels: %s", c.steps.to_string().c_str(),
              (unsigned long long)launches_, why.c_str());
     return;
@@ -44,9 +45,10 @@ void SelectionTally::say_if_nothing_selected(const Config &c) const {
     return;
   }
   if (!c.ranks.all() && !rank_) {
-    log_note("MSPROBE_RANK=%s selected none of the %llu kernels: this process has no rank (no RANK_ID, RANK or HCCL "
-             "communicator)",
-             c.ranks.to_string().c_str(), (unsigned long long)launches_);
+    log_note(
+        "MSPROBE_RANK=%s selected none of the %llu kernels: this process has no rank (no RANK_ID, RANK or HCCL "
+        "communicator)",
+        c.ranks.to_string().c_str(), (unsigned long long)launches_);
     return;
   }
   if (!c.list.empty())

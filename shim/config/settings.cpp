@@ -263,6 +263,28 @@ std::string Config::source_of(Field f) const {
   }
 }
 
+namespace {
+
+// MSPROBE_* names of this project's own build, test, benchmark and packaging scripts (scripts/, test/, bench/,
+// packaging/): never read by the shim, and not settings, but not a user's misspelt setting either. Kept whole by
+// test_shim_config_errors.py, which finds every such name the scripts use.
+constexpr std::string_view kScriptVariables[] = {
+    "MSPROBE_BUILD_DIR", "MSPROBE_SOURCE_DIR", "MSPROBE_BENCH_BASELINE", "MSPROBE_DEMO_SKIP_BUILD", "MSPROBE_GLIBC_MAX",
+    "MSPROBE_INSPECT_ALONE", "MSPROBE_JOBS", "MSPROBE_KILLS", "MSPROBE_KILL_SEED", "MSPROBE_SANITIZE_CTEST_ARGS",
+    "MSPROBE_WHEEL_TAG",
+    // CMake options the scripts pass (-DMSPROBE_...=): not read from the environment, named all the same
+    "MSPROBE_SANITIZE", "MSPROBE_WERROR", "MSPROBE_BUILD_TESTS", "MSPROBE_FUZZ"};
+constexpr std::string_view kScriptVariablePrefixes[] = {"MSPROBE_AARCH64_", "MSPROBE_COMPAT_", "MSPROBE_FUZZ_",
+                                                        "MSPROBE_GLIBC_", "MSPROBE_TEST_"};
+
+bool script_variable(std::string_view name) {
+  return std::find(std::begin(kScriptVariables), std::end(kScriptVariables), name) != std::end(kScriptVariables) ||
+         std::any_of(std::begin(kScriptVariablePrefixes), std::end(kScriptVariablePrefixes),
+                     [&](std::string_view p) { return name.rfind(p, 0) == 0; });
+}
+
+}  // namespace
+
 std::vector<std::string> unknown_variables(const char *const *envp) {
   std::vector<std::string> out;
   if (envp == nullptr) return out;
@@ -270,10 +292,9 @@ std::vector<std::string> unknown_variables(const char *const *envp) {
     const std::string_view entry(*envp);
     if (entry.rfind("MSPROBE_", 0) != 0) continue;
     const std::string_view name = entry.substr(0, entry.find('='));
-    if (std::any_of(std::begin(kSettings), std::end(kSettings),
-                    [&](const Setting &s) { return s.env != nullptr && name == s.env; })) {
+    if (script_variable(name) || std::any_of(std::begin(kSettings), std::end(kSettings),
+                                             [&](const Setting &s) { return s.env != nullptr && name == s.env; }))
       continue;
-    }
     const char *best = nullptr;
     size_t best_distance = 4;  // suggest only close names
     for (const Setting &s : kSettings) {

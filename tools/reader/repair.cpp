@@ -404,8 +404,8 @@ void repair_stack_json(const fs::path &dir, const std::unordered_set<std::string
 }
 
 // dump_tensor_data/: a kernel's files are written before its entry, so a kill leaves the files (and mapping.csv
-// rows) of the kernel that was being written. Only a folder whose dump.json was not closed has such leftovers; in
-// a closed one, verify reports any orphan and nothing is deleted.
+// rows) of the kernels that were being written. Only a folder of a killed run (its dump.json cut, or its rank's lock
+// left behind unheld) has such leftovers; in any other, verify reports any orphan and nothing is touched.
 void repair_tensor_dir(const fs::path &dir, std::string_view dump_text, bool dry_run, FolderRepair &out) {
   const fs::path tensor_dir = dir / format::kTensorDir;
   const std::unordered_set<std::string> data_names = dump_data_names(dump_text);
@@ -462,7 +462,9 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
   const std::vector<std::string> names = dump_kernel_names(dump_text);
   repair_construct_json(dir, names, dry_run, out);
   repair_stack_json(dir, std::unordered_set<std::string>(names.begin(), names.end()), dry_run, out);
-  if (repaired) repair_tensor_dir(dir, dump_text, dry_run, out);
+  // The writer's journals are valid JSON at every moment: a killed run is known by the rank lock it left, unheld.
+  const std::optional<RankLock> lock = rank_lock_of(dir);
+  if (repaired || (lock && !lock->live)) repair_tensor_dir(dir, dump_text, dry_run, out);
   return out;
 }
 

@@ -404,3 +404,44 @@ def test_a_step_filter_on_a_program_with_no_optimizer_says_how_steps_end(tmp_pat
     lines = shim_lines(p.stderr)
     assert len(lines) == 1 and "this run had step 0 only (no step ended" in lines[0], lines
     assert "MSPROBE_STEP_MARKER" in lines[0] and "msprobe_shim_step()" in lines[0], lines
+
+
+# Names in the scripts that are not variables of theirs: misspelt settings the tests use on purpose, a placeholder,
+# a C macro a generator reads (MSPROBE_HOOK_FAMILY) and the name this test invents.
+MISSPELT_ON_PURPOSE = {"MSPROBE_TASKS", "MSPROBE_DUMPPATH", "MSPROBE_SETP", "MSPROBE_STEPS", "MSPROBE_NAME",
+                       "MSPROBE_X", "MSPROBE_FOO_BAR_BAZ", "MSPROBE_HOOK_FAMILY", "MSPROBE_NOT_A_SCRIPTS_NAME"}
+SCRIPT_VARIABLE = re.compile(r"MSPROBE_[A-Z0-9_]+")
+
+
+def script_variables():
+    """Every MSPROBE_* name the project's scripts, tests and benchmarks read or set (their .py and .sh files)."""
+    root = os.environ.get("MSPROBE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    names = set()
+    for folder in ("scripts", "test", "bench", "packaging", "examples", ".ci"):
+        for dirpath, _, files in os.walk(os.path.join(root, folder)):
+            for f in files:
+                if f.endswith((".py", ".sh")) or f == "run":
+                    with open(os.path.join(dirpath, f), encoding="utf-8", errors="replace") as fh:
+                        names.update(SCRIPT_VARIABLE.findall(fh.read()))
+    return names - MISSPELT_ON_PURPOSE
+
+
+def test_the_projects_own_variables_are_not_taken_for_misspelt_settings(tmp_path):
+    """The scripts' and tests' MSPROBE_* variables (MSPROBE_BUILD_DIR ...) are in the shim's table of known names, so
+    a run from the project's own scripts is not told they are misspelt settings; a name nobody uses still is."""
+    names = script_variables()
+    assert "MSPROBE_BUILD_DIR" in names and "MSPROBE_KILL_SEED" in names, sorted(names)
+    env = with_shim(clean_env(MSPROBE_DUMP_PATH=str(tmp_path / "dump")))
+    env.update({n: "1" for n in names if n not in env})
+    env.update({"MSPROBE_ENABLE": "1", "MSPROBE_LOG_LEVEL": "warn", "MSPROBE_WRITE_WAIT_S": "30"})
+    env = {k: v for k, v in env.items() if not k.startswith("MSPROBE_") or k in names or k == "MSPROBE_DUMP_PATH"}
+    for setting in ("MSPROBE_TASK", "MSPROBE_STEP", "MSPROBE_RANK", "MSPROBE_LIST", "MSPROBE_SCOPE", "MSPROBE_CONFIG",
+                    "MSPROBE_DATA_MODE", "MSPROBE_SUMMARY_MODE", "MSPROBE_FILE_FORMAT", "MSPROBE_STACK",
+                    "MSPROBE_COMPRESS", "MSPROBE_BUFFER_MB", "MSPROBE_OVERFLOW_NUMS", "MSPROBE_STEP_MARKER",
+                    "MSPROBE_PRECISION", "MSPROBE_DEVICE_STATS", "MSPROBE_FLIGHT_KERNELS", "MSPROBE_FLIGHT_ON_EXIT"):
+        env.pop(setting, None)  # real settings: their values must be valid, and the defaults are
+    env["MSPROBE_NOT_A_SCRIPTS_NAME"] = "1"
+    p = run([ACL_APP], env, cwd=str(tmp_path))
+    assert p.returncode == 0, describe(p)
+    unknown = [line for line in shim_lines(p.stderr) if "is not a variable" in line]
+    assert len(unknown) == 1 and "MSPROBE_NOT_A_SCRIPTS_NAME" in unknown[0], unknown
