@@ -229,6 +229,8 @@ class MsprobeWriter final : public DumpWriter {
       h.task = options_.dump_task;
       h.framework = options_.framework;
       h.host_framework = options_.host_framework;
+      h.run_id = options_.run_id;
+      h.run_pid = options_.run_pid;
       if (options_.save_tensors) h.dump_data_dir = fs::absolute(w.tensor_dir).string();
       w.dump.begin(w.dir / kDumpJson, h);
       w.construct.begin(w.dir / kConstructJson);

@@ -23,6 +23,8 @@ struct MsprobeWriterOptions {
   bool save_tensors = false;                                // write dump_tensor_data/
   format::Compression compress = format::Compression::Off;  // lz4: each tensor file an LZ4 frame named {file}.lz4
   std::shared_ptr<record::StackRenderer> stacks;            // null: no stack.json groups
+  std::string run_id;                                       // dump.json's "run": which run wrote it
+  int64_t run_pid = 0;
   // Test seam (test/integration/crash/kill_stress.py): widens the moment between a kernel's dump.json and
   // construct.json appends, so that random SIGKILLs land in it.
   long journal_gap_us = 0;

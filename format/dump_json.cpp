@@ -458,6 +458,16 @@ std::string dump_json_prefix(const DumpHeader &h) {
   else
     s += "null";
   s += ", ";
+  if (!h.run_id.empty()) {
+    append_key(s, json_key::kRun);
+    s += '{';
+    append_key(s, json_key::kRunId);
+    append_json_string(s, h.run_id);
+    s += ", ";
+    append_key(s, json_key::kRunPid);
+    append_json_integer(s, h.run_pid);
+    s += "}, ";
+  }
   append_key(s, json_key::kData);
   s += '{';
   return s;

@@ -95,6 +95,25 @@ bool is_rank_lock_name(std::string_view name) {
          name.ends_with(kRankLockSuffix);
 }
 
+namespace {
+constexpr std::string_view kRunMarkerSuffix = ".run.json";
+}
+
+std::string run_marker_name(std::string_view rank_dir) {
+  return std::string(kRankLockPrefix).append(rank_dir).append(kRunMarkerSuffix);
+}
+
+bool is_run_marker_name(std::string_view name) {
+  return name.size() > kRankLockPrefix.size() + kRunMarkerSuffix.size() && name.starts_with(kRankLockPrefix) &&
+         name.ends_with(kRunMarkerSuffix);
+}
+
+std::string rank_dir_of_run_marker(std::string_view name) {
+  if (!is_run_marker_name(name)) return {};
+  return std::string(
+      name.substr(kRankLockPrefix.size(), name.size() - kRankLockPrefix.size() - kRunMarkerSuffix.size()));
+}
+
 std::string_view io_name(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
 
 std::string_view npy_descr(DType t) { return spelling(t).descr; }

@@ -121,6 +121,13 @@ std::string rank_dir_name(std::optional<uint32_t> rank);  // "rank0", or "rank" 
 // not part of the dump; `msprobe-inspect repair` removes one a killed run left behind.
 std::string rank_lock_name(std::string_view rank_dir);  // ".msprobe_shim.rank0.lock"
 bool is_rank_lock_name(std::string_view name);
+// One dump root holds one run (docs/lifecycle.md): each process that writes a rank folder leaves its run's marker in
+// the root (who, when, what, and at its end what came of it), which stays after the run; an earlier run's folders
+// found there by a new run are moved to {root}/earlier_runs/{its run id}/, itself a dump root.
+std::string run_marker_name(std::string_view rank_dir);  // ".msprobe_shim.rank0.run.json"
+bool is_run_marker_name(std::string_view name);
+std::string rank_dir_of_run_marker(std::string_view name);  // "rank0"
+inline constexpr std::string_view kEarlierRunsDir = "earlier_runs";
 
 // ---- Tensor files: {kernel}.{input|output}.{slot}.{npy|bin} --------------------------------------------------
 enum class IoKind : uint8_t { Input, Output };
@@ -159,7 +166,16 @@ inline constexpr std::string_view kLevel = "level";
 inline constexpr std::string_view kFramework = "framework";
 inline constexpr std::string_view kHostFramework = "host_framework";
 inline constexpr std::string_view kDumpDataDir = "dump_data_dir";
+inline constexpr std::string_view kRun = "run";  // {"id", "pid"}: which run wrote the folder (msprobe ignores it)
 inline constexpr std::string_view kData = "data";
+// A run marker (run_marker_name): the run's id, its process, its start and end (µs since the epoch; end null while it
+// runs or after a kill), its command line, task and, at its end, one line of what came of it.
+inline constexpr std::string_view kRunId = "id";
+inline constexpr std::string_view kRunPid = "pid";
+inline constexpr std::string_view kRunStart = "start_us";
+inline constexpr std::string_view kRunEnd = "end_us";
+inline constexpr std::string_view kRunCommand = "command";
+inline constexpr std::string_view kRunOutcome = "outcome";
 // A kernel entry. Only IO keys and values that are strings, lists, bools or objects stand at an entry's top level:
 // msprobe's statistics and md5 modes test `"md5" in value` on every field of an entry, and a truthy number there
 // aborts the whole compare (msprobe_compare_facts.md §9). So every number describing the launch lives in one object:

@@ -120,6 +120,8 @@ struct DumpHeader {
   Framework framework = Framework::MindSpore;
   HostFramework host_framework = HostFramework::Acl;
   std::optional<std::string> dump_data_dir;  // absolute path of dump_tensor_data/, null without tensor files
+  std::string run_id;                        // the writing run's id ("run": {"id", "pid"}; none when empty)
+  int64_t run_pid = 0;
 };
 
 // stack.json groups: {"0": [[kernel names...], [frames...]], "1": ...}; each distinct stack once, frames innermost

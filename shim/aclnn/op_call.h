@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "format/model.h"
-#include "shim/aclnn/aclnn_capture.h"
+#include "shim/aclnn/exec_cache_key.h"
 #include "shim/aclnn/prototypes.h"
 #include "shim/call/forwarder.h"
 #include "shim/device/handles.h"

@@ -25,6 +25,7 @@
 #include "shim/base/libelf_api.h"
 #include "shim/base/log.h"
 #include "shim/base/symbols.h"
+#include "shim/capture/run_marker.h"
 
 namespace msprobe::shim::lifecycle {
 namespace {
@@ -498,7 +499,7 @@ Claim lock_file(const std::string &path, int *out_fd, int *fork_slot) {
 }
 }  // namespace
 
-bool claim_rank_output(const std::string &root, const std::string &rank_dir) {
+bool claim_rank_output(const std::string &root, const std::string &rank_dir, format::Task task) {
   std::lock_guard<std::mutex> lk(g_claim_mu);
   if (auto it = g_claims->find(rank_dir); it != g_claims->end()) return it->second;
   make_dirs(root);
@@ -513,6 +514,7 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir) {
       if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) {
       }
       g_held->push_back(HeldLock{path, fd, getpid(), fork_slot});
+      run_marker::claimed(root, rank_dir, task);  // one run per root: an earlier run's folders are moved aside
       break;
     }
     case Claim::Taken:

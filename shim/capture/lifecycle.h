@@ -14,6 +14,8 @@
 
 #include <string>
 
+#include "format/format.h"
+
 namespace msprobe::shim::lifecycle {
 
 // What lifecycle does to the dump, given by whoever made the session (plain functions: they run from signal
@@ -56,8 +58,8 @@ sighandler_t host_signal(int sig, sighandler_t handler) noexcept;
 
 // One writer per rank folder of a dump tree: true when this process owns `rank_dir` (e.g. "rank0") under the
 // dump root `root`, or has just claimed it (a lock held until its dump is closed). False, with one warning, when
-// another live process owns it.
-bool claim_rank_output(const std::string &root, const std::string &rank_dir);
+// another live process owns it. A first claim in a root moves an earlier run's folders aside (run_marker.h).
+bool claim_rank_output(const std::string &root, const std::string &rank_dir, format::Task task);
 
 // The dump is closed: removes this process's rank lock files from the dump root (which then holds only the
 // step folders) and lets go of the locks. A SIGKILLed run leaves its lock files behind, unheld; `msprobe-inspect

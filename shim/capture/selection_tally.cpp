@@ -1,6 +1,5 @@
 #include "shim/capture/selection_tally.h"
 
-#include "shim/base/log.h"
 #include "shim/config/config.h"
 
 namespace msprobe::shim {
@@ -26,8 +25,9 @@ std::string joined(const std::set<std::string, std::less<>> &words, bool more) {
 
 }  // namespace
 
-void SelectionTally::say_if_nothing_selected(const Config &c) const {
-  if (selected_ > 0 || launches_ == 0) return;
+std::string SelectionTally::nothing_selected(const Config &c) const {
+  if (selected_ > 0 || launches_ == 0) return {};
+  const std::string n = std::to_string(launches_);
   const std::string steps_seen = last_step_ == 0 ? "step 0 only" : "steps 0-" + std::to_string(last_step_);
   if (!c.steps.all() && in_selected_steps_ == 0) {
     std::string why = "this run had " + steps_seen;
@@ -35,29 +35,21 @@ void SelectionTally::say_if_nothing_selected(const Config &c) const {
       why +=
           " (no step ended: no optimizer kernel ran, as in an inference loop; set MSPROBE_STEP_MARKER to the op "
           "type that ends a step, or call msprobe_shim_step())";
-    log_note("MSPROBE_STEP=%s selected none of the %llu kernels: %s", c.steps.to_string().c_str(),
-             (unsigned long long)launches_, why.c_str());
-    return;
+    return "MSPROBE_STEP=" + c.steps.to_string() + " selected none of the " + n + " kernels: " + why;
   }
-  if (!c.ranks.all() && rank_ && !c.ranks.contains(*rank_)) {
-    log_note("MSPROBE_RANK=%s selected none of the %llu kernels: this process is rank %u", c.ranks.to_string().c_str(),
-             (unsigned long long)launches_, *rank_);
-    return;
-  }
-  if (!c.ranks.all() && !rank_) {
-    log_note(
-        "MSPROBE_RANK=%s selected none of the %llu kernels: this process has no rank (no RANK_ID, RANK or HCCL "
-        "communicator)",
-        c.ranks.to_string().c_str(), (unsigned long long)launches_);
-    return;
-  }
+  if (!c.ranks.all() && rank_ && !c.ranks.contains(*rank_))
+    return "MSPROBE_RANK=" + c.ranks.to_string() + " selected none of the " + n + " kernels: this process is rank " +
+           std::to_string(*rank_);
+  if (!c.ranks.all() && !rank_)
+    return "MSPROBE_RANK=" + c.ranks.to_string() + " selected none of the " + n +
+           " kernels: this process has no rank (no RANK_ID, RANK or HCCL communicator)";
+  const std::string types = joined(op_types_, more_op_types_);
   if (!c.list.empty())
-    log_note("0 of %llu kernels matched MSPROBE_LIST=%s; op types seen: %s", (unsigned long long)launches_,
-             c.list.to_string().c_str(), joined(op_types_, more_op_types_).c_str());
+    return "0 of " + n + " kernels matched MSPROBE_LIST=" + c.list.to_string() + "; op types seen: " + types;
   if (c.scope)
-    log_note("MSPROBE_SCOPE=%s,%s selected none of the %llu kernels (its first item never matched); op types seen: %s",
-             c.scope->first.to_string().c_str(), c.scope->second.to_string().c_str(), (unsigned long long)launches_,
-             joined(op_types_, more_op_types_).c_str());
+    return "MSPROBE_SCOPE=" + c.scope->first.to_string() + "," + c.scope->second.to_string() +
+           " selected none of the " + n + " kernels (its first item never matched); op types seen: " + types;
+  return {};
 }
 
 }  // namespace msprobe::shim

@@ -20,8 +20,9 @@ class SelectionTally {
   void selected() { ++selected_; }
   void rank_known(uint32_t rank) { rank_ = rank; }
 
-  // One line per filter that left nothing (none when some kernel was selected or no filter is set).
-  void say_if_nothing_selected(const Config &c) const;
+  // What the filters that left nothing say (one line; empty when some kernel was selected or no filter is set).
+  std::string nothing_selected(const Config &c) const;
+  uint64_t launches() const { return launches_; }
 
  private:
   static constexpr size_t kOpTypesKept = 64;

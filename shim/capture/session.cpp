@@ -19,6 +19,7 @@
 #include "shim/base/problems.h"
 #include "shim/capture/acl_graphs.h"
 #include "shim/capture/lifecycle.h"
+#include "shim/capture/run_marker.h"
 #include "shim/capture/selection_tally.h"
 #include "shim/config/config.h"
 #include "shim/stacks/stacks.h"
@@ -335,6 +336,8 @@ std::unique_ptr<collector::Collector> make_collector(Session::Impl &m) {
   o.compress = c.compress;
   o.stacks = std::make_shared<StackTableRenderer>(c.stack);
   o.journal_gap_us = c.test_journal_gap_us;
+  o.run_id = run_marker::this_run().id;
+  o.run_pid = run_marker::this_run().pid;
   collector::CollectorParts parts;
   parts.write_wait = std::chrono::seconds(c.write_wait_s);
   parts.retention = m.policy.make_retention(o.stacks);
@@ -350,7 +353,7 @@ void Session::submit(record::KernelCapture kernel) {
   {
     std::lock_guard<std::mutex> lk(m.mu);
     // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
-    if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank))) return;
+    if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank), m.config.task)) return;
     if (!m.collector) m.collector = make_collector(m);
     col = m.collector.get();
   }
@@ -396,25 +399,45 @@ namespace {
 
 // The flight task's outcome, said at exit whatever the level: a run with no NaN/Inf writes nothing, and the user must
 // be able to tell a quiet run from a broken one.
-void say_flight_outcome(const Config &c, const collector::CollectorCounters &n, uint64_t steps) {
+std::string flight_outcome(const Config &c, const collector::CollectorCounters &n, uint64_t steps) {
   std::string outcome = "no NaN/Inf: nothing written";
   if (n.overflows > 0)
     outcome = "NaN/Inf found: " + std::to_string(n.overflows) + " record(s) written to " + c.dump_path;
   else if (n.written > 0)
     outcome = "no NaN/Inf; the last " + std::to_string(n.written) + " kernels written to " + c.dump_path +
               " at exit (MSPROBE_FLIGHT_ON_EXIT)";
-  log_note("flight: watched %llu kernels over %llu steps with a ring of %llu MiB (at most %llu kernels kept): %s",
-           (unsigned long long)n.submitted, (unsigned long long)steps, (unsigned long long)(c.buffer_bytes >> 20),
-           (unsigned long long)n.kept_high_water, outcome.c_str());
+  return "flight: watched " + std::to_string(n.submitted) + " kernels over " + std::to_string(steps) +
+         " steps with a ring of " + std::to_string(c.buffer_bytes >> 20) + " MiB (at most " +
+         std::to_string(n.kept_high_water) + " kernels kept): " + outcome;
+}
+
+// What the run leaves in its marker and says at the end (run_marker.h).
+std::string run_outcome(const Config &c, const collector::CollectorCounters &n, uint64_t steps,
+                        const std::string &unselected) {
+  if (c.task == Task::Flight) return flight_outcome(c, n, steps);
+  if (!unselected.empty()) return unselected;
+  return std::to_string(n.written) + " kernels written over " + std::to_string(steps) + " steps";
+}
+
+void log_written(const Config &c, const collector::CollectorCounters &n) {
+  log_info("%llu kernels written to %s (%llu tensor files, %llu bytes, %llu on disk)", (unsigned long long)n.written,
+           c.dump_path.c_str(), (unsigned long long)n.tensor_files, (unsigned long long)n.tensor_bytes,
+           (unsigned long long)n.file_bytes);
+  if (n.kept_high_water + n.overflows > 0)
+    log_info("%llu kernels kept at most; %llu overflows found (flight: records written)",
+             (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
+  if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
 }
 
 }  // namespace
 
 void Session::shutdown() {
   if (auto before = impl_->before_flush.load()) before();
+  const Config &c = impl_->config;
   collector::Collector *col;
   uint64_t steps;
   SelectionTally tally;
+  std::optional<uint32_t> rank;
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
     if (impl_->closed) return;
@@ -422,29 +445,28 @@ void Session::shutdown() {
     col = impl_->collector.get();
     steps = impl_->step + 1;
     tally = impl_->tally;
+    rank = impl_->rank;
   }
-  tally.say_if_nothing_selected(impl_->config);
-  if (!col) {
-    if (impl_->config.task == Task::Flight) say_flight_outcome(impl_->config, {}, steps);
-    return;
+  const std::string unselected = tally.nothing_selected(c);
+  if (!unselected.empty()) log_note("%s", unselected.c_str());
+  collector::CollectorCounters n;
+  if (col) {
+    // MSPROBE_FLIGHT_ON_EXIT: the kept kernels are the record of how the process ended.
+    if (c.flight_on_exit) {
+      const char *sig = lifecycle::ending_signal_name();
+      col->write_kept(sig ? std::string("signal ") + sig : std::string("exit"));
+    }
+    col->close(/*join_writers=*/!lifecycle::process_is_dying());
+    n = col->counters();
   }
-  // MSPROBE_FLIGHT_ON_EXIT: the kept kernels are the record of how the process ended.
-  if (impl_->config.flight_on_exit) {
-    const char *sig = lifecycle::ending_signal_name();
-    col->write_kept(sig ? std::string("signal ") + sig : std::string("exit"));
-  }
-  col->close(/*join_writers=*/!lifecycle::process_is_dying());
+  const std::string outcome = run_outcome(c, n, steps, unselected);
+  if (c.task == Task::Flight) log_note("%s", outcome.c_str());
+  // Before the rank locks go: peers starting meanwhile see this run alive until its marker says it ended.
+  if (tally.launches() > 0) run_marker::ended(c.dump_path, format::rank_dir_name(rank), c.task, outcome);
+  if (!col) return;
   lifecycle::release_rank_outputs();
-  const collector::CollectorCounters n = col->counters();
-  log_info("%llu kernels written to %s (%llu tensor files, %llu bytes, %llu on disk)", (unsigned long long)n.written,
-           impl_->config.dump_path.c_str(), (unsigned long long)n.tensor_files, (unsigned long long)n.tensor_bytes,
-           (unsigned long long)n.file_bytes);
-  if (n.kept_high_water + n.overflows > 0)
-    log_info("%llu kernels kept at most; %llu overflows found (flight: records written)",
-             (unsigned long long)n.kept_high_water, (unsigned long long)n.overflows);
+  log_written(c, n);
   impl_->policy.stager->log_summary();
-  if (impl_->config.task == Task::Flight) say_flight_outcome(impl_->config, n, steps);
-  if (n.write_errors) log_error("%llu write errors: the dump is incomplete", (unsigned long long)n.write_errors);
   if (const std::string problems = problem_summary(); !problems.empty())
     log_warn("problems met and gone past this run (each said when first met): %s", problems.c_str());
 }
