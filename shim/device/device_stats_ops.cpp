@@ -76,13 +76,6 @@ bool resolve_reductions() {
   return true;
 }
 
-Pool &pool() {
-  static auto *p = new Pool;  // immortal: used from exit handlers and late threads
-  return *p;
-}
-
-void count(Counter what, uint64_t n) { pool().counters[what].fetch_add(n, std::memory_order_relaxed); }
-
 void *device_alloc(uint64_t bytes) {
   auto m = runtime::aclrtMalloc.get();
   void *p = nullptr;
