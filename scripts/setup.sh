@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
+  clang-tidy-16  # the function-size gate (scripts/clang_tidy.sh --gate); 16 parses the C++20 that GCC 12 takes
   libelf-dev libunwind-dev nlohmann-json3-dev libspdlog-dev liblz4-dev libffi-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-pytest

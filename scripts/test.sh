@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite from nothing, as CI runs it: installs dependencies, checks that clang-format leaves the product
-# code unchanged (scripts/check_format.sh), builds, runs every test with ctest, then
+# code unchanged (scripts/check_format.sh) and that no product function is longer than 80 lines (clang-tidy's
+# readability-function-size, scripts/clang_tidy.sh --gate), builds, runs every test with ctest, then
 # the collector's concurrency tests under TSan (scripts/sanitize.sh thread), a short run of every fuzz target
 # (scripts/fuzz.sh), the whole suite again under ASan+UBSan (scripts/sanitize.sh address) and the aarch64 cross
 # build with its tests under qemu-user (scripts/test_aarch64.sh), then the compat stage: the shim's ABI check and
 # its runs in a cached Debian 11 chroot (scripts/test_compat.sh, docs/portability.md). Extra arguments go to the
 # first ctest (e.g. scripts/test.sh -R aclnn). MSPROBE_TEST_STAGES picks stages (default
-# "format normal tsan fuzz asan aarch64 compat").
+# "format tidy normal tsan fuzz asan aarch64 compat").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${MSPROBE_BUILD_DIR:-$here/build}
-read -r -a stages <<<"${MSPROBE_TEST_STAGES:-format normal tsan fuzz asan aarch64 compat}"
+read -r -a stages <<<"${MSPROBE_TEST_STAGES:-format tidy normal tsan fuzz asan aarch64 compat}"
 "$here/scripts/setup.sh"
 
 status=0
@@ -21,6 +22,10 @@ for stage in "${stages[@]}"; do
     format)
       "$here/scripts/check_format.sh" 2>&1 | tee "$log" || status=1
       summary+=("[format]   $(tail -1 "$log") (clang-format, product code)") ;;
+    tidy)
+      # Function size: clang-tidy over every product source (2 at a time, ~2 minutes on 2 idle cores).
+      MSPROBE_BUILD_DIR=$build "$here/scripts/clang_tidy.sh" --gate 2>&1 | tee "$log" || status=1
+      summary+=("[tidy]     $(grep -E '^clang_tidy: .* files in ' "$log" | tail -1 | sed 's/^clang_tidy: //') (product code)") ;;
     normal)
       "$here/scripts/build.sh"
       (cd "$build" && ctest --output-on-failure --timeout 900 -j2 "$@") 2>&1 | tee "$log" || status=1
@@ -56,7 +61,7 @@ for stage in "${stages[@]}"; do
     compat)
       MSPROBE_COMPAT_BUILD_DIR=$build-compat "$here/scripts/test_compat.sh" 2>&1 | tee "$log" || status=1
       summary+=("[compat]   $(grep -E '^compat: ([0-9]+ checks passed|[0-9]+ of [0-9]+ checks failed)' "$log" | tail -1)") ;;
-    *) echo "test.sh: unknown stage $stage (format, normal, tsan, fuzz, asan, aarch64, compat)" >&2; exit 2 ;;
+    *) echo "test.sh: unknown stage $stage (format, tidy, normal, tsan, fuzz, asan, aarch64, compat)" >&2; exit 2 ;;
   esac
   rm -f "$log"
 done

@@ -42,6 +42,11 @@
 
 namespace msprobe::shim {
 
+namespace device_stats_internal {  // device_stats_lanes.h: the executor cache
+struct Lane;
+struct Node;
+}  // namespace device_stats_internal
+
 struct DeviceStatsCounters {
   uint64_t tensors = 0;                        // tensors whose statistics were computed on the device
   uint64_t kernels = 0;                        // reduction kernels the shim launched
@@ -113,18 +118,17 @@ class DeviceStatsBatch {
   void abandon();
 
   struct Results;
-  struct Lane;
-  struct Node;
 
  private:
+  using Lane = device_stats_internal::Lane;
+  using Node = device_stats_internal::Node;
   bool one_shot(const TensorMeta &m, int32_t mean_dt, StatsWanted what, const uint64_t *stats);
-  void make_norm_groups(Node &end, const std::vector<std::pair<Node *, size_t>> &side);
   void *stream_;
   const DeviceStatsSettings &settings_;
   Staging &staging_;
   std::shared_ptr<Results> results_;
   Lane *lane_ = nullptr;   // checked out at the first add(), back at destruction
-  Node *at_ = nullptr;     // the lane's node of the last tensor added (null: the root; see device_stats.cpp)
+  Node *at_ = nullptr;     // the lane's node of the last tensor added (null: the root; device_stats_lanes.h)
   bool off_lane_ = false;  // a reduction of this launch was made for it alone: the rest of it are too
   int side_ = 0;           // end_side() calls so far
   std::vector<std::pair<Node *, size_t>> pending_;  // this side's tensors, reductions to come: node, result index

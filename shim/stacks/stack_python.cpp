@@ -11,17 +11,17 @@
 #include <cctype>
 #include <climits>
 #include <cstddef>
-#include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <optional>
-#include <sstream>
 #include <string>
 
 #include "shim/base/log.h"
 #include "shim/base/symbols.h"
+#include "shim/stacks/python_code.h"
+#include "shim/stacks/python_layout.h"
 
 namespace msprobe::shim {
+
+using namespace python_internal;
 
 // The C API functions used, with their C signatures (PyObject * and PyThreadState * as void *). Only the thread
 // state lookup, the version and the type objects are needed by the walk; the rest serve the check against the C
@@ -52,41 +52,9 @@ struct PythonStacks::Api {
   }
 };
 
-// Where CPython keeps what the walk reads, 64-bit (x86-64 and aarch64 alike). 3.8 to 3.12: a row per minor version,
-// offsets from reference/python_frames.md §3-§8 (Include/cpython/pystate.h, internal/pycore_frame.h, cpython/code.h,
-// cpython/unicodeobject.h of each release). 3.13 on: built at run time from the interpreter's own _Py_DebugOffsets.
-struct PythonStacks::RawLayout {
-  int minor;
-  size_t ts_head;         // PyThreadState.frame (3.8-3.10), .cframe (3.11, 3.12), .current_frame (3.13+)
-  int cframe_current;     // _PyCFrame.current_frame; -1: no _PyCFrame indirection
-  size_t ts_thread_id;    // PyThreadState.thread_id
-  bool frame_objects;     // 3.8-3.10: a chain of PyFrameObject; else _PyInterpreterFrame
-  size_t f_code, f_back;  // code object / code-or-None, and the caller's frame
-  // PyFrameObject (3.8-3.10)
-  size_t f_lasti, f_trace, f_lineno;
-  int lasti_scale;  // f_lasti in bytes (1) or 2-byte code units (2, 3.10)
-  // _PyInterpreterFrame (3.11+)
-  size_t f_instr, f_owner, f_frame_obj;
-  // PyCodeObject
-  size_t co_firstlineno, co_filename, co_name, co_qualname /* 0: none */, co_table, co_firsttraceable, co_adaptive;
-  // PyASCIIObject / PyCompactUnicodeObject: where the characters start
-  size_t str_ascii_data, str_compact_data;
-};
-
 namespace {
 
 using Layout = PythonStacks::RawLayout;
-// clang-format off
-constexpr Layout kLayouts[] = {
-  //  minor head  cf  tid  fobj   code back lasti trace lineno sc  instr own fo   first file name qual table trc adapt  ascii compact
-    {8,   24, -1, 176, true,  32, 24, 104, 80, 108, 1,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
-    {9,   24, -1, 176, true,  32, 24, 104, 80, 108, 1,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
-    {10,  24, -1, 176, true,  32, 24, 96,  72, 100, 2,  0,  0,  0,   40, 104, 112, 0,   120, 0,   0,   48, 72},
-    {11,  56, 8,  152, false, 32, 48, 0,   0,  0,   0,  56, 69, 40,  72, 112, 120, 128, 136, 168, 184, 48, 72},
-    {12,  56, 0,  136, false, 0,  8,  0,   0,  0,   0,  56, 70, 48,  68, 112, 120, 128, 136, 176, 192, 40, 56},
-};
-// clang-format on
-constexpr size_t kObType = 8, kVarSize = 16, kBytesData = 32, kStrLength = 16, kStrState = 32;
 constexpr size_t kFrameObjectLineno = 40;  // PyFrameObject.f_lineno, 3.11+
 // _PyInterpreterFrame.owner: 1 is a generator's frame in every version; from 3 up, frames that are not Python code
 // (3.12, 3.13: 3 = C-stack entry frame; 3.14: 3 = the interpreter's entry frame, 4 = C stack).
@@ -96,16 +64,6 @@ constexpr char kOwnedByGenerator = 1, kFirstNonCodeOwner = 3;
 constexpr uintptr_t kStackRefTagBits = 3;
 constexpr intptr_t kApiFrameCheck = 1;  // the C API walk's frames: their code objects are pinned (GIL held)
 constexpr int kMaxDepth = 4096;
-constexpr int64_t kMaxString = 4096, kMaxTable = int64_t{64} << 20;
-
-template <typename T>
-T load_at(uintptr_t base, size_t off) {
-  T v;
-  std::memcpy(&v, reinterpret_cast<const void *>(base + off), sizeof(T));
-  return v;
-}
-
-uintptr_t type_of(uintptr_t obj) { return load_at<uintptr_t>(obj, kObType); }
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
@@ -210,122 +168,6 @@ WalkResult walk_frames(const Layout &L, const PythonStacks::Api &A, uintptr_t ts
   return WalkResult::Ok;
 }
 
-// A str object's text as UTF-8 (compact strings only: code objects' names and filenames are).
-bool read_str(const Layout &L, const PythonStacks::Api &A, uintptr_t s, std::string *out) {
-  out->clear();
-  if (s == 0 || type_of(s) != A.unicode_type) return false;
-  const auto state = load_at<uint32_t>(s, kStrState);
-  const unsigned kind = (state >> 2) & 7u;
-  const bool compact = (state >> 5) & 1u, ascii = (state >> 6) & 1u;
-  const auto length = std::min(load_at<int64_t>(s, kStrLength), kMaxString);
-  if (!compact || length < 0) return false;
-  if (ascii) {
-    out->assign(reinterpret_cast<const char *>(s + L.str_ascii_data), static_cast<size_t>(length));
-    return true;
-  }
-  if (kind != 1 && kind != 2 && kind != 4) return false;
-  const uintptr_t data = s + L.str_compact_data;
-  for (int64_t i = 0; i < length; ++i) {
-    const uint32_t c = kind == 1   ? load_at<uint8_t>(data, static_cast<size_t>(i))
-                       : kind == 2 ? load_at<uint16_t>(data, static_cast<size_t>(i) * 2)
-                                   : load_at<uint32_t>(data, static_cast<size_t>(i) * 4);
-    if (c < 0x80) {
-      out->push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
-  return true;
-}
-
-// The line of the instruction at byte offset `q`, from the code object's own table (reference §7), as
-// PyCode_Addr2Line computes it; -1 for an instruction without a line.
-int decode_line(const Layout &L, const PythonStacks::Api &A, uintptr_t code, intptr_t q) {
-  const int first = load_at<int>(code, L.co_firstlineno);
-  if (q < 0) return first;
-  const auto table = load_at<uintptr_t>(code, L.co_table);
-  if (table == 0 || type_of(table) != A.bytes_type) return -1;
-  const int64_t size = load_at<int64_t>(table, kVarSize);
-  if (size < 0 || size > kMaxTable) return -1;
-  const auto *p = reinterpret_cast<const uint8_t *>(table + kBytesData);
-  const uint8_t *end = p + size;
-  if (L.minor <= 9) {  // co_lnotab: (address increment, signed line increment) pairs
-    int line = first;
-    intptr_t addr = 0;
-    for (; p + 1 < end; p += 2) {
-      addr += p[0];
-      if (addr > q) break;
-      line += static_cast<int8_t>(p[1]);
-    }
-    return line;
-  }
-  if (L.minor == 10) {  // co_linetable: (range length, signed line delta or -128 = no line) pairs
-    int line = first;
-    intptr_t range_end = 0;
-    for (; p + 1 < end; p += 2) {
-      const intptr_t start = range_end;
-      range_end += p[0];
-      const auto delta = static_cast<int8_t>(p[1]);
-      int here = -1;
-      if (delta != -128) here = line += delta;
-      if (start != range_end && start <= q && q < range_end) return here;
-    }
-    return -1;
-  }
-  // 3.11+ location table (Objects/locations.md)
-  auto varint = [&p, end]() {
-    if (p >= end) return uint32_t{0};
-    uint32_t b = *p++, v = b & 63u, shift = 0;
-    while ((b & 64u) != 0 && p < end && shift < 28) {
-      b = *p++;
-      shift += 6;
-      v |= (b & 63u) << shift;
-    }
-    return v;
-  };
-  auto svarint = [&varint]() {
-    const uint32_t u = varint();
-    return (u & 1u) != 0 ? -static_cast<int>(u >> 1) : static_cast<int>(u >> 1);
-  };
-  int line = first;
-  intptr_t addr = 0;
-  while (p < end) {
-    const uint8_t head = *p++;
-    if ((head & 0x80u) == 0) return -1;  // not at an entry: a table we do not understand
-    const int kind = (head >> 3) & 15, length = (head & 7) + 1;
-    int delta = 0;
-    if (kind == 15) {
-    } else if (kind == 14) {
-      delta = svarint();
-      varint();
-      varint();
-      varint();
-    } else if (kind == 13) {
-      delta = svarint();
-    } else if (kind >= 10) {
-      delta = kind - 10;
-      p += 2;
-    } else {
-      p += 1;
-    }
-    line += delta;
-    const intptr_t next = addr + 2 * intptr_t{length};
-    if (addr <= q && q < next) return kind == 15 ? -1 : line;
-    addr = next;
-  }
-  return -1;
-}
-
 // The interpreter's lib directory component: "python3.11" (also "python3.11d", "python3.13t"), or "python311.zip".
 bool is_python_lib_dir(std::string_view c) {
   if (c.substr(0, 6) != "python") return false;
@@ -374,6 +216,57 @@ template <typename F>
 bool lookup(void *handle, const char *name, F &slot) {
   slot = reinterpret_cast<F>(real_dlsym(handle, name));
   return slot != nullptr;
+}
+
+// A str attribute of an object through the C API (GIL held): the C API walk's strings.
+bool attr_string(const PythonStacks::Api &a, void *obj, const char *name, std::string *out) {
+  out->clear();
+  void *v = a.Object_GetAttrString(obj, name);
+  if (v == nullptr) return false;
+  ptrdiff_t n = 0;
+  const char *s = a.Unicode_AsUTF8AndSize(v, &n);
+  const bool ok = s != nullptr && n >= 0;
+  if (ok) out->assign(s, static_cast<size_t>(std::min<ptrdiff_t>(n, kMaxString)));
+  a.DecRef(v);
+  return ok;
+}
+
+// The object that defines Py_IsInitialized as `init`, into *handle: RTLD_DEFAULT (a null handle) when the global
+// scope finds it, else the libpython an embedder opened RTLD_LOCAL, kept loaded for as long as we hold pointers into
+// it. False when that one is gone.
+bool runtime_handle(int (*init)(), void **handle) {
+  *handle = RTLD_DEFAULT;
+  if (real_dlsym(RTLD_DEFAULT, "Py_IsInitialized") == reinterpret_cast<void *>(init)) return true;
+  auto *lm = static_cast<link_map *>(object_containing(reinterpret_cast<void *>(init)));
+  *handle = lm != nullptr && lm->l_name != nullptr ? real_dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
+  return *handle != nullptr;
+}
+
+// The C API functions and type objects in `handle`. False when what the walk needs is missing (not CPython).
+bool find_api(void *handle, PythonStacks::Api *api) {
+  auto type = [handle](const char *name) { return reinterpret_cast<uintptr_t>(real_dlsym(handle, name)); };
+  api->code_type = type("PyCode_Type");
+  api->unicode_type = type("PyUnicode_Type");
+  api->bytes_type = type("PyBytes_Type");
+  api->frame_type = type("PyFrame_Type");
+  const bool ok = lookup(handle, "PyGILState_GetThisThreadState", api->GILState_GetThisThreadState) &&
+                  api->code_type != 0 && api->unicode_type != 0 && api->bytes_type != 0 && api->frame_type != 0;
+  if (!ok) return false;
+  lookup(handle, "PyGILState_Check", api->GILState_Check);
+  lookup(handle, "PyThreadState_GetFrame", api->ThreadState_GetFrame);
+  lookup(handle, "PyFrame_GetBack", api->Frame_GetBack);
+  lookup(handle, "PyFrame_GetCode", api->Frame_GetCode);
+  lookup(handle, "PyFrame_GetLineNumber", api->Frame_GetLineNumber);
+  lookup(handle, "Py_IncRef", api->IncRef);
+  lookup(handle, "Py_DecRef", api->DecRef);
+  lookup(handle, "PyErr_Fetch", api->Err_Fetch);
+  lookup(handle, "PyErr_Restore", api->Err_Restore);
+  lookup(handle, "PyObject_GetAttrString", api->Object_GetAttrString);
+  lookup(handle, "PyUnicode_AsUTF8AndSize", api->Unicode_AsUTF8AndSize);
+  if (!lookup(handle, "PyThreadState_GetUnchecked", api->ThreadState_UncheckedGet))
+    lookup(handle, "_PyThreadState_UncheckedGet", api->ThreadState_UncheckedGet);
+  if (!lookup(handle, "Py_IsFinalizing", api->IsFinalizing)) lookup(handle, "_Py_IsFinalizing", api->IsFinalizing);
+  return true;
 }
 
 }  // namespace
@@ -450,309 +343,28 @@ void PythonStacks::refresh() noexcept {
     absent_.store(false, std::memory_order_release);
   }
 }
-
-namespace {
-
-// The running interpreter's version as 0xMMmm (0x030B), 0 when unknown.
-int python_version(void *handle) {
-  if (const auto *v = static_cast<const unsigned long *>(real_dlsym(handle, "Py_Version")))  // 3.11+
-    return static_cast<int>(*v >> 16);
-  // Before 3.11: "3.8.18 (default, ...)", a static buffer filled by snprintf (no Python, no GIL).
-  auto get = reinterpret_cast<const char *(*)()>(real_dlsym(handle, "Py_GetVersion"));
-  const char *s = get != nullptr ? get() : nullptr;
-  if (s == nullptr) return 0;
-  int major = 0, minor = 0;
-  if (std::sscanf(s, "%d.%d", &major, &minor) != 2) return 0;
-  return (major << 8) | minor;
-}
-
-// ---- _Py_DebugOffsets (reference §10): CPython 3.13+ says where its structures keep each field -------------------
-//
-// The struct sits at the start of _PyRuntime: the cookie "xdebugpy", PY_VERSION_HEX, whether the build is
-// free-threaded, then one group per structure, each {sizeof, offsets of fields...}, every member a uint64_t. The
-// groups differ between minor versions (3.14 added fields inside and after the thread state's), so the reader knows
-// the shape of each minor's table; the offsets themselves are read from the running interpreter, not written here.
-using U64 = uint64_t;
-struct RuntimeGroup {
-  U64 size, finalizing, interpreters_head;
-};
-struct ThreadGroup {
-  U64 size, prev, next, interp, current_frame, thread_id, native_thread_id, datastack_chunk, status;
-};
-struct ObjectGroup {
-  U64 size, ob_type;
-};
-struct TypeGroup {
-  U64 size, tp_name, tp_repr, tp_flags;
-};
-struct SequenceGroup {
-  U64 size, ob_item, ob_size;
-};
-struct BytesGroup {
-  U64 size, ob_size, ob_sval;
-};
-struct UnicodeGroup {
-  U64 size, state, length, asciiobject_size;
-};
-struct DictGroup {
-  U64 size, ma_keys, ma_values;
-};
-struct FloatGroup {
-  U64 size, ob_fval;
-};
-struct LongGroup {
-  U64 size, lv_tag, ob_digit;
-};
-struct GcGroup {
-  U64 size, collecting;
-};
-
-// Include/internal/pycore_runtime.h of 3.13.
-struct DebugOffsets313 {
-  char cookie[8];
-  U64 version, free_threaded;
-  RuntimeGroup runtime_state;
-  struct {
-    U64 size, id, next, threads_head, gc, imports_modules, sysdict, builtins, ceval_gil, gil_runtime_state,
-        gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder;
-  } interpreter_state;
-  ThreadGroup thread_state;
-  struct {
-    U64 size, previous, executable, instr_ptr, localsplus, owner;
-  } interpreter_frame;
-  struct {
-    U64 size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames, localspluskinds,
-        co_code_adaptive;
-  } code_object;
-  ObjectGroup pyobject;
-  TypeGroup type_object;
-  SequenceGroup tuple_object, list_object;
-  DictGroup dict_object;
-  FloatGroup float_object;
-  LongGroup long_object;
-  BytesGroup bytes_object;
-  UnicodeGroup unicode_object;
-  GcGroup gc;
-};
-static_assert(sizeof(DebugOffsets313) == 584);  // reference §10.3
-
-// Include/internal/pycore_debug_offsets.h of 3.14.
-struct DebugOffsets314 {
-  char cookie[8];
-  U64 version, free_threaded;
-  RuntimeGroup runtime_state;
-  struct {
-    U64 size, id, next, threads_head, threads_main, gc, imports_modules, sysdict, builtins, ceval_gil,
-        gil_runtime_state, gil_runtime_state_enabled, gil_runtime_state_locked, gil_runtime_state_holder,
-        code_object_generation, tlbc_generation;
-  } interpreter_state;
-  ThreadGroup thread_state;
-  struct {
-    U64 size, previous, executable, instr_ptr, localsplus, owner, stackpointer, tlbc_index;
-  } interpreter_frame;
-  struct {
-    U64 size, filename, name, qualname, linetable, firstlineno, argcount, localsplusnames, localspluskinds,
-        co_code_adaptive, co_tlbc;
-  } code_object;
-  ObjectGroup pyobject;
-  TypeGroup type_object;
-  SequenceGroup tuple_object, list_object;
-  struct {
-    U64 size, used, table, mask;
-  } set_object;
-  DictGroup dict_object;
-  FloatGroup float_object;
-  LongGroup long_object;
-  BytesGroup bytes_object;
-  UnicodeGroup unicode_object;
-  GcGroup gc;
-  struct {
-    U64 size, gi_name, gi_iframe, gi_frame_state;
-  } gen_object;
-  struct {
-    U64 next, prev;
-  } llist_node;
-  struct {
-    U64 eval_breaker, remote_debugger_support, remote_debugging_enabled, debugger_pending_call, debugger_script_path,
-        debugger_script_path_size;
-  } debugger_support;
-};
-static_assert(sizeof(DebugOffsets314) == 760);
-
-constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
-
-// The layout a table describes, or nullopt with *why when it says something the walk cannot use. The table's own
-// claims are checked (each offset inside its structure, the structures' sizes plausible), as are the few facts the
-// walk takes as given on 64-bit CPython: ob_type at 8, a bytes object's size at 16 and data at 32, a str's length at
-// 16 and state at 32. Two fields the table does not give are derived from neighbours, unchanged from 3.11 to 3.14 in
-// non-free-threaded builds: PyCodeObject._co_firsttraceable (an int, then co_extra, right before co_code_adaptive)
-// and _PyInterpreterFrame.frame_obj (the pointer right before instr_ptr). The C API cross-check, where the GIL is
-// held, then checks the whole walk.
-template <class D>
-std::optional<Layout> layout_from(const D &d, int minor, std::string *why) {
-  const auto &ts = d.thread_state;
-  const auto &fr = d.interpreter_frame;
-  const auto &co = d.code_object;
-  const auto &un = d.unicode_object;
-  auto inside = [](U64 off, U64 size, U64 width) { return off + width <= size; };
-  auto plausible = [](U64 size) { return size >= 16 && size <= (U64{1} << 20); };
-  if (d.free_threaded != 0) {
-    *why = "a free-threaded build";
-  } else if (!plausible(ts.size) || !plausible(fr.size) || !plausible(co.size) || !plausible(un.size)) {
-    *why = "a structure size out of range";
-  } else if (!inside(ts.current_frame, ts.size, 8) || !inside(ts.thread_id, ts.size, 8) ||
-             !inside(fr.previous, fr.size, 8) || !inside(fr.executable, fr.size, 8) ||
-             !inside(fr.instr_ptr, fr.size, 8) || fr.instr_ptr < 8 || !inside(fr.owner, fr.size, 1) ||
-             !inside(co.filename, co.size, 8) || !inside(co.name, co.size, 8) || !inside(co.qualname, co.size, 8) ||
-             !inside(co.linetable, co.size, 8) || !inside(co.firstlineno, co.size, 4) || co.co_code_adaptive < 32 ||
-             co.co_code_adaptive > co.size || !inside(un.state, un.size, 4) || !inside(un.length, un.size, 8) ||
-             un.asciiobject_size > un.size) {
-    *why = "an offset outside its structure";
-  } else if (d.pyobject.size != 16 || d.pyobject.ob_type != kObType || d.bytes_object.ob_size != kVarSize ||
-             d.bytes_object.ob_sval != kBytesData || un.length != kStrLength || un.state != kStrState) {
-    *why = "object headers of another shape";
-  } else {
-    return Layout{.minor = minor,
-                  .ts_head = ts.current_frame,
-                  .cframe_current = -1,
-                  .ts_thread_id = ts.thread_id,
-                  .frame_objects = false,
-                  .f_code = fr.executable,
-                  .f_back = fr.previous,
-                  .f_lasti = 0,  // the PyFrameObject chain's (3.8-3.10)
-                  .f_trace = 0,
-                  .f_lineno = 0,
-                  .lasti_scale = 0,
-                  .f_instr = fr.instr_ptr,
-                  .f_owner = fr.owner,
-                  .f_frame_obj = fr.instr_ptr - 8,
-                  .co_firstlineno = co.firstlineno,
-                  .co_filename = co.filename,
-                  .co_name = co.name,
-                  .co_qualname = co.qualname,
-                  .co_table = co.linetable,
-                  .co_firsttraceable = co.co_code_adaptive - 16,
-                  .co_adaptive = co.co_code_adaptive,
-                  .str_ascii_data = un.asciiobject_size,
-                  .str_compact_data = un.asciiobject_size + 16};  // PyCompactUnicodeObject: utf8_length, utf8
-  }
-  return std::nullopt;
-}
-
-// What the interpreter's _PyRuntime says of itself.
-struct DebugOffsetsRead {
-  enum { Absent, OtherVersion, Unreadable, Ok } verdict = Absent;
-  int table_version = 0;  // 0xMMmm the table names
-  std::string why;        // Unreadable
-  Layout layout{};        // Ok
-};
-
-DebugOffsetsRead read_debug_offsets(void *handle, int version) {
-  DebugOffsetsRead r;
-  const auto rt = reinterpret_cast<uintptr_t>(real_dlsym(handle, "_PyRuntime"));
-  if (rt == 0 || std::memcmp(reinterpret_cast<const void *>(rt), kDebugCookie, sizeof kDebugCookie) != 0) return r;
-  const auto hex = load_at<uint64_t>(rt, 8);  // PY_VERSION_HEX: the cookie and version are where every minor has them
-  r.table_version = static_cast<int>((hex >> 16) & 0xFFFF);
-  if (r.table_version != version) {
-    r.verdict = DebugOffsetsRead::OtherVersion;
-    return r;
-  }
-  // Final releases only: the table changed shape before 3.13.0 (3.13.0rc2) and may have during any pre-release.
-  const bool final_release = (hex & 0xFFFFu) >= 0x00F0u;
-  std::optional<Layout> L;
-  if (!final_release) {
-    r.why = "a pre-release";
-  } else if (version == 0x030D) {
-    L = layout_from(load_at<DebugOffsets313>(rt, 0), 13, &r.why);
-  } else if (version == 0x030E) {
-    L = layout_from(load_at<DebugOffsets314>(rt, 0), 14, &r.why);
-  } else {
-    r.why = "a _Py_DebugOffsets of a shape this shim does not know (it reads 3.13's and 3.14's)";
-  }
-  r.verdict = L ? DebugOffsetsRead::Ok : DebugOffsetsRead::Unreadable;
-  if (L) r.layout = *L;
-  return r;
-}
-
-// A str attribute of an object through the C API (GIL held): the C API walk's strings.
-bool attr_string(const PythonStacks::Api &a, void *obj, const char *name, std::string *out) {
-  out->clear();
-  void *v = a.Object_GetAttrString(obj, name);
-  if (v == nullptr) return false;
-  ptrdiff_t n = 0;
-  const char *s = a.Unicode_AsUTF8AndSize(v, &n);
-  const bool ok = s != nullptr && n >= 0;
-  if (ok) out->assign(s, static_cast<size_t>(std::min<ptrdiff_t>(n, kMaxString)));
-  a.DecRef(v);
-  return ok;
-}
-
-}  // namespace
-
-const PythonStacks::Api *PythonStacks::bind() noexcept {
-  const Api *a = api_.load(std::memory_order_acquire);
-  if (a != nullptr) return a;
-  if (absent_.load(std::memory_order_acquire)) return nullptr;
-  int (*init)() = is_initialized_.load(std::memory_order_acquire);
-  void *handle = RTLD_DEFAULT;
-  if (init == nullptr) {
-    std::lock_guard<std::mutex> lock(bind_mu_);
-    lookup(RTLD_DEFAULT, "Py_IsInitialized", init);
-    if (init == nullptr) {
-      // An embedder may have opened libpython RTLD_LOCAL, out of the global scope's reach.
-      init = reinterpret_cast<int (*)()>(find_original("Py_IsInitialized"));
-    }
-    if (init == nullptr) {
-      absent_.store(true, std::memory_order_release);
-      return nullptr;
-    }
-    is_initialized_.store(init, std::memory_order_release);
-  }
-  if (init() == 0) return nullptr;  // not yet: look again at the next capture
-
+// Py_IsInitialized, found once (null, and the runtime absent, when no object defines it).
+PythonStacks::IsInitializedFn PythonStacks::is_initialized_function() noexcept {
+  IsInitializedFn init = is_initialized_.load(std::memory_order_acquire);
+  if (init != nullptr) return init;
   std::lock_guard<std::mutex> lock(bind_mu_);
-  if ((a = api_.load(std::memory_order_acquire)) != nullptr) return a;
-  if (real_dlsym(RTLD_DEFAULT, "Py_IsInitialized") != reinterpret_cast<void *>(init)) {
-    auto *lm = static_cast<link_map *>(object_containing(reinterpret_cast<void *>(init)));
-    // Keeps libpython loaded for as long as we hold pointers into it.
-    handle = lm != nullptr && lm->l_name != nullptr ? real_dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
-    if (handle == nullptr) {
-      absent_.store(true, std::memory_order_release);
-      return nullptr;
-    }
+  lookup(RTLD_DEFAULT, "Py_IsInitialized", init);
+  if (init == nullptr) {
+    // An embedder may have opened libpython RTLD_LOCAL, out of the global scope's reach.
+    init = reinterpret_cast<IsInitializedFn>(find_original("Py_IsInitialized"));
   }
-  auto *api = new (std::nothrow) Api();
-  if (api == nullptr) return nullptr;
-  api->IsInitialized = init;
-  auto type = [handle](const char *name) { return reinterpret_cast<uintptr_t>(real_dlsym(handle, name)); };
-  api->code_type = type("PyCode_Type");
-  api->unicode_type = type("PyUnicode_Type");
-  api->bytes_type = type("PyBytes_Type");
-  api->frame_type = type("PyFrame_Type");
-  const bool ok = lookup(handle, "PyGILState_GetThisThreadState", api->GILState_GetThisThreadState) &&
-                  api->code_type != 0 && api->unicode_type != 0 && api->bytes_type != 0 && api->frame_type != 0;
-  if (!ok) {  // not CPython
-    log_warn("the Python runtime is not a CPython this shim knows: kernels get no Python frames");
-    delete api;
+  if (init == nullptr) {
     absent_.store(true, std::memory_order_release);
     return nullptr;
   }
-  lookup(handle, "PyGILState_Check", api->GILState_Check);
-  lookup(handle, "PyThreadState_GetFrame", api->ThreadState_GetFrame);
-  lookup(handle, "PyFrame_GetBack", api->Frame_GetBack);
-  lookup(handle, "PyFrame_GetCode", api->Frame_GetCode);
-  lookup(handle, "PyFrame_GetLineNumber", api->Frame_GetLineNumber);
-  lookup(handle, "Py_IncRef", api->IncRef);
-  lookup(handle, "Py_DecRef", api->DecRef);
-  lookup(handle, "PyErr_Fetch", api->Err_Fetch);
-  lookup(handle, "PyErr_Restore", api->Err_Restore);
-  lookup(handle, "PyObject_GetAttrString", api->Object_GetAttrString);
-  lookup(handle, "PyUnicode_AsUTF8AndSize", api->Unicode_AsUTF8AndSize);
-  if (!lookup(handle, "PyThreadState_GetUnchecked", api->ThreadState_UncheckedGet))
-    lookup(handle, "_PyThreadState_UncheckedGet", api->ThreadState_UncheckedGet);
-  if (!lookup(handle, "Py_IsFinalizing", api->IsFinalizing)) lookup(handle, "_Py_IsFinalizing", api->IsFinalizing);
-  interpreter_addr_.store(reinterpret_cast<uintptr_t>(api->GILState_GetThisThreadState), std::memory_order_release);
+  is_initialized_.store(init, std::memory_order_release);
+  return init;
+}
 
+// This interpreter's frame layout (layout_) or, when it has none that can be read, whether the C API walk serves
+// where the GIL is held (api_fallback_capable_); each case says so once. False when the runtime contradicts itself
+// (the symbols found may not be this interpreter's own): nothing is trusted then, the C API included.
+bool PythonStacks::choose_layout(void *handle, const Api &api) noexcept {
   const int version = python_version(handle);
   const int major = version >> 8, minor = version & 0xFF;
   // Why the layout is unknown, when it is: frames then come from the C API where the GIL is held.
@@ -760,14 +372,11 @@ const PythonStacks::Api *PythonStacks::bind() noexcept {
   if (version >= 0x030D) {  // 3.13 on: the layout the interpreter publishes (reference §10)
     const DebugOffsetsRead d = read_debug_offsets(handle, version);
     if (d.verdict == DebugOffsetsRead::OtherVersion) {
-      // The runtime contradicts itself: the symbols found may not be this interpreter's own. Nothing is trusted,
-      // the C API included.
       log_warn(
           "Python frames: the runtime says CPython %d.%d (Py_Version) but its _Py_DebugOffsets say %d.%d: "
           "kernels get no Python frames",
           major, minor, d.table_version >> 8, d.table_version & 0xFF);
-      api_.store(api, std::memory_order_release);
-      return api;
+      return false;
     }
     if (d.verdict == DebugOffsetsRead::Ok) {
       layout_ = new (std::nothrow) Layout(d.layout);  // kept for the life of the process, as the Api
@@ -776,13 +385,12 @@ const PythonStacks::Api *PythonStacks::bind() noexcept {
       unknown = d.verdict == DebugOffsetsRead::Absent ? "no _Py_DebugOffsets at the start of _PyRuntime" : d.why;
     }
   } else {
-    for (const Layout &L : kLayouts)
-      if (version == (0x0300 | L.minor)) layout_ = &L;
+    layout_ = table_layout(version);
     if (layout_ == nullptr)
       unknown = "not a version with a known layout (3.8 to 3.12 here, 3.13 on from _Py_DebugOffsets)";
   }
   if (layout_ == nullptr) {
-    api_fallback_capable_ = api->frame_api();
+    api_fallback_capable_ = api.frame_api();
     if (api_fallback_capable_) {
       log_warn(
           "Python frames: CPython %d.%d's frame layout cannot be read (%s): Python frames only where the GIL is "
@@ -795,7 +403,34 @@ const PythonStacks::Api *PythonStacks::bind() noexcept {
           major, minor, unknown.c_str());
     }
   }
-  if (!raw_refused_.load(std::memory_order_acquire)) {
+  return true;
+}
+
+const PythonStacks::Api *PythonStacks::bind() noexcept {
+  const Api *a = api_.load(std::memory_order_acquire);
+  if (a != nullptr) return a;
+  if (absent_.load(std::memory_order_acquire)) return nullptr;
+  const IsInitializedFn init = is_initialized_function();
+  if (init == nullptr || init() == 0) return nullptr;  // not yet: look again at the next capture
+
+  std::lock_guard<std::mutex> lock(bind_mu_);
+  if ((a = api_.load(std::memory_order_acquire)) != nullptr) return a;
+  void *handle = nullptr;
+  if (!runtime_handle(init, &handle)) {
+    absent_.store(true, std::memory_order_release);
+    return nullptr;
+  }
+  auto *api = new (std::nothrow) Api();
+  if (api == nullptr) return nullptr;
+  api->IsInitialized = init;
+  if (!find_api(handle, api)) {  // not CPython
+    log_warn("the Python runtime is not a CPython this shim knows: kernels get no Python frames");
+    delete api;
+    absent_.store(true, std::memory_order_release);
+    return nullptr;
+  }
+  interpreter_addr_.store(reinterpret_cast<uintptr_t>(api->GILState_GetThisThreadState), std::memory_order_release);
+  if (choose_layout(handle, *api) && !raw_refused_.load(std::memory_order_acquire)) {
     if (layout_ != nullptr) raw_.store(layout_, std::memory_order_release);
     api_walk_.store(api_fallback_capable_, std::memory_order_release);
   }
@@ -880,8 +515,8 @@ bool PythonStacks::agrees_with_c_api(const Api *a, void *ts, const PyFrameRef *f
     void *code = a->Frame_GetCode(f);
     const int line = a->Frame_GetLineNumber(f);
     const PyFrameRef &r = frames[i++];
-    const int ours =
-        (r.lasti & kPyLineFlag) != 0 ? static_cast<int>(r.lasti & ~kPyLineFlag) : decode_line(L, *a, r.code, r.lasti);
+    const int ours = (r.lasti & kPyLineFlag) != 0 ? static_cast<int>(r.lasti & ~kPyLineFlag)
+                                                  : decode_line(L, a->bytes_type, r.code, r.lasti);
     same = reinterpret_cast<uintptr_t>(code) == r.code && line == ours;
     a->DecRef(code);
     void *back = a->Frame_GetBack(f);
@@ -914,8 +549,9 @@ uint32_t PythonStacks::code_index(const PyFrameRef &f, bool pin) {
   }
   CodeInfo ci;
   if (const RawLayout *L = layout_) {
-    if (!read_str(*L, *a, load_at<uintptr_t>(f.code, L->co_filename), &ci.filename)) ci.filename = "?";
-    if (!read_str(*L, *a, load_at<uintptr_t>(f.code, L->co_qualname != 0 ? L->co_qualname : L->co_name), &ci.qualname))
+    if (!read_str(*L, a->unicode_type, load_at<uintptr_t>(f.code, L->co_filename), &ci.filename)) ci.filename = "?";
+    if (!read_str(*L, a->unicode_type, load_at<uintptr_t>(f.code, L->co_qualname != 0 ? L->co_qualname : L->co_name),
+                  &ci.qualname))
       ci.qualname = "?";
   } else {  // the C API walk: the GIL is held
     ErrorGuard keep(a);
@@ -979,7 +615,7 @@ bool PythonStacks::resolve(const PyFrameRef *frames, int n, uint32_t *ids) noexc
       const uint32_t ci = code_index(frames[i], pin);
       // The code object is alive (its frame executes): decode its line table now.
       const int line = (key.lasti & kPyLineFlag) != 0 ? static_cast<int>(static_cast<uint32_t>(key.lasti))
-                       : L != nullptr                 ? decode_line(*L, *a, key.code, key.lasti)
+                       : L != nullptr                 ? decode_line(*L, a->bytes_type, key.code, key.lasti)
                                                       : -1;
       std::lock_guard<std::mutex> lock(mu_);
       auto [it, inserted] = frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));

@@ -38,6 +38,10 @@
 
 namespace msprobe::shim {
 
+namespace python_internal {
+struct PyLayout;  // python_layout.h
+}  // namespace python_internal
+
 // A frame as captured. `lasti` is the byte offset of the instruction into the bytecode (-1 before the first), or,
 // while a trace function set the frame's own line (PyFrame_GetLineNumber's rule), that line with kPyLineFlag set.
 // `check` fingerprints the code object (see above).
@@ -118,11 +122,14 @@ class PythonStacks {
   int layout_minor() const noexcept;
 
   struct Api;
-  struct RawLayout;
+  using RawLayout = python_internal::PyLayout;
 
  private:
+  using IsInitializedFn = int (*)();
   PythonStacks() = default;
   const Api *bind() noexcept;
+  IsInitializedFn is_initialized_function() noexcept;
+  bool choose_layout(void *handle, const Api &api) noexcept;
   void refuse(const char *why) noexcept;
   bool holds_gil(const Api *a, void *ts) const noexcept;
   int walk_api(const Api *a, void *ts, PyFrameRef *out, int max) noexcept;
@@ -153,7 +160,7 @@ class PythonStacks {
   bool api_fallback_capable_ = false;            // layout unknown, C API complete: frames where the GIL is held
   std::atomic<bool> api_walk_{false};            // walk() reads the C API (capable, not refused)
   std::atomic<bool> absent_{false};              // no Python runtime in the process (until refresh())
-  std::atomic<int (*)()> is_initialized_{nullptr};
+  std::atomic<IsInitializedFn> is_initialized_{nullptr};
   std::mutex bind_mu_;
   std::atomic<uintptr_t> interpreter_addr_{0};
 

@@ -17,7 +17,7 @@ from shimtest import op_type
 
 ACL_APP = os.path.join(shimtest.BUILD, "bin", "acl_app")
 OP_KERNEL = "fake_op_task_1"  # the op libraries' device kernel (test/fake_cann/device_kernels)
-# Everything the shim launches for device statistics (shim/device/device_stats.cpp); none is a host kernel here.
+# Everything the shim launches for device statistics (shim/device/device_stats_ops.h); none is a host kernel here.
 STATS_OPS = {"AminmaxAll", "Mean", "LinalgVectorNorm", "ForeachNorm", "IsFinite", "IsPosInf", "IsNegInf",
              "ReduceSum"}
 STEPS = 2
