@@ -482,6 +482,27 @@ TEST(CannShapes, InplaceOpsWriteTheirFirstTensor) {
                  {{"selfRef", D::InOut, R::Ref}, {"index", D::Input, R::Const}, {"source", D::Input, R::Const}});
 }
 
+// A comment block of any size costs a bounded amount: only its first 512 parameter entries are read.
+TEST(CannShapes, LongCommentBlocksAreBounded) {
+  std::string text = "/**\n";
+  for (int i = 0; i < 1500; ++i) text += " * @param [out] p" + std::to_string(i) + ": 计算的出参\n";
+  text += " * @param [in] y: 计算的入参\n */\n";
+  text +=
+      "aclnnStatus aclnnFooGetWorkspaceSize(const aclTensor *x, const aclTensor *y, aclTensor *out, uint64_t *ws, "
+      "aclOpExecutor **e);";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = parse_prototype(text, "Foo");
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("declaration after %zu bytes of comment entries: %.2f ms\n", text.size(), ms);
+  ASSERT_TRUE(p.has_value());
+  // y's entry is the 1501st: not read.
+  expect_tensors(&*p, {{"x", D::Input, R::Const}, {"y", D::Input, R::Const}, {"out", D::Output, R::Name}});
+  // Within the bound it is read.
+  auto short_block = parse_prototype("/**\n" + text.substr(text.find(" * @param [out] p1000")), "Foo");
+  ASSERT_TRUE(short_block.has_value());
+  expect_tensors(&*short_block, {{"x", D::Input, R::Const}, {"y", D::Input, R::Doc}, {"out", D::Output, R::Name}});
+}
+
 // What the census checks over CANN's headers, checked over every header here and the stand-in's: each op with a
 // tensor writes one, every *Ref tensor and every Inplace op's first tensor is in/out, every tensor has a rule.
 TEST(CannShapes, InvariantsOverEveryFixtureAndTheStandIn) {
