@@ -5,11 +5,13 @@
            every public op_api/aclnn_*.h, plus a header made from the docs page of each op whose header CANN
            generates at build time, plus the docs pages themselves (for the directions CANN documents).
   run      runs the reader (build/bin/prototype_census, built from shim/aclnn/prototypes.cpp) over a tree and prints,
-           per op, its inputs, outputs and in/out tensors, what it could not classify and where it disagrees with the
-           docs page's input/output column; then the figures recorded in docs/prototypes.md.
+           per op, its inputs, outputs and in/out tensors, what it could not classify and the tensors its docs page
+           says the op writes but the reader reads as inputs; then the figures recorded in docs/prototypes.md.
 
   scripts/prototype_census.py extract --out /tmp/cann_headers /work/.mirror/hicann+ops-{math,nn,transformer}/repo
   scripts/prototype_census.py run /tmp/cann_headers [--census build/bin/prototype_census] [--quiet]
+  scripts/prototype_census.py run /tmp/cann_headers --jsonl saved.jsonl   (a census saved earlier, e.g. an older
+                                                                           reader's, summarized the same way)
 
 Nothing extracted is meant to be committed: the tree is CANN's text, read here only to measure the reader.
 """

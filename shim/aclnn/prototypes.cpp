@@ -704,7 +704,7 @@ bool writes(const Param &p) { return p.dir == Direction::Output || p.dir == Dire
 
 // What the op's name and the order of its tensors imply: an Inplace op writes its first tensor; outputs come after
 // inputs; every op writes something.
-void positional_directions(std::vector<Param *> &t, std::string_view op) {
+void positional_directions(const std::vector<Param *> &t, std::string_view op) {
   if (t.empty()) return;
   auto set = [](Param *p, Direction d, DirectionRule rule) {
     p->dir = d;
