@@ -20,7 +20,7 @@ ninja -C "$build" "${targets[@]}"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Seeds kept elsewhere in the tree, read as they are (never written): the parser's test headers.
-declare -A seeds=([fuzz_prototype]="$here/test/unit/shim/aclnn/fixtures/aclnnop")
+declare -A seeds=([fuzz_prototype]="$here/test/unit/shim/aclnn/fixtures/aclnnop $here/test/unit/shim/aclnn/fixtures/cann_shapes")
 failed=()
 for t in "${targets[@]}"; do
   work=$build/fuzz/corpus/$t artifacts=$build/fuzz/artifacts/$t

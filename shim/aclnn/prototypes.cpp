@@ -541,84 +541,224 @@ bool parse_param(std::string_view text, RawParam *out) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Directions.
+// Directions (docs/prototypes.md, "Directions"): first what CANN states about each tensor (its comment block, the
+// Ref suffix), then names and const-ness, then what the op's name and the order of its parameters imply.
 
 enum class DocDir { None, In, Out, InOut };
 
-// `@param [out] name` / `\param[in,out] name` annotations in the doxygen comments before a declaration.
-std::vector<std::pair<std::string, DocDir>> doc_directions(std::string_view original, const std::vector<Span> &comments,
-                                                           size_t from, size_t to) {
-  std::vector<std::pair<std::string, DocDir>> result;
-  auto first =
-      std::lower_bound(comments.begin(), comments.end(), from, [](const Span &s, size_t pos) { return s.begin < pos; });
-  for (auto it = first; it != comments.end() && it->begin < to; ++it) {
-    const std::string_view c = original.substr(it->begin, it->end - it->begin);
-    size_t p = 0;
-    while ((p = c.find("param", p)) != std::string_view::npos) {
-      const bool tagged = p > 0 && (c[p - 1] == '@' || c[p - 1] == '\\');
-      p += 5;
-      if (!tagged) continue;
-      size_t k = p;
-      while (k < c.size() && (c[k] == ' ' || c[k] == '\t')) ++k;
-      if (k >= c.size() || c[k] != '[') continue;
-      const size_t close = c.find(']', k);
-      if (close == std::string_view::npos || close - k > 16) continue;
-      std::string dir;
-      for (size_t q = k + 1; q < close; ++q)
-        if (!is_space(c[q])) dir += ascii_lower(c[q]);
-      DocDir d = DocDir::None;
-      if (dir == "in")
-        d = DocDir::In;
-      else if (dir == "out")
-        d = DocDir::Out;
-      else if (dir == "in,out" || dir == "in/out" || dir == "inout" || dir == "in_out")
-        d = DocDir::InOut;
-      k = close + 1;
-      while (k < c.size() && (c[k] == ' ' || c[k] == '\t')) ++k;
-      size_t e = k;
-      while (e < c.size() && is_ident_char(c[e])) ++e;
-      if (e > k && d != DocDir::None) result.emplace_back(std::string(c.substr(k, e - k)), d);
-      p = e;
+// What the comment block before a declaration says about one parameter.
+struct DocNote {
+  std::string name;
+  DocDir tag = DocDir::None;    // `@param [in] name`, `[out]`, `[in,out]`
+  DocDir words = DocDir::None;  // what the words of its description say
+};
+
+// CANN's words for a parameter's role at the start of its description: output / input argument, computed output /
+// input, optional output / input argument, output / input tensor. Most headers tag every parameter `[in]` (outputs
+// too: the tag is template text), but these words are written per parameter.
+constexpr std::string_view kOutputLead[] = {"出参", "计算输出", "可选输出", "输出张量", "输出Tensor", "输出tensor"};
+constexpr std::string_view kInputLead[] = {"入参", "计算输入", "可选入参", "输入张量", "输入Tensor", "输入tensor"};
+// Anywhere in the description: "<op>计算的出参", the output argument of the <op> computation (and its input twin).
+constexpr std::string_view kOutputAnywhere = "计算的出参";
+constexpr std::string_view kInputAnywhere = "计算的入参";
+constexpr size_t kMaxDescriptionChars = 1024;  // the words are looked for in this much of a description
+constexpr size_t kMaxDocNotes = 512;           // parameter entries read per declaration: real blocks have < 64
+
+DocDir words_direction(std::string_view desc) {
+  desc = desc.substr(0, kMaxDescriptionChars);
+  size_t k = 0;
+  while (k < desc.size()) {  // separators between the name and its description: spaces, ':', '：', '*', ','
+    if (is_space(desc[k]) || desc[k] == ':' || desc[k] == '*' || desc[k] == ',') {
+      ++k;
+    } else if (desc.substr(k, 3) == "：") {
+      k += 3;
+    } else {
+      break;
     }
   }
-  return result;
+  const std::string_view lead = desc.substr(k);
+  auto leads = [lead](std::string_view w) { return lead.substr(0, w.size()) == w; };
+  if (std::any_of(std::begin(kOutputLead), std::end(kOutputLead), leads)) return DocDir::Out;
+  if (std::any_of(std::begin(kInputLead), std::end(kInputLead), leads)) return DocDir::In;
+  if (desc.find(kOutputAnywhere) != std::string_view::npos) return DocDir::Out;
+  if (desc.find(kInputAnywhere) != std::string_view::npos) return DocDir::In;
+  return DocDir::None;
 }
 
-void assign_direction(RawParam &r, const std::vector<std::pair<std::string, DocDir>> &docs) {
+DocDir tag_direction(std::string_view tag) {
+  std::string t;
+  for (char c : tag)
+    if (!is_space(c)) t += ascii_lower(c);
+  if (t == "in") return DocDir::In;
+  if (t == "out") return DocDir::Out;
+  if (t == "in,out" || t == "in/out" || t == "inout" || t == "in_out") return DocDir::InOut;
+  return DocDir::None;
+}
+
+// Whether the "param" at c[p] starts a parameter's entry: after '@' or '\' (doxygen), or first on its line but for
+// the comment's '*' decoration (CANN's `* param [in] query : required`); followed by a blank or '['.
+bool param_marker(std::string_view c, size_t p) {
+  const size_t after = p + 5;
+  if (after >= c.size() || !(c[after] == '[' || c[after] == ' ' || c[after] == '\t')) return false;
+  if (p > 0 && (c[p - 1] == '@' || c[p - 1] == '\\')) return true;
+  size_t k = p;
+  while (k > 0 && (c[k - 1] == ' ' || c[k - 1] == '\t' || c[k - 1] == '*' || c[k - 1] == '/')) --k;
+  return k == 0 || c[k - 1] == '\n';
+}
+
+// One comment's parameter entries: `param [tag] name description`, the description running to the next entry.
+void comment_notes(std::string_view c, std::vector<DocNote> *notes) {
+  const size_t first = notes->size();
+  size_t described = 0;  // where the description of the last entry found begins
+  size_t p = 0;
+  while ((p = c.find("param", p)) != std::string_view::npos && notes->size() < kMaxDocNotes) {
+    const size_t start = p;
+    p += 5;
+    if (!param_marker(c, start)) continue;
+    DocNote note;
+    size_t k = skip_spaces(c, p);
+    if (k < c.size() && c[k] == '[') {
+      const size_t close = c.find(']', k);
+      if (close == std::string_view::npos || close - k > 16) continue;
+      note.tag = tag_direction(c.substr(k + 1, close - k - 1));
+      k = skip_spaces(c, close + 1);
+    }
+    const size_t e = ident_end(c, k);
+    if (e == k) continue;
+    note.name = std::string(c.substr(k, e - k));
+    if (notes->size() > first) notes->back().words = words_direction(c.substr(described, start - described));
+    notes->push_back(std::move(note));
+    described = p = e;
+  }
+  if (notes->size() > first) notes->back().words = words_direction(c.substr(described));
+}
+
+// The parameter entries of the comments between `from` and `to` (the declaration's statement, up to its name).
+std::vector<DocNote> doc_notes(std::string_view original, const std::vector<Span> &comments, size_t from, size_t to) {
+  std::vector<DocNote> notes;
+  auto first =
+      std::lower_bound(comments.begin(), comments.end(), from, [](const Span &s, size_t pos) { return s.begin < pos; });
+  for (auto it = first; it != comments.end() && it->begin < to; ++it)
+    comment_notes(original.substr(it->begin, it->end - it->begin), &notes);
+  return notes;
+}
+
+bool is_tensor_param(const RawParam &r) {
+  return r.param.kind == ParamKind::Tensor || r.param.kind == ParamKind::TensorList;
+}
+
+// Names CANN gives outputs: out, *Out, *OutOptional, gradInput (and the snake-case grad_input, dst_out).
+bool output_name(std::string_view n) {
+  return n == "out" || n == "outOptional" || ends_with(n, "Out") || ends_with(n, "OutOptional") || n == "gradInput" ||
+         n == "grad_input" || (ends_with(n, "_out") && n != "grad_out");
+}
+
+// The incoming gradient of backward ops (LayerNormBackward, SmoothL1LossBackward): ends in Out, but is read.
+bool incoming_grad(std::string_view n) { return n == "gradOut" || n == "gradOutOptional" || n == "grad_out"; }
+
+struct DirectionNotes {
+  const std::vector<DocNote> &notes;
+  bool tags_state;  // some tensor is tagged [out] or [in,out], so this block's [in] tags mean it too
+
+  const DocNote *find(std::string_view name) const {
+    for (const auto &n : notes)
+      if (!name.empty() && n.name == name) return &n;
+    return nullptr;
+  }
+};
+
+Direction from_doc(DocDir d) {
+  return d == DocDir::Out ? Direction::Output : d == DocDir::InOut ? Direction::InOut : Direction::Input;
+}
+
+// What is known of one tensor on its own: CANN's statements first, then names, then const-ness.
+void stated_direction(RawParam &r, const DirectionNotes &docs) {
   Param &p = r.param;
   const std::string_view name = p.name;
-  p.optional = name.find("Optional") != std::string_view::npos;
-  switch (p.kind) {
-    case ParamKind::Tensor:
-    case ParamKind::TensorList: break;
-    case ParamKind::OtherPointer:
-    case ParamKind::WorkspaceSizeOut:
-    case ParamKind::ExecutorOut: p.dir = Direction::None; return;
-    default: p.dir = Direction::Input; return;  // scalars, arrays, values, strings are read by the op
-  }
+  auto set = [&p](Direction d, DirectionRule rule) {
+    p.dir = d;
+    p.dir_rule = rule;
+  };
+  const DocNote *note = docs.find(name);
   if (ends_with(name, "Ref") || ends_with(name, "RefOptional")) {
-    p.dir = Direction::InOut;
-    return;
+    set(Direction::InOut, DirectionRule::Ref);
+  } else if (note && note->tag != DocDir::None && (docs.tags_state || note->tag != DocDir::In)) {
+    set(from_doc(note->tag), DirectionRule::Doc);
+  } else if (note && note->words != DocDir::None) {
+    set(from_doc(note->words), DirectionRule::Doc);
+  } else if (incoming_grad(name)) {
+    set(r.pointee_const ? Direction::Input : Direction::Output,
+        r.pointee_const ? DirectionRule::Name : DirectionRule::Writable);
+  } else if (output_name(name)) {
+    set(Direction::Output, DirectionRule::Name);  // CANN declares some outputs const (Relu out, RmsNorm yOut)
+  } else if (!r.pointee_const) {
+    set(Direction::Output, DirectionRule::Writable);
+  } else if (ends_with(name, "Optional")) {
+    set(Direction::Input, DirectionRule::Name);  // CANN's optional inputs (optional outputs are *OutOptional)
+  } else {
+    set(Direction::Input, DirectionRule::Const);
   }
-  // The incoming gradient of backward ops is called gradOut in CANN (LayerNormBackward, SmoothL1LossBackward):
-  // the Out-suffix rule below must not make it an output.
-  const bool incoming_grad = name == "gradOut" || name == "gradOutOptional";
-  if (!incoming_grad && (name == "out" || name == "outOptional" || ends_with(name, "Out") ||
-                         ends_with(name, "OutOptional") || name == "gradInput")) {
-    p.dir = Direction::Output;  // CANN declares some outputs const (Relu out, RmsNorm yOut, GeluBackward gradInput)
-    return;
+}
+
+bool writes(const Param &p) { return p.dir == Direction::Output || p.dir == Direction::InOut; }
+
+// What the op's name and the order of its tensors imply: an Inplace op writes its first tensor; outputs come after
+// inputs; every op writes something.
+void positional_directions(const std::vector<Param *> &t, std::string_view op) {
+  if (t.empty()) return;
+  auto set = [](Param *p, Direction d, DirectionRule rule) {
+    p->dir = d;
+    p->dir_rule = rule;
+  };
+  const bool inplace = op.substr(0, 7) == "Inplace" || ends_with(op, "Inplace");  // ForeachAddListInplace
+  if (inplace && t[0]->dir != Direction::InOut) set(t[0], Direction::InOut, DirectionRule::Inplace);
+  // Outputs come after the last tensor CANN states (or names) an input.
+  size_t start = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i]->dir == Direction::Input && t[i]->dir_rule != DirectionRule::Const) start = i + 1;
+  auto none_writes = [&t] { return std::none_of(t.begin(), t.end(), [](const Param *p) { return writes(*p); }); };
+  // When nothing else marks an output, the last of CANN's letter names is the output: x -> y, (x, y) -> z.
+  if (none_writes()) {
+    Param *letter = nullptr;
+    for (size_t i = start; i < t.size(); ++i)
+      if (t[i]->name == "z" || (t[i]->name == "y" && !letter)) letter = t[i];
+    if (letter && letter->dir_rule == DirectionRule::Const) set(letter, Direction::Output, DirectionRule::Position);
   }
-  if (!r.pointee_const) {
-    p.dir = Direction::Output;
-    return;
+  // After an output CANN states or names, an unstated tensor is an output too (FusedInferAttentionScore's
+  // softmaxLse after attentionOut, QuantMax's amax after y).
+  bool after_output = false;
+  for (size_t i = start; i < t.size(); ++i) {
+    const DirectionRule r = t[i]->dir_rule;
+    if (writes(*t[i]) && (r == DirectionRule::Doc || r == DirectionRule::Name || r == DirectionRule::Position))
+      after_output = true;
+    else if (after_output && r == DirectionRule::Const)
+      set(t[i], Direction::Output, DirectionRule::Position);
   }
-  p.dir = Direction::Input;
-  if (incoming_grad || name.empty()) return;
-  for (const auto &[doc_name, d] : docs) {
-    if (doc_name != name) continue;
-    if (d == DocDir::Out) p.dir = Direction::Output;
-    if (d == DocDir::InOut) p.dir = Direction::InOut;
+  if (none_writes()) set(t.back(), Direction::Output, DirectionRule::LastTensor);
+}
+
+void assign_directions(std::vector<RawParam> &raw, const std::vector<DocNote> &notes, std::string_view op) {
+  bool tags_state = false;
+  for (const auto &r : raw)
+    for (const auto &n : notes)
+      if (is_tensor_param(r) && n.name == r.param.name && (n.tag == DocDir::Out || n.tag == DocDir::InOut))
+        tags_state = true;
+  const DirectionNotes docs{notes, tags_state};
+  std::vector<Param *> tensors;
+  for (auto &r : raw) {
+    Param &p = r.param;
+    p.optional = p.name.find("Optional") != std::string::npos;
+    if (is_tensor_param(r)) {
+      stated_direction(r, docs);
+      tensors.push_back(&p);
+    } else if (p.kind == ParamKind::OtherPointer || p.kind == ParamKind::WorkspaceSizeOut ||
+               p.kind == ParamKind::ExecutorOut) {
+      p.dir = Direction::None;  // no tensor data to capture
+    } else {
+      p.dir = Direction::Input;  // scalars, arrays, values, strings are read by the op
+    }
   }
+  positional_directions(tensors, op);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -723,14 +863,11 @@ std::optional<OpPrototype> parse_at(std::string_view original, const CleanText &
     if (!parse_param(pieces[k], &raw[k])) return std::nullopt;
   if (!mark_phase1_trailer(raw)) return std::nullopt;
 
-  const auto docs = doc_directions(original, ct.comments, stmt, name_pos);
+  assign_directions(raw, doc_notes(original, ct.comments, stmt, name_pos), op);
   OpPrototype proto;
   proto.op = std::string(op);
   proto.params.reserve(raw.size());
-  for (auto &r : raw) {
-    assign_direction(r, docs);
-    proto.params.push_back(std::move(r.param));
-  }
+  for (auto &r : raw) proto.params.push_back(std::move(r.param));
   return proto;
 }
 
@@ -903,6 +1040,21 @@ const char *to_string(ParamKind kind) {
     case ParamKind::OtherPointer: return "OtherPointer";
     case ParamKind::WorkspaceSizeOut: return "WorkspaceSizeOut";
     case ParamKind::ExecutorOut: return "ExecutorOut";
+  }
+  return "?";
+}
+
+const char *to_string(DirectionRule rule) {
+  switch (rule) {
+    case DirectionRule::None: return "None";
+    case DirectionRule::Ref: return "Ref";
+    case DirectionRule::Doc: return "Doc";
+    case DirectionRule::Name: return "Name";
+    case DirectionRule::Writable: return "Writable";
+    case DirectionRule::Inplace: return "Inplace";
+    case DirectionRule::Position: return "Position";
+    case DirectionRule::LastTensor: return "LastTensor";
+    case DirectionRule::Const: return "Const";
   }
   return "?";
 }

@@ -42,6 +42,19 @@ enum class ParamKind {
 
 enum class Direction { None, Input, Output, InOut };
 
+// Why a tensor parameter has its direction, strongest first (docs/prototypes.md, "Directions"); None for the others.
+enum class DirectionRule {
+  None,
+  Ref,         // named *Ref: CANN's name for a tensor the op updates in place
+  Doc,         // CANN's comment before the declaration: an [in]/[out] tag, or the words of the description
+  Name,        // out, *Out, gradInput: an output; gradOut, *Optional: an input
+  Writable,    // declared `aclTensor *`, not const
+  Inplace,     // the first tensor of an Inplace op
+  Position,    // outputs come after inputs: the last of x/y/z, or a tensor after a stated output
+  LastTensor,  // nothing marked an output: the last tensor is
+  Const,       // nothing stated: declared const, so read
+};
+
 struct Param {
   // As written minus the name, whitespace normalized: "const aclTensor *", "aclTensor *const", "double";
   // arrays as pointers ("const int64_t *"); "function pointer" for `ret (*f)(args)`.
@@ -49,6 +62,7 @@ struct Param {
   std::string name;  // empty for an unnamed parameter
   ParamKind kind = ParamKind::OtherPointer;
   Direction dir = Direction::None;
+  DirectionRule dir_rule = DirectionRule::None;
   bool optional = false;  // the name contains "Optional": the host may pass NULL
   bool is_floating() const { return kind == ParamKind::Double || kind == ParamKind::Float; }
 };
@@ -104,5 +118,6 @@ class PrototypeIndex {
 
 const char *to_string(ParamKind kind);
 const char *to_string(Direction dir);
+const char *to_string(DirectionRule rule);
 
 }  // namespace msprobe::shim

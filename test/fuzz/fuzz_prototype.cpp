@@ -1,8 +1,8 @@
 // libFuzzer target: the aclnn header prototype parser (shim/aclnn/prototypes.h), which reads whatever headers a CANN
 // install or a custom op vendor ships. An input whose first line is a bare name (no blank, no '/', '#' or '*')
 // gives the op name to look up, the rest the header text; any other input is all header text, so that the test
-// fixtures' headers (test/unit/shim/aclnn/fixtures/aclnnop, scripts/fuzz.sh passes them as seeds) are inputs as
-// they are.
+// fixtures' headers (test/unit/shim/aclnn/fixtures/aclnnop and cann_shapes, scripts/fuzz.sh passes them as seeds) are
+// inputs as they are.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -23,6 +23,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (p->params.size() < 2 || p->params[p->params.size() - 2].kind != ParamKind::WorkspaceSizeOut ||
         p->params.back().kind != ParamKind::ExecutorOut)
       std::abort();
+    // Directions: every tensor has the rule that decided it, and an op with a tensor writes one.
+    bool tensors = false, writes = false;
+    for (const Param &q : p->params) {
+      const bool tensor = q.kind == ParamKind::Tensor || q.kind == ParamKind::TensorList;
+      if (tensor != (q.dir_rule != DirectionRule::None)) std::abort();
+      tensors = tensors || tensor;
+      writes = writes || (tensor && (q.dir == Direction::Output || q.dir == Direction::InOut));
+    }
+    if (tensors != writes) std::abort();
   }
   size_t tried = 0;
   for (const std::string &declared : declared_ops(text)) {

@@ -11,3 +11,9 @@ msprobe_gtest(shim_aclnn_capture SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aclnn_ca
 add_test(NAME shim_aclnn_capture_async COMMAND shim_aclnn_capture)
 set_tests_properties(shim_aclnn_capture_async PROPERTIES
                      ENVIRONMENT "${MSPROBE_TEST_ENV};FAKE_CANN_TASK_DELAY_US=20000" TIMEOUT 120)
+# scripts/prototype_census.cpp: the prototype reader over an include tree, one JSON line per op (a developer's tool
+# driven by scripts/prototype_census.py, never run by ctest; built here so that it keeps compiling).
+find_package(nlohmann_json 3 REQUIRED)
+add_executable(prototype_census ${CMAKE_SOURCE_DIR}/scripts/prototype_census.cpp)
+target_link_libraries(prototype_census PRIVATE msprobe_shim_aclnn nlohmann_json::nlohmann_json)
+set_target_properties(prototype_census PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

@@ -327,6 +327,223 @@ TEST(Prototypes, EnvironmentRootsAndCustomVendors) {
 }
 
 // ------------------------------------------------------------------------------------------------------------
+// Directions in the shapes the census of CANN's headers found (docs/prototypes.md, "Census"): headers written for
+// these tests in each shape, under fixtures/cann_shapes.
+
+struct WantTensor {
+  std::string name;
+  Direction dir;
+  DirectionRule rule;
+  ParamKind kind = ParamKind::Tensor;
+};
+
+// The tensor parameters, in order, with their direction and the rule that decided it.
+void expect_tensors(const OpPrototype *p, const std::vector<WantTensor> &want) {
+  ASSERT_NE(p, nullptr);
+  SCOPED_TRACE(describe(*p));
+  std::vector<const Param *> tensors;
+  for (const auto &q : p->params) {
+    const bool tensor = q.kind == ParamKind::Tensor || q.kind == ParamKind::TensorList;
+    if (tensor) {
+      tensors.push_back(&q);
+    } else {
+      EXPECT_STREQ(to_string(q.dir_rule), "None") << q.name;
+    }
+  }
+  ASSERT_EQ(tensors.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE("tensor " + want[i].name);
+    EXPECT_EQ(tensors[i]->name, want[i].name);
+    EXPECT_STREQ(to_string(tensors[i]->kind), to_string(want[i].kind));
+    EXPECT_STREQ(to_string(tensors[i]->dir), to_string(want[i].dir));
+    EXPECT_STREQ(to_string(tensors[i]->dir_rule), to_string(want[i].rule));
+  }
+}
+
+PrototypeIndex shapes_index() { return PrototypeIndex({kFixtures + "/cann_shapes"}); }
+
+using D = Direction;
+using R = DirectionRule;
+constexpr ParamKind kList = ParamKind::TensorList;
+
+TEST(CannShapes, TemplateTagsAndTheWordsOfTheDescription) {
+  auto idx = shapes_index();
+  // Every tag [in], the output included; "<op>计算的出参" / "<op>计算的入参" say which is which.
+  expect_tensors(idx.find("QuantLike"), {{"x", D::Input, R::Doc},
+                                         {"scale", D::Input, R::Const},
+                                         {"offset", D::Input, R::Const},
+                                         {"y", D::Output, R::Doc}});
+  // Leading words after a full-width colon; an output named like an optional input, stated an output.
+  expect_tensors(idx.find("QuantScaleLike"), {{"self", D::Input, R::Doc},
+                                              {"inputScaleOptional", D::Input, R::Name},
+                                              {"y", D::Output, R::Doc},
+                                              {"outScaleOptional", D::Output, R::Doc}});
+  EXPECT_TRUE(idx.find("QuantScaleLike")->params[3].optional);
+  // The words win over const-ness: a writable tensor described as an input is one.
+  expect_tensors(idx.find("RankLike"), {{"rank", D::Input, R::Doc}, {"out", D::Output, R::Doc}});
+  // Tags and words say nothing: y after the last optional input is the output.
+  expect_tensors(idx.find("WqbmmLike"), {{"x", D::Input, R::Const},
+                                         {"weight", D::Input, R::Const},
+                                         {"antiquantScale", D::Input, R::Const},
+                                         {"antiquantOffsetOptional", D::Input, R::Name},
+                                         {"biasOptional", D::Input, R::Name},
+                                         {"y", D::Output, R::Position}});
+}
+
+TEST(CannShapes, TagsStateDirectionsWhenSomeTensorIsTaggedOut) {
+  auto idx = shapes_index();
+  // [out] on gradInput makes this block's [in] tags mean input: over the Out suffix, `y` and a writable type.
+  expect_tensors(idx.find("DeformLikeBackward"), {{"input", D::Input, R::Doc},
+                                                  {"gradOutput", D::Input, R::Doc},
+                                                  {"offsetOut", D::Input, R::Doc},
+                                                  {"totalWeight", D::Input, R::Doc},
+                                                  {"y", D::Input, R::Doc},
+                                                  {"gradInput", D::Output, R::Doc},
+                                                  {"gradOffset", D::Output, R::Doc},
+                                                  {"cache", D::InOut, R::Doc}});
+  // `* param [in] query : required` without '@'; an untagged tensor after the tagged output is an output too.
+  expect_tensors(idx.find("SparseAttnLike"), {{"query", D::Input, R::Doc},
+                                              {"key", D::Input, R::Doc},
+                                              {"maskOptional", D::Input, R::Doc},
+                                              {"output", D::Output, R::Doc},
+                                              {"topKOutput", D::Output, R::Position}});
+}
+
+TEST(CannShapes, OutputsComeAfterInputs) {
+  auto idx = shapes_index();
+  expect_tensors(idx.find("MulLike"),
+                 {{"x", D::Input, R::Const}, {"y", D::Input, R::Const}, {"z", D::Output, R::Position}});
+  expect_tensors(idx.find("DimMapLike"), {{"x", D::Input, R::Const}, {"y", D::Output, R::Position}});
+  expect_tensors(idx.find("QuantMaxLike"), {{"x", D::Input, R::Const},
+                                            {"scale", D::Input, R::Const},
+                                            {"y", D::Output, R::Position},
+                                            {"amax", D::Output, R::Position}});
+  // The letter rule only speaks when nothing else marks an output.
+  expect_tensors(idx.find("GradLike"),
+                 {{"y", D::Input, R::Const}, {"dy", D::Input, R::Const}, {"z", D::Output, R::Writable}});
+  expect_tensors(idx.find("GruLikeBackward"), {{"input", D::Input, R::Const},
+                                               {"hx", D::Input, R::Const},
+                                               {"r", D::Input, R::Const, kList},
+                                               {"z", D::Input, R::Const, kList},
+                                               {"batchSizes", D::Input, R::Const},
+                                               {"dxOut", D::Output, R::Name},
+                                               {"dparamsOut", D::Output, R::Name, kList}});
+  expect_tensors(idx.find("GroupLike"), {{"x", D::Input, R::Const, kList},
+                                         {"weight", D::Input, R::Const, kList},
+                                         {"groupListOptional", D::Input, R::Name},
+                                         {"y", D::Output, R::Position, kList}});
+  expect_tensors(idx.find("AttnLike"), {{"query", D::Input, R::Const},
+                                        {"key", D::Input, R::Const, kList},
+                                        {"pseShift", D::Input, R::Const},
+                                        {"attentionOut", D::Output, R::Name},
+                                        {"softmaxLse", D::Output, R::Position}});
+  // attentionOut is the forward's output, read here: taken for an output (captured after the kernel, unchanged),
+  // but the optional input after it keeps the tensors in between inputs.
+  expect_tensors(idx.find("AttnLikeGrad"), {{"query", D::Input, R::Const},
+                                            {"attentionOut", D::Output, R::Name},
+                                            {"attentionOutGrad", D::Input, R::Const},
+                                            {"softmaxMax", D::Input, R::Const},
+                                            {"attenMaskOptional", D::Input, R::Name},
+                                            {"dqOut", D::Output, R::Name},
+                                            {"dkOut", D::Output, R::Name}});
+  expect_tensors(idx.find("ViewCopyLike"),
+                 {{"dst", D::Input, R::Const}, {"src", D::Input, R::Const}, {"dst_out", D::Output, R::Name}});
+  expect_tensors(idx.find("ModulateLikeBackward"), {{"grad_output", D::Input, R::Const},
+                                                    {"input", D::Input, R::Const},
+                                                    {"scale", D::Input, R::Const},
+                                                    {"grad_input", D::Output, R::Name},
+                                                    {"grad_scale", D::Output, R::Position}});
+}
+
+TEST(CannShapes, EveryOpWritesSomethingAndNoTensorLessOpIsGivenOne) {
+  auto idx = shapes_index();
+  expect_tensors(idx.find("AtanLikeGrad"),
+                 {{"x", D::Input, R::Const}, {"dy", D::Input, R::Const}, {"dx", D::Output, R::LastTensor}});
+  expect_tensors(idx.find("SpaceLike"), {{"result", D::Output, R::LastTensor}});
+  const OpPrototype *sleep = idx.find("SleepLike");
+  expect_tensors(sleep, {});
+  EXPECT_STREQ(to_string(sleep->params[0].dir), "Input");
+}
+
+TEST(CannShapes, InplaceOpsWriteTheirFirstTensor) {
+  auto idx = shapes_index();
+  expect_tensors(idx.find("InplaceHardLike"), {{"self", D::InOut, R::Inplace}});
+  expect_tensors(idx.find("InplacePowLike"), {{"self", D::InOut, R::Inplace}});
+  expect_tensors(idx.find("InplaceScatterLike"),
+                 {{"data", D::InOut, R::Inplace}, {"indices", D::Input, R::Const}, {"updates", D::Input, R::Const}});
+  // The first parameter is a scalar (named selfRef, as CANN does): the first tensor is written.
+  const OpPrototype *v3 = idx.find("InplaceAddLikeV3");
+  expect_tensors(v3, {{"other", D::InOut, R::Inplace}});
+  EXPECT_STREQ(to_string(v3->params[0].kind), "Scalar");
+  EXPECT_STREQ(to_string(v3->params[0].dir), "Input");
+  expect_tensors(idx.find("ForeachAddLikeInplace"),
+                 {{"x1", D::InOut, R::Inplace, kList}, {"x2", D::Input, R::Const, kList}});
+  expect_tensors(idx.find("InplaceIndexCopyLike"),
+                 {{"selfRef", D::InOut, R::Ref}, {"index", D::Input, R::Const}, {"source", D::Input, R::Const}});
+}
+
+// A comment block of any size costs a bounded amount: only its first 512 parameter entries are read.
+TEST(CannShapes, LongCommentBlocksAreBounded) {
+  std::string text = "/**\n";
+  for (int i = 0; i < 1500; ++i) text += " * @param [out] p" + std::to_string(i) + ": 计算的出参\n";
+  text += " * @param [in] y: 计算的入参\n */\n";
+  text +=
+      "aclnnStatus aclnnFooGetWorkspaceSize(const aclTensor *x, const aclTensor *y, aclTensor *out, uint64_t *ws, "
+      "aclOpExecutor **e);";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = parse_prototype(text, "Foo");
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("declaration after %zu bytes of comment entries: %.2f ms\n", text.size(), ms);
+  ASSERT_TRUE(p.has_value());
+  // y's entry is the 1501st: not read.
+  expect_tensors(&*p, {{"x", D::Input, R::Const}, {"y", D::Input, R::Const}, {"out", D::Output, R::Name}});
+  // Within the bound it is read.
+  auto short_block = parse_prototype("/**\n" + text.substr(text.find(" * @param [out] p1000")), "Foo");
+  ASSERT_TRUE(short_block.has_value());
+  expect_tensors(&*short_block, {{"x", D::Input, R::Const}, {"y", D::Input, R::Doc}, {"out", D::Output, R::Name}});
+}
+
+// What the census checks over CANN's headers, checked over every header here and the stand-in's: each op with a
+// tensor writes one, every *Ref tensor and every Inplace op's first tensor is in/out, every tensor has a rule.
+TEST(CannShapes, InvariantsOverEveryFixtureAndTheStandIn) {
+  std::vector<std::string> dirs = {kFixtures};
+  if (const char *home = getenv("ASCEND_HOME_PATH"); home && *home) dirs.push_back(std::string(home) + "/include");
+  size_t ops = 0;
+  for (const auto &dir : dirs) {
+    if (!fs::is_directory(dir)) continue;
+    for (const auto &e : fs::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file() || e.path().extension() != ".h") continue;
+      const std::string text = read_text(e.path().string());
+      for (const auto &op : declared_ops(text)) {
+        auto p = parse_prototype(text, op);
+        if (!p) continue;
+        SCOPED_TRACE(e.path().string() + ": " + describe(*p));
+        std::vector<const Param *> t;
+        for (const auto &q : p->params)
+          if (q.kind == ParamKind::Tensor || q.kind == ParamKind::TensorList) t.push_back(&q);
+        const bool writes = std::any_of(t.begin(), t.end(), [](const Param *q) {
+          return q->dir == Direction::Output || q->dir == Direction::InOut;
+        });
+        EXPECT_EQ(writes, !t.empty());
+        for (const Param *q : t) {
+          EXPECT_STRNE(to_string(q->dir_rule), "None") << q->name;
+          if (ends_with(q->name, "Ref")) {
+            EXPECT_EQ(q->dir, Direction::InOut) << q->name;
+          }
+        }
+        const bool inplace = op.rfind("Inplace", 0) == 0 || ends_with(op, "Inplace");
+        if (inplace && !t.empty()) {
+          EXPECT_EQ(t[0]->dir, Direction::InOut);
+        }
+        ++ops;
+      }
+    }
+  }
+  std::printf("direction invariants checked on %zu ops\n", ops);
+  EXPECT_GT(ops, 60u);
+}
+
+// ------------------------------------------------------------------------------------------------------------
 // The pure parser on inline text.
 
 std::optional<OpPrototype> parse(const std::string &text, const char *op = "Foo") { return parse_prototype(text, op); }
