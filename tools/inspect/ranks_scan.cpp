@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "format/format.h"
+#include "format/hccl_calls.h"
 #include "format/naming.h"
 #include "tools/inspect/compare.h"
 #include "tools/inspect/ranks.h"
@@ -61,7 +62,8 @@ class RankScan {
               const std::function<void(Anomaly &)> &details, const RankDir &folder) {
     ++d_.kernels;
     Kind kind = Kind::Compute;
-    const std::string op(op_type_of(k.name));
+    const std::string_view op = op_type_of(k.name);
+    const std::optional<format::HcclCall> hccl = format::hccl_call(op);
     Event e;
     e.step = step;
     e.launch = launch;
@@ -70,20 +72,20 @@ class RankScan {
     if (k.comm) {
       e.comm = comm_index(*k.comm);
       if (k.comm->peer && k.comm->pair_seq) {
-        kind = op == "HcclSend" ? Kind::Send : Kind::Recv;
+        kind = hccl && hccl->shape == format::HcclShape::Send ? Kind::Send : Kind::Recv;
         e.peer = *k.comm->peer;
         e.seq = *k.comm->pair_seq;
       } else {
         kind = Kind::Collective;
         e.seq = k.comm->seq.value_or(0);
       }
-    } else if (op.rfind("Hccl", 0) == 0 && op != "HcclSend" && op != "HcclRecv") {
+    } else if (hccl && !hccl->point_to_point()) {
       kind = Kind::Collective;
       format::CommInfo inferred;
       inferred.name = kInferredComm;
       inferred.rank = d_.rank.value_or(0);
       e.comm = comm_index(inferred);
-      e.op = op;
+      e.op = std::string(op);
       e.numbered = false;
     }
     e.kind = kind;
