@@ -295,96 +295,136 @@ RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
   return d;
 }
 
-RankDigest scan_diff(const std::vector<RankDir> &a_folders, const std::vector<RankDir> &b_folders, const ScanOptions &o,
-                     const std::function<void(uint64_t)> &progress) {
-  RankDigest d;
-  if (!a_folders.empty()) d.rank = a_folders.front().rank;
-  RankScan scan(d);
-  uint64_t fallback_launch = 0;
-  for (const RankDir &adir : a_folders) {
-    const uint64_t step = adir.step.value_or(0);
-    auto bdir =
-        std::find_if(b_folders.begin(), b_folders.end(), [&](const RankDir &b) { return b.step.value_or(0) == step; });
-    if (bdir == b_folders.end()) {
-      d.problems.push_back(adir.label() + ": in A only (B has no such folder): not compared");
-      continue;
+namespace {
+
+// One tensor's departure, as first-diff prints it: "output.0: error (Cosine 0.99, MaxAbsErr 0.1) message".
+std::string departure_text(const std::string &row, const compare::RowResult &r) {
+  std::string why = row + ": " + compare::verdict_text(r.verdict);
+  if (r.metrics)
+    why += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " + metric_text(r.metrics->max_abs_err) + ")";
+  else if (r.verdict != compare::Verdict::Different)
+    why += " (Max diff " + metric_text(r.stats[0].diff) + ", Min diff " + metric_text(r.stats[1].diff) +
+           ", Mean diff " + metric_text(r.stats[2].diff) + ", L2norm diff " + metric_text(r.stats[3].diff) + ")";
+  if (!r.message.empty()) why += " " + r.message;
+  return why;
+}
+
+// Which of a kernel's inputs and outputs depart from run B's, and why.
+struct Departure {
+  bool in_bad = false, out_bad = false;
+  std::string detail;
+};
+
+Departure departure(const compare::Side &A, const std::vector<TensorInfo> &a, const compare::Side &B,
+                    const std::vector<TensorInfo> &b, const Thresholds &th) {
+  Departure d;
+  for (const TensorInfo &ta : a) {
+    const std::string row = ta.row_suffix();
+    auto tb = std::find_if(b.begin(), b.end(), [&](const TensorInfo &t) { return t.row_suffix() == row; });
+    compare::RowResult r;
+    if (tb == b.end()) {
+      r.verdict = compare::Verdict::Error;
+      r.message = "in A only";
+    } else {
+      r = compare::compare_tensor(A, ta, B, *tb, th);
     }
-    d.steps.push_back(step);
+    if (!compare::diverges(r.verdict)) continue;
+    (ta.io == format::IoKind::Input ? d.in_bad : d.out_bad) = true;
+    if (d.detail.size() < 2000) d.detail += (d.detail.empty() ? "" : "; ") + departure_text(row, r);
+  }
+  return d;
+}
+
+// first-diff's scan of one rank: run A's step folders against run B's of the same step.
+class DiffScan {
+ public:
+  DiffScan(RankDigest &d, const ScanOptions &o, const std::function<void(uint64_t)> &progress)
+      : d_(d), o_(o), progress_(progress), scan_(d) {}
+
+  void step(const RankDir &adir, const RankDir &bdir) {
+    const uint64_t step = adir.step.value_or(0);
+    d_.steps.push_back(step);
     // Run B's kernels of this step, by name without its direction token (old and new names pair).
     compare::Side B;
-    B.dir = &*bdir;
+    B.dir = &bdir;
     std::vector<std::string> b_problems;
     std::unordered_map<std::string, std::vector<TensorInfo>> b_kernels;
     read_folder(
-        *bdir,
+        bdir,
         [&](KernelRecord &&k) {
           b_kernels.emplace(std::string(format::kernel_stem(k.name)), std::move(k.tensors));
           return true;
         },
         [&](const DumpHeaderRead &h) { B.header = h; }, b_problems, nullptr);
-    for (std::string &p : b_problems) d.problems.push_back("B " + p);
+    for (std::string &p : b_problems) d_.problems.push_back("B " + p);
     compare::Side A;
     A.dir = &adir;
-    std::vector<std::string> a_problems;
     read_folder(
         adir,
         [&](KernelRecord &&k) {
-          const uint64_t launch = k.launch_index.value_or(fallback_launch);
-          fallback_launch = launch + 1;
-          auto it = b_kernels.find(std::string(format::kernel_stem(k.name)));
-          if (it == b_kernels.end()) {
-            ++d.only_a;
-            return true;
-          }
-          ++d.compared;
-          bool in_bad = false, out_bad = false;
-          std::string detail;
-          for (const TensorInfo &ta : k.tensors) {
-            const std::string row = ta.row_suffix();
-            auto tb = std::find_if(it->second.begin(), it->second.end(),
-                                   [&](const TensorInfo &t) { return t.row_suffix() == row; });
-            compare::RowResult r;
-            if (tb == it->second.end()) {
-              r.verdict = compare::Verdict::Error;
-              r.message = "in A only";
-            } else {
-              r = compare::compare_tensor(A, ta, B, *tb, o.thresholds);
-            }
-            if (!compare::diverges(r.verdict)) continue;
-            (ta.io == format::IoKind::Input ? in_bad : out_bad) = true;
-            std::string why = row + ": " + compare::verdict_text(r.verdict);
-            if (r.metrics)
-              why += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " +
-                     metric_text(r.metrics->max_abs_err) + ")";
-            else if (r.verdict != compare::Verdict::Different)
-              why += " (Max diff " + metric_text(r.stats[0].diff) + ", Min diff " + metric_text(r.stats[1].diff) +
-                     ", Mean diff " + metric_text(r.stats[2].diff) + ", L2norm diff " + metric_text(r.stats[3].diff) +
-                     ")";
-            if (!r.message.empty()) why += " " + r.message;
-            if (detail.size() < 2000) detail += (detail.empty() ? "" : "; ") + why;
-          }
-          b_kernels.erase(it);
-          scan.kernel(
-              k, step, launch, in_bad, out_bad, [&](Anomaly &an) { an.detail = detail; }, adir);
+          kernel(A, B, b_kernels, std::move(k), step, adir);
           return true;
         },
-        [&](const DumpHeaderRead &h) { A.header = h; }, a_problems, progress);
-    d.problems.insert(d.problems.end(), a_problems.begin(), a_problems.end());
-    d.only_b += b_kernels.size();
+        [&](const DumpHeaderRead &h) { A.header = h; }, d_.problems, progress_);
+    d_.only_b += b_kernels.size();
   }
-  for (const RankDir &bdir : b_folders) {
-    const uint64_t step = bdir.step.value_or(0);
-    if (std::none_of(a_folders.begin(), a_folders.end(), [&](const RankDir &a) { return a.step.value_or(0) == step; }))
-      d.problems.push_back(bdir.label() + ": in B only (A has no such folder): not compared");
-  }
-  scan.finish();
-  if (d.first) {
-    add_stack(*d.first, scan.first_dir());
-    if (d.first->kind == Kind::Compute && !d.first->in_bad) {
-      d.first->verdict = "kernel";
-      d.first->verdict_reason = "its inputs agree with run B and its outputs do not: the kernel computes differently";
+
+  void finish() {
+    scan_.finish();
+    if (!d_.first) return;
+    add_stack(*d_.first, scan_.first_dir());
+    if (d_.first->kind == Kind::Compute && !d_.first->in_bad) {
+      d_.first->verdict = "kernel";
+      d_.first->verdict_reason = "its inputs agree with run B and its outputs do not: the kernel computes differently";
     }
   }
+
+ private:
+  void kernel(const compare::Side &A, const compare::Side &B,
+              std::unordered_map<std::string, std::vector<TensorInfo>> &b_kernels, KernelRecord &&k, uint64_t step,
+              const RankDir &adir) {
+    const uint64_t launch = k.launch_index.value_or(fallback_launch_);
+    fallback_launch_ = launch + 1;
+    auto it = b_kernels.find(std::string(format::kernel_stem(k.name)));
+    if (it == b_kernels.end()) {
+      ++d_.only_a;
+      return;
+    }
+    ++d_.compared;
+    const Departure dep = departure(A, k.tensors, B, it->second, o_.thresholds);
+    b_kernels.erase(it);
+    scan_.kernel(
+        k, step, launch, dep.in_bad, dep.out_bad, [&](Anomaly &an) { an.detail = dep.detail; }, adir);
+  }
+
+  RankDigest &d_;
+  const ScanOptions &o_;
+  const std::function<void(uint64_t)> &progress_;
+  RankScan scan_;
+  uint64_t fallback_launch_ = 0;
+};
+
+}  // namespace
+
+RankDigest scan_diff(const std::vector<RankDir> &a_folders, const std::vector<RankDir> &b_folders, const ScanOptions &o,
+                     const std::function<void(uint64_t)> &progress) {
+  RankDigest d;
+  if (!a_folders.empty()) d.rank = a_folders.front().rank;
+  DiffScan scan(d, o, progress);
+  const auto same_step = [](const RankDir &x) {
+    return [&x](const RankDir &y) { return y.step.value_or(0) == x.step.value_or(0); };
+  };
+  for (const RankDir &adir : a_folders) {
+    auto bdir = std::find_if(b_folders.begin(), b_folders.end(), same_step(adir));
+    if (bdir == b_folders.end())
+      d.problems.push_back(adir.label() + ": in A only (B has no such folder): not compared");
+    else
+      scan.step(adir, *bdir);
+  }
+  for (const RankDir &bdir : b_folders)
+    if (std::none_of(a_folders.begin(), a_folders.end(), same_step(bdir)))
+      d.problems.push_back(bdir.label() + ": in B only (A has no such folder): not compared");
+  scan.finish();
   return d;
 }
 
