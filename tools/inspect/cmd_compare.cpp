@@ -13,6 +13,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/compare.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -41,7 +42,7 @@ Per tensor:
 Writes compare_result_{timestamp}.csv (one row per tensor: names, dtypes, shapes, the main metrics, Result,
 Err_message) and compare_details_{timestamp}.csv (one row per tensor with every metric, both sides'
 statistics, CRCs, launch indexes and file names). Prints counts, the kernels found on one side only, and the first
-diverging kernel in launch order (the first whose tensors are not all "pass") with both stacks when recorded.
+diverging kernel in launch order (the first whose tensors are not all "pass") with its stack (both runs' when they differ).
 
 Exit status 0 when the comparison ran (whatever it found), 2 on bad input.
 )";
@@ -235,28 +236,41 @@ CompareTally run_plan(const ComparePlan &p, const Thresholds &th) {
 }
 
 // ---- Report ---------------------------------------------------------------------------------------------------------
+// " at {the innermost frame of the user's own code}" of a kernel of A, or nothing when no stack is recorded.
+std::string where_text(const RankDir &dir, const std::string &kernel) {
+  const std::optional<std::vector<std::string>> frames = find_stack(dir, kernel);
+  const std::optional<size_t> user = frames ? user_frame(*frames) : std::nullopt;
+  return user ? " at " + frame_line((*frames)[*user]) : std::string();
+}
+
+// Both runs' stacks of the kernel; one when they are the same (the usual case: the same program).
+void print_stacks(const std::optional<std::vector<std::string>> &a, const std::optional<std::vector<std::string>> &b) {
+  if (a && b && *a == *b) {
+    std::printf("  stack (the same in A and B):\n%s", stack_text(*a, "    ").c_str());
+    return;
+  }
+  for (const auto &[side, frames] : {std::pair{"A", &a}, std::pair{"B", &b}}) {
+    if (*frames)
+      std::printf("  %s stack:\n%s", side, stack_text(**frames, "    ").c_str());
+    else
+      std::printf("  %s stack: not recorded\n", side);
+  }
+}
+
 void print_first_divergence(const ComparePlan &p, const CompareTally &t) {
   const Divergence &first = *t.first;
   std::printf("first diverging kernel (launch order): %s %s (launch_index %s)\n", first.folder.c_str(),
               first.kernel.c_str(),
               first.launch_index == UINT64_MAX ? "?" : std::to_string(first.launch_index).c_str());
   for (const std::string &l : first.lines) std::printf("  %s\n", l.c_str());
-  auto print_stack = [&](const char *side, const RankDir &dir) {
-    const auto frames = find_stack(dir, first.kernel);
-    if (!frames) {
-      std::printf("  %s stack: not recorded\n", side);
-      return;
-    }
-    std::printf("  %s stack:\n", side);
-    for (const std::string &f : *frames) std::printf("    %s\n", f.c_str());
-  };
-  print_stack("A", *p.pairs[first.pair].first);
-  print_stack("B", *p.pairs[first.pair].second);
+  print_stacks(find_stack(*p.pairs[first.pair].first, first.kernel),
+               find_stack(*p.pairs[first.pair].second, first.kernel));
   if (t.per_folder.size() > 1) {
     std::printf("first diverging kernel per folder:\n");
     for (const Divergence &d : t.per_folder)
-      std::printf("  %s %s (launch_index %s)\n", d.folder.c_str(), d.kernel.c_str(),
-                  d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str());
+      std::printf("  %s %s (launch_index %s)%s\n", d.folder.c_str(), d.kernel.c_str(),
+                  d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str(),
+                  where_text(*p.pairs[d.pair].first, d.kernel).c_str());
   }
 }
 

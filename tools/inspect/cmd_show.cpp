@@ -11,6 +11,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -241,8 +242,7 @@ void print_text(const Shown &s) {
   if (!s.stack) {
     std::printf("  stack: not recorded\n");
   } else {
-    std::printf("  stack (%zu frames)\n", s.stack->size());
-    for (const std::string &f : *s.stack) std::printf("    %s\n", f.c_str());
+    std::printf("  stack (%zu frames)\n%s", s.stack->size(), stack_text(*s.stack, "    ").c_str());
   }
 }
 

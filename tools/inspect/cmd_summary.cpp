@@ -15,6 +15,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -264,8 +265,7 @@ void print_first_nans(const Totals &t) {
     if (!hit->stack) {
       std::printf("           stack: not recorded\n");
     } else {
-      std::printf("           stack:\n");
-      for (const std::string &f : *hit->stack) std::printf("             %s\n", f.c_str());
+      std::printf("           stack:\n%s", stack_text(*hit->stack, "             ").c_str());
     }
   }
 }

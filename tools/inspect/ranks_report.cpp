@@ -3,6 +3,7 @@
 
 #include "tools/inspect/ranks.h"
 #include "tools/reader/json_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools::ranks {
 
@@ -27,22 +28,6 @@ std::string ranks_text(std::vector<uint32_t> v) {
   w.erase(std::unique(w.begin(), w.end()), w.end());
   if (w.empty()) return kUnknownRank;  // a hop's only sender or receiver is a folder named plain "rank"
   return (w.size() == 1 ? "rank " : "ranks ") + ranges_text(w);
-}
-
-// A frame on one line (Python frames carry their source line after a line break).
-std::string one_line(const std::string &s) {
-  std::string out;
-  bool space = false;
-  for (char c : s) {
-    if (c == '\n' || c == '\r' || c == ' ' || c == '\t') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
 }
 
 std::string who(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
@@ -87,8 +72,7 @@ void origin_text(std::string &out, const Origin &o, Question q, bool primary) {
   if (!o.preceded_by.empty()) out += pad + "after     the origin on " + ranks_text(o.preceded_by) + " (causally)\n";
   if (!primary) return;
   if (!a.stack.empty()) {
-    out += pad + "stack:\n";
-    for (const std::string &s : a.stack) out += pad + "  " + one_line(s) + "\n";
+    out += pad + "stack:\n" + stack_text(a.stack, pad + "  ");
   }
   if (!o.spread.empty()) {
     out += pad + "spread (how the values travelled):\n";

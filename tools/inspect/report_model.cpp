@@ -13,6 +13,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/compare.h"
 #include "tools/inspect/report.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools::report {
 
@@ -28,9 +29,13 @@ uint32_t Interner::id(std::string_view s) {
 int32_t Strings::stack_id(const std::vector<std::string> &stack) {
   std::vector<uint32_t> ids;
   ids.reserve(stack.size());
-  for (const std::string &f : stack) ids.push_back(frames.id(f));
+  for (const std::string &f : stack) ids.push_back(frames.id(frame_line(f)));
   auto [it, fresh] = stack_index.try_emplace(std::move(ids), static_cast<int32_t>(stacks.size()));
-  if (fresh) stacks.push_back(it->first);
+  if (fresh) {
+    stacks.push_back(it->first);
+    const std::optional<size_t> user = user_frame(stack);
+    stack_user.push_back(user ? static_cast<int32_t>(*user) : -1);
+  }
   return it->second;
 }
 

@@ -31,7 +31,10 @@
     return f;
   }
   const kernelName = (f, pos) => data.stems[f.name[2 * pos]] + data.tails[f.name[2 * pos + 1]];
-  const stackOf = (f, pos) => (f.stack[pos] < 0 ? null : data.stacks[f.stack[pos]].map((id) => data.frames[id]));
+  // A kernel's stack: its frames (each on one line, as msprobe-inspect prints them) and which is the innermost frame of
+  // the user's own code (tools/reader/stack_text.h), the one a table cell shows.
+  const stackOf = (f, pos) => (f.stack[pos] < 0 ? null
+    : { frames: data.stacks[f.stack[pos]].map((id) => data.frames[id]), user: data.stack_user[f.stack[pos]] });
   function findKernel(f, name) {
     if (!f.byName) {
       f.byName = new Map();
@@ -74,11 +77,13 @@
     return el("a", { class: "kernel kernel-name", "data-folder": fi, "data-pos": pos,
                      onclick: () => showKernel(fi, pos, true) }, text || kernelName(folder(fi), pos));
   }
-  function stackList(frames) {
-    if (!frames) return el("p", { class: "hint", text: "stack: not recorded (stack.json holds none for this kernel)" });
-    if (!frames.length) return el("p", { class: "hint", text: "stack: empty" });
-    return el("ol", { class: "stack" }, ...frames.map((f) => el("li", { text: f })));
+  function stackList(stack) {
+    if (!stack) return el("p", { class: "hint", text: "stack: not recorded (stack.json holds none for this kernel)" });
+    if (!stack.frames.length) return el("p", { class: "hint", text: "stack: empty" });
+    return el("ol", { class: "stack" },
+              ...stack.frames.map((f, i) => el("li", i === stack.user ? { class: "user", text: f } : { text: f })));
   }
+  const userFrame = (stack) => (stack.user === null || stack.user < 0 ? stack.frames[0] : stack.frames[stack.user]) || "";
   function tensorTable(rows, id) {
     const t = el("table", id ? { id } : {});
     t.append(el("tr", {}, ...["tensor", "dtype", "shape", "Max", "Min", "Mean", "Norm"].map((h) => el("th", { text: h }))));
@@ -475,7 +480,7 @@
       const rows = folder(at.fi).tensors[String(at.pos)];
       if (rows) box.append(tensorTable(rows, ids.tensors));
     }
-    box.append(el("h3", { text: "Stack" }), stackList(m.stack.length ? m.stack : null));
+    box.append(el("h3", { text: "Stack" }), stackList(m.stack.length ? { frames: m.stack, user: m.stack_user } : null));
     box.append(el("h3", { text: "The route it went on by" }));
     if (!m.spread.length) {
       box.append(el("p", { class: "hint", text: "no later kernel listed" }));
@@ -515,13 +520,13 @@
       .map((h) => el("th", { text: h }))));
     data.top.forEach((d, i) => {
       const f = folder(d.folder);
-      const frames = stackOf(f, d.pos);
+      const stack = stackOf(f, d.pos);
       t.append(el("tr", { "data-folder": d.folder, "data-pos": d.pos }, el("td", { text: String(i + 1) }),
                   el("td", { text: folderLabel(d.folder) }), el("td", {}, kernelLink(d.folder, d.pos)),
                   el("td", { class: "num", text: String(f.x[d.pos]) }), el("td", { class: "where", text: d.where }),
                   el("td", { class: "num rel", text: exact(num(d.rel)) }), el("td", { class: "num a", text: exact(num(d.a)) }),
                   el("td", { class: "num b", text: exact(num(d.b)) }),
-                  el("td", {}, frames ? el("details", {}, el("summary", { text: frames[frames.length - 1] || "" }), stackList(frames))
+                  el("td", { class: "stack" }, stack ? el("details", {}, el("summary", { text: userFrame(stack) }), stackList(stack))
                                       : "not recorded")));
     });
     if (!data.top.length) t.append(el("tr", {}, el("td", { colspan: 9, text: "every matched kernel's statistics are equal" })));

@@ -1,0 +1,103 @@
+"""msprobe-inspect as a new user meets it (issue 39): each test is the user's command as they typed it, on dumps made by
+the real example hosts under the shim (examples/train.py, acl_app), and the words they must see.
+
+Expected values come from the dumps themselves, read with Python's json, never from the tool.
+"""
+import functools
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import shimtest
+from inspect_support import SHIM, folders, frame_line, inspect, load_dump, stack_of, user_frame
+
+BIN = Path(shimtest.BUILD) / "bin"
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    """dumps(name) -> dump root, made on first use: the README's example ("bad": train.py --steps 3 --overflow-at 1,
+    statistics; "clean": the same without the overflow), "gelu" / "plain" (tensor dumps, one with the stand-in's planted
+    Gelu bug), "acl" (examples/acl_app: its HcclAllReduce in rank0, the kernels before HCCL in the folder "rank")."""
+    root = tmp_path_factory.mktemp("newuser")
+    runs = {"bad": (["--steps", "3", "--overflow-at", "1"], "statistics", {}),
+            "clean": (["--steps", "3"], "statistics", {}),
+            "gelu": (["--steps", "2"], "tensor", {"FAKE_CANN_PERTURB_OP": "Gelu"}),
+            "plain": (["--steps", "2"], "tensor", {})}
+
+    @functools.lru_cache(maxsize=None)
+    def get(name):
+        if name == "acl":
+            run = shimtest.run([BIN / "acl_app"], root / name).check()
+        else:
+            args, task, env = runs[name]
+            run = shimtest.run_train(root / name, *args, task=task, env=env)
+        return Path(run.dump.root)
+    return get
+
+
+def copy_of(src, tmp_path, name="dump"):
+    dst = tmp_path / name
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+def first_of(folder, op):
+    """The first kernel of op type `op` of a folder, in launch order."""
+    d = load_dump(folder)["data"]
+    return min((k for k in d if k.split(".")[0] == op), key=lambda k: d[k]["launch"]["index"])
+
+
+# ---- Item 8: stacks, one line per frame everywhere ---------------------------------------------------------------
+def assert_one_line_per_frame(stdout, frames):
+    """Every frame of `frames` is one line of `stdout`, and no line starts with a Python frame's source line (the
+    break printed as it is drops the source line to column 0)."""
+    lines = [x.strip() for x in stdout.splitlines()]
+    for f in frames:
+        assert frame_line(f) in lines, (frame_line(f), stdout)
+    sources = {f.split("\n", 1)[1].strip() for f in frames if f.startswith("File ") and "\n" in f} - {""}
+    assert sources and not [x for x in stdout.splitlines() if x.strip() in sources], stdout
+
+
+def test_stacks_are_one_line_per_frame_in_every_command(dumps, tmp_path):
+    bad, clean, gelu = dumps("bad"), dumps("clean"), dumps("gelu")
+    step1 = bad / "step1" / "rank"
+    muls, first_gelu = first_of(step1, "Muls"), first_of(step1, "Gelu")
+    summary = inspect("summary", bad, expect=0).stdout
+    assert_one_line_per_frame(summary, stack_of(step1, muls))
+    assert_one_line_per_frame(inspect("show", bad, "Gelu#0", "--step", "1", expect=0).stdout,
+                              stack_of(step1, first_gelu))
+    assert_one_line_per_frame(inspect("first-nan", bad, expect=1).stdout, stack_of(step1, muls))
+    replayed = inspect("replay", gelu, "--out", tmp_path / "replay", expect=1).stdout
+    g0 = gelu / "step0" / "rank"
+    assert_one_line_per_frame(replayed, stack_of(g0, first_of(g0, "Gelu")))
+    # compare: the same program, so one stack, not two copies of 37 frames.
+    cmp = inspect("compare", gelu, dumps("plain"), "--out", tmp_path / "cmp", expect=0).stdout
+    frames = stack_of(g0, first_of(g0, "Gelu"))
+    assert_one_line_per_frame(cmp, frames)
+    assert cmp.count("stack (the same in A and B):") == 1 and "A stack:" not in cmp
+    assert [x.strip() for x in cmp.splitlines()].count(frame_line(frames[-1])) == 1
+    # One-line messages name the innermost frame of the user's own code: train.py's line, not _start.
+    user = frame_line(user_frame(frames))
+    assert "examples/train.py, line " in user and "TinyModel.forward" in user
+    assert re.search(rf"^  step0/rank {re.escape(first_of(g0, 'Gelu'))} \(launch_index \d+\) at {re.escape(user)}$",
+                     cmp, re.M), cmp
+
+
+def test_compare_prints_both_stacks_when_they_differ(dumps, tmp_path):
+    a, b = dumps("gelu"), copy_of(dumps("plain"), tmp_path, "plain")
+    f = b / "step0" / "rank"
+    gelu = first_of(f, "Gelu")
+    stacks = json.loads((f / "stack.json").read_text())
+    for key, (names, frames) in stacks.items():
+        if gelu in names:  # B's Gelu launched from another line: its own group
+            names.remove(gelu)
+            stacks[str(len(stacks))] = [[gelu], ["File /elsewhere/run.py, line 7, in other, \n y = gelu(x)"]]
+            break
+    (f / "stack.json").write_text(json.dumps(stacks))
+    out = inspect("compare", a, b, "--out", tmp_path / "cmp", expect=0).stdout
+    assert "  A stack:\n" in out and "  B stack:\n    File /elsewhere/run.py, line 7, in other, y = gelu(x)\n" in out
+    assert "the same in A and B" not in out
