@@ -22,8 +22,9 @@ values), its launch fields, its tensor files (with size, or "missing"), and its 
 
   KERNEL     a full kernel name (Gelu.Default.0), a unique prefix of one (Gelu.Def), or OpType#k: the k-th
              kernel of that op type in launch order, counting from 0 (Gelu#0 is the first Gelu)
-  --step N   look in step N (default: the first step of the dump)
-  --rank R   look in rank R (default: the first rank)
+  --step N   look in step N (N or stepN; default: every step, the first holding the kernel)
+  --rank R   look in rank R (R or rankR; "rank" is the folder of a process whose rank is not known; default:
+             every rank folder, in order, the first holding the kernel)
   --json     print {"folder", "kernel", "entry", "stack"} as JSON (NaN written as msprobe does)
 )";
 
@@ -31,17 +32,33 @@ namespace ck = format::json_key;
 
 namespace {
 
-const RankDir &pick_rank_dir(const std::vector<RankDir> &dirs, const Args &args) {
-  const auto step = args.count("--step");
-  const auto rank = args.count("--rank");
-  for (const RankDir &d : dirs) {
-    if (step && d.step != step) continue;
-    if (rank && (!d.rank || *d.rank != *rank)) continue;
-    return d;
-  }
+// --rank: "3", "rank3", or "rank" (the folder of a process whose rank is not known), as the folders are named.
+std::optional<uint32_t> parse_rank_option(const std::string &v) {
+  if (const auto rank = parse_rank_text(v)) return *rank;
+  throw UsageError("--rank '" + v + "' is not a rank: give its number (3) or its folder's name (rank3, or rank for " +
+                   "the folder without a number)");
+}
+
+// --step: "1" or "step1".
+uint64_t parse_step_option(const std::string &v) {
+  if (const auto step = parse_step_text(v)) return *step;
+  throw UsageError("--step '" + v + "' is not a step: give its number (1) or its folder's name (step1)");
+}
+
+// The folders --step and --rank allow, in dump order; InputError naming what the dump has when there is none.
+std::vector<const RankDir *> candidate_dirs(const std::vector<RankDir> &dirs, const Args &args) {
+  const std::optional<std::string> step_text = args.value("--step"), rank_text = args.value("--rank");
+  std::optional<uint64_t> step;
+  std::optional<std::optional<uint32_t>> rank;  // engaged: --rank given; its value nullopt for the folder "rank"
+  if (step_text) step = parse_step_option(*step_text);
+  if (rank_text) rank.emplace(parse_rank_option(*rank_text));
+  std::vector<const RankDir *> out;
+  for (const RankDir &d : dirs)
+    if ((!step || d.step == step) && (!rank || (d.rank_named && d.rank == *rank))) out.push_back(&d);
+  if (!out.empty()) return out;
   std::string what;
   if (step) what += " step " + std::to_string(*step);
-  if (rank) what += " rank " + std::to_string(*rank);
+  if (rank) what += " " + format::rank_dir_name(*rank);
   std::string have;
   for (const RankDir &d : dirs) have += (have.empty() ? "" : ", ") + d.label();
   throw InputError("no folder for" + what + " (the dump has: " + have + ")");
@@ -161,7 +178,7 @@ struct Shown {
   std::optional<std::vector<std::string>> stack;
 };
 
-std::string selected_name(const RankDir &dir, const std::string &selector) {
+KernelSelection select_in(const RankDir &dir, const std::string &selector) {
   std::vector<KernelRef> refs;
   DumpCallbacks names;
   names.on_kernel = [&](EntryRead &&k) {
@@ -169,21 +186,36 @@ std::string selected_name(const RankDir &dir, const std::string &selector) {
     return true;
   };
   read_dump_json(dir, names);
-  const KernelSelection sel = select_kernel(refs, selector);
-  if (!sel.name) {
-    std::string msg = dir.label() + ": " + sel.error;
+  return select_kernel(refs, selector);
+}
+
+// The first folder (in dump order, among those --step / --rank allow) in which `selector` names a kernel: a process
+// may write a rank's kernels in two folders (those before HCCL knew its rank in "rank", the rest in rank0).
+std::pair<const RankDir *, std::string> selected(const std::vector<const RankDir *> &dirs,
+                                                 const std::string &selector) {
+  std::optional<std::string> first_error;
+  for (const RankDir *dir : dirs) {
+    const KernelSelection sel = select_in(*dir, selector);
+    if (sel.name) return {dir, *sel.name};
+    std::string msg = dir->label() + ": " + sel.error;
     for (const std::string &c : sel.candidates) msg += "\n  " + c;
     if (sel.candidates.size() < 10 && !sel.candidates.empty()) msg += "\n(give more of the name)";
-    throw InputError(msg);
+    if (!sel.candidates.empty()) throw InputError(msg);  // ambiguous: the user must say more
+    if (!first_error) first_error = msg;
   }
-  return *sel.name;
+  if (dirs.size() > 1) {
+    std::string looked;
+    for (const RankDir *d : dirs) looked += (looked.empty() ? "" : ", ") + d->label();
+    *first_error += "\n(none in any of the " + std::to_string(dirs.size()) + " folders looked in: " + looked + ")";
+  }
+  throw InputError(*first_error);
 }
 
 Shown find_kernel(const ShowOptions &o) {
   const std::vector<RankDir> dirs = find_rank_dirs(o.dir);
+  const auto [dir, name] = selected(candidate_dirs(dirs, o.args), o.selector);
   Shown s;
-  s.dir = pick_rank_dir(dirs, o.args);
-  const std::string name = selected_name(s.dir, o.selector);
+  s.dir = *dir;
   std::optional<EntryRead> found;
   DumpCallbacks cb;
   cb.on_header = [&](const DumpHeaderRead &h) { s.header = h; };

@@ -182,8 +182,11 @@ std::string report_text(const Finding &f);
 std::string report_json(const Finding &f);
 // Pieces of the text, for other presentations of a Finding (the HTML report's marks).
 std::string ranks_phrase(const std::vector<uint32_t> &ranks);  // "rank 5", "ranks 0-3, 6"
-std::string hop_instance(const Hop &h);                        // "comm hccl_world_group, seq 7"
-std::string origin_kind(const Origin &o, Question q);          // "compute: its inputs are finite, ..."
+// One rank as the text names it: "rank 5", or "rank (folder rank, no number)" for the folder of a process whose rank
+// was not known, by the name --rank and the folder take.
+std::string rank_phrase(const std::optional<uint32_t> &rank);
+std::string hop_instance(const Hop &h);                // "comm hccl_world_group, seq 7"
+std::string origin_kind(const Origin &o, Question q);  // "compute: its inputs are finite, ..."
 
 // ---- one process
 // ------------------------------------------------------------------------------------------------------ The whole

@@ -26,8 +26,6 @@ namespace msprobe::tools::ranks {
 
 namespace {
 
-std::string rank_name(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
-
 // Who is in one communicator, from every rank's view of it.
 struct Members {
   uint32_t size = 0;
@@ -112,7 +110,7 @@ class Reducer {
     // A rank read twice (two processes saw different copies): the first is kept.
     for (size_t i = 1; i < d_.size();) {
       if (d_[i].rank == d_[i - 1].rank) {
-        f_.problems.push_back(rank_name(d_[i].rank) + ": read twice; the second copy is ignored");
+        f_.problems.push_back(rank_phrase(d_[i].rank) + ": read twice; the second copy is ignored");
         d_.erase(d_.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
         ++i;
@@ -143,8 +141,8 @@ class Reducer {
         auto [it, added] = m.by_comm_rank.emplace(c.comm_rank, i);
         if (!added && it->second != i)
           f_.problems.push_back("communicator " + c.name + ": comm rank " + std::to_string(c.comm_rank) +
-                                " is claimed by " + rank_name(d_[it->second].rank) + " and by " +
-                                rank_name(d_[i].rank));
+                                " is claimed by " + rank_phrase(d_[it->second].rank) + " and by " +
+                                rank_phrase(d_[i].rank));
       }
     }
     // Members without data: a communicator's comm rank that no folder read speaks for.
@@ -511,7 +509,7 @@ class Reducer {
     size_t n = 0;
     for (const Origin &o : f_.origins) n += o.uncertain;
     f_.problems.push_back(
-        "the first origin is uncertain: " + rank_name(f_.origins.front().rank) + "'s " + f_.origins.front().a.kernel +
+        "the first origin is uncertain: " + rank_phrase(f_.origins.front().rank) + "'s " + f_.origins.front().a.kernel +
         " received its values through an instance some of whose members have no record of it (their "
         "folders are missing or damaged), and no certain origin comes before it; " +
         std::to_string(n) +

@@ -1,6 +1,7 @@
 // first-nan / first-diff: the Finding as text or as one JSON document (docs/inspect.md).
 #include <algorithm>
 
+#include "format/format.h"
 #include "tools/inspect/ranks.h"
 #include "tools/reader/json_reader.h"
 #include "tools/reader/stack_text.h"
@@ -30,7 +31,7 @@ std::string ranks_text(std::vector<uint32_t> v) {
   return (w.size() == 1 ? "rank " : "ranks ") + ranges_text(w);
 }
 
-std::string who(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
+std::string who(const std::optional<uint32_t> &r) { return rank_phrase(r); }
 
 // A point-to-point side of a hop: its global rank, when known.
 std::string side(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : kUnknownRank; }
@@ -216,6 +217,10 @@ std::string report_json(const Finding &f) {
 }
 
 std::string ranks_phrase(const std::vector<uint32_t> &ranks) { return ranks_text(ranks); }
+std::string rank_phrase(const std::optional<uint32_t> &rank) {
+  return rank ? "rank " + std::to_string(*rank)
+              : "rank (folder " + format::rank_dir_name(std::nullopt) + ", no number)";
+}
 std::string hop_instance(const Hop &h) { return instance_text(h); }
 std::string origin_kind(const Origin &o, Question q) { return kind_sentence(o, q); }
 

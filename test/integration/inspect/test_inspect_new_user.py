@@ -101,3 +101,32 @@ def test_compare_prints_both_stacks_when_they_differ(dumps, tmp_path):
     out = inspect("compare", a, b, "--out", tmp_path / "cmp", expect=0).stdout
     assert "  A stack:\n" in out and "  B stack:\n    File /elsewhere/run.py, line 7, in other, y = gelu(x)\n" in out
     assert "the same in A and B" not in out
+
+
+# ---- Item 6: the folder "rank" (no number), by name ----------------------------------------------------------------
+def test_the_folder_rank_is_chosen_by_name(dumps):
+    acl = dumps("acl")  # acl_app: the kernels before HCCL knew the rank in step0/rank, its HcclAllReduce in step0/rank0
+    unnumbered, rank0 = load_dump(acl / "step0" / "rank")["data"], load_dump(acl / "step0" / "rank0")["data"]
+    hccl = first_of(acl / "step0" / "rank0", "HcclAllReduce")
+    assert not any(k.startswith("HcclAllReduce.") for k in unnumbered)
+    # Without --rank every folder of the step is looked in: the collective is found in rank0 (it said "no kernel").
+    assert inspect("show", acl, "HcclAllReduce#0", expect=0).stdout.startswith(f"{hccl}  (step0/rank0, ")
+    # --rank takes the folders' names: "rank" (refused before: "not a non-negative integer"), rank0, or the number.
+    first = min(unnumbered, key=lambda k: unnumbered[k]["launch"]["index"])
+    op = first.split(".")[0]
+    assert inspect("show", acl, f"{op}#0", "--rank", "rank", expect=0).stdout.startswith(f"{first}  (step0/rank, ")
+    assert inspect("show", acl, f"{op}#0", "--rank", "rank", "--step", "step0", "--json", expect=0).stdout == \
+        inspect("show", acl, first, "--rank", "rank", "--step", "0", "--json", expect=0).stdout
+    for r in ("rank0", "0"):
+        out = inspect("show", acl, hccl, "--rank", r, "--json", expect=0).stdout
+        assert json.loads(out)["folder"] == "step0/rank0" and json.loads(out)["entry"] == rank0[hccl]
+    assert f"step0/rank: no kernel of op type 'HcclAllReduce'" in \
+        inspect("show", acl, "HcclAllReduce#0", "--rank", "rank", expect=2).stderr
+    assert "no kernel named or starting with 'Nope'" in inspect("show", acl, "Nope", expect=2).stderr
+    assert "(none in any of the 2 folders looked in: step0/rank, step0/rank0)" in \
+        inspect("show", acl, "Nope", expect=2).stderr
+    assert "--rank 'x' is not a rank" in inspect("show", acl, "Add#0", "--rank", "x", expect=2).stderr
+    assert "no folder for rank7" in inspect("show", acl, "Add#0", "--rank", "7", expect=2).stderr
+    # first-nan / first-diff name it by the same name, not "rank (none)".
+    out = inspect("first-nan", dumps("bad"), expect=1).stdout
+    assert "origin: rank (folder rank, no number), step 1: Muls." in out and "(none)" not in out

@@ -409,7 +409,7 @@
     const f = folders[fi];
     let cmd = `msprobe-inspect show ${data.root} ${name}`;
     if (f.step !== null) cmd += ` --step ${f.step}`;
-    if (/^rank\d+$/.test(f.rank)) cmd += ` --rank ${f.rank.slice(4)}`;
+    if (/^rank\d*$/.test(f.rank)) cmd += ` --rank ${f.rank}`;  // the folder's name: rank3, or rank (no number)
     return cmd;
   }
   function kernelDetails(fi, pos, withDiff) {
