@@ -109,6 +109,8 @@ struct CompareTally {
   std::string mode;  // "tensor", "statistics" or "mixed"; empty when no folder was compared
   std::optional<Divergence> first;
   std::vector<Divergence> per_folder;
+  std::vector<std::string> partial;  // "A step1/rank: being written by ...": folders read only in part
+  bool damaged = false;              // one of them was not closed or is damaged
 };
 
 RowResult unmatched(std::string message) {
@@ -227,6 +229,11 @@ CompareTally run_plan(const ComparePlan &p, const Thresholds &th) {
     const Side A = load_side(*p.pairs[i].first, progress, done_bytes);
     const Side B = load_side(*p.pairs[i].second, progress, done_bytes);
     note_mode(A, B, tally.mode);
+    for (const Side *s : {&A, &B})
+      if (s->partial) {
+        tally.partial.push_back((s == &A ? "A " : "B ") + s->partial->text());
+        tally.damaged = tally.damaged || s->partial->damage();
+      }
     PairComparison(A, B, i, th, result_csv, details_csv, tally).run();
   }
   progress.finish();
@@ -288,6 +295,8 @@ void report(const ComparePlan &p, const CompareTally &t) {
     for (size_t i = 0; i < v.size() && i < 20; ++i) std::printf("kernel only in %s: %s\n", side, v[i].c_str());
     if (v.size() > 20) std::printf("... and %zu more kernels only in %s (see the CSV files)\n", v.size() - 20, side);
   };
+  for (const std::string &s : t.partial)
+    std::printf("read in part: %s (its kernels not read are counted on the other side only)\n", s.c_str());
   list_only("A", t.kernels_only_a);
   list_only("B", t.kernels_only_b);
   if (!t.first)
@@ -305,7 +314,7 @@ int run_compare(std::span<char *const> argv) {
   const compare::ComparePlan plan = compare::make_plan(options);
   const compare::CompareTally tally = compare::run_plan(plan, options.th);
   compare::report(plan, tally);
-  return kExitOk;
+  return tally.damaged ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

@@ -16,6 +16,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/folder_log.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/partial_read.h"
 #include "tools/reader/repair.h"
 #include "tools/reader/tensor_data.h"
 
@@ -90,6 +91,7 @@ std::string with_npy_suffix(const std::string &name) {
 
 struct ConvertTally {
   uint64_t converted = 0, failed = 0, already_npy = 0;
+  uint64_t busy = 0, damaged = 0;  // folders being written (left alone), not closed or damaged (converted in part)
 };
 
 // A tensor file to turn into .npy.
@@ -118,7 +120,17 @@ std::vector<Job> plan_folder(const RankDir &d, const FolderLog &log, ConvertTall
     }
     return true;
   };
-  read_dump_json(d, cb);
+  const std::optional<Shortfall> partial = read_dump_json_partial(d, cb);
+  if (partial && !partial->damage()) {
+    // Its writer appends to dump.json: replacing the file would take the rest of its kernels from it.
+    log.say("%s; left alone: convert it after the run ends", partial->what().c_str());
+    ++t.busy;
+    return {};
+  }
+  if (partial) {
+    log.say("%s; the files of those are converted", partial->what().c_str());
+    ++t.damaged;
+  }
   return jobs;
 }
 
@@ -237,10 +249,13 @@ int run_convert(std::span<char *const> argv) {
   const std::vector<RankDir> dirs = find_rank_dirs(options.dir);
   ConvertTally t;
   for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { convert_folder(d, log, keep_bin, t); });
-  std::printf("convert: %llu converted, %llu already npy, %llu not converted\n",
+  std::printf("convert: %llu converted, %llu already npy, %llu not converted",
               static_cast<unsigned long long>(t.converted), static_cast<unsigned long long>(t.already_npy),
               static_cast<unsigned long long>(t.failed));
-  return t.failed ? kExitFindings : kExitOk;
+  if (t.busy) std::printf(", %llu folder(s) still being written", static_cast<unsigned long long>(t.busy));
+  if (t.damaged) std::printf(", %llu folder(s) read in part", static_cast<unsigned long long>(t.damaged));
+  std::printf("\n");
+  return t.failed || t.busy || t.damaged ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

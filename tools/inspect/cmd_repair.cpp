@@ -47,9 +47,6 @@ struct RepairTally {
   int unrecoverable = 0, repaired = 0, intact = 0, removed = 0, busy = 0;
 };
 
-// "pid N" of a lock's owner, as its file names it.
-std::string owner_text(const RankLock &lock) { return lock.owner.empty() ? "pid unknown" : "pid " + lock.owner; }
-
 // Folders begun with no dump.json yet: readers skip them, repair removes them.
 void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
   std::error_code ec;
@@ -66,7 +63,7 @@ void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairT
   if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
     ++t.busy;
     log.say("being written by a running process (%s): left alone; repair it after the run ends",
-            owner_text(*lock).c_str());
+            lock->owner_text().c_str());
     return;
   }
   const FolderRepair r = repair_rank_folder(d.path, dry_run);
@@ -98,13 +95,13 @@ void remove_stale_locks(const fs::path &root, bool dry_run, bool no_folders, Rep
       if (no_folders) {
         ++t.busy;
         std::printf("%s: held by a running process (%s): left alone; repair after the run ends\n",
-                    lock.path.filename().string().c_str(), owner_text(lock).c_str());
+                    lock.path.filename().string().c_str(), lock.owner_text().c_str());
       }
       continue;
     }
     const bool gone = !dry_run && remove_stale_lock(lock);
     std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
-                owner_text(lock).c_str(),
+                lock.owner_text().c_str(),
                 dry_run ? "would be removed"
                 : gone  ? "removed"
                         : "could not be removed");

@@ -76,8 +76,9 @@ int run_report(std::span<char *const> argv) {
       std::printf("first divergence: none (every matched kernel passes)\n");
   }
   if (!r.flight.empty()) std::printf("flight records: %zu\n", r.flight.size());
+  for (const std::string &p : r.partial) std::printf("read in part: %s\n", p.c_str());
   std::printf("written: %s (%s)\n", out.string().c_str(), human_bytes(html.size()).c_str());
-  return kExitOk;
+  return r.damaged ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

@@ -178,24 +178,31 @@ struct Shown {
   std::optional<std::vector<std::string>> stack;
 };
 
-KernelSelection select_in(const RankDir &dir, const std::string &selector) {
+// The kernel `selector` names in `dir`; a folder read only in part (a run still writing it, a killed run) is added to
+// `partial`, and its error says where the rest is.
+KernelSelection select_in(const RankDir &dir, const std::string &selector, std::vector<Shortfall> &partial) {
   std::vector<KernelRef> refs;
   DumpCallbacks names;
   names.on_kernel = [&](EntryRead &&k) {
     refs.push_back({std::move(k.name), k.launch_index.value_or(UINT64_MAX)});
     return true;
   };
-  read_dump_json(dir, names);
-  return select_kernel(refs, selector);
+  const std::optional<Shortfall> s = read_dump_json_partial(dir, names);
+  KernelSelection sel = select_kernel(refs, selector);
+  if (s) {
+    partial.push_back(*s);
+    if (!sel.name) sel.error += " among the " + std::to_string(s->kernels) + " read (" + s->what() + ")";
+  }
+  return sel;
 }
 
 // The first folder (in dump order, among those --step / --rank allow) in which `selector` names a kernel: a process
 // may write a rank's kernels in two folders (those before HCCL knew its rank in "rank", the rest in rank0).
-std::pair<const RankDir *, std::string> selected(const std::vector<const RankDir *> &dirs,
-                                                 const std::string &selector) {
+std::pair<const RankDir *, std::string> selected(const std::vector<const RankDir *> &dirs, const std::string &selector,
+                                                 std::vector<Shortfall> &partial) {
   std::optional<std::string> first_error;
   for (const RankDir *dir : dirs) {
-    const KernelSelection sel = select_in(*dir, selector);
+    const KernelSelection sel = select_in(*dir, selector, partial);
     if (sel.name) return {dir, *sel.name};
     std::string msg = dir->label() + ": " + sel.error;
     for (const std::string &c : sel.candidates) msg += "\n  " + c;
@@ -213,7 +220,11 @@ std::pair<const RankDir *, std::string> selected(const std::vector<const RankDir
 
 Shown find_kernel(const ShowOptions &o) {
   const std::vector<RankDir> dirs = find_rank_dirs(o.dir);
-  const auto [dir, name] = selected(candidate_dirs(dirs, o.args), o.selector);
+  std::vector<Shortfall> partial;
+  const auto [dir, name] = selected(candidate_dirs(dirs, o.args), o.selector, partial);
+  // Only the shown folder's state matters here (the others were looked in and passed over).
+  for (const Shortfall &p : partial)
+    if (p.folder == dir->label()) say_shortfalls("show", std::span(&p, 1));
   Shown s;
   s.dir = *dir;
   std::optional<EntryRead> found;
@@ -224,7 +235,7 @@ Shown find_kernel(const ShowOptions &o) {
     found = std::move(k);
     return false;
   };
-  read_dump_json(s.dir, cb);
+  read_dump_json_partial(s.dir, cb);
   if (!found) throw InputError(s.dir.label() + ": kernel " + name + " vanished while reading");
   s.kernel = std::move(*found);
   s.stack = find_stack(s.dir, s.kernel.name);

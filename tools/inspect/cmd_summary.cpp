@@ -15,6 +15,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
+#include "tools/reader/partial_read.h"
 #include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
@@ -51,6 +52,7 @@ struct FolderSummary {
   std::string task, framework, host_framework;
   uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0;
   std::optional<NanHit> first_nan;
+  std::optional<Shortfall> shortfall;  // dump.json read only in part: being written, not closed, damaged
 };
 
 const char *const kStatNames[] = {"Max", "Min", "Mean", "Norm"};
@@ -104,7 +106,7 @@ FolderSummary scan_folder(const RankDir &d, size_t index, Progress &progress, ui
     }
     return true;
   };
-  read_dump_json(d, cb);
+  s.shortfall = read_dump_json_partial(d, cb, &header);
   s.task = header.task;
   s.framework = header.framework;
   s.host_framework = header.host_framework;
@@ -192,6 +194,15 @@ std::string hit_json(const std::optional<NanHit> &hit) {
   return o + "]}";
 }
 
+std::string shortfall_json(const Shortfall &s) {
+  const char *why = s.why == Shortfall::Why::BeingWritten ? "being written"
+                    : s.why == Shortfall::Why::NotClosed  ? "not closed"
+                                                          : "damaged";
+  return "{\"folder\": " + json_str(s.folder) + ", \"state\": " + json_str(why) +
+         ", \"kernels_read\": " + std::to_string(s.kernels) + ", \"byte\": " + std::to_string(s.at) +
+         ", \"owner\": " + (s.owner.empty() ? "null" : json_str(s.owner)) + ", \"text\": " + json_str(s.text()) + "}";
+}
+
 std::string optional_json(const std::optional<uint64_t> &v) { return v ? std::to_string(*v) : "null"; }
 std::string optional_json(const std::string &v) { return v.empty() ? "null" : json_str(v); }
 
@@ -236,6 +247,11 @@ void print_json(const fs::path &root, const Scan &scan, const Totals &t, const s
     first = false;
   }
   o += "}";
+  o += ", \"incomplete\": [";
+  first = true;
+  for (const FolderSummary &s : scan.folders)
+    if (s.shortfall) o += (first ? "" : ", ") + shortfall_json(*s.shortfall), first = false;
+  o += "]";
   if (!flight.empty()) {  // only for a flight record: other dumps print what they always did
     o += ", \"flight_records\": [";
     for (size_t i = 0; i < flight.size(); ++i) o += (i ? ", " : "") + flight_json(flight[i]);
@@ -325,6 +341,13 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t, const s
   }
   if (!flight.empty()) print_flight(flight);
   print_first_nans(t);
+  bool heading = false;
+  for (const FolderSummary &s : scan.folders) {
+    if (!s.shortfall) continue;
+    if (!heading) std::printf("\nfolders read in part (the counts above are of what was read)\n");
+    heading = true;
+    std::printf("  %s\n", s.shortfall->text().c_str());
+  }
 }
 
 }  // namespace
@@ -339,7 +362,9 @@ int run_summary(std::span<char *const> argv) {
     print_json(root, s, totals, flight);
   else
     print_text(root, s, totals, flight);
-  return kExitOk;
+  const bool damage = std::any_of(s.folders.begin(), s.folders.end(),
+                                  [](const FolderSummary &f) { return f.shortfall && f.shortfall->damage(); });
+  return damage ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

@@ -104,6 +104,7 @@ struct RankDigest {
   uint64_t kernels = 0;                           // kernels read (first-diff: of A)
   uint64_t compared = 0, only_a = 0, only_b = 0;  // first-diff: kernels paired, and on one side only
   std::vector<std::string> problems;              // damaged folders and what was done (one line each)
+  std::vector<std::string> being_written;         // folders a running process is still writing: read so far
   std::vector<CommEntry> comms;
   std::optional<Anomaly> first;
 };
@@ -120,8 +121,9 @@ struct ScanOptions {
   Thresholds thresholds;  // first-diff: compare's
 };
 
-// `folders`: one rank's step folders (step order). Damaged folders are reported in `problems`, what could be read of
-// them is used. `progress(bytes)` is called as dump.json bytes are read (from this thread).
+// `folders`: one rank's step folders (step order). Damaged folders are reported in `problems`, folders a running
+// process is still writing in `being_written`; what could be read of them is used. `progress(bytes)` is called as
+// dump.json bytes are read (from this thread).
 RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
                     const std::function<void(uint64_t)> &progress);
 // Rank folders of run A and of run B (the same global rank), paired by step.
@@ -171,8 +173,9 @@ struct Finding {
   std::vector<PerRank> per_rank;
   uint64_t ranks = 0, kernels = 0, compared = 0, only_a = 0, only_b = 0;
   std::vector<uint64_t> steps;
-  std::vector<std::string> missing;   // folders that should exist and do not
-  std::vector<std::string> problems;  // damaged folders, inconsistencies
+  std::vector<std::string> missing;        // folders that should exist and do not
+  std::vector<std::string> problems;       // damaged folders, inconsistencies
+  std::vector<std::string> being_written;  // folders a running process is still writing (not a problem: read so far)
 };
 
 Finding reduce(std::vector<RankDigest> digests, Question q);

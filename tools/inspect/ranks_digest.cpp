@@ -66,7 +66,7 @@ bool SeqSet::contains(uint64_t s) const {
 // ---- Bytes ----------------------------------------------------------------------------------------------------------
 namespace {
 
-constexpr char kMagic[] = "msprobe-inspect rank digest 1\n";
+constexpr char kMagic[] = "msprobe-inspect rank digest 2\n";
 
 struct Writer {
   std::string out;
@@ -177,6 +177,7 @@ std::string serialize(const RankDigest &d) {
   w.u64(d.only_a);
   w.u64(d.only_b);
   w.strs(d.problems);
+  w.strs(d.being_written);
   w.u64(d.comms.size());
   for (const CommEntry &c : d.comms) {
     w.str(c.name);
@@ -239,6 +240,7 @@ RankDigest deserialize(const std::string &bytes) {
   d.only_a = r.u64();
   d.only_b = r.u64();
   d.problems = r.strs();
+  d.being_written = r.strs();
   d.comms.resize(r.count());
   for (CommEntry &c : d.comms) {
     c.name = r.str();

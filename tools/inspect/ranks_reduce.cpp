@@ -124,6 +124,7 @@ class Reducer {
       f_.only_b += d.only_b;
       steps.insert(d.steps.begin(), d.steps.end());
       f_.problems.insert(f_.problems.end(), d.problems.begin(), d.problems.end());
+      f_.being_written.insert(f_.being_written.end(), d.being_written.begin(), d.being_written.end());
     }
     f_.ranks = d_.size();
     f_.steps.assign(steps.begin(), steps.end());
@@ -295,7 +296,9 @@ class Reducer {
   // instance the member's record does not hold (a collective past its record's end; a send to it while its record is
   // incomplete; in the instance's own communicator only a send). Presumed only from the certain origins, through what
   // they reached (settle_pending).
-  bool incomplete(size_t j) const { return !d_[j].problems.empty() || d_[j].steps.size() < f_.steps.size(); }
+  bool incomplete(size_t j) const {
+    return !d_[j].problems.empty() || !d_[j].being_written.empty() || d_[j].steps.size() < f_.steps.size();
+  }
 
   // Whether rank x's anomaly comes before rank y's in program order, through a communicator both are in: x's next
   // collective on it after its anomaly is one that y had issued before its own. `at_instance`: on that communicator,

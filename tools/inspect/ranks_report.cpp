@@ -178,6 +178,7 @@ std::string report_text(const Finding &f) {
   }
   for (const std::string &m : f.missing) out += "missing: " + m + "\n";
   for (const std::string &p : f.problems) out += "problem: " + p + "\n";
+  for (const std::string &p : f.being_written) out += "being written: " + p + "\n";
   return out;
 }
 
@@ -213,6 +214,7 @@ std::string report_json(const Finding &f) {
   }
   j["missing"] = f.missing;
   j["problems"] = f.problems;
+  j["being_written"] = f.being_written;
   return j.dump(2) + "\n";
 }
 

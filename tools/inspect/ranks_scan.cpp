@@ -12,6 +12,7 @@
 #include "tools/inspect/ranks.h"
 #include "tools/inspect/replay.h"
 #include "tools/reader/json_reader.h"
+#include "tools/reader/partial_read.h"
 
 namespace msprobe::tools::ranks {
 
@@ -178,10 +179,17 @@ std::string nan_detail(const std::vector<TensorInfo> &tensors, uint8_t mask) {
   return s;
 }
 
-// Reads `dir`'s dump.json with `on_record`; a damaged file is reported in `problems` and what came before the damage
-// is kept. Progress in dump.json bytes.
+// Where read_folder says what it could not read: a damaged or unclosed dump.json in `problems`, one a running process
+// is still writing in `being_written` ("B " before each line of run B's folders).
+struct FolderNotes {
+  std::vector<std::string> &problems, &being_written;
+  std::string prefix;
+};
+
+// Reads `dir`'s dump.json with `on_record`; what came before the end of a file read in part is kept and the file
+// named in `notes`. Progress in dump.json bytes.
 void read_folder(const RankDir &dir, const std::function<bool(KernelRecord &&)> &on_record,
-                 const std::function<void(const DumpHeaderRead &)> &on_header, std::vector<std::string> &problems,
+                 const std::function<void(const DumpHeaderRead &)> &on_header, const FolderNotes &notes,
                  const std::function<void(uint64_t)> &progress) {
   DumpCallbacks cb;
   cb.on_header = on_header;
@@ -192,14 +200,12 @@ void read_folder(const RankDir &dir, const std::function<bool(KernelRecord &&)> 
     last = std::max<uint64_t>(last, at);
   };
   try {
-    read_dump_json(dir, cb);
-  } catch (const JsonError &e) {
-    problems.push_back(dir.label() + ": dump.json is damaged (" + e.what() +
-                       "): the kernels before the damage are used (msprobe-inspect repair closes a cut file)");
+    if (const std::optional<Shortfall> s = read_dump_json_partial(dir, cb))
+      (s->damage() ? notes.problems : notes.being_written).push_back(notes.prefix + s->text());
   } catch (const InputError &e) {
-    problems.push_back(dir.label() + ": " + e.what());
+    notes.problems.push_back(notes.prefix + dir.label() + ": " + e.what());
   } catch (const std::system_error &e) {
-    problems.push_back(dir.label() + ": dump.json: " + e.what());
+    notes.problems.push_back(notes.prefix + dir.label() + ": dump.json: " + e.what());
   }
   const uint64_t size = compare::dump_json_size(dir);
   if (progress && size > last) progress(size - last);
@@ -217,7 +223,7 @@ std::optional<replay::Folder> folder_with(const RankDir &dir, const std::string 
     return false;
   };
   try {
-    read_dump_json(dir, cb);
+    read_dump_json_partial(dir, cb);
   } catch (const std::exception &) {
   }
   if (f.kernels.empty()) return std::nullopt;
@@ -284,7 +290,7 @@ RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
               dir);
           return true;
         },
-        nullptr, d.problems, progress);
+        nullptr, FolderNotes{d.problems, d.being_written, ""}, progress);
   }
   scan.finish();
   if (d.first) {
@@ -347,7 +353,6 @@ class DiffScan {
     // Run B's kernels of this step, by name without its direction token (old and new names pair).
     compare::Side B;
     B.dir = &bdir;
-    std::vector<std::string> b_problems;
     std::unordered_map<std::string, std::vector<TensorInfo>> b_kernels;
     read_folder(
         bdir,
@@ -355,8 +360,7 @@ class DiffScan {
           b_kernels.emplace(std::string(format::kernel_stem(k.name)), std::move(k.tensors));
           return true;
         },
-        [&](const DumpHeaderRead &h) { B.header = h; }, b_problems, nullptr);
-    for (std::string &p : b_problems) d_.problems.push_back("B " + p);
+        [&](const DumpHeaderRead &h) { B.header = h; }, FolderNotes{d_.problems, d_.being_written, "B "}, nullptr);
     compare::Side A;
     A.dir = &adir;
     read_folder(
@@ -365,7 +369,7 @@ class DiffScan {
           kernel(A, B, b_kernels, std::move(k), step, adir);
           return true;
         },
-        [&](const DumpHeaderRead &h) { A.header = h; }, d_.problems, progress_);
+        [&](const DumpHeaderRead &h) { A.header = h; }, FolderNotes{d_.problems, d_.being_written, ""}, progress_);
     d_.only_b += b_kernels.size();
   }
 

@@ -98,6 +98,8 @@ struct Report {
   std::vector<FlightRecord> flight;  // FlightKernel::folder indexes folders
   std::optional<Mark> first_nan, first_diff;
   std::vector<std::string> only_a, only_b;  // folders without a partner in the other dump
+  std::vector<std::string> partial;         // folders read only in part (tools/reader/partial_read.h), one line each
+  bool damaged = false;                     // one of them was not closed or is damaged (not only being written)
   uint64_t kernels_only_a = 0, kernels_only_b = 0;
 };
 

@@ -173,7 +173,8 @@ std::string main_json(const Report &r, const std::vector<TopDiff> &top) {
             {"tails", r.strings.tails.items()},
             {"frames", r.strings.frames.items()},
             {"stacks", r.strings.stacks},
-            {"stack_user", r.strings.stack_user}};
+            {"stack_user", r.strings.stack_user},
+            {"partial", r.partial}};
   j["folders"] = Json::array();
   for (const FolderData &f : r.folders) j["folders"].push_back(folder_info(r, f));
   j["first_nan"] = mark_json(r, r.first_nan);

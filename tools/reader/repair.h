@@ -93,6 +93,7 @@ struct RankLock {
   std::filesystem::path path;
   bool live = false;  // a running process holds it: its folders are being written
   std::string owner;  // what the file says (the owner's pid), for messages
+  std::string owner_text() const { return owner.empty() ? "pid unknown" : "pid " + owner; }  // "pid 1234"
 };
 // The lock a run writing `rank_folder` (step{N}/rank{R}) holds or left behind; nullopt when there is none.
 std::optional<RankLock> rank_lock_of(const std::filesystem::path &rank_folder);

@@ -303,7 +303,8 @@ def test_verify_reports_a_cut_dump_json(dumps, tmp_path):
     p = root / "step0" / "rank0" / "dump.json"
     p.write_bytes(p.read_bytes()[:-200])
     lines = problems(inspect("verify", root, expect=1).stdout)
-    assert any(x.startswith("step0/rank0: dump.json: ") and "repair" in x for x in lines), lines
+    assert any(x.startswith("step0/rank0: dump.json was not closed (the run that wrote it was killed or crashed): its ")
+               and "'msprobe-inspect repair' closes it" in x for x in lines), lines
 
 
 # ---- repair --------------------------------------------------------------------------------------------------------

@@ -5,8 +5,12 @@ Expected values come from the dumps themselves, read with Python's json, never f
 """
 import functools
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +134,96 @@ def test_the_folder_rank_is_chosen_by_name(dumps):
     # first-nan / first-diff name it by the same name, not "rank (none)".
     out = inspect("first-nan", dumps("bad"), expect=1).stdout
     assert "origin: rank (folder rank, no number), step 1: Muls." in out and "(none)" not in out
+
+
+# ---- Item 4: the finished part of a live run, and of a killed one -------------------------------------------------
+def complete_entries(path):
+    """The kernels of a dump.json journal that are complete (the header line, then one entry per line), counted here
+    with Python's json: what a reader can take from a file still being written or cut by a kill."""
+    lines = Path(path).read_text().split("\n")[1:]
+    n = 0
+    for line in lines:
+        try:
+            json.loads("{" + line.rstrip(",") + "}")
+        except ValueError:
+            break
+        n += 1
+    return n
+
+
+def is_closed(path):
+    try:
+        json.loads(Path(path).read_text())
+        return True
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def live(tmp_path):
+    """A train.py run under the shim, stopped (SIGSTOP) once it has written a few dozen kernels: alive, holding its rank
+    lock, its current folder's dump.json an open journal. Killed at the end of the test."""
+    dump = tmp_path / "live"
+    env = shimtest.clean_env({"LD_PRELOAD": SHIM, "MSPROBE_DUMP_PATH": dump, "MSPROBE_TASK": "tensor"})
+    p = subprocess.Popen([shimtest.PYTHON, shimtest.TRAIN, "--steps", "1000"], env=env, cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None:
+            journal = dump / "step0" / "rank" / "dump.json"
+            if journal.exists() and journal.read_text().count("\n") > 30:
+                break
+            time.sleep(0.005)
+        os.kill(p.pid, signal.SIGSTOP)
+        assert p.poll() is None, "train.py ended before it could be stopped"
+        yield dump, p
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_live_run_is_read_and_the_folder_being_written_named(live, dumps, tmp_path):
+    dump, p = live
+    open_folders = [f.parent for f in dump.glob("step*/rank/dump.json") if not is_closed(f)]
+    assert open_folders  # the folder the run is writing (with today's shim every step's, until the run ends)
+    being = f"being written by a running process (pid {p.pid}): its "
+    # The issue's command: a step of the live run. It said "invalid JSON ... (if a crash cut it short, repair...)".
+    step0 = dump / "step0"
+    r = inspect("summary", step0, expect=0)
+    k0 = load_dump(step0 / "rank")["data"] if is_closed(step0 / "rank" / "dump.json") else None
+    n0 = len(k0) if k0 is not None else complete_entries(step0 / "rank" / "dump.json")
+    assert re.search(rf"^kernels\s+{n0} in 1 folder", r.stdout, re.M), r.stdout
+    if k0 is None:
+        assert f"step0/rank: {being}{n0} kernels written so far are read" in r.stdout, r.stdout
+    assert "repair" not in r.stdout + r.stderr and "invalid JSON" not in r.stderr
+    s = json.loads(inspect("summary", dump, "--json", expect=0).stdout)
+    assert {x["folder"] for x in s["incomplete"]} == {f"{f.parent.name}/rank" for f in open_folders}
+    assert all(x["state"] == "being written" and x["owner"] == f"pid {p.pid}" for x in s["incomplete"])
+    # Every command reads the finished part and names the rest, without calling it a crash.
+    v = inspect("verify", dump, expect=0).stdout
+    assert f"{being}" in v and "folder(s) still being written, checked so far" in v, v
+    cmp = inspect("compare", dump, dumps("plain"), "--out", tmp_path / "cmp", expect=0).stdout
+    assert f"read in part: A {open_folders[0].parent.name}/rank: {being}" in cmp, cmp
+    assert inspect("show", dump, "Gelu#0", expect=0).stdout.startswith("Gelu.")
+    rp = inspect("replay", dump, "--out", tmp_path / "replay")
+    assert rp.returncode == 0 and "read in part: " in rp.stdout and being in rp.stdout, rp.stdout + rp.stderr
+    rep = inspect("report", dump, "-o", tmp_path / "live.html", expect=0).stdout
+    assert f"read in part: {open_folders[0].parent.name}/rank: {being}" in rep, rep
+    fn = inspect("first-nan", dump, expect=0).stdout
+    assert "being written: " in fn and being in fn and "problem:" not in fn, fn
+    conv = inspect("convert", dump, expect=1).stdout
+    assert f"{being}" in conv and "left alone: convert it after the run ends" in conv, conv
+    rep = inspect("repair", dump, expect=1).stdout
+    assert f"being written by a running process (pid {p.pid}): left alone" in rep, rep
+
+    # Killed: the same folders are now cut by a kill; every command still reads them and says repair closes them.
+    p.kill()
+    p.wait()
+    r = inspect("summary", dump, expect=1)
+    assert "was not closed (the run that wrote it was killed or crashed)" in r.stdout
+    assert "'msprobe-inspect repair' closes it" in r.stdout
+    for args in (["compare", dump, dumps("plain"), "--out", tmp_path / "cmp2"], ["report", dump, "-o", tmp_path / "k.html"],
+                 ["replay", dump, "--out", tmp_path / "replay2"], ["first-nan", dump]):
+        out = inspect(*args)
+        assert out.returncode == 1 and "was not closed" in out.stdout, (args, out.stdout, out.stderr)
+    assert inspect("show", dump, "Gelu#0", expect=0).stdout.startswith("Gelu.")

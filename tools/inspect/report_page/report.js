@@ -619,6 +619,11 @@
   }
 
   // ---- Start ------------------------------------------------------------------------------------------------------
+  function drawPartial() {
+    if (!data.partial.length) return;
+    $("partial").hidden = false;
+    $("partial").textContent = "Read in part (the page shows the kernels read):\n" + data.partial.join("\n");
+  }
   function drawMeta() {
     const tasks = [...new Set(folders.map((f) => f.task))].join(", ");
     const kernels = folders.reduce((a, f) => a + f.kernels, 0);
@@ -654,6 +659,7 @@
   }
   function start() {
     drawMeta();
+    drawPartial();
     drawOverview();
     for (const r of ranks) $("rank").append(el("option", { value: r, text: r }));
     $("rank").addEventListener("change", () => {
