@@ -18,8 +18,8 @@ std::string Shortfall::what() const {
              " are read, a kernel cut there is not ('msprobe-inspect repair' closes it)";
     case Why::Damaged: break;
   }
-  return std::string(format::kDumpJson) + " is damaged at byte " + std::to_string(at) + " (" + error +
-         "): its " + n + " before the damage are read, the rest is not";
+  return std::string(format::kDumpJson) + " is damaged at byte " + std::to_string(at) + " (" + error + "): its " + n +
+         " before the damage are read, the rest is not";
 }
 
 bool ends_at_last_line(std::string_view text, size_t offset) {
