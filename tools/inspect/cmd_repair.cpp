@@ -25,15 +25,18 @@ dump.json is the truth, and every other file is made to agree with it:
                   (it is appended to just after dump.json, so a kill can leave it one kernel behind);
   stack.json      written whole every second or so: a folder with none gets an empty one, and kernels that
                   dump.json lacks are dropped from it;
-  dump_tensor_data/  in a folder whose dump.json was not closed, the files (and mapping.csv rows) of the kernel
-                  being written when the run died, which no data_name names, are removed.
-A folder begun with no kernel in it when the run died is removed, and so are temporaries of cut rewrites.
+  dump_tensor_data/  in a folder whose dump.json was not closed, the files of the kernels being written when the
+                  run died (the writer works on several at once), which no data_name names, and their mapping.csv
+                  rows are taken out of it.
+Nothing is deleted: files taken out of a folder (those tensor files, the original mapping.csv, temporaries of a
+rewrite the kill cut short) are moved into its repair_set_aside/ folder, which no reader of the dump looks in, and
+listed one a line. A folder begun with no kernel in it when the run died (no entry, no tensor file) is removed.
 The rank lock files a killed run leaves in the dump root (.msprobe_shim.{rank}.lock) are removed. The folders of
 a rank whose run is still going (its lock is held) are left alone: repair them after the run ends.
 Each json file changed is first copied to FILE.bak (FILE.bak.1, ... if that exists), then replaced atomically.
 After a repair, 'msprobe-inspect verify' passes on what survived.
 
-  --dry-run   say what would be done, change nothing
+  --dry-run   say what would be done, change nothing (the files that would be set aside are listed)
 
 Prints one line per file acted on. Exit status 0 when every folder is intact or repaired, 1 when one cannot be
 (dump.json is not a journal, or not even its first line survived while the folder holds kernels) or is still
@@ -45,6 +48,7 @@ namespace {
 
 struct RepairTally {
   int unrecoverable = 0, repaired = 0, intact = 0, removed = 0, busy = 0;
+  uint64_t set_aside = 0;
 };
 
 // Folders begun with no dump.json yet: readers skip them, repair removes them.
@@ -77,6 +81,7 @@ void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairT
   t.repaired += r.repaired;
   t.unrecoverable += r.unrecoverable;
   t.removed += r.removed;
+  t.set_aside += r.set_aside;
 }
 
 // The rank lock files in the dump root (or above the step folder given).
@@ -129,6 +134,9 @@ int run_repair(std::span<char *const> argv) {
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", t.intact, t.repaired,
               dry ? "to repair" : "repaired", t.unrecoverable);
   if (t.removed) std::printf(", %d empty folder(s) %s", t.removed, dry ? "to remove" : "removed");
+  if (t.set_aside)
+    std::printf(", %llu file(s) %s %s/ (nothing is deleted)", static_cast<unsigned long long>(t.set_aside),
+                dry ? "to set aside in" : "set aside in", std::string(kSetAsideDir).c_str());
   if (t.busy) std::printf(", %d folder(s) still being written", t.busy);
   std::printf("\n");
   return t.unrecoverable || t.busy ? kExitFindings : kExitOk;

@@ -227,3 +227,85 @@ def test_a_live_run_is_read_and_the_folder_being_written_named(live, dumps, tmp_
         out = inspect(*args)
         assert out.returncode == 1 and "was not closed" in out.stdout, (args, out.stdout, out.stderr)
     assert inspect("show", dump, "Gelu#0", expect=0).stdout.startswith("Gelu.")
+
+
+# ---- Item 7: repair never deletes data ---------------------------------------------------------------------------
+def data_names(folder):
+    """Every data_name of a folder's dump.json (closed, or its complete entries when not closed)."""
+    path = Path(folder) / "dump.json"
+    if is_closed(path):
+        data = load_dump(folder)["data"]
+    else:
+        data = {}
+        for line in path.read_text().split("\n")[1:]:
+            try:
+                data.update(json.loads("{" + line.rstrip(",") + "}"))
+            except ValueError:
+                break
+    return {t["data_name"] for e in data.values() for k in ("input_args", "output") for t in (e.get(k) or [])
+            if isinstance(t, dict) and "data_name" in t}
+
+
+def tensor_files(root):
+    """{(folder, file name): bytes} of every file under dump_tensor_data/ and repair_set_aside/."""
+    out = {}
+    for f in Path(root).glob("step*/rank*"):
+        for sub in ("dump_tensor_data", "repair_set_aside"):
+            for p in (f / sub).glob("*") if (f / sub).is_dir() else []:
+                out[(f.relative_to(root), p.name)] = p.read_bytes()
+    return out
+
+
+def kernel_of(file_name):
+    return re.sub(r"\.(input|output)\.[\d.]+\.npy$", "", file_name)
+
+
+def test_repair_after_a_kill_moves_files_aside_and_lists_them(live):
+    dump, p = live
+    p.kill()
+    p.wait()
+    before = tensor_files(dump)
+    orphans = sorted((f.relative_to(dump), n.name) for f in dump.glob("step*/rank*") if (f / "dump_tensor_data").is_dir()
+                     for n in (f / "dump_tensor_data").iterdir()
+                     if n.name != "mapping.csv" and n.name not in data_names(f))
+    assert orphans  # the writer works on several kernels at once: their files precede their entries
+    # --dry-run names every file it would move, and moves none.
+    dry = inspect("repair", dump, "--dry-run", expect=0).stdout
+    for folder, name in orphans:
+        assert f"{folder}/dump_tensor_data/{name} -> repair_set_aside/{name}" in dry, dry
+    assert tensor_files(dump) == before and not list(dump.glob("step*/rank*/repair_set_aside"))
+    r = inspect("repair", dump, expect=0).stdout
+    kernels = {kernel_of(n) for _, n in orphans}
+    folders = {f for f, _ in orphans}
+    for folder in folders:
+        mine = [n for f, n in orphans if f == folder]
+        assert (f"{folder}/dump_tensor_data: {len(mine)} file{'s' if len(mine) > 1 else ''} of "
+                f"{len({kernel_of(n) for n in mine})} kernel") in r, r
+    assert f"{len(orphans)} file(s) set aside in repair_set_aside/ (nothing is deleted)" in r, r
+    # Not one byte lost: every file is where repair said, as it was.
+    after = tensor_files(dump)
+    assert sorted(after.values()) == sorted(before.values())
+    for folder, name in orphans:
+        assert (dump / folder / "repair_set_aside" / name).read_bytes() == before[(folder, name)]
+        assert not (dump / folder / "dump_tensor_data" / name).exists()
+    assert kernels
+    inspect("verify", dump, expect=0)
+
+
+def test_repair_of_a_cut_dump_json_keeps_the_dropped_kernels_files(dumps, tmp_path):
+    root = copy_of(dumps("plain"), tmp_path)
+    f = root / "step0" / "rank"
+    lines = (f / "dump.json").read_text().split("\n")
+    keep = 10
+    (f / "dump.json").write_text("\n".join(lines[:keep + 1]) + "\n" + lines[keep + 1][:40])  # cut in entry `keep`
+    dropped = {t["data_name"] for n, e in load_dump(dumps("plain") / "step0" / "rank")["data"].items()
+               for k in ("input_args", "output") for t in (e.get(k) or []) if isinstance(t, dict) and "data_name" in t
+               } - data_names(f)
+    before = tensor_files(root)
+    r = inspect("repair", root, expect=0).stdout
+    n_kernels = len({kernel_of(n) for n in dropped})
+    assert f"step0/rank/dump_tensor_data: {len(dropped)} files of {n_kernels} kernels that never reached dump.json " \
+           f"moved to repair_set_aside/:" in r, r
+    assert sorted(p.name for p in (f / "repair_set_aside").iterdir()) == sorted(dropped)
+    assert sorted(tensor_files(root).values()) == sorted(before.values())
+    inspect("verify", root, expect=0)
