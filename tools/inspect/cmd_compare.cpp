@@ -50,12 +50,18 @@ Exit status 0 when the comparison ran (whatever it found), 2 on bad input.
 namespace compare {
 namespace {
 
-// A failing tensor of the first diverging kernel, for the terminal.
+// The first diverging kernel of a folder pair, for the terminal: a kernel both runs have whose tensors are not all
+// "pass" (`lines`: the failing ones), or a kernel only one run has (`only_in` "A" or "B") launched where the runs part,
+// before such a kernel whose inputs already differ (`then`).
 struct Divergence {
   std::string folder, kernel;
   uint64_t step = 0, launch_index = UINT64_MAX;
   size_t pair = 0;
   std::vector<std::string> lines;
+  bool inputs_differ = false;
+  uint64_t b_launch_index = UINT64_MAX;  // its pair's in B
+  std::string only_in;
+  std::vector<Divergence> then;  // at most one
 };
 
 // ---- Options and plan -----------------------------------------------------------------------------------------------
@@ -136,8 +142,10 @@ class PairComparison {
     for (const KernelInfo &kb : B_.kernels) {
       if (A_.index.count(std::string(format::kernel_stem(kb.name)))) continue;
       tally_.kernels_only_b.push_back(folder_ + " " + kb.name);
+      if (!first_only_b_) first_only_b_ = &kb;
       for (const TensorInfo &t : kb.tensors) write({nullptr, nullptr, &kb, &t}, unmatched("No NPU data matched."));
     }
+    blame_parting();
     if (!first_) return;
     if (!tally_.first ||
         std::pair(first_->step, first_->launch_index) < std::pair(tally_.first->step, tally_.first->launch_index))
@@ -151,17 +159,54 @@ class PairComparison {
     auto it = B_.index.find(std::string(format::kernel_stem(ka.name)));
     if (it == B_.index.end()) {
       tally_.kernels_only_a.push_back(folder_ + " " + ka.name);
+      if (!first_only_a_) first_only_a_ = &ka;
       for (const TensorInfo &t : ka.tensors) write({&ka, &t, nullptr, nullptr}, unmatched("No bench data matched."));
       return;
     }
     ++tally_.matched;
-    std::vector<std::string> failing = tensors(ka, B_.kernels[it->second]);
+    bool inputs_differ = false;
+    std::vector<std::string> failing = tensors(ka, B_.kernels[it->second], inputs_differ);
     if (failing.empty() || first_) return;
-    first_ = Divergence{folder_, ka.name, A_.dir->step.value_or(0), ka.launch_index, pair_, std::move(failing)};
+    first_ = divergence(ka);
+    first_->lines = std::move(failing);
+    first_->inputs_differ = inputs_differ;
+    first_->b_launch_index = B_.kernels[it->second].launch_index;
   }
 
-  // The rows of two matched kernels; returns the lines of the tensors that diverge.
-  std::vector<std::string> tensors(const KernelInfo &ka, const KernelInfo &kb) {
+  Divergence divergence(const KernelInfo &k) const {
+    Divergence d;
+    d.folder = folder_;
+    d.kernel = k.name;
+    d.step = A_.dir->step.value_or(0);
+    d.launch_index = k.launch_index;
+    d.pair = pair_;
+    return d;
+  }
+
+  // When the first diverging kernel was given inputs that already differ and a kernel only one run has was launched
+  // before it (in that run's launch order, which agrees with the other's up to where the runs part), the first such
+  // kernel is the likeliest origin: it is named first, the kernel both runs have after it.
+  void blame_parting() {
+    if (!first_ || !first_->inputs_differ) return;
+    const KernelInfo *a = first_only_a_ && first_only_a_->launch_index < first_->launch_index ? first_only_a_ : nullptr;
+    const KernelInfo *b =
+        first_only_b_ && first_only_b_->launch_index < first_->b_launch_index ? first_only_b_ : nullptr;
+    if (!a && !b) return;
+    const bool in_a = a && (!b || a->launch_index <= b->launch_index);
+    const KernelInfo &k = in_a ? *a : *b;
+    Divergence d = divergence(k);
+    d.only_in = in_a ? "A" : "B";
+    d.lines.push_back("run " + std::string(in_a ? "B" : "A") +
+                      " has no kernel of this name, and it was launched where the runs part: the first kernel both " +
+                      "runs have that diverges after it, " + first_->kernel + " (launch_index " +
+                      std::to_string(first_->launch_index) +
+                      "), was given inputs that already differ. The likeliest cause.");
+    d.then.push_back(std::move(*first_));
+    first_ = std::move(d);
+  }
+
+  // The rows of two matched kernels; returns the lines of the tensors that diverge (`inputs_differ`: an input does).
+  std::vector<std::string> tensors(const KernelInfo &ka, const KernelInfo &kb, bool &inputs_differ) {
     std::unordered_map<std::string, const TensorInfo *> b_tensors;
     for (const TensorInfo &t : kb.tensors) b_tensors.emplace(t.row_suffix(), &t);
     std::vector<std::string> failing;
@@ -175,7 +220,9 @@ class PairComparison {
       b_tensors.erase(bt);
       const RowResult r = compare_tensor(A_, ta, B_, tb, th_);
       write({&ka, &ta, &kb, &tb}, r);
-      if (diverges(r.verdict)) failing.push_back(failing_line(ta, r));
+      if (!diverges(r.verdict)) continue;
+      failing.push_back(failing_line(ta, r));
+      inputs_differ = inputs_differ || ta.io == format::IoKind::Input;
     }
     for (const TensorInfo &tb : kb.tensors)
       if (b_tensors.count(tb.row_suffix())) write({&ka, nullptr, &kb, &tb}, unmatched("No NPU data matched."));
@@ -208,6 +255,7 @@ class PairComparison {
   CompareTally &tally_;
   std::string step_, rank_, folder_;  // the rows' Step and Rank cells; the folder as listed
   std::optional<Divergence> first_;
+  const KernelInfo *first_only_a_ = nullptr, *first_only_b_ = nullptr;  // in launch order
 };
 
 void note_mode(const Side &A, const Side &B, std::string &mode) {
@@ -264,20 +312,33 @@ void print_stacks(const std::optional<std::vector<std::string>> &a, const std::o
   }
 }
 
+// The folder of the run that has the kernel: A's, or B's for a kernel only B has.
+const RankDir &home_of(const ComparePlan &p, const Divergence &d) {
+  return d.only_in == "B" ? *p.pairs[d.pair].second : *p.pairs[d.pair].first;
+}
+
+void print_divergence(const ComparePlan &p, const Divergence &d, const char *heading) {
+  std::printf("%s: %s %s (launch_index %s)%s\n", heading, d.folder.c_str(), d.kernel.c_str(),
+              d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str(),
+              d.only_in.empty() ? "" : (": only in " + d.only_in).c_str());
+  for (const std::string &l : d.lines) std::printf("  %s\n", l.c_str());
+  if (d.only_in.empty()) {
+    print_stacks(find_stack(*p.pairs[d.pair].first, d.kernel), find_stack(*p.pairs[d.pair].second, d.kernel));
+  } else if (const auto frames = find_stack(home_of(p, d), d.kernel)) {
+    std::printf("  stack (%s):\n%s", d.only_in.c_str(), stack_text(*frames, "    ").c_str());
+  }
+  for (const Divergence &then : d.then) print_divergence(p, then, "then the first kernel both runs have that diverges");
+}
+
 void print_first_divergence(const ComparePlan &p, const CompareTally &t) {
-  const Divergence &first = *t.first;
-  std::printf("first diverging kernel (launch order): %s %s (launch_index %s)\n", first.folder.c_str(),
-              first.kernel.c_str(),
-              first.launch_index == UINT64_MAX ? "?" : std::to_string(first.launch_index).c_str());
-  for (const std::string &l : first.lines) std::printf("  %s\n", l.c_str());
-  print_stacks(find_stack(*p.pairs[first.pair].first, first.kernel),
-               find_stack(*p.pairs[first.pair].second, first.kernel));
+  print_divergence(p, *t.first, "first diverging kernel (launch order)");
   if (t.per_folder.size() > 1) {
     std::printf("first diverging kernel per folder:\n");
     for (const Divergence &d : t.per_folder)
-      std::printf("  %s %s (launch_index %s)%s\n", d.folder.c_str(), d.kernel.c_str(),
+      std::printf("  %s %s (launch_index %s)%s%s\n", d.folder.c_str(), d.kernel.c_str(),
                   d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str(),
-                  where_text(*p.pairs[d.pair].first, d.kernel).c_str());
+                  d.only_in.empty() ? "" : (" only in " + d.only_in).c_str(),
+                  where_text(home_of(p, d), d.kernel).c_str());
   }
 }
 

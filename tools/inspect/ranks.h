@@ -95,6 +95,9 @@ struct Anomaly {
   std::vector<std::string> stack;
   std::string verdict;  // "kernel", "data" or "" (not decided)
   std::string verdict_reason;
+  // first-diff: a kernel only one run has ("A" or "B"), launched where the runs part, before the first kernel both have
+  // whose inputs differ (`parted_at`: that kernel, its launch index and how it departs). Empty otherwise.
+  std::string only_in, parted_at;
 };
 
 // What one rank's folders say, for the reduce.
@@ -151,7 +154,7 @@ struct Hop {
 struct Origin {
   std::optional<uint32_t> rank;
   Anomaly a;
-  std::string kind;  // "compute", "input", "communication"
+  std::string kind;  // "compute", "input", "communication", "only in A", "only in B"
   // "communication" whose instance has members whose input to it is unknown (no folder speaks for them, or their
   // record ends before it: a missing step folder, a damaged dump.json) and that no origin is presumed to have reached:
   // the values may have come from them. Listed after the certain origins that no origin precedes (reduce()).

@@ -221,6 +221,8 @@ std::string serialize(const RankDigest &d) {
     w.strs(a.stack);
     w.str(a.verdict);
     w.str(a.verdict_reason);
+    w.str(a.only_in);
+    w.str(a.parted_at);
   }
   return w.out;
 }
@@ -281,6 +283,8 @@ RankDigest deserialize(const std::string &bytes) {
     a.stack = r.strs();
     a.verdict = r.str();
     a.verdict_reason = r.str();
+    a.only_in = r.str();
+    a.parted_at = r.str();
     if (a.comm >= static_cast<int32_t>(d.comms.size())) throw std::runtime_error("rank digest: bad communicator index");
     d.first = std::move(a);
   }

@@ -172,7 +172,7 @@ class Reducer {
     Origin o;
     o.rank = d_[i].rank;
     o.a = a;
-    if (a.kind == Kind::Compute || a.in_bad) {
+    if (a.kind == Kind::Compute || a.in_bad || !a.only_in.empty()) {
       o.kind = local_origin_kind(a, o.notes);
       add_origin(i, std::move(o));
       return;
@@ -202,14 +202,25 @@ class Reducer {
     add_origin(i, std::move(o));
   }
 
-  // A kernel that made the values itself ("compute") or took them from outside the dump ("input"), with what explains
-  // it.
+  // A kernel that made the values itself ("compute"), took them from outside the dump ("input"), or that only one
+  // run has ("only in A"), with what explains it.
   std::string local_origin_kind(const Anomaly &a, std::vector<std::string> &notes) const {
+    const std::string before_dump =
+        "its inputs were already " + std::string(f_.question == Question::Nan ? "non-finite" : "different") +
+        " and no earlier kernel of the dump made them so: they come from before the dump (an earlier step not "
+        "dumped, parameters or optimizer state, input data) or from a kernel that was not captured";
+    if (!a.only_in.empty()) {
+      notes.push_back("run " + std::string(a.only_in == "A" ? "B" : "A") +
+                      " has no kernel of this name, and it was launched where the runs part, before the first kernel "
+                      "both runs have that departs, " +
+                      a.parted_at + ", whose inputs already differ: the likeliest cause");
+      notes.push_back(
+          "if it is not, that kernel's inputs come from before the dump (an earlier step not dumped, "
+          "parameters or optimizer state, input data) or from a kernel that was not captured");
+      return "only in " + a.only_in;
+    }
     if (!a.in_bad) return "compute";
-    notes.push_back("its inputs were already " +
-                    std::string(f_.question == Question::Nan ? "non-finite" : "different") +
-                    " and no earlier kernel of the dump made them so: they come from before the dump (an earlier step "
-                    "not dumped, parameters or optimizer state, input data) or from a kernel that was not captured");
+    notes.push_back(before_dump);
     return "input";
   }
 

@@ -47,6 +47,9 @@ std::string kind_sentence(const Origin &o, Question q) {
   if (o.kind == "compute")
     return nan ? "compute: its inputs are finite, its output is not (" + values_text(o.a.values) + ")"
                : "compute: its inputs agree with run B's, its outputs do not";
+  if (!o.a.only_in.empty())
+    return o.kind + ": run " + (o.a.only_in == "A" ? "B" : "A") +
+           " has no such kernel; it was launched where the runs part, before the first departing kernel";
   if (o.kind == "input")
     return nan ? "input: it received non-finite values (" + values_text(o.a.values) + ") that no earlier kernel made"
                : "input: its inputs differ from run B's and no earlier kernel departed";
@@ -137,6 +140,7 @@ Json origin_json(const Origin &o, Question q) {
   j["verdict"] = o.a.verdict.empty() ? Json(nullptr) : Json(o.a.verdict);
   j["verdict_reason"] = o.a.verdict_reason;
   j["notes"] = o.notes;
+  if (!o.a.parted_at.empty()) j["parted_at"] = o.a.parted_at;  // "only in A": the first departing kernel after it
   j["preceded_by"] = o.preceded_by;
   Json spread = Json::array();
   for (const Hop &h : o.spread) spread.push_back(hop_json(h));

@@ -149,6 +149,14 @@ class RankScan {
   }
 
   const RankDir *first_dir() const { return first_dir_; }
+  const std::optional<Anomaly> &first() const { return first_; }
+  // Another first anomaly than the kernels gave (first-diff: a kernel only one run has, where the runs part); before
+  // finish(), which places the communicators around it.
+  void set_first(Anomaly a, const RankDir &folder) {
+    first_key_ = Key{a.step, a.launch_index};
+    first_ = std::move(a);
+    first_dir_ = &folder;
+  }
 
  private:
   RankDigest &d_;
@@ -342,6 +350,21 @@ Departure departure(const compare::Side &A, const std::vector<TensorInfo> &a, co
 }
 
 // first-diff's scan of one rank: run A's step folders against run B's of the same step.
+// A kernel only one run has: where the two runs part, when it is the first.
+struct Parting {
+  uint64_t step = 0, launch = UINT64_MAX, timestamp = 0;
+  std::string name, side;  // side "A" or "B": the run that has it
+  const RankDir *dir = nullptr;
+};
+
+// B's kernels of one step, by name without its direction token (old and new names pair).
+struct BKernel {
+  std::string name;
+  std::vector<TensorInfo> tensors;
+  uint64_t launch = UINT64_MAX, timestamp = 0;
+};
+using BKernels = std::unordered_map<std::string, BKernel>;
+
 class DiffScan {
  public:
   DiffScan(RankDigest &d, const ScanOptions &o, const std::function<void(uint64_t)> &progress)
@@ -353,11 +376,13 @@ class DiffScan {
     // Run B's kernels of this step, by name without its direction token (old and new names pair).
     compare::Side B;
     B.dir = &bdir;
-    std::unordered_map<std::string, std::vector<TensorInfo>> b_kernels;
+    BKernels b_kernels;
     read_folder(
         bdir,
         [&](KernelRecord &&k) {
-          b_kernels.emplace(std::string(format::kernel_stem(k.name)), std::move(k.tensors));
+          b_kernels.emplace(
+              std::string(format::kernel_stem(k.name)),
+              BKernel{k.name, std::move(k.tensors), k.launch_index.value_or(UINT64_MAX), k.timestamp.value_or(0)});
           return true;
         },
         [&](const DumpHeaderRead &h) { B.header = h; }, FolderNotes{d_.problems, d_.being_written, "B "}, nullptr);
@@ -371,34 +396,69 @@ class DiffScan {
         },
         [&](const DumpHeaderRead &h) { A.header = h; }, FolderNotes{d_.problems, d_.being_written, ""}, progress_);
     d_.only_b += b_kernels.size();
+    for (const auto &[stem, k] : b_kernels) parts(Parting{step, k.launch, k.timestamp, k.name, "B", &bdir});
   }
 
   void finish() {
+    blame_parting();
     scan_.finish();
     if (!d_.first) return;
     add_stack(*d_.first, scan_.first_dir());
-    if (d_.first->kind == Kind::Compute && !d_.first->in_bad) {
+    if (d_.first->kind == Kind::Compute && !d_.first->in_bad && d_.first->only_in.empty()) {
       d_.first->verdict = "kernel";
       d_.first->verdict_reason = "its inputs agree with run B and its outputs do not: the kernel computes differently";
     }
   }
 
  private:
-  void kernel(const compare::Side &A, const compare::Side &B,
-              std::unordered_map<std::string, std::vector<TensorInfo>> &b_kernels, KernelRecord &&k, uint64_t step,
+  void kernel(const compare::Side &A, const compare::Side &B, BKernels &b_kernels, KernelRecord &&k, uint64_t step,
               const RankDir &adir) {
     const uint64_t launch = k.launch_index.value_or(fallback_launch_);
     fallback_launch_ = launch + 1;
     auto it = b_kernels.find(std::string(format::kernel_stem(k.name)));
     if (it == b_kernels.end()) {
       ++d_.only_a;
+      parts(Parting{step, launch, k.timestamp.value_or(0), k.name, "A", &adir});
       return;
     }
     ++d_.compared;
-    const Departure dep = departure(A, k.tensors, B, it->second, o_.thresholds);
+    const Departure dep = departure(A, k.tensors, B, it->second.tensors, o_.thresholds);
+    const uint64_t b_launch = it->second.launch;
     b_kernels.erase(it);
     scan_.kernel(
-        k, step, launch, dep.in_bad, dep.out_bad, [&](Anomaly &an) { an.detail = dep.detail; }, adir);
+        k, step, launch, dep.in_bad, dep.out_bad,
+        [&](Anomaly &an) {
+          an.detail = dep.detail;
+          first_b_launch_ = b_launch;
+        },
+        adir);
+  }
+
+  // The first kernel only one run has, by step and launch index (before the runs part their launch indexes agree).
+  void parts(Parting p) {
+    if (!parting_ || Key{p.step, p.launch} < Key{parting_->step, parting_->launch}) parting_ = std::move(p);
+  }
+
+  // When the first kernel both runs have that departs was given inputs that already differ, and a kernel only one run
+  // has was launched before it, where the runs part, that kernel is the likeliest origin (kind "only in A"), ahead of
+  // "from before the dump".
+  void blame_parting() {
+    const std::optional<Anomaly> &d = scan_.first();
+    if (!parting_ || !d || !d->in_bad) return;
+    // Launch indexes of the run that has the kernel: after it, A's and B's differ by the kernels only one has.
+    const uint64_t d_launch = parting_->side == "A" ? d->launch_index : first_b_launch_;
+    if (!(Key{parting_->step, parting_->launch} < Key{d->step, d_launch})) return;
+    Anomaly a;
+    a.step = parting_->step;
+    a.folder = parting_->dir->label();
+    a.kernel = parting_->name;
+    a.launch_index = parting_->launch;
+    a.timestamp = parting_->timestamp;
+    a.out_bad = true;
+    a.only_in = parting_->side;
+    a.parted_at = d->kernel + " (launch_index " + std::to_string(d->launch_index) + ")" +
+                  (d->detail.empty() ? "" : ": " + d->detail);
+    scan_.set_first(std::move(a), *parting_->dir);
   }
 
   RankDigest &d_;
@@ -406,6 +466,8 @@ class DiffScan {
   const std::function<void(uint64_t)> &progress_;
   RankScan scan_;
   uint64_t fallback_launch_ = 0;
+  std::optional<Parting> parting_;
+  uint64_t first_b_launch_ = UINT64_MAX;  // B's launch index of the first departing kernel
 };
 
 }  // namespace

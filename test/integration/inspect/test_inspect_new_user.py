@@ -309,3 +309,64 @@ def test_repair_of_a_cut_dump_json_keeps_the_dropped_kernels_files(dumps, tmp_pa
     assert sorted(p.name for p in (f / "repair_set_aside").iterdir()) == sorted(dropped)
     assert sorted(tensor_files(root).values()) == sorted(before.values())
     inspect("verify", root, expect=0)
+
+
+# ---- Item 5: a kernel only one run has, where the runs part -------------------------------------------------------
+def only_in(a_folder, b_folder):
+    """The kernels of a's folder that b's lacks, in a's launch order."""
+    da, db = load_dump(a_folder)["data"], load_dump(b_folder)["data"]
+    return sorted(set(da) - set(db), key=lambda k: da[k]["launch"]["index"]), da
+
+
+def test_a_kernel_only_one_run_has_is_named_where_the_runs_part(dumps, tmp_path):
+    bad, clean = dumps("bad"), dumps("clean")  # the README's example: --overflow-at 1 adds one Muls
+    extra, data = only_in(bad / "step1" / "rank", clean / "step1" / "rank")
+    assert len(extra) == 1 and extra[0].startswith("Muls.")
+    muls, li = extra[0], data[extra[0]]["launch"]["index"]
+    gelu = next(k for k in sorted(data, key=lambda k: data[k]["launch"]["index"])
+                if k.startswith("Gelu.") and data[k]["launch"]["index"] > li)
+    # compare: the Muls first, the Gelu after it (it named the Gelu alone).
+    out = inspect("compare", bad, clean, "--out", tmp_path / "cmp", expect=0).stdout
+    assert f"first diverging kernel (launch order): step1/rank {muls} (launch_index {li}): only in A\n" in out, out
+    assert (f"then the first kernel both runs have that diverges: step1/rank {gelu} "
+            f"(launch_index {data[gelu]['launch']['index']})") in out, out
+    assert out.index("only in A\n") < out.index("then the first kernel")
+    # first-diff: the Muls is the origin, of kind "only in A", its note ahead of "from before the dump".
+    doc = json.loads(inspect("first-diff", bad, clean, "--json", expect=1).stdout)
+    assert (doc["kernel"], doc["kind"], doc["launch_index"], doc["step"]) == (muls, "only in A", li, 1), doc
+    assert doc["parted_at"].startswith(f"{gelu} (launch_index {data[gelu]['launch']['index']})")
+    assert "likeliest cause" in doc["notes"][0] and "come from before the dump" in doc["notes"][1], doc["notes"]
+    assert doc["stack"] == stack_of(bad / "step1" / "rank", muls)
+    text = inspect("first-diff", bad, clean, expect=1).stdout
+    assert f"origin: rank (folder rank, no number), step 1: {muls} (launch_index {li})" in text
+    assert text.index("likeliest cause") < text.index("come from before the dump")
+    # The other way round the Muls is only in B, named by B's launch index.
+    doc = json.loads(inspect("first-diff", clean, bad, "--json", expect=1).stdout)
+    assert (doc["kernel"], doc["kind"], doc["launch_index"]) == (muls, "only in B", li), doc
+    out = inspect("compare", clean, bad, "--out", tmp_path / "cmp", expect=0).stdout
+    assert f"first diverging kernel (launch order): step1/rank {muls} (launch_index {li}): only in B\n" in out, out
+    # The report marks it as its first divergence.
+    inspect("report", bad, "--against", clean, "-o", tmp_path / "r.html", expect=0)
+    html = (tmp_path / "r.html").read_text()
+    page = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', html, re.S)[1])
+    assert page["first_diff"]["kernel"] == muls and page["first_diff"]["verdict"].startswith("only in A")
+
+
+def test_a_kernel_only_one_run_has_does_not_hide_a_kernel_that_computes_differently(dumps, tmp_path):
+    """The planted Gelu bug: its inputs agree, its output does not. A kernel only in A before it is not blamed."""
+    a = copy_of(dumps("gelu"), tmp_path)
+    f = a / "step0" / "rank"
+    d = load_dump(f)
+    order = sorted(d["data"], key=lambda k: d["data"][k]["launch"]["index"])
+    gelu = next(k for k in order if k.startswith("Gelu."))
+    before = order[order.index(gelu) - 1]
+    extra = dict(d["data"][before], launch={**d["data"][before]["launch"]})
+    for key in ("input_args", "output"):  # no files: a statistics entry
+        extra[key] = [{k: v for k, v in t.items() if k != "data_name"} if isinstance(t, dict) else t
+                      for t in extra[key]]
+    d["data"]["Extra.Default.0.forward"] = extra
+    (f / "dump.json").write_text(json.dumps(d))
+    doc = json.loads(inspect("first-diff", a, dumps("plain"), "--json", expect=1).stdout)
+    assert (doc["kernel"], doc["kind"]) == (gelu, "compute"), doc
+    out = inspect("compare", a, dumps("plain"), "--out", tmp_path / "cmp", expect=0).stdout
+    assert f"first diverging kernel (launch order): step0/rank {gelu} (launch_index " in out and "only in A\n" not in out
