@@ -18,7 +18,7 @@
 namespace msprobe::tools {
 
 const std::string_view kCompareHelp =
-    R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR]
+    R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR] [--fail-on-diff]
 
 Matches the kernels of dump A (the "NPU" side, e.g. the run under test) with those of dump B (the "Bench" side,
 e.g. the reference run) by step, rank and kernel name ({OpType}.{OpName}.{n}.forward: the same in every run of the
@@ -38,13 +38,15 @@ Per tensor:
   --cos X        cosine threshold (default 0.99)
   --stat-rtol X  statistics: relative difference that counts as a divergence (default 0.0001)
   --out DIR      where the CSV files go (default: the current directory; created if missing)
+  --fail-on-diff exit 1 when the dumps differ: a tensor that does not pass, or a kernel or folder on one side only
 
 Writes compare_result_{timestamp}.csv (one row per tensor: names, dtypes, shapes, the main metrics, Result,
 Err_message) and compare_details_{timestamp}.csv (one row per tensor with every metric, both sides'
 statistics, CRCs, launch indexes and file names). Prints counts, the kernels found on one side only, and the first
 diverging kernel in launch order (the first whose tensors are not all "pass") with its stack (both runs' when they differ).
 
-Exit status 0 when the comparison ran (whatever it found), 2 on bad input.
+Exit status 0 when the comparison ran (whatever it found; with --fail-on-diff, 1 when the dumps differ; 1 when a
+folder was read only in part because its dump.json was not closed or is damaged), 2 on bad input.
 )";
 
 namespace compare {
@@ -69,10 +71,12 @@ struct CompareOptions {
   std::string a, b;
   Thresholds th;
   fs::path out_dir;
+  bool fail_on_diff = false;
 };
 
 CompareOptions parse_options(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}};
+  static const OptionSpec kOptions[] = {
+      {"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}, {"--fail-on-diff", false}};
   const Args args = parse_args(argv, kOptions);
   expect_positional(args, 2, "A B (two dumps)");
   CompareOptions o;
@@ -82,6 +86,7 @@ CompareOptions parse_options(std::span<char *const> argv) {
   o.th.cosine = args.number("--cos", o.th.cosine, -1, 1);
   o.th.stat_rtol = args.number("--stat-rtol", o.th.stat_rtol, 0, 1e308);
   o.out_dir = args.value("--out").value_or(".");
+  o.fail_on_diff = args.flag("--fail-on-diff");
   return o;
 }
 
@@ -375,7 +380,10 @@ int run_compare(std::span<char *const> argv) {
   const compare::ComparePlan plan = compare::make_plan(options);
   const compare::CompareTally tally = compare::run_plan(plan, options.th);
   compare::report(plan, tally);
-  return tally.damaged ? kExitFindings : kExitOk;
+  // --fail-on-diff: the dumps differ when a tensor does not pass or a kernel or folder is on one side only.
+  const bool differ = tally.first || !tally.kernels_only_a.empty() || !tally.kernels_only_b.empty() ||
+                      !plan.folders_only_a.empty() || !plan.folders_only_b.empty();
+  return tally.damaged || (options.fail_on_diff && differ) ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

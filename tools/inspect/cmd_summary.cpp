@@ -50,7 +50,7 @@ struct NanHit {
 struct FolderSummary {
   const RankDir *dir = nullptr;
   std::string task, framework, host_framework;
-  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0;
+  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0, md5 = 0;  // md5: tensors with a CRC (summary mode md5)
   std::optional<NanHit> first_nan;
   std::optional<Shortfall> shortfall;  // dump.json read only in part: being written, not closed, damaged
 };
@@ -93,6 +93,7 @@ FolderSummary scan_folder(const RankDir &d, size_t index, Progress &progress, ui
     ++out.op_counts[std::string(op_type_of(k.name))];
     const std::vector<TensorInfo> &tensors = k.tensors;
     s.tensors += tensors.size();
+    for (const TensorInfo &t : tensors) s.md5 += t.md5.has_value();
     if (auto fk = flight_kernel(index, d, k.name, k.launch_index, k.flight, tensors)) out.flight.push_back(*fk);
     const uint64_t li = k.launch_index.value_or(UINT64_MAX);
     if (s.first_nan && s.first_nan->launch_index <= li) return true;
@@ -137,9 +138,15 @@ struct Totals {
   std::map<std::string, std::optional<NanHit>> per_rank;  // keyed by rank label
   std::vector<std::string> rank_order;                    // as the folders come (by rank within a step)
   std::vector<uint64_t> steps, ranks;
-  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0;
+  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0, md5 = 0;
   std::set<std::string> tasks, frameworks, hosts;
 };
+
+// MSPROBE_SUMMARY_MODE as the tensors show it: "md5" when every tensor has its CRC beside its statistics.
+std::string summary_mode(uint64_t md5, uint64_t tensors) {
+  if (md5 == 0) return "statistics";
+  return md5 == tensors ? "md5" : "mixed";
+}
 
 Totals totals_of(const std::vector<FolderSummary> &folders) {
   Totals t;
@@ -158,6 +165,7 @@ Totals totals_of(const std::vector<FolderSummary> &folders) {
     if (s.dir->rank) ranks_set.insert(*s.dir->rank);
     t.kernels += s.kernels;
     t.tensors += s.tensors;
+    t.md5 += s.md5;
     t.files += s.files;
     t.bytes += s.bytes;
     if (!s.task.empty()) t.tasks.insert(s.task);
@@ -177,6 +185,7 @@ std::string folder_json(const FolderSummary &s) {
          ", \"step\": " + (s.dir->step ? std::to_string(*s.dir->step) : "null") +
          ", \"rank\": " + (s.dir->rank ? std::to_string(*s.dir->rank) : "null") + ", \"task\": " + json_str(s.task) +
          ", \"framework\": " + json_str(s.framework) + ", \"host_framework\": " + json_str(s.host_framework) +
+         ", \"summary_mode\": " + json_str(summary_mode(s.md5, s.tensors)) +
          ", \"kernels\": " + std::to_string(s.kernels) + ", \"tensors\": " + std::to_string(s.tensors) +
          ", \"tensor_files\": " + std::to_string(s.files) + ", \"tensor_bytes\": " + std::to_string(s.bytes) + "}";
 }
@@ -232,7 +241,8 @@ void print_json(const fs::path &root, const Scan &scan, const Totals &t, const s
   o += "], \"ranks\": [";
   first = true;
   for (const std::string &rl : t.rank_order) o += (first ? "" : ", ") + json_str(rl), first = false;
-  o += "], \"kernels\": " + std::to_string(t.kernels) + ", \"tensors\": " + std::to_string(t.tensors) +
+  o += "], \"summary_mode\": " + json_str(summary_mode(t.md5, t.tensors));
+  o += ", \"kernels\": " + std::to_string(t.kernels) + ", \"tensors\": " + std::to_string(t.tensors) +
        ", \"tensor_files\": " + std::to_string(t.files) + ", \"tensor_bytes\": " + std::to_string(t.bytes);
   o += ", \"op_types\": {";
   first = true;
@@ -318,6 +328,14 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t, const s
   std::printf("dump        %s\n", root.string().c_str());
   std::printf("task        %s (framework %s, host %s)\n", joined(t.tasks).c_str(), joined(t.frameworks).c_str(),
               joined(t.hosts).c_str());
+  const std::string mode = summary_mode(t.md5, t.tensors);
+  if (mode == "md5")
+    std::printf("mode        md5: each tensor's CRC-32 beside its statistics (MSPROBE_SUMMARY_MODE=md5)\n");
+  else if (mode == "mixed")
+    std::printf("mode        md5 for %llu of %llu tensors, statistics only for the rest\n",
+                static_cast<unsigned long long>(t.md5), static_cast<unsigned long long>(t.tensors));
+  else
+    std::printf("mode        statistics (MSPROBE_SUMMARY_MODE=statistics: no CRC)\n");
   if (!flight.empty())
     std::printf("flight      a flight record (MSPROBE_TASK=flight): %zu record(s), listed below\n", flight.size());
   std::printf("steps       %zu%s%s\n", t.steps.size(), t.steps.empty() ? "" : ": ", ranges_text(t.steps).c_str());

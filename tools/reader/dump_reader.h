@@ -51,8 +51,9 @@ bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank);
 std::optional<uint64_t> parse_step_text(std::string_view text);
 std::optional<std::optional<uint32_t>> parse_rank_text(std::string_view text);
 
-// The rank folders under `dir`, which may be the dump root (step*/rank*), one step folder, or one rank folder;
-// sorted by step, then rank. Throws InputError naming `dir` when it does not exist or holds no dump.
+// The rank folders under `dir`, which may be the dump root (step*/rank*), one step folder, or one rank folder (or a
+// file of one: its dump.json); sorted by step, then rank. Throws InputError naming `dir` when it does not exist or
+// holds no dump.
 std::vector<RankDir> find_rank_dirs(const fs::path &dir);
 
 // ---- dump.json ------------------------------------------------------------------------------------------------------

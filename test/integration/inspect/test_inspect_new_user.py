@@ -370,3 +370,112 @@ def test_a_kernel_only_one_run_has_does_not_hide_a_kernel_that_computes_differen
     assert (doc["kernel"], doc["kind"]) == (gelu, "compute"), doc
     out = inspect("compare", a, dumps("plain"), "--out", tmp_path / "cmp", expect=0).stdout
     assert f"first diverging kernel (launch order): step0/rank {gelu} (launch_index " in out and "only in A\n" not in out
+
+
+# ---- Item 11: smaller things ----------------------------------------------------------------------------------------
+def test_version_summary_mode_and_a_file_for_its_folder(dumps, tmp_path):
+    version = (Path(shimtest.SOURCE) / "VERSION").read_text().strip()
+    assert inspect("--version", expect=0).stdout == f"msprobe-inspect {version}\n"
+    assert "msprobe-inspect --version" in inspect("--help", expect=0).stdout
+    # md5 mode is said (it was not).
+    md5 = shimtest.run_train(tmp_path / "md5", "--steps", "1", env={"MSPROBE_SUMMARY_MODE": "md5"})
+    root = Path(md5.dump.root)
+    out = inspect("summary", root, expect=0).stdout
+    assert "\nmode        md5: each tensor's CRC-32 beside its statistics (MSPROBE_SUMMARY_MODE=md5)\n" in out, out
+    assert json.loads(inspect("summary", root, "--json", expect=0).stdout)["summary_mode"] == "md5"
+    assert "\nmode        statistics (MSPROBE_SUMMARY_MODE=statistics: no CRC)\n" in \
+        inspect("summary", dumps("bad"), expect=0).stdout
+    # A rank folder's dump.json stands for the folder ("not a directory" before).
+    f = dumps("bad") / "step0" / "rank"
+    def summary(path):
+        doc = json.loads(inspect("summary", path, "--json", expect=0).stdout)
+        return {k: v for k, v in doc.items() if k != "dump"}
+    assert summary(f / "dump.json") == summary(f) and summary(f)["kernels"] == len(load_dump(f)["data"])
+    assert "not a directory" in inspect("summary", tmp_path / "md5" / "launches.log", expect=2).stderr
+
+
+def test_compare_can_fail_on_a_difference(dumps, tmp_path):
+    bad, clean = dumps("bad"), dumps("clean")
+    inspect("compare", bad, clean, "--out", tmp_path, expect=0)
+    inspect("compare", bad, clean, "--out", tmp_path, "--fail-on-diff", expect=1)
+    inspect("compare", clean, clean, "--out", tmp_path, "--fail-on-diff", expect=0)
+
+
+def test_errors_name_the_users_file_and_convert_says_why_nothing(dumps, tmp_path):
+    r = inspect("report", dumps("bad"), "-o", tmp_path / "nowhere" / "r.html", expect=2)
+    assert f"{tmp_path / 'nowhere' / 'r.html'}: cannot be written: its folder {tmp_path / 'nowhere'} does not exist" \
+        in r.stderr and ".tmp." not in r.stderr, r.stderr
+    out = inspect("convert", dumps("bad"), expect=0).stdout
+    assert "convert: 0 converted, 0 already npy, 0 not converted\n" in out
+    assert "nothing to convert: no tensor of this dump has a file (task statistics)" in out, out
+    assert "nothing to convert" not in inspect("convert", copy_of(dumps("plain"), tmp_path), expect=0).stdout
+
+
+@pytest.fixture(scope="module")
+def browser():
+    import sanitizer_preload
+    from browser import Browser
+    if sanitizer_preload.ASAN:
+        pytest.skip("no browser test under ASan: its runtime is preloaded into every child, chromium too")
+    b = Browser.find()
+    if b is None:
+        pytest.skip(f"no browser test: {Browser.why_not}")
+    return b
+
+
+# What the report's page shows of the README's example, measured in the page once it has drawn.
+LOOK = r"""<script>
+window.addEventListener("load", function () {
+  const out = {};
+  try {
+    const input = document.getElementById("filter");
+    const ctx = document.createElement("canvas").getContext("2d");
+    const style = getComputedStyle(input);
+    ctx.font = style.font;
+    out.placeholder = ctx.measureText(input.placeholder).width;
+    out.room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    // The Norm line's segments that pass over kernels whose outputs hold NaN/Inf: how each is drawn.
+    const chart = Chart.getChart(document.getElementById("series-chart"));
+    const ds = chart.data.datasets[0], flags = [];
+    out.crossing = [];
+    for (let i = 0; i + 1 < ds.data.length; i++) {
+      if (ds.data[i + 1].x - ds.data[i].x > 1) out.crossing.push(ds.segment.borderColor({ p0DataIndex: i, p1DataIndex: i + 1 }));
+    }
+    out.panel = document.querySelector("#kernel .kernel-details p").textContent;
+  } catch (e) {
+    out.error = String((e && e.stack) || e);
+  }
+  document.body.setAttribute("data-look", JSON.stringify(out));
+});
+</script>"""
+
+
+def test_report_cosmetics(browser, dumps, tmp_path):
+    bad = dumps("bad")
+    path = tmp_path / "r.html"
+    inspect("report", bad, "--against", dumps("clean"), "-o", path, expect=0)
+    path.write_text(path.read_text().replace("</body>", LOOK + "</body>"))
+    muls = first_of(bad / "step1" / "rank", "Muls")
+    dom = browser.dump_dom(path, f"#rank=rank&step=all&kernel={muls}")
+    out = json.loads(dom.find("body").attrs["data-look"])
+    assert "error" not in out, out["error"]
+    assert out["placeholder"] <= out["room"], out  # the filter's placeholder is not cut
+    # The lines stop where the NaN region begins (a pale dashed line was drawn across it).
+    assert out["crossing"] and set(out["crossing"]) == {"transparent"}, out["crossing"]
+    # One phrase, not two labels run together ("outputs hold NaN outputs hold Inf").
+    assert out["panel"].endswith("launch_index %d; outputs hold NaN and Inf" %
+                                 load_dump(bad / "step1" / "rank")["data"][muls]["launch"]["index"]), out["panel"]
+
+
+def test_flight_record_counts_agree_with_the_shim(browser, tmp_path):
+    run = shimtest.run_train(tmp_path / "flight", "--steps", "2", "--overflow-at", "1", task="flight")
+    m = re.search(r"flight record: overflow: .*; written with the (\d+) kernels before it", run.stderr)
+    assert m, run.stderr
+    before = int(m.group(1))
+    root = Path(run.dump.root)
+    assert f"{before + 1} kernel(s) recorded" in inspect("summary", root, expect=0).stdout
+    path = tmp_path / "f.html"
+    inspect("report", root, "-o", path, expect=0)
+    dom = browser.dump_dom(path, "")
+    shown = dom.find(cls="record-count").text()
+    assert shown == f"{before + 1} kernel(s) recorded, in launch order: the trigger and the {before} before it", shown

@@ -61,6 +61,11 @@
     return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
   }
   const bad = (v) => typeof v === "number" && !Number.isFinite(v);
+  // "outputs hold NaN and Inf; inputs hold NaN/Inf": one phrase for a kernel's flags (two labels once ran together).
+  function nonFiniteText(fl) {
+    const outs = [fl & FLAG_NAN ? "NaN" : "", fl & FLAG_INF ? "Inf" : ""].filter((s) => s).join(" and ");
+    return [outs ? "outputs hold " + outs : "", fl & FLAG_INPUT ? "inputs hold NaN/Inf" : ""].filter((s) => s).join("; ");
+  }
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -187,7 +192,8 @@
     arr.push({ x, y, k });
   }
   // A line over kernels. `gaps` (optional): gaps[k] counts the kernels before view index k whose outputs hold NaN/Inf;
-  // a segment of the line that passes over one of them (it has no value to draw there) is dashed and pale.
+  // a segment of the line that passes over one of them (it has no value to draw there) is not drawn: the line stops
+  // where the NaN/Inf region begins and starts again after it (the markers show the region).
   function lineSet(label, data, color, gaps) {
     const ds = { label, data, borderColor: color, backgroundColor: color, borderWidth: 1, pointRadius: 0,
                  pointHoverRadius: 3, pointHitRadius: 3, yAxisID: "y" };
@@ -197,8 +203,7 @@
         const a = ds.data[ctx.p0DataIndex], b = ds.data[ctx.p1DataIndex];
         return a && b && gaps[b.k] - gaps[a.k + 1] > 0;
       };
-      ds.segment = { borderDash: (ctx) => (crosses(ctx) ? [3, 4] : undefined),
-                     borderColor: (ctx) => (crosses(ctx) ? color + "66" : undefined) };
+      ds.segment = { borderColor: (ctx) => (crosses(ctx) ? "transparent" : undefined) };
     }
     return ds;
   }
@@ -252,7 +257,7 @@
         const lines = [`${f.info.label}, launch_index ${f.x[p]}`,
                        `Norm ${short(f.norm[p])}   Max ${short(f.max[p])}   Min ${short(f.min[p])}`];
         if (f.flags[p] & (FLAG_NAN | FLAG_INF))
-          lines.push((f.flags[p] & FLAG_NAN ? "outputs hold NaN " : "") + (f.flags[p] & FLAG_INF ? "outputs hold Inf" : ""));
+          lines.push(nonFiniteText(f.flags[p]));
         if (f.rel && f.rel[p] !== null) lines.push(`relative difference ${short(f.rel[p])} (${f.where[p]})`);
         return lines;
       },
@@ -416,9 +421,7 @@
     const f = folder(fi), name = kernelName(f, pos), box = el("div", { class: "kernel-details" });
     const fl = f.flags[pos];
     box.append(el("p", {}, el("b", { class: "kernel-name", text: name }), ` ${f.info.label}, launch_index ${f.x[pos]}`,
-                  fl & FLAG_NAN ? el("span", { class: "bad", text: " outputs hold NaN" }) : null,
-                  fl & FLAG_INF ? el("span", { class: "bad", text: " outputs hold Inf" }) : null,
-                  fl & FLAG_INPUT ? el("span", { class: "bad", text: " inputs hold NaN/Inf" }) : null));
+                  fl & (FLAG_NAN | FLAG_INF | FLAG_INPUT) ? el("span", { class: "bad", text: "; " + nonFiniteText(fl) }) : null));
     const rows = f.tensors[String(pos)];
     if (rows) {
       box.append(tensorTable(rows));
@@ -577,7 +580,11 @@
       const box = el("div", { class: "record", id: "flight-" + ri });
       box.append(el("h3", { class: "trigger", text: `${rec.rank}: ${rec.trigger_text}` }));
       if (rec.overflow) box.append(el("p", { class: "overflow", text: rec.overflow }));
-      box.append(el("p", { class: "hint", text: `${rec.kernels.length} kernel(s) recorded before the trigger, in launch order` }));
+      // The shim says "written with the N kernels before it": the trigger kernel is one of the record's, not before it.
+      const withTrigger = rec.trigger_kernel && rec.kernels.some((k) => k.name === rec.trigger_kernel);
+      box.append(el("p", { class: "hint record-count", text: withTrigger
+        ? `${rec.kernels.length} kernel(s) recorded, in launch order: the trigger and the ${rec.kernels.length - 1} before it`
+        : `${rec.kernels.length} kernel(s) recorded before the trigger, in launch order` }));
       const canvas = el("canvas");
       box.append(el("div", { class: "chart small" }, canvas));
       const t = el("table", { class: "flight-kernels" });
