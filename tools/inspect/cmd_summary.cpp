@@ -22,16 +22,21 @@ namespace msprobe::tools {
 
 const std::string_view kSummaryHelp = R"(usage: msprobe-inspect summary DIR [--json]
 
-What a dump holds: steps, ranks, kernels per op type, tensor files and their bytes, the task, and for each rank
+What a dump holds: steps, ranks, kernels per op type, tensor files and their bytes, the task, the summary mode
+(md5 when the tensors carry their CRC-32: MSPROBE_SUMMARY_MODE=md5), and for each rank
 the first kernel (by step, then launch_index) whose statistics hold a NaN or an infinity (Max, Min, Mean or Norm),
 with its stack when stack.json records one.
 
 A flight record (MSPROBE_TASK=flight: kernels carrying flight_trigger) is named as one, with each record (per rank
-and trigger): the trigger (overflow in KERNEL at step S with its overflow text, exit, or signal NAME), how many
-kernels it kept, the steps and launch_index range they span, and the kernels with a flight_note.
+and trigger): the trigger (overflow in KERNEL at step S with its overflow text; with MSPROBE_FLIGHT_ON_EXIT=1 also
+exit, signal NAME, or the call that took the device back: aclFinalize, aclrtResetDevice...), how many kernels it kept
+(the trigger kernel among them), the steps and launch_index range they span, and the kernels with a flight_note.
 
   DIR        the dump root (step*/rank*/), one step folder, or one rank folder
   --json     print one JSON object instead of text
+
+A folder whose dump.json is still being written by a running process, or was cut by a killed run, is read up to
+its last complete kernel and named at the end (exit status 1 for a killed run's, 0 for one still being written).
 
 Reads dump.json only (streamed; tensor files are counted, never opened). A progress line is drawn on stderr
 for long scans when stderr is a terminal.
