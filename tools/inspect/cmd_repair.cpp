@@ -11,6 +11,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/folder_log.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/json_reader.h"
 #include "tools/reader/repair.h"
 
 namespace msprobe::tools {
@@ -31,8 +32,9 @@ dump.json is the truth, and every other file is made to agree with it:
 Nothing is deleted: files taken out of a folder (those tensor files, the original mapping.csv, temporaries of a
 rewrite the kill cut short) are moved into its repair_set_aside/ folder, which no reader of the dump looks in, and
 listed one a line. A folder begun with no kernel in it when the run died (no entry, no tensor file) is removed.
-The rank lock files a killed run leaves in the dump root (.msprobe_shim.{rank}.lock) are removed. The folders of
-a rank whose run is still going (its lock is held) are left alone: repair them after the run ends.
+The rank lock files a killed run leaves in the dump root (.msprobe_shim.{rank}.lock) are removed. The folders a
+run that is still going is writing (its lock is held, dump.json not closed) are left alone: repair them after the
+run ends (the folders it has closed are finished, and left as they are).
 Each json file changed is first copied to FILE.bak (FILE.bak.1, ... if that exists), then replaced atomically.
 After a repair, 'msprobe-inspect verify' passes on what survived.
 
@@ -63,8 +65,21 @@ void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
   }
 }
 
+// Whether the folder's dump.json is closed (a run closes a step's folder when the step ends, while it goes on).
+bool dump_closed(const RankDir &d) {
+  std::error_code ec;
+  if (!fs::is_regular_file(d.path / format::kDumpJson, ec)) return false;
+  const MappedFile f(d.path / format::kDumpJson);
+  return repair_journal(f.text(), JournalKind::DumpJson).state == JournalRepair::State::Intact;
+}
+
 void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairTally &t) {
   if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
+    // The run still holds the rank: a folder it closed is finished and left as it is, one it is writing is left alone.
+    if (dump_closed(d)) {
+      ++t.intact;
+      return;
+    }
     ++t.busy;
     log.say("being written by a running process (%s): left alone; repair it after the run ends",
             lock->owner_text().c_str());

@@ -482,3 +482,25 @@ def test_flight_record_counts_agree_with_the_shim(browser, tmp_path):
     dom = browser.dump_dom(path, "")
     shown = dom.find(cls="record-count").text()
     assert shown == f"{before + 1} kernel(s) recorded, in launch order: the trigger and the {before} before it", shown
+
+
+def test_repair_of_a_live_run_leaves_only_the_folder_being_written(dumps, tmp_path):
+    """A run that goes on holds its rank's lock; the steps it closed are finished (the capture side closes a step's
+    files when the step ends) and are not "being written": only the open folder is left alone."""
+    import fcntl
+    root = copy_of(dumps("clean"), tmp_path)
+    last = root / "step2" / "rank" / "dump.json"
+    last.write_text(last.read_text()[:-4] + ",\n")  # reopened: the journal of the step being written
+    lock = root / ".msprobe_shim.rank.lock"
+    lock.write_text(f"{os.getpid()}\n")
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        r = inspect("repair", root, expect=1).stdout
+        assert f"step2/rank: being written by a running process (pid {os.getpid()}): left alone" in r, r
+        assert "step0/rank:" not in r and "step1/rank:" not in r, r
+        assert ", 1 folder(s) still being written" in r and " 0 repaired, 0 cannot" in r, r
+        s = inspect("summary", root, expect=0).stdout
+        assert f"step2/rank: being written by a running process (pid {os.getpid()}): its " in s, s
+    finally:
+        os.close(fd)
