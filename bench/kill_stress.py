@@ -51,7 +51,7 @@ def main():
     print(f"  folders {total['folders']}, kernels {total['kernels']}, tensors checked {total['tensors']}")
     print(f"  repair: dump.json closed {total['dump_repaired']}, construct.json rebuilt {total['construct_rebuilt']} "
           f"(one kernel behind dump.json: {total['construct_behind']}), stack.json filtered {total['stack_filtered']}, "
-          f"stack.json missing {total['stack_missing']}, kills with tensor files of an unwritten kernel removed "
+          f"stack.json missing {total['stack_missing']}, kills with tensor files of unwritten kernels set aside "
           f"{total['files_removed']}, empty folders removed {total['folders_removed']}")
     for f in failures:
         print("\n" + f)

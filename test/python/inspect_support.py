@@ -96,6 +96,31 @@ def stack_of(folder, kernel):
     return None
 
 
+def frame_line(frame):
+    """A stack.json frame as every msprobe-inspect command and the report print it (docs/inspect.md, "Stacks"): on one
+    line, the line break of a Python frame ("File F, line N, in Q, \\n source") and the white space around it one space;
+    a frame without a source line loses the separator's comma."""
+    import re
+    line = re.sub(r"[ \t]*[\r\n][ \t\r\n]*", " ", frame).rstrip()
+    if "\n" in frame and not frame.split("\n", 1)[1].strip() and line.endswith(","):
+        line = line[:-1]
+    return line
+
+
+def user_frame(frames):
+    """The innermost frame of the user's own code, as docs/inspect.md "Stacks" defines it: the innermost Python frame in
+    the folder of the main script (the outermost Python frame outside the standard library and installed packages)."""
+    import re
+    files = [re.match(r"File (.*?), line \d+, in ", f) for f in frames]
+    library = lambda p: (p.startswith("<") or "-packages/" in p or "/msprobe_shim/" in p  # noqa: E731
+                         or re.search(r"/lib(64)?/python\d", p) is not None)
+    mine = [m.group(1) for m in files if m and not library(m.group(1))]
+    if not mine:
+        return frames[0] if frames else None
+    home = os.path.dirname(mine[-1])
+    return next(f for f, m in zip(frames, files) if m and not library(m.group(1)) and os.path.dirname(m.group(1)) == home)
+
+
 def to_old_form(src, dst):
     """A copy of dump `src` in `dst` as the shim wrote dumps before issue 27: kernel names without their ".forward"
     token (dump.json, stack.json, construct.json and tensor file names alike), the launch fields at each entry's top

@@ -96,6 +96,16 @@ DirAndFlag parse_dir_and_flag(std::span<char *const> argv, std::string_view flag
   return {args.positional[0], args.flag(flag)};
 }
 
+bool say_shortfalls(std::string_view command, std::span<const Shortfall> shortfalls) {
+  bool damage = false;
+  for (const Shortfall &s : shortfalls) {
+    std::fprintf(stderr, "msprobe-inspect %.*s: %s\n", static_cast<int>(command.size()), command.data(),
+                 s.text().c_str());
+    damage = damage || s.damage();
+  }
+  return damage;
+}
+
 // ---- Progress -------------------------------------------------------------------------------------------------------
 Progress::Progress(std::string label, uint64_t total)
     : label_(std::move(label)),

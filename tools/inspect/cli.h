@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tools/reader/partial_read.h"
+
 namespace msprobe::tools {
 
 // Exit codes: 0 done (for verify: the dump is intact), 1 the command ran and found problems (verify, repair,
@@ -73,6 +75,11 @@ class Progress {
   bool enabled_, shown_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
+
+// The folders a command read only in part (tools/reader/partial_read.h: being written, not closed, damaged), one line
+// each on stderr: "msprobe-inspect COMMAND: step1/rank0: being written by a running process (pid 42): ...". Returns
+// whether one of them is damage (a folder not closed or damaged), which the commands that report problems count.
+bool say_shortfalls(std::string_view command, std::span<const Shortfall> shortfalls);
 
 // A number for CSV and terminal output: shortest round trip, "N/A" for a missing value (msprobe's spelling).
 std::string metric_text(std::optional<double> v);

@@ -13,11 +13,12 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/compare.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
 const std::string_view kCompareHelp =
-    R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR]
+    R"(usage: msprobe-inspect compare A B [--atol X] [--cos X] [--stat-rtol X] [--out DIR] [--fail-on-diff]
 
 Matches the kernels of dump A (the "NPU" side, e.g. the run under test) with those of dump B (the "Bench" side,
 e.g. the reference run) by step, rank and kernel name ({OpType}.{OpName}.{n}.forward: the same in every run of the
@@ -37,24 +38,32 @@ Per tensor:
   --cos X        cosine threshold (default 0.99)
   --stat-rtol X  statistics: relative difference that counts as a divergence (default 0.0001)
   --out DIR      where the CSV files go (default: the current directory; created if missing)
+  --fail-on-diff exit 1 when the dumps differ: a tensor that does not pass, or a kernel or folder on one side only
 
 Writes compare_result_{timestamp}.csv (one row per tensor: names, dtypes, shapes, the main metrics, Result,
 Err_message) and compare_details_{timestamp}.csv (one row per tensor with every metric, both sides'
 statistics, CRCs, launch indexes and file names). Prints counts, the kernels found on one side only, and the first
-diverging kernel in launch order (the first whose tensors are not all "pass") with both stacks when recorded.
+diverging kernel in launch order (the first whose tensors are not all "pass") with its stack (both runs' when they differ).
 
-Exit status 0 when the comparison ran (whatever it found), 2 on bad input.
+Exit status 0 when the comparison ran (whatever it found; with --fail-on-diff, 1 when the dumps differ; 1 when a
+folder was read only in part because its dump.json was not closed or is damaged), 2 on bad input.
 )";
 
 namespace compare {
 namespace {
 
-// A failing tensor of the first diverging kernel, for the terminal.
+// The first diverging kernel of a folder pair, for the terminal: a kernel both runs have whose tensors are not all
+// "pass" (`lines`: the failing ones), or a kernel only one run has (`only_in` "A" or "B") launched where the runs part,
+// before such a kernel whose inputs already differ (`then`).
 struct Divergence {
   std::string folder, kernel;
   uint64_t step = 0, launch_index = UINT64_MAX;
   size_t pair = 0;
   std::vector<std::string> lines;
+  bool inputs_differ = false;
+  uint64_t b_launch_index = UINT64_MAX;  // its pair's in B
+  std::string only_in;
+  std::vector<Divergence> then;  // at most one
 };
 
 // ---- Options and plan -----------------------------------------------------------------------------------------------
@@ -62,10 +71,12 @@ struct CompareOptions {
   std::string a, b;
   Thresholds th;
   fs::path out_dir;
+  bool fail_on_diff = false;
 };
 
 CompareOptions parse_options(std::span<char *const> argv) {
-  static const OptionSpec kOptions[] = {{"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}};
+  static const OptionSpec kOptions[] = {
+      {"--atol", true}, {"--cos", true}, {"--stat-rtol", true}, {"--out", true}, {"--fail-on-diff", false}};
   const Args args = parse_args(argv, kOptions);
   expect_positional(args, 2, "A B (two dumps)");
   CompareOptions o;
@@ -75,6 +86,7 @@ CompareOptions parse_options(std::span<char *const> argv) {
   o.th.cosine = args.number("--cos", o.th.cosine, -1, 1);
   o.th.stat_rtol = args.number("--stat-rtol", o.th.stat_rtol, 0, 1e308);
   o.out_dir = args.value("--out").value_or(".");
+  o.fail_on_diff = args.flag("--fail-on-diff");
   return o;
 }
 
@@ -108,6 +120,8 @@ struct CompareTally {
   std::string mode;  // "tensor", "statistics" or "mixed"; empty when no folder was compared
   std::optional<Divergence> first;
   std::vector<Divergence> per_folder;
+  std::vector<std::string> partial;  // "A step1/rank: being written by ...": folders read only in part
+  bool damaged = false;              // one of them was not closed or is damaged
 };
 
 RowResult unmatched(std::string message) {
@@ -133,8 +147,10 @@ class PairComparison {
     for (const KernelInfo &kb : B_.kernels) {
       if (A_.index.count(std::string(format::kernel_stem(kb.name)))) continue;
       tally_.kernels_only_b.push_back(folder_ + " " + kb.name);
+      if (!first_only_b_) first_only_b_ = &kb;
       for (const TensorInfo &t : kb.tensors) write({nullptr, nullptr, &kb, &t}, unmatched("No NPU data matched."));
     }
+    blame_parting();
     if (!first_) return;
     if (!tally_.first ||
         std::pair(first_->step, first_->launch_index) < std::pair(tally_.first->step, tally_.first->launch_index))
@@ -148,17 +164,54 @@ class PairComparison {
     auto it = B_.index.find(std::string(format::kernel_stem(ka.name)));
     if (it == B_.index.end()) {
       tally_.kernels_only_a.push_back(folder_ + " " + ka.name);
+      if (!first_only_a_) first_only_a_ = &ka;
       for (const TensorInfo &t : ka.tensors) write({&ka, &t, nullptr, nullptr}, unmatched("No bench data matched."));
       return;
     }
     ++tally_.matched;
-    std::vector<std::string> failing = tensors(ka, B_.kernels[it->second]);
+    bool inputs_differ = false;
+    std::vector<std::string> failing = tensors(ka, B_.kernels[it->second], inputs_differ);
     if (failing.empty() || first_) return;
-    first_ = Divergence{folder_, ka.name, A_.dir->step.value_or(0), ka.launch_index, pair_, std::move(failing)};
+    first_ = divergence(ka);
+    first_->lines = std::move(failing);
+    first_->inputs_differ = inputs_differ;
+    first_->b_launch_index = B_.kernels[it->second].launch_index;
   }
 
-  // The rows of two matched kernels; returns the lines of the tensors that diverge.
-  std::vector<std::string> tensors(const KernelInfo &ka, const KernelInfo &kb) {
+  Divergence divergence(const KernelInfo &k) const {
+    Divergence d;
+    d.folder = folder_;
+    d.kernel = k.name;
+    d.step = A_.dir->step.value_or(0);
+    d.launch_index = k.launch_index;
+    d.pair = pair_;
+    return d;
+  }
+
+  // When the first diverging kernel was given inputs that already differ and a kernel only one run has was launched
+  // before it (in that run's launch order, which agrees with the other's up to where the runs part), the first such
+  // kernel is the likeliest origin: it is named first, the kernel both runs have after it.
+  void blame_parting() {
+    if (!first_ || !first_->inputs_differ) return;
+    const KernelInfo *a = first_only_a_ && first_only_a_->launch_index < first_->launch_index ? first_only_a_ : nullptr;
+    const KernelInfo *b =
+        first_only_b_ && first_only_b_->launch_index < first_->b_launch_index ? first_only_b_ : nullptr;
+    if (!a && !b) return;
+    const bool in_a = a && (!b || a->launch_index <= b->launch_index);
+    const KernelInfo &k = in_a ? *a : *b;
+    Divergence d = divergence(k);
+    d.only_in = in_a ? "A" : "B";
+    d.lines.push_back("run " + std::string(in_a ? "B" : "A") +
+                      " has no kernel of this name, and it was launched where the runs part: the first kernel both " +
+                      "runs have that diverges after it, " + first_->kernel + " (launch_index " +
+                      std::to_string(first_->launch_index) +
+                      "), was given inputs that already differ. The likeliest cause.");
+    d.then.push_back(std::move(*first_));
+    first_ = std::move(d);
+  }
+
+  // The rows of two matched kernels; returns the lines of the tensors that diverge (`inputs_differ`: an input does).
+  std::vector<std::string> tensors(const KernelInfo &ka, const KernelInfo &kb, bool &inputs_differ) {
     std::unordered_map<std::string, const TensorInfo *> b_tensors;
     for (const TensorInfo &t : kb.tensors) b_tensors.emplace(t.row_suffix(), &t);
     std::vector<std::string> failing;
@@ -172,7 +225,9 @@ class PairComparison {
       b_tensors.erase(bt);
       const RowResult r = compare_tensor(A_, ta, B_, tb, th_);
       write({&ka, &ta, &kb, &tb}, r);
-      if (diverges(r.verdict)) failing.push_back(failing_line(ta, r));
+      if (!diverges(r.verdict)) continue;
+      failing.push_back(failing_line(ta, r));
+      inputs_differ = inputs_differ || ta.io == format::IoKind::Input;
     }
     for (const TensorInfo &tb : kb.tensors)
       if (b_tensors.count(tb.row_suffix())) write({&ka, nullptr, &kb, &tb}, unmatched("No NPU data matched."));
@@ -205,6 +260,7 @@ class PairComparison {
   CompareTally &tally_;
   std::string step_, rank_, folder_;  // the rows' Step and Rank cells; the folder as listed
   std::optional<Divergence> first_;
+  const KernelInfo *first_only_a_ = nullptr, *first_only_b_ = nullptr;  // in launch order
 };
 
 void note_mode(const Side &A, const Side &B, std::string &mode) {
@@ -226,6 +282,11 @@ CompareTally run_plan(const ComparePlan &p, const Thresholds &th) {
     const Side A = load_side(*p.pairs[i].first, progress, done_bytes);
     const Side B = load_side(*p.pairs[i].second, progress, done_bytes);
     note_mode(A, B, tally.mode);
+    for (const Side *s : {&A, &B})
+      if (s->partial) {
+        tally.partial.push_back((s == &A ? "A " : "B ") + s->partial->text());
+        tally.damaged = tally.damaged || s->partial->damage();
+      }
     PairComparison(A, B, i, th, result_csv, details_csv, tally).run();
   }
   progress.finish();
@@ -235,28 +296,54 @@ CompareTally run_plan(const ComparePlan &p, const Thresholds &th) {
 }
 
 // ---- Report ---------------------------------------------------------------------------------------------------------
-void print_first_divergence(const ComparePlan &p, const CompareTally &t) {
-  const Divergence &first = *t.first;
-  std::printf("first diverging kernel (launch order): %s %s (launch_index %s)\n", first.folder.c_str(),
-              first.kernel.c_str(),
-              first.launch_index == UINT64_MAX ? "?" : std::to_string(first.launch_index).c_str());
-  for (const std::string &l : first.lines) std::printf("  %s\n", l.c_str());
-  auto print_stack = [&](const char *side, const RankDir &dir) {
-    const auto frames = find_stack(dir, first.kernel);
-    if (!frames) {
+// " at {the innermost frame of the user's own code}" of a kernel of A, or nothing when no stack is recorded.
+std::string where_text(const RankDir &dir, const std::string &kernel) {
+  const std::optional<std::vector<std::string>> frames = find_stack(dir, kernel);
+  const std::optional<size_t> user = frames ? user_frame(*frames) : std::nullopt;
+  return user ? " at " + frame_line((*frames)[*user]) : std::string();
+}
+
+// Both runs' stacks of the kernel; one when they are the same (the usual case: the same program).
+void print_stacks(const std::optional<std::vector<std::string>> &a, const std::optional<std::vector<std::string>> &b) {
+  if (a && b && *a == *b) {
+    std::printf("  stack (the same in A and B):\n%s", stack_text(*a, "    ").c_str());
+    return;
+  }
+  for (const auto &[side, frames] : {std::pair{"A", &a}, std::pair{"B", &b}}) {
+    if (*frames)
+      std::printf("  %s stack:\n%s", side, stack_text(**frames, "    ").c_str());
+    else
       std::printf("  %s stack: not recorded\n", side);
-      return;
-    }
-    std::printf("  %s stack:\n", side);
-    for (const std::string &f : *frames) std::printf("    %s\n", f.c_str());
-  };
-  print_stack("A", *p.pairs[first.pair].first);
-  print_stack("B", *p.pairs[first.pair].second);
+  }
+}
+
+// The folder of the run that has the kernel: A's, or B's for a kernel only B has.
+const RankDir &home_of(const ComparePlan &p, const Divergence &d) {
+  return d.only_in == "B" ? *p.pairs[d.pair].second : *p.pairs[d.pair].first;
+}
+
+void print_divergence(const ComparePlan &p, const Divergence &d, const char *heading) {
+  std::printf("%s: %s %s (launch_index %s)%s\n", heading, d.folder.c_str(), d.kernel.c_str(),
+              d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str(),
+              d.only_in.empty() ? "" : (": only in " + d.only_in).c_str());
+  for (const std::string &l : d.lines) std::printf("  %s\n", l.c_str());
+  if (d.only_in.empty()) {
+    print_stacks(find_stack(*p.pairs[d.pair].first, d.kernel), find_stack(*p.pairs[d.pair].second, d.kernel));
+  } else if (const auto frames = find_stack(home_of(p, d), d.kernel)) {
+    std::printf("  stack (%s):\n%s", d.only_in.c_str(), stack_text(*frames, "    ").c_str());
+  }
+  for (const Divergence &then : d.then) print_divergence(p, then, "then the first kernel both runs have that diverges");
+}
+
+void print_first_divergence(const ComparePlan &p, const CompareTally &t) {
+  print_divergence(p, *t.first, "first diverging kernel (launch order)");
   if (t.per_folder.size() > 1) {
     std::printf("first diverging kernel per folder:\n");
     for (const Divergence &d : t.per_folder)
-      std::printf("  %s %s (launch_index %s)\n", d.folder.c_str(), d.kernel.c_str(),
-                  d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str());
+      std::printf("  %s %s (launch_index %s)%s%s\n", d.folder.c_str(), d.kernel.c_str(),
+                  d.launch_index == UINT64_MAX ? "?" : std::to_string(d.launch_index).c_str(),
+                  d.only_in.empty() ? "" : (" only in " + d.only_in).c_str(),
+                  where_text(home_of(p, d), d.kernel).c_str());
   }
 }
 
@@ -274,6 +361,8 @@ void report(const ComparePlan &p, const CompareTally &t) {
     for (size_t i = 0; i < v.size() && i < 20; ++i) std::printf("kernel only in %s: %s\n", side, v[i].c_str());
     if (v.size() > 20) std::printf("... and %zu more kernels only in %s (see the CSV files)\n", v.size() - 20, side);
   };
+  for (const std::string &s : t.partial)
+    std::printf("read in part: %s (its kernels not read are counted on the other side only)\n", s.c_str());
   list_only("A", t.kernels_only_a);
   list_only("B", t.kernels_only_b);
   if (!t.first)
@@ -291,7 +380,10 @@ int run_compare(std::span<char *const> argv) {
   const compare::ComparePlan plan = compare::make_plan(options);
   const compare::CompareTally tally = compare::run_plan(plan, options.th);
   compare::report(plan, tally);
-  return kExitOk;
+  // --fail-on-diff: the dumps differ when a tensor does not pass or a kernel or folder is on one side only.
+  const bool differ = tally.first || !tally.kernels_only_a.empty() || !tally.kernels_only_b.empty() ||
+                      !plan.folders_only_a.empty() || !plan.folders_only_b.empty();
+  return tally.damaged || (options.fail_on_diff && differ) ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

@@ -1,6 +1,7 @@
 // convert DIR: .bin tensor files (MSPROBE_FILE_FORMAT=bin) and .lz4 ones (MSPROBE_COMPRESS=lz4) to .npy, dump.json
 // and mapping.csv updated to match.
 #include <cstdio>
+#include <set>
 #include <string>
 #include <system_error>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/folder_log.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/partial_read.h"
 #include "tools/reader/repair.h"
 #include "tools/reader/tensor_data.h"
 
@@ -90,6 +92,8 @@ std::string with_npy_suffix(const std::string &name) {
 
 struct ConvertTally {
   uint64_t converted = 0, failed = 0, already_npy = 0;
+  uint64_t busy = 0, damaged = 0;  // folders being written (left alone), not closed or damaged (converted in part)
+  std::set<std::string> tasks;     // dump.json's task of every folder, to say why there was nothing to convert
 };
 
 // A tensor file to turn into .npy.
@@ -102,6 +106,7 @@ struct Job {
 std::vector<Job> plan_folder(const RankDir &d, const FolderLog &log, ConvertTally &t) {
   std::vector<Job> jobs;
   DumpCallbacks cb;
+  cb.on_header = [&](const DumpHeaderRead &h) { t.tasks.insert(h.task); };
   cb.on_record = [&](KernelRecord &&k) {
     for (TensorInfo &ti : k.tensors) {
       if (!ti.data_name) continue;
@@ -118,7 +123,17 @@ std::vector<Job> plan_folder(const RankDir &d, const FolderLog &log, ConvertTall
     }
     return true;
   };
-  read_dump_json(d, cb);
+  const std::optional<Shortfall> partial = read_dump_json_partial(d, cb);
+  if (partial && !partial->damage()) {
+    // Its writer appends to dump.json: replacing the file would take the rest of its kernels from it.
+    log.say("%s; left alone: convert it after the run ends", partial->what().c_str());
+    ++t.busy;
+    return {};
+  }
+  if (partial) {
+    log.say("%s; the files of those are converted", partial->what().c_str());
+    ++t.damaged;
+  }
   return jobs;
 }
 
@@ -237,10 +252,22 @@ int run_convert(std::span<char *const> argv) {
   const std::vector<RankDir> dirs = find_rank_dirs(options.dir);
   ConvertTally t;
   for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { convert_folder(d, log, keep_bin, t); });
-  std::printf("convert: %llu converted, %llu already npy, %llu not converted\n",
+  std::printf("convert: %llu converted, %llu already npy, %llu not converted",
               static_cast<unsigned long long>(t.converted), static_cast<unsigned long long>(t.already_npy),
               static_cast<unsigned long long>(t.failed));
-  return t.failed ? kExitFindings : kExitOk;
+  if (t.busy) std::printf(", %llu folder(s) still being written", static_cast<unsigned long long>(t.busy));
+  if (t.damaged) std::printf(", %llu folder(s) read in part", static_cast<unsigned long long>(t.damaged));
+  std::printf("\n");
+  if (t.converted + t.already_npy + t.failed == 0 && !t.busy) {
+    std::string tasks;
+    for (const std::string &task : t.tasks) tasks += (tasks.empty() ? "" : ", ") + task;
+    std::printf(
+        "nothing to convert: no tensor of this dump has a file (task %s). convert turns the .bin and .lz4 tensor "
+        "files of a tensor-task dump (MSPROBE_TASK=tensor with MSPROBE_FILE_FORMAT=bin or MSPROBE_COMPRESS=lz4) "
+        "into .npy\n",
+        tasks.empty() ? "?" : tasks.c_str());
+  }
+  return t.failed || t.busy || t.damaged ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

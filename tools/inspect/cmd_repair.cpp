@@ -11,6 +11,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/folder_log.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/json_reader.h"
 #include "tools/reader/repair.h"
 
 namespace msprobe::tools {
@@ -25,15 +26,19 @@ dump.json is the truth, and every other file is made to agree with it:
                   (it is appended to just after dump.json, so a kill can leave it one kernel behind);
   stack.json      written whole every second or so: a folder with none gets an empty one, and kernels that
                   dump.json lacks are dropped from it;
-  dump_tensor_data/  in a folder whose dump.json was not closed, the files (and mapping.csv rows) of the kernel
-                  being written when the run died, which no data_name names, are removed.
-A folder begun with no kernel in it when the run died is removed, and so are temporaries of cut rewrites.
-The rank lock files a killed run leaves in the dump root (.msprobe_shim.{rank}.lock) are removed. The folders of
-a rank whose run is still going (its lock is held) are left alone: repair them after the run ends.
+  dump_tensor_data/  in a folder whose dump.json was not closed, the files of the kernels being written when the
+                  run died (the writer works on several at once), which no data_name names, and their mapping.csv
+                  rows are taken out of it.
+Nothing is deleted: files taken out of a folder (those tensor files, the original mapping.csv, temporaries of a
+rewrite the kill cut short) are moved into its repair_set_aside/ folder, which no reader of the dump looks in, and
+listed one a line. A folder begun with no kernel in it when the run died (no entry, no tensor file) is removed.
+The rank lock files a killed run leaves in the dump root (.msprobe_shim.{rank}.lock) are removed. The folders a
+run that is still going is writing (its lock is held, dump.json not closed) are left alone: repair them after the
+run ends (the folders it has closed are finished, and left as they are).
 Each json file changed is first copied to FILE.bak (FILE.bak.1, ... if that exists), then replaced atomically.
 After a repair, 'msprobe-inspect verify' passes on what survived.
 
-  --dry-run   say what would be done, change nothing
+  --dry-run   say what would be done, change nothing (the files that would be set aside are listed)
 
 Prints one line per file acted on. Exit status 0 when every folder is intact or repaired, 1 when one cannot be
 (dump.json is not a journal, or not even its first line survived while the folder holds kernels) or is still
@@ -45,10 +50,8 @@ namespace {
 
 struct RepairTally {
   int unrecoverable = 0, repaired = 0, intact = 0, removed = 0, busy = 0;
+  uint64_t set_aside = 0;
 };
-
-// "pid N" of a lock's owner, as its file names it.
-std::string owner_text(const RankLock &lock) { return lock.owner.empty() ? "pid unknown" : "pid " + lock.owner; }
 
 // Folders begun with no dump.json yet: readers skip them, repair removes them.
 void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
@@ -62,11 +65,24 @@ void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
   }
 }
 
+// Whether the folder's dump.json is closed (a run closes a step's folder when the step ends, while it goes on).
+bool dump_closed(const RankDir &d) {
+  std::error_code ec;
+  if (!fs::is_regular_file(d.path / format::kDumpJson, ec)) return false;
+  const MappedFile f(d.path / format::kDumpJson);
+  return repair_journal(f.text(), JournalKind::DumpJson).state == JournalRepair::State::Intact;
+}
+
 void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairTally &t) {
   if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
+    // The run still holds the rank: a folder it closed is finished and left as it is, one it is writing is left alone.
+    if (dump_closed(d)) {
+      ++t.intact;
+      return;
+    }
     ++t.busy;
     log.say("being written by a running process (%s): left alone; repair it after the run ends",
-            owner_text(*lock).c_str());
+            lock->owner_text().c_str());
     return;
   }
   const FolderRepair r = repair_rank_folder(d.path, dry_run);
@@ -80,6 +96,7 @@ void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairT
   t.repaired += r.repaired;
   t.unrecoverable += r.unrecoverable;
   t.removed += r.removed;
+  t.set_aside += r.set_aside;
 }
 
 // The rank lock files in the dump root (or above the step folder given).
@@ -98,13 +115,13 @@ void remove_stale_locks(const fs::path &root, bool dry_run, bool no_folders, Rep
       if (no_folders) {
         ++t.busy;
         std::printf("%s: held by a running process (%s): left alone; repair after the run ends\n",
-                    lock.path.filename().string().c_str(), owner_text(lock).c_str());
+                    lock.path.filename().string().c_str(), lock.owner_text().c_str());
       }
       continue;
     }
     const bool gone = !dry_run && remove_stale_lock(lock);
     std::printf("%s: a killed run's rank lock (%s): %s\n", lock.path.filename().string().c_str(),
-                owner_text(lock).c_str(),
+                lock.owner_text().c_str(),
                 dry_run ? "would be removed"
                 : gone  ? "removed"
                         : "could not be removed");
@@ -132,6 +149,9 @@ int run_repair(std::span<char *const> argv) {
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", t.intact, t.repaired,
               dry ? "to repair" : "repaired", t.unrecoverable);
   if (t.removed) std::printf(", %d empty folder(s) %s", t.removed, dry ? "to remove" : "removed");
+  if (t.set_aside)
+    std::printf(", %llu file(s) %s %s/ (nothing is deleted)", static_cast<unsigned long long>(t.set_aside),
+                dry ? "to set aside in" : "set aside in", std::string(kSetAsideDir).c_str());
   if (t.busy) std::printf(", %d folder(s) still being written", t.busy);
   std::printf("\n");
   return t.unrecoverable || t.busy ? kExitFindings : kExitOk;

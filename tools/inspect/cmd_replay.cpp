@@ -22,6 +22,7 @@
 #include "tools/inspect/replay.h"
 #include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -126,7 +127,7 @@ std::vector<Folder> read_headers(const std::vector<RankDir> &dirs) {
     DumpCallbacks cb;
     cb.on_header = [&](const DumpHeaderRead &h) { f.header = h; };
     cb.on_kernel = [](EntryRead &&) { return false; };
-    read_dump_json(dirs[i], cb);
+    read_dump_json_partial(dirs[i], cb);  // the header, also of a folder still being written
     const std::string tensor(format::task_name(format::Task::Tensor));
     if (f.header.task != tensor)
       throw InputError((dirs[i].path / format::kDumpJson).string() + ": task '" + f.header.task +
@@ -196,7 +197,7 @@ class PeerInputs {
         return false;
       };
       loaded.dir = p.dir;
-      loaded.header = read_dump_json(*p.dir, cb);
+      read_dump_json_partial(*p.dir, cb, &loaded.header);
       src = &loaded;
     }
     if (!found) return;
@@ -228,6 +229,7 @@ struct ReplayTally {
   bool stopped = false;              // --max-kernels left kernels undone
   std::vector<FlightKernel> flight;  // kernels written by a flight record, as their folders are read
   Outcomes outcomes;                 // every kernel judged, for the flight report
+  std::vector<Shortfall> partial;    // folders read only in part: their kernels so far are replayed
 };
 
 // Kernels from the resumed file count as they were recorded.
@@ -374,13 +376,13 @@ class ReplayRun {
   }
 
  private:
-  static void read_kernels(Folder &f) {
+  void read_kernels(Folder &f) {
     DumpCallbacks cb;
     cb.on_kernel = [&](EntryRead &&k) {
       f.kernels.push_back(std::move(k));
       return true;
     };
-    read_dump_json(*f.dir, cb);
+    if (std::optional<Shortfall> s = read_dump_json_partial(*f.dir, cb)) tally_.partial.push_back(std::move(*s));
     std::stable_sort(f.kernels.begin(), f.kernels.end(), [](const EntryRead &a, const EntryRead &b) {
       return a.launch_index.value_or(UINT64_MAX) < b.launch_index.value_or(UINT64_MAX);
     });
@@ -461,6 +463,7 @@ void print_counts(const ReplayPlan &p, const ReplayOptions &o, ReplayTally &t) {
       static_cast<unsigned long long>(t.statuses[Status::Warning]),
       static_cast<unsigned long long>(t.statuses[Status::Error]),
       static_cast<unsigned long long>(t.statuses[Status::Skip]));
+  for (const Shortfall &s : t.partial) std::printf("read in part: %s\n", s.text().c_str());
   if (t.stopped) {
     std::printf("stopped after --max-kernels %llu; resume with --csv-path %s\n",
                 static_cast<unsigned long long>(*o.max_kernels), p.result_path.string().c_str());
@@ -494,8 +497,7 @@ void print_failing(const ReplayPlan &p, std::vector<Listed> &failing) {
     if (l.lines.empty() && !l.message.empty()) std::printf("    %s\n", l.message.c_str());
     if (i < 10 && l.folder < p.folders.size()) {
       if (const auto frames = find_stack(*p.folders[l.folder].dir, l.name)) {
-        std::printf("    stack:\n");
-        for (const std::string &fr : *frames) std::printf("      %s\n", fr.c_str());
+        std::printf("    stack:\n%s", stack_text(*frames, "      ").c_str());
       }
     }
   }
@@ -521,7 +523,9 @@ int run_replay(std::span<char *const> argv) {
   std::printf("results: %s\n         %s\n", plan.result_path.string().c_str(), plan.details_path.string().c_str());
   replay::print_flight_report(plan.folders, std::move(tally.flight), tally.outcomes);
   using replay::Status;
-  return tally.statuses[Status::Error] + tally.statuses[Status::Warning] ? kExitFindings : kExitOk;
+  const bool damage =
+      std::any_of(tally.partial.begin(), tally.partial.end(), [](const Shortfall &s) { return s.damage(); });
+  return tally.statuses[Status::Error] + tally.statuses[Status::Warning] || damage ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

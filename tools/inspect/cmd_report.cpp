@@ -2,12 +2,14 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <system_error>
 
 #include "format/io.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/inspect/report.h"
 #include "tools/inspect/report_marks.h"
+#include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools {
 
@@ -36,6 +38,23 @@ Large dumps stay usable: the page draws at most a few points per pixel column, k
 largest value, and every NaN/Inf kernel is marked on its own.
 )";
 
+namespace {
+
+// The page, written whole or not at all; an error names the file asked for, not the temporary it is written through.
+void write_report(const fs::path &out, const std::string &html) {
+  const fs::path folder = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError(out.string() + ": cannot be written: its folder " + folder.string() + " does not exist");
+  try {
+    format::write_file_atomic(out, html);
+  } catch (const std::system_error &e) {
+    throw InputError(out.string() + ": cannot be written: " + e.code().message());
+  }
+}
+
+}  // namespace
+
 int run_report(std::span<char *const> argv) {
   static const OptionSpec kOptions[] = {{"--against", true}, {"-o", true},    {"--out", true},
                                         {"--atol", true},    {"--cos", true}, {"--stat-rtol", true}};
@@ -54,7 +73,7 @@ int run_report(std::span<char *const> argv) {
   r.first_nan = report::first_nan(root);
   if (against) r.first_diff = report::first_diff(root, *against, th);
   const std::string html = report::page_html(r);
-  format::write_file_atomic(out, html);
+  write_report(out, html);
 
   uint64_t kernels = 0, nan = 0, inf = 0;
   for (const report::FolderData &f : r.folders) kernels += f.kernels.size(), nan += f.nan, inf += f.inf;
@@ -76,8 +95,9 @@ int run_report(std::span<char *const> argv) {
       std::printf("first divergence: none (every matched kernel passes)\n");
   }
   if (!r.flight.empty()) std::printf("flight records: %zu\n", r.flight.size());
+  for (const std::string &p : r.partial) std::printf("read in part: %s\n", p.c_str());
   std::printf("written: %s (%s)\n", out.string().c_str(), human_bytes(html.size()).c_str());
-  return kExitOk;
+  return r.damaged ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

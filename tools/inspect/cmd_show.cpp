@@ -11,6 +11,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -21,8 +22,9 @@ values), its launch fields, its tensor files (with size, or "missing"), and its 
 
   KERNEL     a full kernel name (Gelu.Default.0), a unique prefix of one (Gelu.Def), or OpType#k: the k-th
              kernel of that op type in launch order, counting from 0 (Gelu#0 is the first Gelu)
-  --step N   look in step N (default: the first step of the dump)
-  --rank R   look in rank R (default: the first rank)
+  --step N   look in step N (N or stepN; default: every step, the first holding the kernel)
+  --rank R   look in rank R (R or rankR; "rank" is the folder of a process whose rank is not known; default:
+             every rank folder, in order, the first holding the kernel)
   --json     print {"folder", "kernel", "entry", "stack"} as JSON (NaN written as msprobe does)
 )";
 
@@ -30,17 +32,33 @@ namespace ck = format::json_key;
 
 namespace {
 
-const RankDir &pick_rank_dir(const std::vector<RankDir> &dirs, const Args &args) {
-  const auto step = args.count("--step");
-  const auto rank = args.count("--rank");
-  for (const RankDir &d : dirs) {
-    if (step && d.step != step) continue;
-    if (rank && (!d.rank || *d.rank != *rank)) continue;
-    return d;
-  }
+// --rank: "3", "rank3", or "rank" (the folder of a process whose rank is not known), as the folders are named.
+std::optional<uint32_t> parse_rank_option(const std::string &v) {
+  if (const auto rank = parse_rank_text(v)) return *rank;
+  throw UsageError("--rank '" + v + "' is not a rank: give its number (3) or its folder's name (rank3, or rank for " +
+                   "the folder without a number)");
+}
+
+// --step: "1" or "step1".
+uint64_t parse_step_option(const std::string &v) {
+  if (const auto step = parse_step_text(v)) return *step;
+  throw UsageError("--step '" + v + "' is not a step: give its number (1) or its folder's name (step1)");
+}
+
+// The folders --step and --rank allow, in dump order; InputError naming what the dump has when there is none.
+std::vector<const RankDir *> candidate_dirs(const std::vector<RankDir> &dirs, const Args &args) {
+  const std::optional<std::string> step_text = args.value("--step"), rank_text = args.value("--rank");
+  std::optional<uint64_t> step;
+  std::optional<std::optional<uint32_t>> rank;  // engaged: --rank given; its value nullopt for the folder "rank"
+  if (step_text) step = parse_step_option(*step_text);
+  if (rank_text) rank.emplace(parse_rank_option(*rank_text));
+  std::vector<const RankDir *> out;
+  for (const RankDir &d : dirs)
+    if ((!step || d.step == step) && (!rank || (d.rank_named && d.rank == *rank))) out.push_back(&d);
+  if (!out.empty()) return out;
   std::string what;
   if (step) what += " step " + std::to_string(*step);
-  if (rank) what += " rank " + std::to_string(*rank);
+  if (rank) what += " " + format::rank_dir_name(*rank);
   std::string have;
   for (const RankDir &d : dirs) have += (have.empty() ? "" : ", ") + d.label();
   throw InputError("no folder for" + what + " (the dump has: " + have + ")");
@@ -160,29 +178,55 @@ struct Shown {
   std::optional<std::vector<std::string>> stack;
 };
 
-std::string selected_name(const RankDir &dir, const std::string &selector) {
+// The kernel `selector` names in `dir`; a folder read only in part (a run still writing it, a killed run) is added to
+// `partial`, and its error says where the rest is.
+KernelSelection select_in(const RankDir &dir, const std::string &selector, std::vector<Shortfall> &partial) {
   std::vector<KernelRef> refs;
   DumpCallbacks names;
   names.on_kernel = [&](EntryRead &&k) {
     refs.push_back({std::move(k.name), k.launch_index.value_or(UINT64_MAX)});
     return true;
   };
-  read_dump_json(dir, names);
-  const KernelSelection sel = select_kernel(refs, selector);
-  if (!sel.name) {
-    std::string msg = dir.label() + ": " + sel.error;
+  const std::optional<Shortfall> s = read_dump_json_partial(dir, names);
+  KernelSelection sel = select_kernel(refs, selector);
+  if (s) {
+    partial.push_back(*s);
+    if (!sel.name) sel.error += " among the " + std::to_string(s->kernels) + " read (" + s->what() + ")";
+  }
+  return sel;
+}
+
+// The first folder (in dump order, among those --step / --rank allow) in which `selector` names a kernel: a process
+// may write a rank's kernels in two folders (those before HCCL knew its rank in "rank", the rest in rank0).
+std::pair<const RankDir *, std::string> selected(const std::vector<const RankDir *> &dirs, const std::string &selector,
+                                                 std::vector<Shortfall> &partial) {
+  std::optional<std::string> first_error;
+  for (const RankDir *dir : dirs) {
+    const KernelSelection sel = select_in(*dir, selector, partial);
+    if (sel.name) return {dir, *sel.name};
+    std::string msg = dir->label() + ": " + sel.error;
     for (const std::string &c : sel.candidates) msg += "\n  " + c;
     if (sel.candidates.size() < 10 && !sel.candidates.empty()) msg += "\n(give more of the name)";
-    throw InputError(msg);
+    if (!sel.candidates.empty()) throw InputError(msg);  // ambiguous: the user must say more
+    if (!first_error) first_error = msg;
   }
-  return *sel.name;
+  if (dirs.size() > 1) {
+    std::string looked;
+    for (const RankDir *d : dirs) looked += (looked.empty() ? "" : ", ") + d->label();
+    *first_error += "\n(none in any of the " + std::to_string(dirs.size()) + " folders looked in: " + looked + ")";
+  }
+  throw InputError(*first_error);
 }
 
 Shown find_kernel(const ShowOptions &o) {
   const std::vector<RankDir> dirs = find_rank_dirs(o.dir);
+  std::vector<Shortfall> partial;
+  const auto [dir, name] = selected(candidate_dirs(dirs, o.args), o.selector, partial);
+  // Only the shown folder's state matters here (the others were looked in and passed over).
+  for (const Shortfall &p : partial)
+    if (p.folder == dir->label()) say_shortfalls("show", std::span(&p, 1));
   Shown s;
-  s.dir = pick_rank_dir(dirs, o.args);
-  const std::string name = selected_name(s.dir, o.selector);
+  s.dir = *dir;
   std::optional<EntryRead> found;
   DumpCallbacks cb;
   cb.on_header = [&](const DumpHeaderRead &h) { s.header = h; };
@@ -191,7 +235,7 @@ Shown find_kernel(const ShowOptions &o) {
     found = std::move(k);
     return false;
   };
-  read_dump_json(s.dir, cb);
+  read_dump_json_partial(s.dir, cb);
   if (!found) throw InputError(s.dir.label() + ": kernel " + name + " vanished while reading");
   s.kernel = std::move(*found);
   s.stack = find_stack(s.dir, s.kernel.name);
@@ -241,8 +285,7 @@ void print_text(const Shown &s) {
   if (!s.stack) {
     std::printf("  stack: not recorded\n");
   } else {
-    std::printf("  stack (%zu frames)\n", s.stack->size());
-    for (const std::string &f : *s.stack) std::printf("    %s\n", f.c_str());
+    std::printf("  stack (%zu frames)\n%s", s.stack->size(), stack_text(*s.stack, "    ").c_str());
   }
 }
 

@@ -15,21 +15,28 @@
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
+#include "tools/reader/partial_read.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools {
 
 const std::string_view kSummaryHelp = R"(usage: msprobe-inspect summary DIR [--json]
 
-What a dump holds: steps, ranks, kernels per op type, tensor files and their bytes, the task, and for each rank
+What a dump holds: steps, ranks, kernels per op type, tensor files and their bytes, the task, the summary mode
+(md5 when the tensors carry their CRC-32: MSPROBE_SUMMARY_MODE=md5), and for each rank
 the first kernel (by step, then launch_index) whose statistics hold a NaN or an infinity (Max, Min, Mean or Norm),
 with its stack when stack.json records one.
 
 A flight record (MSPROBE_TASK=flight: kernels carrying flight_trigger) is named as one, with each record (per rank
-and trigger): the trigger (overflow in KERNEL at step S with its overflow text, exit, or signal NAME), how many
-kernels it kept, the steps and launch_index range they span, and the kernels with a flight_note.
+and trigger): the trigger (overflow in KERNEL at step S with its overflow text; with MSPROBE_FLIGHT_ON_EXIT=1 also
+exit, signal NAME, or the call that took the device back: aclFinalize, aclrtResetDevice...), how many kernels it kept
+(the trigger kernel among them), the steps and launch_index range they span, and the kernels with a flight_note.
 
   DIR        the dump root (step*/rank*/), one step folder, or one rank folder
   --json     print one JSON object instead of text
+
+A folder whose dump.json is still being written by a running process, or was cut by a killed run, is read up to
+its last complete kernel and named at the end (exit status 1 for a killed run's, 0 for one still being written).
 
 Reads dump.json only (streamed; tensor files are counted, never opened). A progress line is drawn on stderr
 for long scans when stderr is a terminal.
@@ -48,8 +55,9 @@ struct NanHit {
 struct FolderSummary {
   const RankDir *dir = nullptr;
   std::string task, framework, host_framework;
-  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0;
+  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0, md5 = 0;  // md5: tensors with a CRC (summary mode md5)
   std::optional<NanHit> first_nan;
+  std::optional<Shortfall> shortfall;  // dump.json read only in part: being written, not closed, damaged
 };
 
 const char *const kStatNames[] = {"Max", "Min", "Mean", "Norm"};
@@ -90,6 +98,7 @@ FolderSummary scan_folder(const RankDir &d, size_t index, Progress &progress, ui
     ++out.op_counts[std::string(op_type_of(k.name))];
     const std::vector<TensorInfo> &tensors = k.tensors;
     s.tensors += tensors.size();
+    for (const TensorInfo &t : tensors) s.md5 += t.md5.has_value();
     if (auto fk = flight_kernel(index, d, k.name, k.launch_index, k.flight, tensors)) out.flight.push_back(*fk);
     const uint64_t li = k.launch_index.value_or(UINT64_MAX);
     if (s.first_nan && s.first_nan->launch_index <= li) return true;
@@ -103,7 +112,7 @@ FolderSummary scan_folder(const RankDir &d, size_t index, Progress &progress, ui
     }
     return true;
   };
-  read_dump_json(d, cb);
+  s.shortfall = read_dump_json_partial(d, cb, &header);
   s.task = header.task;
   s.framework = header.framework;
   s.host_framework = header.host_framework;
@@ -134,9 +143,15 @@ struct Totals {
   std::map<std::string, std::optional<NanHit>> per_rank;  // keyed by rank label
   std::vector<std::string> rank_order;                    // as the folders come (by rank within a step)
   std::vector<uint64_t> steps, ranks;
-  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0;
+  uint64_t kernels = 0, tensors = 0, files = 0, bytes = 0, md5 = 0;
   std::set<std::string> tasks, frameworks, hosts;
 };
+
+// MSPROBE_SUMMARY_MODE as the tensors show it: "md5" when every tensor has its CRC beside its statistics.
+std::string summary_mode(uint64_t md5, uint64_t tensors) {
+  if (md5 == 0) return "statistics";
+  return md5 == tensors ? "md5" : "mixed";
+}
 
 Totals totals_of(const std::vector<FolderSummary> &folders) {
   Totals t;
@@ -155,6 +170,7 @@ Totals totals_of(const std::vector<FolderSummary> &folders) {
     if (s.dir->rank) ranks_set.insert(*s.dir->rank);
     t.kernels += s.kernels;
     t.tensors += s.tensors;
+    t.md5 += s.md5;
     t.files += s.files;
     t.bytes += s.bytes;
     if (!s.task.empty()) t.tasks.insert(s.task);
@@ -174,6 +190,7 @@ std::string folder_json(const FolderSummary &s) {
          ", \"step\": " + (s.dir->step ? std::to_string(*s.dir->step) : "null") +
          ", \"rank\": " + (s.dir->rank ? std::to_string(*s.dir->rank) : "null") + ", \"task\": " + json_str(s.task) +
          ", \"framework\": " + json_str(s.framework) + ", \"host_framework\": " + json_str(s.host_framework) +
+         ", \"summary_mode\": " + json_str(summary_mode(s.md5, s.tensors)) +
          ", \"kernels\": " + std::to_string(s.kernels) + ", \"tensors\": " + std::to_string(s.tensors) +
          ", \"tensor_files\": " + std::to_string(s.files) + ", \"tensor_bytes\": " + std::to_string(s.bytes) + "}";
 }
@@ -189,6 +206,15 @@ std::string hit_json(const std::optional<NanHit> &hit) {
   o += "[";
   for (size_t i = 0; i < hit->stack->size(); ++i) o += (i ? ", " : "") + json_str((*hit->stack)[i]);
   return o + "]}";
+}
+
+std::string shortfall_json(const Shortfall &s) {
+  const char *why = s.why == Shortfall::Why::BeingWritten ? "being written"
+                    : s.why == Shortfall::Why::NotClosed  ? "not closed"
+                                                          : "damaged";
+  return "{\"folder\": " + json_str(s.folder) + ", \"state\": " + json_str(why) +
+         ", \"kernels_read\": " + std::to_string(s.kernels) + ", \"byte\": " + std::to_string(s.at) +
+         ", \"owner\": " + (s.owner.empty() ? "null" : json_str(s.owner)) + ", \"text\": " + json_str(s.text()) + "}";
 }
 
 std::string optional_json(const std::optional<uint64_t> &v) { return v ? std::to_string(*v) : "null"; }
@@ -220,7 +246,8 @@ void print_json(const fs::path &root, const Scan &scan, const Totals &t, const s
   o += "], \"ranks\": [";
   first = true;
   for (const std::string &rl : t.rank_order) o += (first ? "" : ", ") + json_str(rl), first = false;
-  o += "], \"kernels\": " + std::to_string(t.kernels) + ", \"tensors\": " + std::to_string(t.tensors) +
+  o += "], \"summary_mode\": " + json_str(summary_mode(t.md5, t.tensors));
+  o += ", \"kernels\": " + std::to_string(t.kernels) + ", \"tensors\": " + std::to_string(t.tensors) +
        ", \"tensor_files\": " + std::to_string(t.files) + ", \"tensor_bytes\": " + std::to_string(t.bytes);
   o += ", \"op_types\": {";
   first = true;
@@ -235,6 +262,11 @@ void print_json(const fs::path &root, const Scan &scan, const Totals &t, const s
     first = false;
   }
   o += "}";
+  o += ", \"incomplete\": [";
+  first = true;
+  for (const FolderSummary &s : scan.folders)
+    if (s.shortfall) o += (first ? "" : ", ") + shortfall_json(*s.shortfall), first = false;
+  o += "]";
   if (!flight.empty()) {  // only for a flight record: other dumps print what they always did
     o += ", \"flight_records\": [";
     for (size_t i = 0; i < flight.size(); ++i) o += (i ? ", " : "") + flight_json(flight[i]);
@@ -264,8 +296,7 @@ void print_first_nans(const Totals &t) {
     if (!hit->stack) {
       std::printf("           stack: not recorded\n");
     } else {
-      std::printf("           stack:\n");
-      for (const std::string &f : *hit->stack) std::printf("             %s\n", f.c_str());
+      std::printf("           stack:\n%s", stack_text(*hit->stack, "             ").c_str());
     }
   }
 }
@@ -302,6 +333,14 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t, const s
   std::printf("dump        %s\n", root.string().c_str());
   std::printf("task        %s (framework %s, host %s)\n", joined(t.tasks).c_str(), joined(t.frameworks).c_str(),
               joined(t.hosts).c_str());
+  const std::string mode = summary_mode(t.md5, t.tensors);
+  if (mode == "md5")
+    std::printf("mode        md5: each tensor's CRC-32 beside its statistics (MSPROBE_SUMMARY_MODE=md5)\n");
+  else if (mode == "mixed")
+    std::printf("mode        md5 for %llu of %llu tensors, statistics only for the rest\n",
+                static_cast<unsigned long long>(t.md5), static_cast<unsigned long long>(t.tensors));
+  else
+    std::printf("mode        statistics (MSPROBE_SUMMARY_MODE=statistics: no CRC)\n");
   if (!flight.empty())
     std::printf("flight      a flight record (MSPROBE_TASK=flight): %zu record(s), listed below\n", flight.size());
   std::printf("steps       %zu%s%s\n", t.steps.size(), t.steps.empty() ? "" : ": ", ranges_text(t.steps).c_str());
@@ -325,6 +364,13 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t, const s
   }
   if (!flight.empty()) print_flight(flight);
   print_first_nans(t);
+  bool heading = false;
+  for (const FolderSummary &s : scan.folders) {
+    if (!s.shortfall) continue;
+    if (!heading) std::printf("\nfolders read in part (the counts above are of what was read)\n");
+    heading = true;
+    std::printf("  %s\n", s.shortfall->text().c_str());
+  }
 }
 
 }  // namespace
@@ -339,7 +385,9 @@ int run_summary(std::span<char *const> argv) {
     print_json(root, s, totals, flight);
   else
     print_text(root, s, totals, flight);
-  return kExitOk;
+  const bool damage = std::any_of(s.folders.begin(), s.folders.end(),
+                                  [](const FolderSummary &f) { return f.shortfall && f.shortfall->damage(); });
+  return damage ? kExitFindings : kExitOk;
 }
 
 }  // namespace msprobe::tools

@@ -16,6 +16,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/partial_read.h"
 #include "tools/reader/tensor_data.h"
 
 namespace msprobe::tools {
@@ -44,7 +45,7 @@ namespace {
 enum class PrecisionChoice { Auto, Low, High };
 
 struct Counts {
-  uint64_t folders = 0, kernels = 0, tensors = 0, files = 0, problems = 0;
+  uint64_t folders = 0, kernels = 0, tensors = 0, files = 0, problems = 0, being_written = 0;
 };
 
 class Reporter {
@@ -52,6 +53,11 @@ class Reporter {
   explicit Reporter(Counts &c) : counts_(c) {}
   void add(const std::string &line) {
     ++counts_.problems;
+    std::printf("%s\n", line.c_str());
+  }
+  // A folder checked in part because a run is still writing it: said, not a problem.
+  void note(const std::string &line) {
+    ++counts_.being_written;
     std::printf("%s\n", line.c_str());
   }
 
@@ -97,7 +103,6 @@ class FolderVerifier {
 
   void run() {
     ++counts_.folders;
-    bool dump_valid = true;
     DumpCallbacks cb;
     cb.on_header = [&](const DumpHeaderRead &h) { header_ = h; };
     cb.on_progress = [&](size_t at) { progress_.update(base_ + at); };
@@ -105,28 +110,23 @@ class FolderVerifier {
       kernel(k);
       return true;
     };
-    try {
-      read_dump_json(dir_, cb);
-    } catch (const JsonError &e) {
-      dump_valid = false;
-      problem(std::string(format::kDumpJson) + ": " + strip_path(e.what()) +
-              " (cut short by a crash? 'msprobe-inspect repair' rebuilds it)");
-    }
+    const std::optional<Shortfall> partial = read_dump_json_partial(dir_, cb);
     check_header();
+    if (partial && !partial->damage()) {
+      // A run still writing the folder: its kernels so far are checked, not files the writer has not finished.
+      report_.note(dir_.label() + ": " + partial->what() +
+                   "; their files are checked, construct.json, stack.json, mapping.csv and orphans after the run ends");
+      return;
+    }
+    if (partial) problem(partial->what());
     check_construct();
     check_stack();
     check_mapping();
-    if (dump_valid) check_orphans();
+    if (!partial) check_orphans();
   }
 
  private:
   void problem(const std::string &what) { report_.add(dir_.label() + ": " + what); }
-
-  std::string strip_path(std::string what) const {
-    const std::string prefix = (dir_.path / format::kDumpJson).string() + ": ";
-    if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
-    return what;
-  }
 
   void check_header() {
     if (header_.task.empty())
@@ -338,10 +338,13 @@ int run_verify(std::span<char *const> argv) {
     base += fs::file_size(d.path / format::kDumpJson, ec);
   }
   progress.finish();
-  std::printf("verify: %llu folder(s), %llu kernels, %llu tensors, %llu tensor files checked: %s\n",
+  const std::string live = counts.being_written ? " (" + std::to_string(counts.being_written) +
+                                                      " folder(s) still being written, checked so far)"
+                                                : "";
+  std::printf("verify: %llu folder(s), %llu kernels, %llu tensors, %llu tensor files checked: %s%s\n",
               static_cast<unsigned long long>(counts.folders), static_cast<unsigned long long>(counts.kernels),
               static_cast<unsigned long long>(counts.tensors), static_cast<unsigned long long>(counts.files),
-              counts.problems ? (std::to_string(counts.problems) + " problem(s)").c_str() : "OK");
+              counts.problems ? (std::to_string(counts.problems) + " problem(s)").c_str() : "OK", live.c_str());
   return counts.problems ? kExitFindings : kExitOk;
 }
 

@@ -12,6 +12,7 @@
 #include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/metrics.h"
+#include "tools/reader/partial_read.h"
 
 namespace msprobe::tools::compare {
 
@@ -33,6 +34,7 @@ struct Side {
   DumpHeaderRead header;
   std::vector<KernelInfo> kernels;
   std::unordered_map<std::string, size_t> index;
+  std::optional<Shortfall> partial;  // dump.json read only in part (being written, not closed, damaged)
 };
 
 // The folder pairs of two dumps: by (step, rank), or the two folders when each side is one folder (to compare two

@@ -66,7 +66,7 @@ Side load_side(const RankDir &d, Progress &progress, uint64_t &done) {
     s.kernels.push_back(std::move(info));
     return true;
   };
-  read_dump_json(d, cb);
+  s.partial = read_dump_json_partial(d, cb);
   done += dump_json_size(d);
   std::stable_sort(s.kernels.begin(), s.kernels.end(),
                    [](const KernelInfo &a, const KernelInfo &b) { return a.launch_index < b.launch_index; });

@@ -37,7 +37,8 @@ const Command kCommands[] = {
 void print_usage(FILE *out) {
   std::fprintf(out,
                "usage: msprobe-inspect COMMAND [ARGS...]\n"
-               "       msprobe-inspect COMMAND --help\n\n"
+               "       msprobe-inspect COMMAND --help\n"
+               "       msprobe-inspect --version\n\n"
                "Reads the step{N}/rank{R}/ dumps written by msprobe-shim. DIR may be the dump root, one step{N}\n"
                "folder or one rank folder.\n\ncommands:\n");
   for (const Command &c : kCommands)
@@ -59,6 +60,10 @@ int inspect_main(int argc, char **argv) {
     return kExitUsage;
   }
   const std::string_view cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("msprobe-inspect %s\n", MSPROBE_VERSION);
+    return kExitOk;
+  }
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     if (cmd == "help" && argc > 2) {
       for (const Command &c : kCommands)

@@ -95,6 +95,9 @@ struct Anomaly {
   std::vector<std::string> stack;
   std::string verdict;  // "kernel", "data" or "" (not decided)
   std::string verdict_reason;
+  // first-diff: a kernel only one run has ("A" or "B"), launched where the runs part, before the first kernel both have
+  // whose inputs differ (`parted_at`: that kernel, its launch index and how it departs). Empty otherwise.
+  std::string only_in, parted_at;
 };
 
 // What one rank's folders say, for the reduce.
@@ -104,6 +107,7 @@ struct RankDigest {
   uint64_t kernels = 0;                           // kernels read (first-diff: of A)
   uint64_t compared = 0, only_a = 0, only_b = 0;  // first-diff: kernels paired, and on one side only
   std::vector<std::string> problems;              // damaged folders and what was done (one line each)
+  std::vector<std::string> being_written;         // folders a running process is still writing: read so far
   std::vector<CommEntry> comms;
   std::optional<Anomaly> first;
 };
@@ -120,8 +124,9 @@ struct ScanOptions {
   Thresholds thresholds;  // first-diff: compare's
 };
 
-// `folders`: one rank's step folders (step order). Damaged folders are reported in `problems`, what could be read of
-// them is used. `progress(bytes)` is called as dump.json bytes are read (from this thread).
+// `folders`: one rank's step folders (step order). Damaged folders are reported in `problems`, folders a running
+// process is still writing in `being_written`; what could be read of them is used. `progress(bytes)` is called as
+// dump.json bytes are read (from this thread).
 RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
                     const std::function<void(uint64_t)> &progress);
 // Rank folders of run A and of run B (the same global rank), paired by step.
@@ -149,7 +154,7 @@ struct Hop {
 struct Origin {
   std::optional<uint32_t> rank;
   Anomaly a;
-  std::string kind;  // "compute", "input", "communication"
+  std::string kind;  // "compute", "input", "communication", "only in A", "only in B"
   // "communication" whose instance has members whose input to it is unknown (no folder speaks for them, or their
   // record ends before it: a missing step folder, a damaged dump.json) and that no origin is presumed to have reached:
   // the values may have come from them. Listed after the certain origins that no origin precedes (reduce()).
@@ -171,8 +176,9 @@ struct Finding {
   std::vector<PerRank> per_rank;
   uint64_t ranks = 0, kernels = 0, compared = 0, only_a = 0, only_b = 0;
   std::vector<uint64_t> steps;
-  std::vector<std::string> missing;   // folders that should exist and do not
-  std::vector<std::string> problems;  // damaged folders, inconsistencies
+  std::vector<std::string> missing;        // folders that should exist and do not
+  std::vector<std::string> problems;       // damaged folders, inconsistencies
+  std::vector<std::string> being_written;  // folders a running process is still writing (not a problem: read so far)
 };
 
 Finding reduce(std::vector<RankDigest> digests, Question q);
@@ -182,8 +188,11 @@ std::string report_text(const Finding &f);
 std::string report_json(const Finding &f);
 // Pieces of the text, for other presentations of a Finding (the HTML report's marks).
 std::string ranks_phrase(const std::vector<uint32_t> &ranks);  // "rank 5", "ranks 0-3, 6"
-std::string hop_instance(const Hop &h);                        // "comm hccl_world_group, seq 7"
-std::string origin_kind(const Origin &o, Question q);          // "compute: its inputs are finite, ..."
+// One rank as the text names it: "rank 5", or "rank (folder rank, no number)" for the folder of a process whose rank
+// was not known, by the name --rank and the folder take.
+std::string rank_phrase(const std::optional<uint32_t> &rank);
+std::string hop_instance(const Hop &h);                // "comm hccl_world_group, seq 7"
+std::string origin_kind(const Origin &o, Question q);  // "compute: its inputs are finite, ..."
 
 // ---- one process
 // ------------------------------------------------------------------------------------------------------ The whole

@@ -66,7 +66,7 @@ bool SeqSet::contains(uint64_t s) const {
 // ---- Bytes ----------------------------------------------------------------------------------------------------------
 namespace {
 
-constexpr char kMagic[] = "msprobe-inspect rank digest 1\n";
+constexpr char kMagic[] = "msprobe-inspect rank digest 2\n";
 
 struct Writer {
   std::string out;
@@ -177,6 +177,7 @@ std::string serialize(const RankDigest &d) {
   w.u64(d.only_a);
   w.u64(d.only_b);
   w.strs(d.problems);
+  w.strs(d.being_written);
   w.u64(d.comms.size());
   for (const CommEntry &c : d.comms) {
     w.str(c.name);
@@ -220,6 +221,8 @@ std::string serialize(const RankDigest &d) {
     w.strs(a.stack);
     w.str(a.verdict);
     w.str(a.verdict_reason);
+    w.str(a.only_in);
+    w.str(a.parted_at);
   }
   return w.out;
 }
@@ -239,6 +242,7 @@ RankDigest deserialize(const std::string &bytes) {
   d.only_a = r.u64();
   d.only_b = r.u64();
   d.problems = r.strs();
+  d.being_written = r.strs();
   d.comms.resize(r.count());
   for (CommEntry &c : d.comms) {
     c.name = r.str();
@@ -279,6 +283,8 @@ RankDigest deserialize(const std::string &bytes) {
     a.stack = r.strs();
     a.verdict = r.str();
     a.verdict_reason = r.str();
+    a.only_in = r.str();
+    a.parted_at = r.str();
     if (a.comm >= static_cast<int32_t>(d.comms.size())) throw std::runtime_error("rank digest: bad communicator index");
     d.first = std::move(a);
   }

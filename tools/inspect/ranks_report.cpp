@@ -1,8 +1,10 @@
 // first-nan / first-diff: the Finding as text or as one JSON document (docs/inspect.md).
 #include <algorithm>
 
+#include "format/format.h"
 #include "tools/inspect/ranks.h"
 #include "tools/reader/json_reader.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools::ranks {
 
@@ -29,23 +31,7 @@ std::string ranks_text(std::vector<uint32_t> v) {
   return (w.size() == 1 ? "rank " : "ranks ") + ranges_text(w);
 }
 
-// A frame on one line (Python frames carry their source line after a line break).
-std::string one_line(const std::string &s) {
-  std::string out;
-  bool space = false;
-  for (char c : s) {
-    if (c == '\n' || c == '\r' || c == ' ' || c == '\t') {
-      space = !out.empty();
-      continue;
-    }
-    if (space) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
-
-std::string who(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : "rank (none)"; }
+std::string who(const std::optional<uint32_t> &r) { return rank_phrase(r); }
 
 // A point-to-point side of a hop: its global rank, when known.
 std::string side(const std::optional<uint32_t> &r) { return r ? "rank " + std::to_string(*r) : kUnknownRank; }
@@ -61,6 +47,9 @@ std::string kind_sentence(const Origin &o, Question q) {
   if (o.kind == "compute")
     return nan ? "compute: its inputs are finite, its output is not (" + values_text(o.a.values) + ")"
                : "compute: its inputs agree with run B's, its outputs do not";
+  if (!o.a.only_in.empty())
+    return o.kind + ": run " + (o.a.only_in == "A" ? "B" : "A") +
+           " has no such kernel; it was launched where the runs part, before the first departing kernel";
   if (o.kind == "input")
     return nan ? "input: it received non-finite values (" + values_text(o.a.values) + ") that no earlier kernel made"
                : "input: its inputs differ from run B's and no earlier kernel departed";
@@ -87,8 +76,7 @@ void origin_text(std::string &out, const Origin &o, Question q, bool primary) {
   if (!o.preceded_by.empty()) out += pad + "after     the origin on " + ranks_text(o.preceded_by) + " (causally)\n";
   if (!primary) return;
   if (!a.stack.empty()) {
-    out += pad + "stack:\n";
-    for (const std::string &s : a.stack) out += pad + "  " + one_line(s) + "\n";
+    out += pad + "stack:\n" + stack_text(a.stack, pad + "  ");
   }
   if (!o.spread.empty()) {
     out += pad + "spread (how the values travelled):\n";
@@ -152,6 +140,7 @@ Json origin_json(const Origin &o, Question q) {
   j["verdict"] = o.a.verdict.empty() ? Json(nullptr) : Json(o.a.verdict);
   j["verdict_reason"] = o.a.verdict_reason;
   j["notes"] = o.notes;
+  if (!o.a.parted_at.empty()) j["parted_at"] = o.a.parted_at;  // "only in A": the first departing kernel after it
   j["preceded_by"] = o.preceded_by;
   Json spread = Json::array();
   for (const Hop &h : o.spread) spread.push_back(hop_json(h));
@@ -193,6 +182,7 @@ std::string report_text(const Finding &f) {
   }
   for (const std::string &m : f.missing) out += "missing: " + m + "\n";
   for (const std::string &p : f.problems) out += "problem: " + p + "\n";
+  for (const std::string &p : f.being_written) out += "being written: " + p + "\n";
   return out;
 }
 
@@ -228,10 +218,15 @@ std::string report_json(const Finding &f) {
   }
   j["missing"] = f.missing;
   j["problems"] = f.problems;
+  j["being_written"] = f.being_written;
   return j.dump(2) + "\n";
 }
 
 std::string ranks_phrase(const std::vector<uint32_t> &ranks) { return ranks_text(ranks); }
+std::string rank_phrase(const std::optional<uint32_t> &rank) {
+  return rank ? "rank " + std::to_string(*rank)
+              : "rank (folder " + format::rank_dir_name(std::nullopt) + ", no number)";
+}
 std::string hop_instance(const Hop &h) { return instance_text(h); }
 std::string origin_kind(const Origin &o, Question q) { return kind_sentence(o, q); }
 

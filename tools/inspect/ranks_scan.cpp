@@ -6,11 +6,13 @@
 #include <unordered_map>
 
 #include "format/format.h"
+#include "format/hccl_calls.h"
 #include "format/naming.h"
 #include "tools/inspect/compare.h"
 #include "tools/inspect/ranks.h"
 #include "tools/inspect/replay.h"
 #include "tools/reader/json_reader.h"
+#include "tools/reader/partial_read.h"
 
 namespace msprobe::tools::ranks {
 
@@ -61,7 +63,8 @@ class RankScan {
               const std::function<void(Anomaly &)> &details, const RankDir &folder) {
     ++d_.kernels;
     Kind kind = Kind::Compute;
-    const std::string op(op_type_of(k.name));
+    const std::string_view op = op_type_of(k.name);
+    const std::optional<format::HcclCall> hccl = format::hccl_call(op);
     Event e;
     e.step = step;
     e.launch = launch;
@@ -70,20 +73,20 @@ class RankScan {
     if (k.comm) {
       e.comm = comm_index(*k.comm);
       if (k.comm->peer && k.comm->pair_seq) {
-        kind = op == "HcclSend" ? Kind::Send : Kind::Recv;
+        kind = hccl && hccl->shape == format::HcclShape::Send ? Kind::Send : Kind::Recv;
         e.peer = *k.comm->peer;
         e.seq = *k.comm->pair_seq;
       } else {
         kind = Kind::Collective;
         e.seq = k.comm->seq.value_or(0);
       }
-    } else if (op.rfind("Hccl", 0) == 0 && op != "HcclSend" && op != "HcclRecv") {
+    } else if (hccl && !hccl->point_to_point()) {
       kind = Kind::Collective;
       format::CommInfo inferred;
       inferred.name = kInferredComm;
       inferred.rank = d_.rank.value_or(0);
       e.comm = comm_index(inferred);
-      e.op = op;
+      e.op = std::string(op);
       e.numbered = false;
     }
     e.kind = kind;
@@ -146,6 +149,14 @@ class RankScan {
   }
 
   const RankDir *first_dir() const { return first_dir_; }
+  const std::optional<Anomaly> &first() const { return first_; }
+  // Another first anomaly than the kernels gave (first-diff: a kernel only one run has, where the runs part); before
+  // finish(), which places the communicators around it.
+  void set_first(Anomaly a, const RankDir &folder) {
+    first_key_ = Key{a.step, a.launch_index};
+    first_ = std::move(a);
+    first_dir_ = &folder;
+  }
 
  private:
   RankDigest &d_;
@@ -176,10 +187,17 @@ std::string nan_detail(const std::vector<TensorInfo> &tensors, uint8_t mask) {
   return s;
 }
 
-// Reads `dir`'s dump.json with `on_record`; a damaged file is reported in `problems` and what came before the damage
-// is kept. Progress in dump.json bytes.
+// Where read_folder says what it could not read: a damaged or unclosed dump.json in `problems`, one a running process
+// is still writing in `being_written` ("B " before each line of run B's folders).
+struct FolderNotes {
+  std::vector<std::string> &problems, &being_written;
+  std::string prefix;
+};
+
+// Reads `dir`'s dump.json with `on_record`; what came before the end of a file read in part is kept and the file
+// named in `notes`. Progress in dump.json bytes.
 void read_folder(const RankDir &dir, const std::function<bool(KernelRecord &&)> &on_record,
-                 const std::function<void(const DumpHeaderRead &)> &on_header, std::vector<std::string> &problems,
+                 const std::function<void(const DumpHeaderRead &)> &on_header, const FolderNotes &notes,
                  const std::function<void(uint64_t)> &progress) {
   DumpCallbacks cb;
   cb.on_header = on_header;
@@ -190,14 +208,12 @@ void read_folder(const RankDir &dir, const std::function<bool(KernelRecord &&)> 
     last = std::max<uint64_t>(last, at);
   };
   try {
-    read_dump_json(dir, cb);
-  } catch (const JsonError &e) {
-    problems.push_back(dir.label() + ": dump.json is damaged (" + e.what() +
-                       "): the kernels before the damage are used (msprobe-inspect repair closes a cut file)");
+    if (const std::optional<Shortfall> s = read_dump_json_partial(dir, cb))
+      (s->damage() ? notes.problems : notes.being_written).push_back(notes.prefix + s->text());
   } catch (const InputError &e) {
-    problems.push_back(dir.label() + ": " + e.what());
+    notes.problems.push_back(notes.prefix + dir.label() + ": " + e.what());
   } catch (const std::system_error &e) {
-    problems.push_back(dir.label() + ": dump.json: " + e.what());
+    notes.problems.push_back(notes.prefix + dir.label() + ": dump.json: " + e.what());
   }
   const uint64_t size = compare::dump_json_size(dir);
   if (progress && size > last) progress(size - last);
@@ -215,7 +231,7 @@ std::optional<replay::Folder> folder_with(const RankDir &dir, const std::string 
     return false;
   };
   try {
-    read_dump_json(dir, cb);
+    read_dump_json_partial(dir, cb);
   } catch (const std::exception &) {
   }
   if (f.kernels.empty()) return std::nullopt;
@@ -282,7 +298,7 @@ RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
               dir);
           return true;
         },
-        nullptr, d.problems, progress);
+        nullptr, FolderNotes{d.problems, d.being_written, ""}, progress);
   }
   scan.finish();
   if (d.first) {
@@ -293,96 +309,188 @@ RankDigest scan_nan(const std::vector<RankDir> &folders, const ScanOptions &o,
   return d;
 }
 
+namespace {
+
+// One tensor's departure, as first-diff prints it: "output.0: error (Cosine 0.99, MaxAbsErr 0.1) message".
+std::string departure_text(const std::string &row, const compare::RowResult &r) {
+  std::string why = row + ": " + compare::verdict_text(r.verdict);
+  if (r.metrics)
+    why += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " + metric_text(r.metrics->max_abs_err) + ")";
+  else if (r.verdict != compare::Verdict::Different)
+    why += " (Max diff " + metric_text(r.stats[0].diff) + ", Min diff " + metric_text(r.stats[1].diff) +
+           ", Mean diff " + metric_text(r.stats[2].diff) + ", L2norm diff " + metric_text(r.stats[3].diff) + ")";
+  if (!r.message.empty()) why += " " + r.message;
+  return why;
+}
+
+// Which of a kernel's inputs and outputs depart from run B's, and why.
+struct Departure {
+  bool in_bad = false, out_bad = false;
+  std::string detail;
+};
+
+Departure departure(const compare::Side &A, const std::vector<TensorInfo> &a, const compare::Side &B,
+                    const std::vector<TensorInfo> &b, const Thresholds &th) {
+  Departure d;
+  for (const TensorInfo &ta : a) {
+    const std::string row = ta.row_suffix();
+    auto tb = std::find_if(b.begin(), b.end(), [&](const TensorInfo &t) { return t.row_suffix() == row; });
+    compare::RowResult r;
+    if (tb == b.end()) {
+      r.verdict = compare::Verdict::Error;
+      r.message = "in A only";
+    } else {
+      r = compare::compare_tensor(A, ta, B, *tb, th);
+    }
+    if (!compare::diverges(r.verdict)) continue;
+    (ta.io == format::IoKind::Input ? d.in_bad : d.out_bad) = true;
+    if (d.detail.size() < 2000) d.detail += (d.detail.empty() ? "" : "; ") + departure_text(row, r);
+  }
+  return d;
+}
+
+// first-diff's scan of one rank: run A's step folders against run B's of the same step.
+// A kernel only one run has: where the two runs part, when it is the first.
+struct Parting {
+  uint64_t step = 0, launch = UINT64_MAX, timestamp = 0;
+  std::string name, side;  // side "A" or "B": the run that has it
+  const RankDir *dir = nullptr;
+};
+
+// B's kernels of one step, by name without its direction token (old and new names pair).
+struct BKernel {
+  std::string name;
+  std::vector<TensorInfo> tensors;
+  uint64_t launch = UINT64_MAX, timestamp = 0;
+};
+using BKernels = std::unordered_map<std::string, BKernel>;
+
+class DiffScan {
+ public:
+  DiffScan(RankDigest &d, const ScanOptions &o, const std::function<void(uint64_t)> &progress)
+      : d_(d), o_(o), progress_(progress), scan_(d) {}
+
+  void step(const RankDir &adir, const RankDir &bdir) {
+    const uint64_t step = adir.step.value_or(0);
+    d_.steps.push_back(step);
+    // Run B's kernels of this step, by name without its direction token (old and new names pair).
+    compare::Side B;
+    B.dir = &bdir;
+    BKernels b_kernels;
+    read_folder(
+        bdir,
+        [&](KernelRecord &&k) {
+          b_kernels.emplace(
+              std::string(format::kernel_stem(k.name)),
+              BKernel{k.name, std::move(k.tensors), k.launch_index.value_or(UINT64_MAX), k.timestamp.value_or(0)});
+          return true;
+        },
+        [&](const DumpHeaderRead &h) { B.header = h; }, FolderNotes{d_.problems, d_.being_written, "B "}, nullptr);
+    compare::Side A;
+    A.dir = &adir;
+    read_folder(
+        adir,
+        [&](KernelRecord &&k) {
+          kernel(A, B, b_kernels, std::move(k), step, adir);
+          return true;
+        },
+        [&](const DumpHeaderRead &h) { A.header = h; }, FolderNotes{d_.problems, d_.being_written, ""}, progress_);
+    d_.only_b += b_kernels.size();
+    for (const auto &[stem, k] : b_kernels) parts(Parting{step, k.launch, k.timestamp, k.name, "B", &bdir});
+  }
+
+  void finish() {
+    blame_parting();
+    scan_.finish();
+    if (!d_.first) return;
+    add_stack(*d_.first, scan_.first_dir());
+    if (d_.first->kind == Kind::Compute && !d_.first->in_bad && d_.first->only_in.empty()) {
+      d_.first->verdict = "kernel";
+      d_.first->verdict_reason = "its inputs agree with run B and its outputs do not: the kernel computes differently";
+    }
+  }
+
+ private:
+  void kernel(const compare::Side &A, const compare::Side &B, BKernels &b_kernels, KernelRecord &&k, uint64_t step,
+              const RankDir &adir) {
+    const uint64_t launch = k.launch_index.value_or(fallback_launch_);
+    fallback_launch_ = launch + 1;
+    auto it = b_kernels.find(std::string(format::kernel_stem(k.name)));
+    if (it == b_kernels.end()) {
+      ++d_.only_a;
+      parts(Parting{step, launch, k.timestamp.value_or(0), k.name, "A", &adir});
+      return;
+    }
+    ++d_.compared;
+    const Departure dep = departure(A, k.tensors, B, it->second.tensors, o_.thresholds);
+    const uint64_t b_launch = it->second.launch;
+    b_kernels.erase(it);
+    scan_.kernel(
+        k, step, launch, dep.in_bad, dep.out_bad,
+        [&](Anomaly &an) {
+          an.detail = dep.detail;
+          first_b_launch_ = b_launch;
+        },
+        adir);
+  }
+
+  // The first kernel only one run has, by step and launch index (before the runs part their launch indexes agree).
+  void parts(Parting p) {
+    if (!parting_ || Key{p.step, p.launch} < Key{parting_->step, parting_->launch}) parting_ = std::move(p);
+  }
+
+  // When the first kernel both runs have that departs was given inputs that already differ, and a kernel only one run
+  // has was launched before it, where the runs part, that kernel is the likeliest origin (kind "only in A"), ahead of
+  // "from before the dump".
+  void blame_parting() {
+    const std::optional<Anomaly> &d = scan_.first();
+    if (!parting_ || !d || !d->in_bad) return;
+    // Launch indexes of the run that has the kernel: after it, A's and B's differ by the kernels only one has.
+    const uint64_t d_launch = parting_->side == "A" ? d->launch_index : first_b_launch_;
+    if (!(Key{parting_->step, parting_->launch} < Key{d->step, d_launch})) return;
+    Anomaly a;
+    a.step = parting_->step;
+    a.folder = parting_->dir->label();
+    a.kernel = parting_->name;
+    a.launch_index = parting_->launch;
+    a.timestamp = parting_->timestamp;
+    a.out_bad = true;
+    a.only_in = parting_->side;
+    a.parted_at = d->kernel + " (launch_index " + std::to_string(d->launch_index) + ")" +
+                  (d->detail.empty() ? "" : ": " + d->detail);
+    scan_.set_first(std::move(a), *parting_->dir);
+  }
+
+  RankDigest &d_;
+  const ScanOptions &o_;
+  const std::function<void(uint64_t)> &progress_;
+  RankScan scan_;
+  uint64_t fallback_launch_ = 0;
+  std::optional<Parting> parting_;
+  uint64_t first_b_launch_ = UINT64_MAX;  // B's launch index of the first departing kernel
+};
+
+}  // namespace
+
 RankDigest scan_diff(const std::vector<RankDir> &a_folders, const std::vector<RankDir> &b_folders, const ScanOptions &o,
                      const std::function<void(uint64_t)> &progress) {
   RankDigest d;
   if (!a_folders.empty()) d.rank = a_folders.front().rank;
-  RankScan scan(d);
-  uint64_t fallback_launch = 0;
+  DiffScan scan(d, o, progress);
+  const auto same_step = [](const RankDir &x) {
+    return [&x](const RankDir &y) { return y.step.value_or(0) == x.step.value_or(0); };
+  };
   for (const RankDir &adir : a_folders) {
-    const uint64_t step = adir.step.value_or(0);
-    auto bdir =
-        std::find_if(b_folders.begin(), b_folders.end(), [&](const RankDir &b) { return b.step.value_or(0) == step; });
-    if (bdir == b_folders.end()) {
+    auto bdir = std::find_if(b_folders.begin(), b_folders.end(), same_step(adir));
+    if (bdir == b_folders.end())
       d.problems.push_back(adir.label() + ": in A only (B has no such folder): not compared");
-      continue;
-    }
-    d.steps.push_back(step);
-    // Run B's kernels of this step, by name without its direction token (old and new names pair).
-    compare::Side B;
-    B.dir = &*bdir;
-    std::vector<std::string> b_problems;
-    std::unordered_map<std::string, std::vector<TensorInfo>> b_kernels;
-    read_folder(
-        *bdir,
-        [&](KernelRecord &&k) {
-          b_kernels.emplace(std::string(format::kernel_stem(k.name)), std::move(k.tensors));
-          return true;
-        },
-        [&](const DumpHeaderRead &h) { B.header = h; }, b_problems, nullptr);
-    for (std::string &p : b_problems) d.problems.push_back("B " + p);
-    compare::Side A;
-    A.dir = &adir;
-    std::vector<std::string> a_problems;
-    read_folder(
-        adir,
-        [&](KernelRecord &&k) {
-          const uint64_t launch = k.launch_index.value_or(fallback_launch);
-          fallback_launch = launch + 1;
-          auto it = b_kernels.find(std::string(format::kernel_stem(k.name)));
-          if (it == b_kernels.end()) {
-            ++d.only_a;
-            return true;
-          }
-          ++d.compared;
-          bool in_bad = false, out_bad = false;
-          std::string detail;
-          for (const TensorInfo &ta : k.tensors) {
-            const std::string row = ta.row_suffix();
-            auto tb = std::find_if(it->second.begin(), it->second.end(),
-                                   [&](const TensorInfo &t) { return t.row_suffix() == row; });
-            compare::RowResult r;
-            if (tb == it->second.end()) {
-              r.verdict = compare::Verdict::Error;
-              r.message = "in A only";
-            } else {
-              r = compare::compare_tensor(A, ta, B, *tb, o.thresholds);
-            }
-            if (!compare::diverges(r.verdict)) continue;
-            (ta.io == format::IoKind::Input ? in_bad : out_bad) = true;
-            std::string why = row + ": " + compare::verdict_text(r.verdict);
-            if (r.metrics)
-              why += " (Cosine " + metric_text(r.metrics->cosine) + ", MaxAbsErr " +
-                     metric_text(r.metrics->max_abs_err) + ")";
-            else if (r.verdict != compare::Verdict::Different)
-              why += " (Max diff " + metric_text(r.stats[0].diff) + ", Min diff " + metric_text(r.stats[1].diff) +
-                     ", Mean diff " + metric_text(r.stats[2].diff) + ", L2norm diff " + metric_text(r.stats[3].diff) +
-                     ")";
-            if (!r.message.empty()) why += " " + r.message;
-            if (detail.size() < 2000) detail += (detail.empty() ? "" : "; ") + why;
-          }
-          b_kernels.erase(it);
-          scan.kernel(
-              k, step, launch, in_bad, out_bad, [&](Anomaly &an) { an.detail = detail; }, adir);
-          return true;
-        },
-        [&](const DumpHeaderRead &h) { A.header = h; }, a_problems, progress);
-    d.problems.insert(d.problems.end(), a_problems.begin(), a_problems.end());
-    d.only_b += b_kernels.size();
+    else
+      scan.step(adir, *bdir);
   }
-  for (const RankDir &bdir : b_folders) {
-    const uint64_t step = bdir.step.value_or(0);
-    if (std::none_of(a_folders.begin(), a_folders.end(), [&](const RankDir &a) { return a.step.value_or(0) == step; }))
+  for (const RankDir &bdir : b_folders)
+    if (std::none_of(a_folders.begin(), a_folders.end(), same_step(bdir)))
       d.problems.push_back(bdir.label() + ": in B only (A has no such folder): not compared");
-  }
   scan.finish();
-  if (d.first) {
-    add_stack(*d.first, scan.first_dir());
-    if (d.first->kind == Kind::Compute && !d.first->in_bad) {
-      d.first->verdict = "kernel";
-      d.first->verdict_reason = "its inputs agree with run B and its outputs do not: the kernel computes differently";
-    }
-  }
   return d;
 }
 

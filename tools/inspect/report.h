@@ -40,8 +40,9 @@ class Interner {
 struct Strings {
   Interner stems;   // "Gelu.Default" of "Gelu.Default.0.forward"
   Interner tails;   // ".0.forward"
-  Interner frames;  // stack frames
+  Interner frames;  // stack frames, each on one line (tools/reader/stack_text.h)
   std::vector<std::vector<uint32_t>> stacks;
+  std::vector<int32_t> stack_user;  // per stack: the innermost frame of the user's own code (user_frame), -1: none
   std::map<std::vector<uint32_t>, int32_t> stack_index;
   int32_t stack_id(const std::vector<std::string> &frames);
 };
@@ -97,6 +98,8 @@ struct Report {
   std::vector<FlightRecord> flight;  // FlightKernel::folder indexes folders
   std::optional<Mark> first_nan, first_diff;
   std::vector<std::string> only_a, only_b;  // folders without a partner in the other dump
+  std::vector<std::string> partial;         // folders read only in part (tools/reader/partial_read.h), one line each
+  bool damaged = false;                     // one of them was not closed or is damaged (not only being written)
   uint64_t kernels_only_a = 0, kernels_only_b = 0;
 };
 

@@ -12,6 +12,7 @@
 #include "format/format.h"
 #include "tools/inspect/ranks.h"
 #include "tools/reader/dump_reader.h"
+#include "tools/reader/partial_read.h"
 
 namespace msprobe::tools::report {
 
@@ -45,7 +46,7 @@ std::vector<MarkedKernel> local_route(const std::filesystem::path &root, const r
         after.emplace_back(d.step.value_or(0), li, std::move(k.name));
       return true;
     };
-    read_dump_json(d, cb);
+    read_dump_json_partial(d, cb);  // a folder read in part: its kernels so far (report_model says which)
   }
   std::sort(after.begin(), after.end());
   std::vector<MarkedKernel> route;

@@ -13,6 +13,8 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/compare.h"
 #include "tools/inspect/report.h"
+#include "tools/reader/partial_read.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools::report {
 
@@ -28,9 +30,13 @@ uint32_t Interner::id(std::string_view s) {
 int32_t Strings::stack_id(const std::vector<std::string> &stack) {
   std::vector<uint32_t> ids;
   ids.reserve(stack.size());
-  for (const std::string &f : stack) ids.push_back(frames.id(f));
+  for (const std::string &f : stack) ids.push_back(frames.id(frame_line(f)));
   auto [it, fresh] = stack_index.try_emplace(std::move(ids), static_cast<int32_t>(stacks.size()));
-  if (fresh) stacks.push_back(it->first);
+  if (fresh) {
+    stacks.push_back(it->first);
+    const std::optional<size_t> user = user_frame(stack);
+    stack_user.push_back(user ? static_cast<int32_t>(*user) : -1);
+  }
   return it->second;
 }
 
@@ -218,7 +224,10 @@ FolderData read_folder(const RankDir &d, size_t index, const compare::Side *B, R
     kernels.push_back(std::move(rd));
     return true;
   };
-  read_dump_json(d, cb);
+  if (const std::optional<Shortfall> s = read_dump_json_partial(d, cb)) {
+    r.partial.push_back(s->text());
+    r.damaged = r.damaged || s->damage();
+  }
   done += compare::dump_json_size(d);
   if (B != nullptr) r.kernels_only_b += B->kernels.size() - b_seen.size();
   // Launch order; an entry without launch_index keeps its place in the file.
@@ -268,6 +277,10 @@ Report read_report(const fs::path &root, const std::optional<fs::path> &against,
     auto it = partner.find(&d);
     std::optional<compare::Side> B;
     if (it != partner.end()) B = compare::load_side(*it->second, progress, done);
+    if (B && B->partial) {
+      r.partial.push_back("against: " + B->partial->text());
+      r.damaged = r.damaged || B->partial->damage();
+    }
     r.folders.push_back(read_folder(d, r.folders.size(), B ? &*B : nullptr, r, flight, progress, done));
     if (B) r.folders.back().against = it->second->label();
   }

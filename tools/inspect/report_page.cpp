@@ -12,6 +12,7 @@
 #include "format/dump_json.h"
 #include "tools/inspect/report.h"
 #include "tools/inspect/report_assets.h"
+#include "tools/reader/stack_text.h"
 
 namespace msprobe::tools::report {
 
@@ -68,7 +69,10 @@ Json marked_json(const Report &r, const MarkedKernel &k) {
 Json mark_json(const Report &r, const std::optional<Mark> &m) {
   if (!m) return nullptr;
   Json j = marked_json(r, m->at);
-  j["stack"] = m->stack;
+  j["stack"] = Json::array();
+  for (const std::string &f : m->stack) j["stack"].push_back(frame_line(f));
+  const std::optional<size_t> user = user_frame(m->stack);
+  j["stack_user"] = user ? Json(*user) : Json(nullptr);
   j["verdict"] = m->verdict;
   j["spread"] = Json::array();
   for (const MarkedKernel &k : m->spread) j["spread"].push_back(marked_json(r, k));
@@ -168,7 +172,9 @@ std::string main_json(const Report &r, const std::vector<TopDiff> &top) {
             {"stems", r.strings.stems.items()},
             {"tails", r.strings.tails.items()},
             {"frames", r.strings.frames.items()},
-            {"stacks", r.strings.stacks}};
+            {"stacks", r.strings.stacks},
+            {"stack_user", r.strings.stack_user},
+            {"partial", r.partial}};
   j["folders"] = Json::array();
   for (const FolderData &f : r.folders) j["folders"].push_back(folder_info(r, f));
   j["first_nan"] = mark_json(r, r.first_nan);

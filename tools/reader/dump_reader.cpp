@@ -343,10 +343,28 @@ bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank) {
   return true;
 }
 
+std::optional<uint64_t> parse_step_text(std::string_view text) {
+  if (auto s = parse_step_dir(text)) return s;
+  return parse_number_suffix<uint64_t>(text, "");
+}
+
+std::optional<std::optional<uint32_t>> parse_rank_text(std::string_view text) {
+  std::optional<uint32_t> rank;
+  if (parse_rank_dir(text, &rank)) return rank;
+  if (auto r = parse_number_suffix<uint32_t>(text, "")) return std::optional<uint32_t>(*r);
+  return std::nullopt;
+}
+
 std::vector<RankDir> find_rank_dirs(const fs::path &dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) throw InputError(dir.string() + ": no such file or directory");
-  if (!fs::is_directory(dir, ec)) throw InputError(dir.string() + ": not a directory");
+  if (!fs::is_directory(dir, ec)) {
+    // A file of a rank folder (its dump.json, stack.json...) stands for the folder.
+    const fs::path folder = dir.has_parent_path() ? dir.parent_path() : fs::path(".");
+    if (fs::is_regular_file(dir, ec) && has_dump_json(folder)) return find_rank_dirs(folder);
+    throw InputError(dir.string() + ": not a directory (nor a file of a folder holding " +
+                     std::string(format::kDumpJson) + ")");
+  }
   std::vector<RankDir> out;
   if (has_dump_json(dir)) {
     RankDir r{dir, std::nullopt, std::nullopt, false};

@@ -46,8 +46,14 @@ std::optional<uint64_t> parse_step_dir(std::string_view name);
 // rank{R} -> true with *rank = R; "rank" (no rank known) -> true with *rank = nullopt; anything else -> false.
 bool parse_rank_dir(std::string_view name, std::optional<uint32_t> *rank);
 
-// The rank folders under `dir`, which may be the dump root (step*/rank*), one step folder, or one rank folder;
-// sorted by step, then rank. Throws InputError naming `dir` when it does not exist or holds no dump.
+// A step or rank as a user names it on the command line: its number ("3") or its folder's name ("step3", "rank3", and
+// "rank" for the folder of a process whose rank is not known). nullopt when the text is neither.
+std::optional<uint64_t> parse_step_text(std::string_view text);
+std::optional<std::optional<uint32_t>> parse_rank_text(std::string_view text);
+
+// The rank folders under `dir`, which may be the dump root (step*/rank*), one step folder, or one rank folder (or a
+// file of one: its dump.json); sorted by step, then rank. Throws InputError naming `dir` when it does not exist or
+// holds no dump.
 std::vector<RankDir> find_rank_dirs(const fs::path &dir);
 
 // ---- dump.json ------------------------------------------------------------------------------------------------------

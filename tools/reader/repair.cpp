@@ -321,17 +321,32 @@ MappingReconcile reconcile_mapping(std::string_view content, const std::unordere
 
 namespace {
 
-// Temporaries of a rewrite the kill cut short (stack.json's, or a killed repair's).
-void remove_temporaries(const fs::path &dir, bool dry_run, FolderRepair &out) {
+// Moves `file` into the folder's kSetAsideDir under a name not taken there; returns that name. dry_run: the name only.
+std::string set_aside(const fs::path &dir, const fs::path &file, bool dry_run) {
+  const fs::path aside = dir / kSetAsideDir;
+  fs::path to = aside / file.filename();
+  std::error_code ec;
+  for (int i = 1; fs::exists(to, ec); ++i) to = aside / (file.filename().string() + "." + std::to_string(i));
+  if (!dry_run) {
+    fs::create_directories(aside);
+    fs::rename(file, to);
+  }
+  return to.filename().string();
+}
+
+// Temporaries of a rewrite the kill cut short (stack.json's, or a killed repair's): set aside, they may hold stacks
+// the last whole stack.json lacks.
+void set_aside_temporaries(const fs::path &dir, bool dry_run, FolderRepair &out) {
   std::vector<fs::path> tmps;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (is_temporary_of_ours(it->path().filename().string())) tmps.push_back(it->path());
   std::sort(tmps.begin(), tmps.end());
   for (const fs::path &t : tmps) {
-    if (!dry_run) fs::remove(t, ec);
+    const std::string to = set_aside(dir, t, dry_run);
+    ++out.set_aside;
     out.lines.push_back(t.filename().string() + ": temporary of a rewrite cut short, " +
-                        (dry_run ? "would be removed" : "removed"));
+                        (dry_run ? "would be moved to " : "moved to ") + std::string(kSetAsideDir) + "/" + to);
   }
 }
 
@@ -403,21 +418,37 @@ void repair_stack_json(const fs::path &dir, const std::unordered_set<std::string
                                            (note.empty() ? std::string("") : note.substr(2)) + ")"));
 }
 
-// dump_tensor_data/: a kernel's files are written before its entry, so a kill leaves the files (and mapping.csv
-// rows) of the kernels that were being written. Only a folder of a killed run (its dump.json cut, or its rank's lock
-// left behind unheld) has such leftovers; in any other, verify reports any orphan and nothing is touched.
+// The kernel a tensor file belongs to: its name (or, for a renamed long one, its mapping.csv original) up to
+// ".input." / ".output.".
+std::string kernel_of_file(const std::string &name, const std::vector<MappingRow> &mapping) {
+  std::string original = name;
+  for (const MappingRow &r : mapping)
+    if (r.new_name == name && !r.original_name.empty()) original = r.original_name;
+  for (const char *io : {".output.", ".input."})
+    if (const size_t at = original.rfind(io); at != std::string::npos) return original.substr(0, at);
+  return original;
+}
+
+// dump_tensor_data/: a kernel's files are written before its entry, and the writer writes several kernels at once, so a
+// kill leaves the files (and mapping.csv rows) of the kernels being written. Only a folder of a killed run (its
+// dump.json cut, or its rank's lock left behind unheld: the writer's journals are valid JSON at every moment) has such
+// leftovers; in any other, verify reports any orphan and nothing is touched. Nothing is deleted: the files go to
+// kSetAsideDir, listed one a line, and mapping.csv's original with them.
 void repair_tensor_dir(const fs::path &dir, std::string_view dump_text, bool dry_run, FolderRepair &out) {
   const fs::path tensor_dir = dir / format::kTensorDir;
   const std::unordered_set<std::string> data_names = dump_data_names(dump_text);
+  const std::vector<MappingRow> rows = read_mapping_csv(tensor_dir);
   if (const std::optional<std::string> mapping = read_if_exists(tensor_dir / format::kMappingCsv)) {
     const MappingReconcile m = reconcile_mapping(*mapping, data_names);
     if (m.changed) {
       ++out.repaired;
-      // No .bak here: dump_tensor_data/ holds only tensor files and mapping.csv.
+      ++out.set_aside;
+      const std::string kept = set_aside(dir, tensor_dir / format::kMappingCsv, dry_run);
       if (!dry_run) format::write_file_atomic(tensor_dir / format::kMappingCsv, m.text);
       out.lines.push_back(std::string(format::kTensorDir) + "/" + std::string(format::kMappingCsv) + ": " +
                           (dry_run ? "would drop " : "dropped ") + plural(m.dropped_rows, "row", "rows") +
-                          " of files no data_name names");
+                          " of files no data_name names (the original " + (dry_run ? "would be" : "is") + " in " +
+                          std::string(kSetAsideDir) + "/" + kept + ")");
     }
   }
   std::vector<fs::path> orphans;
@@ -428,11 +459,17 @@ void repair_tensor_dir(const fs::path &dir, std::string_view dump_text, bool dry
   }
   if (orphans.empty()) return;
   std::sort(orphans.begin(), orphans.end());
-  if (!dry_run)
-    for (const fs::path &o : orphans) fs::remove(o, ec);
-  out.lines.push_back(std::string(format::kTensorDir) + ": " + plural(orphans.size(), "file", "files") +
-                      " of kernels that never reached dump.json " + (dry_run ? "would be removed" : "removed") + " (" +
-                      orphans.front().filename().string() + (orphans.size() > 1 ? ", ..." : "") + ")");
+  std::unordered_set<std::string> kernels;
+  for (const fs::path &o : orphans) kernels.insert(kernel_of_file(o.filename().string(), rows));
+  out.lines.push_back(std::string(format::kTensorDir) + ": " + plural(orphans.size(), "file", "files") + " of " +
+                      plural(kernels.size(), "kernel", "kernels") + " that never reached dump.json " +
+                      (dry_run ? "would be moved to " : "moved to ") + std::string(kSetAsideDir) + "/:");
+  for (const fs::path &o : orphans) {
+    const std::string to = set_aside(dir, o, dry_run);
+    ++out.set_aside;
+    out.lines.push_back(std::string(format::kTensorDir) + "/" + o.filename().string() + " -> " +
+                        std::string(kSetAsideDir) + "/" + to);
+  }
 }
 
 }  // namespace
@@ -449,7 +486,7 @@ FolderRepair repair_rank_folder(const fs::path &dir, bool dry_run) {
     out.removed = true;
     return out;
   }
-  remove_temporaries(dir, dry_run, out);
+  set_aside_temporaries(dir, dry_run, out);
   if (!dump) {
     ++out.unrecoverable;
     out.lines.push_back(std::string(format::kDumpJson) + ": cannot repair: missing");

@@ -60,7 +60,7 @@ struct StackReconcile {
 StackReconcile reconcile_stack(std::string_view content, const std::unordered_set<std::string> &dump_names);
 
 // mapping.csv keeping only the well-formed rows whose file a data_name names (a cut last row, rows of kernels
-// that never reached dump.json go).
+// that never reached dump.json go; repair keeps the whole original in kSetAsideDir).
 struct MappingReconcile {
   bool changed = false;
   std::string text;
@@ -70,10 +70,16 @@ MappingReconcile reconcile_mapping(std::string_view content, const std::unordere
 
 // ---- Whole folders
 // ---------------------------------------------------------------------------------------------------
+// repair deletes no data: what it takes out of a folder (tensor files of kernels dump.json does not hold, the
+// mapping.csv it rewrites, temporaries of a cut rewrite) is moved into this folder beside dump_tensor_data/, which no
+// reader of the dump looks in. A name already there gets ".1", ".2"...
+inline constexpr std::string_view kSetAsideDir = "repair_set_aside";
+
 struct FolderRepair {
   std::vector<std::string> lines;  // one per file acted on, "dump.json: repaired, ..." (relative to the folder)
   int intact = 0, repaired = 0, unrecoverable = 0;
-  bool removed = false;  // the folder held no kernel and was removed
+  uint64_t set_aside = 0;  // files moved into kSetAsideDir
+  bool removed = false;    // the folder held no kernel and was removed
 };
 // Repairs one rank folder (step{N}/rank{R}/ holding dump.json, or one begun with none). dry_run changes nothing.
 FolderRepair repair_rank_folder(const std::filesystem::path &dir, bool dry_run);
@@ -93,6 +99,7 @@ struct RankLock {
   std::filesystem::path path;
   bool live = false;  // a running process holds it: its folders are being written
   std::string owner;  // what the file says (the owner's pid), for messages
+  std::string owner_text() const { return owner.empty() ? "pid unknown" : "pid " + owner; }  // "pid 1234"
 };
 // The lock a run writing `rank_folder` (step{N}/rank{R}) holds or left behind; nullopt when there is none.
 std::optional<RankLock> rank_lock_of(const std::filesystem::path &rank_folder);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "format/hccl_calls.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -91,7 +92,7 @@ const RefEntry kRefs[] = {
     {"MseLoss", mse_loss},
     {"MseLossBackward", mse_loss_backward},
     {"ApplyAdamWV2", apply_adamw_v2},
-    {"HcclAllReduce", all_reduce, false, true},
+    {format::kHcclAllReduce, all_reduce, false, true},
 };
 
 }  // namespace

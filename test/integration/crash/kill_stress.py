@@ -181,7 +181,7 @@ def check(root, p, work):
     fig["repair_lines"] += rep.stdout.count("\n")
     for key, needle in (("construct_rebuilt", "/construct.json: rebuilt"), ("dump_repaired", "/dump.json: repaired"),
                         ("stack_filtered", "/stack.json: dropped"), ("stack_missing", "/stack.json: missing"),
-                        ("files_removed", "never reached dump.json removed"), ("folders_removed", "begun as it was killed"),
+                        ("files_removed", "never reached dump.json moved to"), ("folders_removed", "begun as it was killed"),
                         ("construct_behind", "it lacked 1 kernel of dump.json")):
         fig[key] += rep.stdout.count(needle)
     # The killed run's rank lock is gone: the root holds only step folders (or nothing).

@@ -303,7 +303,8 @@ def test_verify_reports_a_cut_dump_json(dumps, tmp_path):
     p = root / "step0" / "rank0" / "dump.json"
     p.write_bytes(p.read_bytes()[:-200])
     lines = problems(inspect("verify", root, expect=1).stdout)
-    assert any(x.startswith("step0/rank0: dump.json: ") and "repair" in x for x in lines), lines
+    assert any(x.startswith("step0/rank0: dump.json was not closed (the run that wrote it was killed or crashed): its ")
+               and "'msprobe-inspect repair' closes it" in x for x in lines), lines
 
 
 # ---- repair --------------------------------------------------------------------------------------------------------
@@ -344,10 +345,10 @@ def test_repair_restores_a_cut_dump(dumps, tmp_path):
     assert list(json.loads((f / "construct.json").read_text())) == names[:keep]
     assert (f / "dump.json.bak").read_bytes() == cut
     assert (f / "construct.json.bak").read_bytes() == construct_cut
-    # stack.json no longer names the dropped kernels, and their tensor files are gone.
+    # stack.json no longer names the dropped kernels, and their tensor files are out of dump_tensor_data/.
     for _, (kernels, _frames) in json.loads((f / "stack.json").read_text()).items():
         assert set(kernels) <= set(names[:keep])
-    assert f"{label}/dump_tensor_data: " in r.stdout and "never reached dump.json removed" in r.stdout, r.stdout
+    assert f"{label}/dump_tensor_data: " in r.stdout and "never reached dump.json moved to repair_set_aside/" in r.stdout, r.stdout
     # Every other folder was intact; a second run finds nothing to do.
     assert re.search(r"repair: \d+ file\(s\) intact, 3 repaired, 0 cannot", r.stdout), r.stdout
     assert re.search(r"repair: \d+ file\(s\) intact, 0 repaired, 0 cannot", inspect("repair", root, expect=0).stdout)

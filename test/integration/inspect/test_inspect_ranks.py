@@ -218,10 +218,10 @@ def test_damaged_and_missing_rank_folders(runs, tmp_path):
     # named first or second by the clock (once, in an ASan run, it came first).
     assert [o["rank"] for o in doc["origins"]] == [5] and not doc["uncertain"], doc["origins"]
     assert {p["rank"]: p["role"] for p in doc["per_rank"]}[2] == "reached"
-    assert any(p.startswith("step1/rank3: dump.json is damaged") for p in doc["problems"]), doc["problems"]
+    assert any(p.startswith("step1/rank3: dump.json was not closed (the run that wrote it was killed or crashed)") for p in doc["problems"]), doc["problems"]
     assert "step1/rank6: no folder" in doc["missing"], doc["missing"]
     text = inspect("first-nan", root, "--no-replay", expect=1).stdout
-    assert "missing: step1/rank6: no folder" in text and "problem: step1/rank3: dump.json is damaged" in text
+    assert "missing: step1/rank6: no folder" in text and "problem: step1/rank3: dump.json was not closed" in text
     r = inspect("first-nan", tmp_path / "nowhere", expect=2)
     assert "nowhere" in r.stderr
 
@@ -302,7 +302,7 @@ def test_reached_through_a_rank_without_data_is_not_an_origin(tmp_path, damage):
     assert (hop["from"], hop["to"], hop["presumed"], hop["depth"]) == ([6], [2], True, 2)
     assert not any("uncertain" in p for p in doc["problems"]), doc["problems"]
     damaged = "step1/rank3" if damage == "missing" else "step1/rank6"
-    assert any(p.startswith(damaged + ": dump.json is damaged") for p in doc["problems"]), doc["problems"]
+    assert any(p.startswith(damaged + ": dump.json was not closed") for p in doc["problems"]), doc["problems"]
 
 
 def test_origin_without_data_is_uncertain(tmp_path):

@@ -21,7 +21,7 @@ import pytest
 import sanitizer_preload
 import shimtest
 from browser import Browser
-from inspect_support import folders, inspect, load_dump, stack_of, tensors_of, to_old_form
+from inspect_support import folders, frame_line, inspect, load_dump, stack_of, tensors_of, to_old_form, user_frame
 
 STATS = ("Max", "Min", "Mean", "Norm")
 CHARTJS = Path("/usr/share/javascript/chart.js/chart.min.js")
@@ -58,6 +58,11 @@ def reports(dumps, tmp_path_factory):
         r = inspect(*args, expect=0)
         return path, r.stdout
     return get
+
+
+def lines(frames):
+    """Frames as the page shows them, each on one line (None: no stack)."""
+    return None if frames is None else [frame_line(f) for f in frames]
 
 
 def page_json(html, ident):
@@ -203,7 +208,10 @@ def test_every_kernel_as_in_the_dump(dumps, reports):
                 assert same(page_value(blob[key][pos]), k[key]), (k["name"], key, blob[key][pos], k[key])
             frames = stack_of(folder, k["name"])
             sid = blob["stack"][pos]
-            assert (None if sid < 0 else [data["frames"][i] for i in data["stacks"][sid]]) == frames
+            # Each frame on one line, as the commands print it; the user's own frame named for the tables.
+            assert (None if sid < 0 else [data["frames"][i] for i in data["stacks"][sid]]) == lines(frames)
+            if sid >= 0:
+                assert frames[data["stack_user"][sid]] == user_frame(frames)
             # A small folder: every kernel's tensors, exactly as dump.json holds them.
             rows = blob["tensors"][str(pos)]
             assert [r[0] for r in rows] == [row for row, _ in k["rows"]]
@@ -224,7 +232,9 @@ def test_first_nan_is_the_planted_overflow(dumps, reports):
     m = data["first_nan"]
     assert (m["rank"], m["step"], m["kernel"]) == (folder.name, int(folder.parent.name[4:]), kernel)
     assert data["folders"][m["folder"]]["label"] == label(folder)
-    assert m["stack"] == stack_of(folder, kernel)
+    assert m["stack"] == lines(stack_of(folder, kernel))
+    assert m["stack"][m["stack_user"]] == frame_line(user_frame(stack_of(folder, kernel)))
+    assert "train.py" in m["stack"][m["stack_user"]] and "TinyModel.blow_up" in m["stack"][m["stack_user"]]
     assert "finite" in m["verdict"]
     # The route: the next kernels in launch order whose inputs are non-finite.
     expected = expected_folder(folder)
@@ -466,13 +476,17 @@ def test_browser_shows_the_dumps_numbers(browser, dumps, reports):
     # The kernel panel opened on the first NaN, with its stack.
     panel = dom.by_id("kernel")
     assert kernel in panel.text()
-    assert [li.text() for li in panel.find("ol", cls="stack").find_all("li")] == stack_of(folder, kernel)
+    assert [li.text() for li in panel.find("ol", cls="stack").find_all("li")] == lines(stack_of(folder, kernel))
     # Against: the kernels that differ most, in order, with their values.
     trs = list(dom.by_id("top-diffs").find_all("tr"))[1:]
     assert len(trs) == len(data["top"])
     for tr, d in zip(trs, data["top"]):
         assert (int(tr.attrs["data-folder"]), int(tr.attrs["data-pos"])) == (d["folder"], d["pos"])
         assert same(float(tr.find(cls="rel").text()), page_value(d["rel"]))
+        # Its stack cell names the user's own line (train.py's), not the interpreter's _start on every row.
+        frames = stack_of(by_label[data["folders"][d["folder"]]["label"]], tr.find("a", cls="kernel").text())
+        cell = tr.find("td", cls="stack").find("summary").text()
+        assert cell == frame_line(user_frame(frames)) and "examples/train.py, line " in cell, cell
     assert dom.by_id("first-diff-kernel").text() == data["first_diff"]["kernel"]
     assert dom.by_id("flight").attrs.get("hidden") is not None  # no flight record here
 
@@ -491,7 +505,7 @@ def test_browser_link_to_a_kernel_of_another_rank(browser, dumps, reports):
     for tr, (_, t) in zip(shown, k["rows"]):
         for s in STATS:
             assert same(float(tr.find("td", cls="stat-" + s).text()), t[s])
-    assert [li.text() for li in panel.find("ol", cls="stack").find_all("li")] == stack_of(folder, k["name"])
+    assert [li.text() for li in panel.find("ol", cls="stack").find_all("li")] == lines(stack_of(folder, k["name"]))
     assert dom.by_id("series-summary").find(cls="where").text().startswith("step0/rank1")
 
 

@@ -123,7 +123,12 @@ TEST(Layout, FindsRankFoldersFromRootStepOrRank) {
     EXPECT_NE(std::string(e.what()).find("notes: no dump found"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)mt::find_rank_dirs(t.path() / "absent"), mt::InputError);
-  EXPECT_THROW((void)mt::find_rank_dirs(t.path() / "step0/rank0/dump.json"), mt::InputError);
+  // A file of a rank folder (its dump.json) stands for the folder; any other file is no dump.
+  const auto file = mt::find_rank_dirs(t.path() / "step0/rank0/dump.json");
+  ASSERT_EQ(file.size(), 1u);
+  EXPECT_EQ(file[0].label(), "step0/rank0");
+  std::ofstream(t.path() / "notes" / "a.txt") << "x";
+  EXPECT_THROW((void)mt::find_rank_dirs(t.path() / "notes" / "a.txt"), mt::InputError);
 }
 
 TEST(DumpJson, StreamsTheCollectorsJournal) {

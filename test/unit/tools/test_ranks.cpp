@@ -86,12 +86,18 @@ TEST(Digest, RoundTrip) {
   d.first->root = 2;
   d.first->stack = {"frame 1", "frame 2"};
   d.first->verdict = "data";
+  d.first->only_in = "A";
+  d.first->parted_at = "Gelu.Default.0.forward (launch_index 41)";
+  d.being_written = {"step1/rank7: being written by a running process (pid 42): ..."};
   const RankDigest back = deserialize(serialize(d));
   EXPECT_EQ(serialize(back), serialize(d));
   EXPECT_EQ(back.rank, 7u);
   EXPECT_EQ(back.comms[0].ranks->size(), 8u);
   EXPECT_TRUE(back.comms[0].bad_sends.at(3).contains(2));
   EXPECT_EQ(back.first->root, 2);
+  EXPECT_EQ(back.first->only_in, "A");
+  EXPECT_EQ(back.first->parted_at, "Gelu.Default.0.forward (launch_index 41)");
+  EXPECT_EQ(back.being_written, d.being_written);
   std::string cut = serialize(d);
   cut.pop_back();
   EXPECT_THROW(deserialize(cut), std::runtime_error);
@@ -238,8 +244,8 @@ TEST(Reduce, ReachedThroughAMemberWithoutDataIsNotAnOrigin) {
   EXPECT_FALSE(f.origins[0].uncertain);
   EXPECT_EQ(f.per_rank[1].role, "reached");
   EXPECT_EQ(f.origins[0].reached, (std::vector<uint32_t>{0, 1, 2}));
-  const auto hop = std::find_if(f.origins[0].spread.begin(), f.origins[0].spread.end(),
-                                [](const Hop &h) { return h.comm == "x1"; });
+  const auto hop =
+      std::find_if(f.origins[0].spread.begin(), f.origins[0].spread.end(), [](const Hop &h) { return h.comm == "x1"; });
   ASSERT_NE(hop, f.origins[0].spread.end());
   EXPECT_EQ(hop->from, std::vector<uint32_t>{3});
   EXPECT_EQ(hop->to, std::vector<uint32_t>{1});
@@ -419,6 +425,28 @@ TEST(Reduce, InputOriginAndDuplicates) {
   EXPECT_EQ(f.origins[0].kind, "input");
   ASSERT_EQ(f.problems.size(), 1u);
   EXPECT_NE(f.problems[0].find("read twice"), std::string::npos);
+}
+
+// first-diff: a kernel only run A has, where the runs part, before a departing kernel whose inputs differ: the origin
+// is that kernel, of kind "only in A", its note ahead of "from before the dump"; a rank being written is not a problem.
+TEST(Reduce, OnlyInOneRunIsAnOriginOfItsOwnKind) {
+  std::vector<RankDigest> ds = {rank(0)};
+  ds[0].first = anomaly(Kind::Compute, 47, false, true);
+  ds[0].first->only_in = "A";
+  ds[0].first->parted_at = "Gelu.Default.0.forward (launch_index 48): input.0: diff";
+  ds[0].being_written = {"step1/rank0: being written by a running process (pid 42): ..."};
+  const Finding f = reduce(ds, Question::Diff);
+  ASSERT_EQ(f.origins.size(), 1u);
+  EXPECT_EQ(f.origins[0].kind, "only in A");
+  ASSERT_EQ(f.origins[0].notes.size(), 2u);
+  EXPECT_NE(f.origins[0].notes[0].find("Gelu.Default.0.forward (launch_index 48): input.0: diff"), std::string::npos);
+  EXPECT_NE(f.origins[0].notes[0].find("likeliest cause"), std::string::npos);
+  EXPECT_NE(f.origins[0].notes[1].find("from before the dump"), std::string::npos);
+  EXPECT_TRUE(f.problems.empty());
+  EXPECT_EQ(f.being_written, ds[0].being_written);
+  const std::string text = report_text(f);
+  EXPECT_NE(text.find("kind      only in A: run B has no such kernel"), std::string::npos) << text;
+  EXPECT_NE(text.find("being written: step1/rank0"), std::string::npos) << text;
 }
 
 }  // namespace

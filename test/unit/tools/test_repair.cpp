@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -308,7 +309,8 @@ void put(const fs::path &p, std::string_view text) {
 }
 
 // A folder as a SIGKILL leaves it: dump.json cut in its 4th entry, construct.json three kernels in (and one torn),
-// stack.json naming a kernel whose entry was cut, the cut kernel's tensor file, a stack.json temporary.
+// stack.json naming a kernel whose entry was cut, the cut kernel's tensor file, a stack.json temporary. Repair takes
+// out of the folder what dump.json does not hold, and deletes none of it.
 TEST(RepairFolder, WholeFolderAgreesWithDumpJsonAfterRepair) {
   TempDir t;
   const fs::path dir = t.path / "step0" / "rank0";
@@ -339,6 +341,17 @@ TEST(RepairFolder, WholeFolderAgreesWithDumpJsonAfterRepair) {
   EXPECT_EQ(files, (std::set<std::string>{j.names[0] + ".input.0.npy", j.names[1] + ".input.0.npy",
                                           j.names[2] + ".input.0.npy", "mapping.csv"}));
   EXPECT_EQ(slurp(dir / "dump_tensor_data" / "mapping.csv"), "");
+  // Nothing was deleted: the cut kernel's file, the original mapping.csv and the temporary are set aside, and the
+  // dry run listed the file it would move.
+  const fs::path aside = dir / std::string(mt::kSetAsideDir);
+  EXPECT_EQ(r.set_aside, 3u);
+  EXPECT_EQ(slurp(aside / (j.names[3] + ".input.0.npy")), "x");
+  EXPECT_EQ(slurp(aside / "mapping.csv"), j.names[3] + ".input.0.npy,Long\n");
+  EXPECT_EQ(slurp(aside / "stack.json.tmp.123.4"), "{\n\"0\"");
+  const std::string listed =
+      "dump_tensor_data/" + j.names[3] + ".input.0.npy -> repair_set_aside/" + j.names[3] + ".input.0.npy";
+  EXPECT_NE(std::find(dry.lines.begin(), dry.lines.end(), listed), dry.lines.end());
+  EXPECT_NE(std::find(r.lines.begin(), r.lines.end(), listed), r.lines.end());
   // A second run finds everything intact.
   const mt::FolderRepair again = mt::repair_rank_folder(dir, false);
   EXPECT_EQ(again.repaired, 0) << (again.lines.empty() ? "" : again.lines[0]);
@@ -387,9 +400,9 @@ TEST(RepairFolder, FoldersBegunWithNoKernelAreRemoved) {
   EXPECT_TRUE(fs::exists(t.path / "step6" / "rank0" / "dump_tensor_data" / "A.Default.0.input.0.npy"));
 }
 
-// The rank lock of a run (shim/capture/lifecycle.cpp): held, it marks folders being written; left by a killed run, it is
-// stale and goes. flock conflicts between two descriptions of one file even within a process, so the test holds
-// the lock itself.
+// The rank lock of a run (shim/capture/lifecycle.cpp): held, it marks folders being written; left by a killed run, it
+// is stale and goes. flock conflicts between two descriptions of one file even within a process, so the test holds the
+// lock itself.
 TEST(RankLocks, HeldMeansLiveAndStaleOnesAreRemoved) {
   TempDir t;
   put(t.path / "step0" / "rank1" / "dump.json", "{}");

@@ -31,7 +31,10 @@
     return f;
   }
   const kernelName = (f, pos) => data.stems[f.name[2 * pos]] + data.tails[f.name[2 * pos + 1]];
-  const stackOf = (f, pos) => (f.stack[pos] < 0 ? null : data.stacks[f.stack[pos]].map((id) => data.frames[id]));
+  // A kernel's stack: its frames (each on one line, as msprobe-inspect prints them) and which is the innermost frame of
+  // the user's own code (tools/reader/stack_text.h), the one a table cell shows.
+  const stackOf = (f, pos) => (f.stack[pos] < 0 ? null
+    : { frames: data.stacks[f.stack[pos]].map((id) => data.frames[id]), user: data.stack_user[f.stack[pos]] });
   function findKernel(f, name) {
     if (!f.byName) {
       f.byName = new Map();
@@ -58,6 +61,11 @@
     return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
   }
   const bad = (v) => typeof v === "number" && !Number.isFinite(v);
+  // "outputs hold NaN and Inf; inputs hold NaN/Inf": one phrase for a kernel's flags (two labels once ran together).
+  function nonFiniteText(fl) {
+    const outs = [fl & FLAG_NAN ? "NaN" : "", fl & FLAG_INF ? "Inf" : ""].filter((s) => s).join(" and ");
+    return [outs ? "outputs hold " + outs : "", fl & FLAG_INPUT ? "inputs hold NaN/Inf" : ""].filter((s) => s).join("; ");
+  }
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -74,11 +82,13 @@
     return el("a", { class: "kernel kernel-name", "data-folder": fi, "data-pos": pos,
                      onclick: () => showKernel(fi, pos, true) }, text || kernelName(folder(fi), pos));
   }
-  function stackList(frames) {
-    if (!frames) return el("p", { class: "hint", text: "stack: not recorded (stack.json holds none for this kernel)" });
-    if (!frames.length) return el("p", { class: "hint", text: "stack: empty" });
-    return el("ol", { class: "stack" }, ...frames.map((f) => el("li", { text: f })));
+  function stackList(stack) {
+    if (!stack) return el("p", { class: "hint", text: "stack: not recorded (stack.json holds none for this kernel)" });
+    if (!stack.frames.length) return el("p", { class: "hint", text: "stack: empty" });
+    return el("ol", { class: "stack" },
+              ...stack.frames.map((f, i) => el("li", i === stack.user ? { class: "user", text: f } : { text: f })));
   }
+  const userFrame = (stack) => (stack.user === null || stack.user < 0 ? stack.frames[0] : stack.frames[stack.user]) || "";
   function tensorTable(rows, id) {
     const t = el("table", id ? { id } : {});
     t.append(el("tr", {}, ...["tensor", "dtype", "shape", "Max", "Min", "Mean", "Norm"].map((h) => el("th", { text: h }))));
@@ -182,7 +192,8 @@
     arr.push({ x, y, k });
   }
   // A line over kernels. `gaps` (optional): gaps[k] counts the kernels before view index k whose outputs hold NaN/Inf;
-  // a segment of the line that passes over one of them (it has no value to draw there) is dashed and pale.
+  // a segment of the line that passes over one of them (it has no value to draw there) is not drawn: the line stops
+  // where the NaN/Inf region begins and starts again after it (the markers show the region).
   function lineSet(label, data, color, gaps) {
     const ds = { label, data, borderColor: color, backgroundColor: color, borderWidth: 1, pointRadius: 0,
                  pointHoverRadius: 3, pointHitRadius: 3, yAxisID: "y" };
@@ -192,8 +203,7 @@
         const a = ds.data[ctx.p0DataIndex], b = ds.data[ctx.p1DataIndex];
         return a && b && gaps[b.k] - gaps[a.k + 1] > 0;
       };
-      ds.segment = { borderDash: (ctx) => (crosses(ctx) ? [3, 4] : undefined),
-                     borderColor: (ctx) => (crosses(ctx) ? color + "66" : undefined) };
+      ds.segment = { borderColor: (ctx) => (crosses(ctx) ? "transparent" : undefined) };
     }
     return ds;
   }
@@ -247,7 +257,7 @@
         const lines = [`${f.info.label}, launch_index ${f.x[p]}`,
                        `Norm ${short(f.norm[p])}   Max ${short(f.max[p])}   Min ${short(f.min[p])}`];
         if (f.flags[p] & (FLAG_NAN | FLAG_INF))
-          lines.push((f.flags[p] & FLAG_NAN ? "outputs hold NaN " : "") + (f.flags[p] & FLAG_INF ? "outputs hold Inf" : ""));
+          lines.push(nonFiniteText(f.flags[p]));
         if (f.rel && f.rel[p] !== null) lines.push(`relative difference ${short(f.rel[p])} (${f.where[p]})`);
         return lines;
       },
@@ -404,16 +414,14 @@
     const f = folders[fi];
     let cmd = `msprobe-inspect show ${data.root} ${name}`;
     if (f.step !== null) cmd += ` --step ${f.step}`;
-    if (/^rank\d+$/.test(f.rank)) cmd += ` --rank ${f.rank.slice(4)}`;
+    if (/^rank\d*$/.test(f.rank)) cmd += ` --rank ${f.rank}`;  // the folder's name: rank3, or rank (no number)
     return cmd;
   }
   function kernelDetails(fi, pos, withDiff) {
     const f = folder(fi), name = kernelName(f, pos), box = el("div", { class: "kernel-details" });
     const fl = f.flags[pos];
     box.append(el("p", {}, el("b", { class: "kernel-name", text: name }), ` ${f.info.label}, launch_index ${f.x[pos]}`,
-                  fl & FLAG_NAN ? el("span", { class: "bad", text: " outputs hold NaN" }) : null,
-                  fl & FLAG_INF ? el("span", { class: "bad", text: " outputs hold Inf" }) : null,
-                  fl & FLAG_INPUT ? el("span", { class: "bad", text: " inputs hold NaN/Inf" }) : null));
+                  fl & (FLAG_NAN | FLAG_INF | FLAG_INPUT) ? el("span", { class: "bad", text: "; " + nonFiniteText(fl) }) : null));
     const rows = f.tensors[String(pos)];
     if (rows) {
       box.append(tensorTable(rows));
@@ -475,7 +483,7 @@
       const rows = folder(at.fi).tensors[String(at.pos)];
       if (rows) box.append(tensorTable(rows, ids.tensors));
     }
-    box.append(el("h3", { text: "Stack" }), stackList(m.stack.length ? m.stack : null));
+    box.append(el("h3", { text: "Stack" }), stackList(m.stack.length ? { frames: m.stack, user: m.stack_user } : null));
     box.append(el("h3", { text: "The route it went on by" }));
     if (!m.spread.length) {
       box.append(el("p", { class: "hint", text: "no later kernel listed" }));
@@ -515,13 +523,13 @@
       .map((h) => el("th", { text: h }))));
     data.top.forEach((d, i) => {
       const f = folder(d.folder);
-      const frames = stackOf(f, d.pos);
+      const stack = stackOf(f, d.pos);
       t.append(el("tr", { "data-folder": d.folder, "data-pos": d.pos }, el("td", { text: String(i + 1) }),
                   el("td", { text: folderLabel(d.folder) }), el("td", {}, kernelLink(d.folder, d.pos)),
                   el("td", { class: "num", text: String(f.x[d.pos]) }), el("td", { class: "where", text: d.where }),
                   el("td", { class: "num rel", text: exact(num(d.rel)) }), el("td", { class: "num a", text: exact(num(d.a)) }),
                   el("td", { class: "num b", text: exact(num(d.b)) }),
-                  el("td", {}, frames ? el("details", {}, el("summary", { text: frames[frames.length - 1] || "" }), stackList(frames))
+                  el("td", { class: "stack" }, stack ? el("details", {}, el("summary", { text: userFrame(stack) }), stackList(stack))
                                       : "not recorded")));
     });
     if (!data.top.length) t.append(el("tr", {}, el("td", { colspan: 9, text: "every matched kernel's statistics are equal" })));
@@ -572,7 +580,11 @@
       const box = el("div", { class: "record", id: "flight-" + ri });
       box.append(el("h3", { class: "trigger", text: `${rec.rank}: ${rec.trigger_text}` }));
       if (rec.overflow) box.append(el("p", { class: "overflow", text: rec.overflow }));
-      box.append(el("p", { class: "hint", text: `${rec.kernels.length} kernel(s) recorded before the trigger, in launch order` }));
+      // The shim says "written with the N kernels before it": the trigger kernel is one of the record's, not before it.
+      const withTrigger = rec.trigger_kernel && rec.kernels.some((k) => k.name === rec.trigger_kernel);
+      box.append(el("p", { class: "hint record-count", text: withTrigger
+        ? `${rec.kernels.length} kernel(s) recorded, in launch order: the trigger and the ${rec.kernels.length - 1} before it`
+        : `${rec.kernels.length} kernel(s) recorded before the trigger, in launch order` }));
       const canvas = el("canvas");
       box.append(el("div", { class: "chart small" }, canvas));
       const t = el("table", { class: "flight-kernels" });
@@ -614,6 +626,11 @@
   }
 
   // ---- Start ------------------------------------------------------------------------------------------------------
+  function drawPartial() {
+    if (!data.partial.length) return;
+    $("partial").hidden = false;
+    $("partial").textContent = "Read in part (the page shows the kernels read):\n" + data.partial.join("\n");
+  }
   function drawMeta() {
     const tasks = [...new Set(folders.map((f) => f.task))].join(", ");
     const kernels = folders.reduce((a, f) => a + f.kernels, 0);
@@ -649,6 +666,7 @@
   }
   function start() {
     drawMeta();
+    drawPartial();
     drawOverview();
     for (const r of ranks) $("rank").append(el("option", { value: r, text: r }));
     $("rank").addEventListener("change", () => {
