@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "collector/tensor_view.h"
+#include "format/stack_text.h"
 #include "format/naming.h"
 
 namespace msprobe::collector {
@@ -67,15 +68,16 @@ class OutputCheck : public Retention {
     if (limit_ >= 0 && found_ >= (uint64_t)limit_) reached_.store(true, std::memory_order_relaxed);
     return true;
   }
-  // "Muls.x.0.forward (step 1, rank0, launch 12): output.0: ...; launched at f <- g <- h".
+  // "Muls.x.0.forward (step 1, rank0, launch 12): output.0: ...; launched at File train.py, line 89, in forward, ...".
   std::string where(const record::KernelCapture &k, const std::string &overflow) const {
     std::string w = k.name + " (step " + std::to_string(k.step) + ", " + format::rank_dir_name(k.rank) + ", launch " +
                     std::to_string(k.launch_index) + "): " + overflow;
-    // The innermost frames say where it came from (the whole stack is in stack.json).
+    // The user's own line says where it came from, as every tool says it (format/stack_text.h); the whole stack is in
+    // stack.json.
     if (uint64_t g = stacks_ ? stacks_->group(k.stack_id) : 0; g != 0) {
-      std::vector<std::string> frames = stacks_->frames(g);
-      w += "; launched at ";
-      for (size_t i = 0; i < frames.size() && i < 3; ++i) w += (i ? " <- " : "") + frames[i];
+      const std::vector<std::string> frames = stacks_->frames(g);
+      if (const std::optional<size_t> user = format::user_frame(frames))
+        w += "; launched at " + format::frame_line(frames[*user]);
     }
     return w;
   }

@@ -13,7 +13,7 @@
 #include "tools/inspect/commands.h"
 #include "tools/inspect/compare.h"
 #include "tools/reader/dump_reader.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -299,19 +299,19 @@ CompareTally run_plan(const ComparePlan &p, const Thresholds &th) {
 // " at {the innermost frame of the user's own code}" of a kernel of A, or nothing when no stack is recorded.
 std::string where_text(const RankDir &dir, const std::string &kernel) {
   const std::optional<std::vector<std::string>> frames = find_stack(dir, kernel);
-  const std::optional<size_t> user = frames ? user_frame(*frames) : std::nullopt;
-  return user ? " at " + frame_line((*frames)[*user]) : std::string();
+  const std::optional<size_t> user = frames ? format::user_frame(*frames) : std::nullopt;
+  return user ? " at " + format::frame_line((*frames)[*user]) : std::string();
 }
 
 // Both runs' stacks of the kernel; one when they are the same (the usual case: the same program).
 void print_stacks(const std::optional<std::vector<std::string>> &a, const std::optional<std::vector<std::string>> &b) {
   if (a && b && *a == *b) {
-    std::printf("  stack (the same in A and B):\n%s", stack_text(*a, "    ").c_str());
+    std::printf("  stack (the same in A and B):\n%s", format::stack_text(*a, "    ").c_str());
     return;
   }
   for (const auto &[side, frames] : {std::pair{"A", &a}, std::pair{"B", &b}}) {
     if (*frames)
-      std::printf("  %s stack:\n%s", side, stack_text(**frames, "    ").c_str());
+      std::printf("  %s stack:\n%s", side, format::stack_text(**frames, "    ").c_str());
     else
       std::printf("  %s stack: not recorded\n", side);
   }
@@ -330,7 +330,7 @@ void print_divergence(const ComparePlan &p, const Divergence &d, const char *hea
   if (d.only_in.empty()) {
     print_stacks(find_stack(*p.pairs[d.pair].first, d.kernel), find_stack(*p.pairs[d.pair].second, d.kernel));
   } else if (const auto frames = find_stack(home_of(p, d), d.kernel)) {
-    std::printf("  stack (%s):\n%s", d.only_in.c_str(), stack_text(*frames, "    ").c_str());
+    std::printf("  stack (%s):\n%s", d.only_in.c_str(), format::stack_text(*frames, "    ").c_str());
   }
   for (const Divergence &then : d.then) print_divergence(p, then, "then the first kernel both runs have that diverges");
 }

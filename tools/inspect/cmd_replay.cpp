@@ -22,7 +22,7 @@
 #include "tools/inspect/replay.h"
 #include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -497,7 +497,7 @@ void print_failing(const ReplayPlan &p, std::vector<Listed> &failing) {
     if (l.lines.empty() && !l.message.empty()) std::printf("    %s\n", l.message.c_str());
     if (i < 10 && l.folder < p.folders.size()) {
       if (const auto frames = find_stack(*p.folders[l.folder].dir, l.name)) {
-        std::printf("    stack:\n%s", stack_text(*frames, "      ").c_str());
+        std::printf("    stack:\n%s", format::stack_text(*frames, "      ").c_str());
       }
     }
   }

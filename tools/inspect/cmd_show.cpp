@@ -11,7 +11,7 @@
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -285,7 +285,7 @@ void print_text(const Shown &s) {
   if (!s.stack) {
     std::printf("  stack: not recorded\n");
   } else {
-    std::printf("  stack (%zu frames)\n%s", s.stack->size(), stack_text(*s.stack, "    ").c_str());
+    std::printf("  stack (%zu frames)\n%s", s.stack->size(), format::stack_text(*s.stack, "    ").c_str());
   }
 }
 

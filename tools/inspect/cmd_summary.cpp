@@ -16,7 +16,7 @@
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
 #include "tools/reader/partial_read.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -296,7 +296,7 @@ void print_first_nans(const Totals &t) {
     if (!hit->stack) {
       std::printf("           stack: not recorded\n");
     } else {
-      std::printf("           stack:\n%s", stack_text(*hit->stack, "             ").c_str());
+      std::printf("           stack:\n%s", format::stack_text(*hit->stack, "             ").c_str());
     }
   }
 }

@@ -4,7 +4,7 @@
 #include "format/format.h"
 #include "tools/inspect/ranks.h"
 #include "tools/reader/json_reader.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools::ranks {
 
@@ -76,7 +76,7 @@ void origin_text(std::string &out, const Origin &o, Question q, bool primary) {
   if (!o.preceded_by.empty()) out += pad + "after     the origin on " + ranks_text(o.preceded_by) + " (causally)\n";
   if (!primary) return;
   if (!a.stack.empty()) {
-    out += pad + "stack:\n" + stack_text(a.stack, pad + "  ");
+    out += pad + "stack:\n" + format::stack_text(a.stack, pad + "  ");
   }
   if (!o.spread.empty()) {
     out += pad + "spread (how the values travelled):\n";

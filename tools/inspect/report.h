@@ -40,7 +40,7 @@ class Interner {
 struct Strings {
   Interner stems;   // "Gelu.Default" of "Gelu.Default.0.forward"
   Interner tails;   // ".0.forward"
-  Interner frames;  // stack frames, each on one line (tools/reader/stack_text.h)
+  Interner frames;  // stack frames, each on one line (format/stack_text.h)
   std::vector<std::vector<uint32_t>> stacks;
   std::vector<int32_t> stack_user;  // per stack: the innermost frame of the user's own code (user_frame), -1: none
   std::map<std::vector<uint32_t>, int32_t> stack_index;

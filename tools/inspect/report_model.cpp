@@ -14,7 +14,7 @@
 #include "tools/inspect/compare.h"
 #include "tools/inspect/report.h"
 #include "tools/reader/partial_read.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools::report {
 
@@ -30,11 +30,11 @@ uint32_t Interner::id(std::string_view s) {
 int32_t Strings::stack_id(const std::vector<std::string> &stack) {
   std::vector<uint32_t> ids;
   ids.reserve(stack.size());
-  for (const std::string &f : stack) ids.push_back(frames.id(frame_line(f)));
+  for (const std::string &f : stack) ids.push_back(frames.id(format::frame_line(f)));
   auto [it, fresh] = stack_index.try_emplace(std::move(ids), static_cast<int32_t>(stacks.size()));
   if (fresh) {
     stacks.push_back(it->first);
-    const std::optional<size_t> user = user_frame(stack);
+    const std::optional<size_t> user = format::user_frame(stack);
     stack_user.push_back(user ? static_cast<int32_t>(*user) : -1);
   }
   return it->second;

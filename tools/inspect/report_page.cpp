@@ -12,7 +12,7 @@
 #include "format/dump_json.h"
 #include "tools/inspect/report.h"
 #include "tools/inspect/report_assets.h"
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 namespace msprobe::tools::report {
 
@@ -70,8 +70,8 @@ Json mark_json(const Report &r, const std::optional<Mark> &m) {
   if (!m) return nullptr;
   Json j = marked_json(r, m->at);
   j["stack"] = Json::array();
-  for (const std::string &f : m->stack) j["stack"].push_back(frame_line(f));
-  const std::optional<size_t> user = user_frame(m->stack);
+  for (const std::string &f : m->stack) j["stack"].push_back(format::frame_line(f));
+  const std::optional<size_t> user = format::user_frame(m->stack);
   j["stack_user"] = user ? Json(*user) : Json(nullptr);
   j["verdict"] = m->verdict;
   j["spread"] = Json::array();

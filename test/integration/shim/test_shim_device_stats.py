@@ -219,6 +219,8 @@ def test_overflow_check_on_the_device_finds_the_planted_overflow(tmp_path):
     for name, r in (("on", on), ("off", off)):
         lines = [line for line in r.stderr.splitlines() if "msprobe-shim: overflow:" in line]
         assert len(lines) == 1 and lines[0].split("overflow: ")[1].startswith("Muls."), r.stderr
+        # Issue 39: the line names the user's own line (train.py's blow_up), not the framework's or libffi's frames.
+        assert re.search(r"; launched at File \S*examples/train\.py, line \d+, in TinyModel\.blow_up, return ", lines[0])
         reports[name] = lines[0]
         [folder] = r.dump.folders()
         [(kernel, entry)] = folder.entries()

@@ -32,7 +32,7 @@
   }
   const kernelName = (f, pos) => data.stems[f.name[2 * pos]] + data.tails[f.name[2 * pos + 1]];
   // A kernel's stack: its frames (each on one line, as msprobe-inspect prints them) and which is the innermost frame of
-  // the user's own code (tools/reader/stack_text.h), the one a table cell shows.
+  // the user's own code (format/stack_text.h), the one a table cell shows.
   const stackOf = (f, pos) => (f.stack[pos] < 0 ? null
     : { frames: data.stacks[f.stack[pos]].map((id) => data.frames[id]), user: data.stack_user[f.stack[pos]] });
   function findKernel(f, name) {

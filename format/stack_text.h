@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace msprobe::tools {
+namespace msprobe::format {
 
 // The frame on one line: every run of white space that holds a line break becomes one space, trailing white space
 // and a trailing comma (a frame without a source line) go. "File a.py, line 3, in f, x = g()".
@@ -37,4 +37,4 @@ std::optional<size_t> user_frame(std::span<const std::string> frames);
 // One line per frame, the same lines in every command: `indent` before each, '\n' after each.
 std::string stack_text(std::span<const std::string> frames, std::string_view indent);
 
-}  // namespace msprobe::tools
+}  // namespace msprobe::format

@@ -1,8 +1,8 @@
-#include "tools/reader/stack_text.h"
+#include "format/stack_text.h"
 
 #include <charconv>
 
-namespace msprobe::tools {
+namespace msprobe::format {
 
 namespace {
 
@@ -108,4 +108,4 @@ std::string stack_text(std::span<const std::string> frames, std::string_view ind
   return out;
 }
 
-}  // namespace msprobe::tools
+}  // namespace msprobe::format
