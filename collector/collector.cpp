@@ -264,6 +264,11 @@ CollectorCounters Collector::counters() const {
   return c;
 }
 
+bool Collector::complete() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return !impl_->stuck;
+}
+
 bool Collector::write_limit_reached() const noexcept { return impl_->retention->limit_reached(); }
 
 bool Collector::drop_oldest_kept() {

@@ -48,6 +48,8 @@ class Collector {
   // frees its malloc cache, which waits for malloc's lock, which a thread stopped in a signal handler may hold).
   void close(bool join_writers = true);
   CollectorCounters counters() const;
+  // False once a wait for the writers ran out (the files are left as after a crash).
+  bool complete() const;
   // The retention will write nothing more (overflow_check's and flight's limits): the launching threads stop copying.
   // One atomic load.
   bool write_limit_reached() const noexcept;

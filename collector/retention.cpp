@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "collector/tensor_view.h"
-#include "format/stack_text.h"
 #include "format/naming.h"
+#include "format/stack_text.h"
 
 namespace msprobe::collector {
 namespace {

@@ -436,7 +436,7 @@ struct HeldLock {
   int fork_slot;  // its entry in g_lock_fds, -1: none
 };
 std::mutex g_claim_mu;
-auto *g_claims = new std::map<std::string, bool>;  // rank folder -> owned; immortal: used during exit
+auto *g_claims = new std::map<std::string, bool>;  // root + rank folder -> owned; immortal: used during exit
 auto *g_held = new std::vector<HeldLock>;
 
 // The descriptors of g_held, readable without g_claim_mu: a fork child (where the mutex may be held by a thread that
@@ -501,7 +501,8 @@ Claim lock_file(const std::string &path, int *out_fd, int *fork_slot) {
 
 bool claim_rank_output(const std::string &root, const std::string &rank_dir, format::Task task) {
   std::lock_guard<std::mutex> lk(g_claim_mu);
-  if (auto it = g_claims->find(rank_dir); it != g_claims->end()) return it->second;
+  const std::string claim_key = root + '\0' + rank_dir;
+  if (auto it = g_claims->find(claim_key); it != g_claims->end()) return it->second;
   make_dirs(root);
   const std::string path = root + "/" + format::rank_lock_name(rank_dir);
   int fd = -1, fork_slot = -1;
@@ -527,11 +528,11 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir, for
       break;
     case Claim::NoLock: break;
   }
-  (*g_claims)[rank_dir] = mine;
+  (*g_claims)[claim_key] = mine;
   return mine;
 }
 
-void release_rank_outputs() noexcept {
+void release_rank_outputs(bool as_crashed) noexcept {
   // try_lock: a thread that died inside claim_rank_output (a fatal signal) holds the mutex for good; then the
   // files stay behind, unheld, as after a SIGKILL.
   std::unique_lock<std::mutex> lk(g_claim_mu, std::try_to_lock);
@@ -539,7 +540,7 @@ void release_rank_outputs() noexcept {
   for (const HeldLock &h : *g_held) {
     // A forked child shares the parent's lock descriptions: only the process that took a lock removes it.
     if (h.pid != getpid()) continue;
-    ::unlink(h.path.c_str());  // first, so that nobody can win the lock on a file that is about to vanish
+    if (!as_crashed) ::unlink(h.path.c_str());  // first, so that nobody can win the lock on a file about to vanish
     unpublish_lock_fd(h.fork_slot);
     ::close(h.fd);
   }

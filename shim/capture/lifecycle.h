@@ -64,6 +64,8 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir, for
 // The dump is closed: removes this process's rank lock files from the dump root (which then holds only the
 // step folders) and lets go of the locks. A SIGKILLed run leaves its lock files behind, unheld; `msprobe-inspect
 // repair` removes them, and every reader of ours ignores them.
-void release_rank_outputs() noexcept;
+// `as_crashed`: the dump could not be finished (a writer was stuck): the lock files stay, unheld, as after a SIGKILL,
+// so that repair knows to complete the folders.
+void release_rank_outputs(bool as_crashed = false) noexcept;
 
 }  // namespace msprobe::shim::lifecycle

@@ -45,12 +45,18 @@ int64_t process_start_us() {
     for (int i = 3; i <= 22 && rest >> field; ++i)
       if (i == 22) start_ticks = std::atoll(field.c_str());
   }
-  struct timespec real {}, boot{};
+  struct timespec real {
+  }, boot{};
   if (clock_gettime(CLOCK_REALTIME, &real) == 0 && clock_gettime(CLOCK_BOOTTIME, &boot) == 0)
     btime = (real.tv_sec - boot.tv_sec) * 1000000LL + (real.tv_nsec - boot.tv_nsec) / 1000;
   const long hz = sysconf(_SC_CLK_TCK);
   if (start_ticks < 0 || btime < 0 || hz <= 0) return now_us();
   return btime + start_ticks * 1000000LL / hz;
+}
+
+int64_t start_resolution_us() {
+  const long hz = sysconf(_SC_CLK_TCK);
+  return hz > 0 ? 1000000 / hz : 10000;
 }
 
 std::string command_line() {
@@ -71,8 +77,6 @@ std::string run_id(int64_t start_us, int64_t pid) {
                 tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)pid);
   return buf;
 }
-
-constexpr int64_t kStartResolutionUs = 50000;
 
 struct Written {
   std::string root, rank_dir;
@@ -131,10 +135,11 @@ std::map<std::string, EarlierRun> earlier_runs(const fs::path &root, const RunId
     const nlohmann::json m = nlohmann::json::parse(in, nullptr, false);
     const int64_t pid = m.is_object() ? m.value(std::string(key::kRunPid), (int64_t)0) : 0;
     const auto end_field = m.is_object() ? m.find(std::string(key::kRunEnd)) : m.end();
-    // A peer rank of this run ends long after this process started (the ranks of a job run together); the margin
-    // covers the start time's resolution (a clock tick) for a run started right after the last one ended.
+    // A peer of this run (another rank, a forked child) ends after this process started: they run together. The
+    // start is known to a clock tick (it may read up to one tick early), so a run that ended just before this one
+    // started is not taken for a peer.
     const bool ended_after_i_started = m.is_object() && end_field != m.end() && end_field->is_number_integer() &&
-                                       end_field->get<int64_t>() > me.start_us + kStartResolutionUs;
+                                       end_field->get<int64_t>() > me.start_us + start_resolution_us();
     // The rank this process just claimed is locked by this process: any other run's marker for it is an earlier run's.
     if (pid == me.pid || ended_after_i_started || (rank_dir != mine && being_written(root, rank_dir))) {
       staying.insert(rank_dir);
@@ -147,7 +152,8 @@ std::map<std::string, EarlierRun> earlier_runs(const fs::path &root, const RunId
   return out;
 }
 
-// The step folders' rank folders that no marker names and nobody writes: an unknown earlier run's.
+// The step folders' rank folders that hold a dump.json no marker names and that nobody writes: an unknown earlier run's
+// (an older version's, or msprobe's own).
 void unmarked_folders(const fs::path &root, const std::string &mine, const std::set<std::string> &staying,
                       std::map<std::string, EarlierRun> &runs) {
   std::set<std::string> marked = staying;
@@ -158,7 +164,8 @@ void unmarked_folders(const fs::path &root, const std::string &mine, const std::
     std::error_code ec2;
     for (fs::directory_iterator r(s->path(), ec2), end2; !ec2 && r != end2; r.increment(ec2)) {
       const std::string rank_dir = r->path().filename().string();
-      if (rank_dir.rfind("rank", 0) != 0 || marked.count(rank_dir) || (rank_dir != mine && being_written(root, rank_dir)))
+      if (rank_dir.rfind("rank", 0) != 0 || marked.count(rank_dir) || !fs::exists(r->path() / format::kDumpJson, ec2) ||
+          (rank_dir != mine && being_written(root, rank_dir)))
         continue;
       runs["unknown"].rank_dirs.insert(rank_dir);
     }
@@ -173,15 +180,18 @@ std::string move_aside(const fs::path &root, const std::string &id, const Earlie
   for (fs::directory_iterator s(root, ec), end; !ec && s != end; s.increment(ec)) {
     const std::string step = s->path().filename().string();
     if (step.rfind("step", 0) != 0 || !s->is_directory(ec)) continue;
+    bool moved = false;
     for (const std::string &rank_dir : run.rank_dirs) {
       std::error_code e;
-      if (!fs::exists(s->path() / rank_dir, e)) continue;
+      if (fs::is_symlink(s->path(), e) || !fs::exists(s->path() / rank_dir, e)) continue;
       fs::create_directories(dest / step, e);
       fs::rename(s->path() / rank_dir, dest / step / rank_dir, e);
-      if (!e) steps.insert(std::strtoull(step.c_str() + 4, nullptr, 10));
+      if (e) continue;
+      moved = true;
+      steps.insert(std::strtoull(step.c_str() + 4, nullptr, 10));
     }
     std::error_code e;
-    if (fs::is_empty(s->path(), e)) fs::remove(s->path(), e);
+    if (moved && fs::is_empty(s->path(), e)) fs::remove(s->path(), e);  // only a step folder this emptied
   }
   for (const fs::path &m : run.markers) {
     std::error_code e;

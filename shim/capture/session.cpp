@@ -462,9 +462,13 @@ void Session::shutdown() {
   const std::string outcome = run_outcome(c, n, steps, unselected);
   if (c.task == Task::Flight) log_note("%s", outcome.c_str());
   // Before the rank locks go: peers starting meanwhile see this run alive until its marker says it ended.
-  if (tally.launches() > 0) run_marker::ended(c.dump_path, format::rank_dir_name(rank), c.task, outcome);
+  // A flight run that wrote nothing leaves its marker for its rank all the same: `msprobe-inspect summary` on the root
+  // then says what it watched instead of "no dump found".
+  const bool quiet_flight = !col && c.task == Task::Flight && tally.launches() > 0;
+  if (col || quiet_flight)
+    run_marker::ended(c.dump_path, quiet_flight ? format::rank_dir_name(rank) : "", c.task, outcome);
   if (!col) return;
-  lifecycle::release_rank_outputs();
+  lifecycle::release_rank_outputs(/*as_crashed=*/!col->complete());
   log_written(c, n);
   impl_->policy.stager->log_summary();
   if (const std::string problems = problem_summary(); !problems.empty())

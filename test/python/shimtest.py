@@ -40,6 +40,17 @@ _SCRUB = {"LD_PRELOAD", "RANK_ID", "RANK", "RANK_SIZE", "TASK_QUEUE_ENABLE", "AS
 _KEEP = {"MSPROBE_BUILD_DIR", "MSPROBE_SOURCE_DIR"}
 
 
+def is_run_marker(name):
+    """A run's marker in the dump root (.msprobe_shim.<rank folder>.run.json, docs/lifecycle.md): it stays after the
+    run, beside the step folders."""
+    return name.startswith(".msprobe_shim.") and name.endswith(".run.json")
+
+
+def root_entries(root):
+    """What a dump root holds besides its runs' markers, sorted."""
+    return sorted(n for n in os.listdir(root) if not is_run_marker(n))
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if k in _KEEP or not (k in _SCRUB or k.startswith(_SCRUB_PREFIXES))}

@@ -9,11 +9,11 @@
 
 #include "format/format.h"
 #include "format/naming.h"
+#include "format/stack_text.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/inspect/compare.h"
 #include "tools/reader/dump_reader.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools {
 

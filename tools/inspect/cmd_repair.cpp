@@ -1,5 +1,6 @@
 // repair DIR: closes the journals a killed run left open and makes every file of a folder agree with dump.json.
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -65,18 +66,26 @@ void remove_unstarted(const fs::path &root, bool dry_run, RepairTally &t) {
   }
 }
 
-// Whether the folder's dump.json is closed (a run closes a step's folder when the step ends, while it goes on).
-bool dump_closed(const RankDir &d) {
-  std::error_code ec;
-  if (!fs::is_regular_file(d.path / format::kDumpJson, ec)) return false;
-  const MappedFile f(d.path / format::kDumpJson);
-  return repair_journal(f.text(), JournalKind::DumpJson).state == JournalRepair::State::Intact;
+// The newest step of each rank folder name among the folders found (taken once: a live run makes new steps meanwhile).
+using NewestSteps = std::map<std::string, uint64_t>;
+NewestSteps newest_steps(const std::vector<RankDir> &dirs) {
+  NewestSteps out;
+  for (const RankDir &d : dirs)
+    if (d.step) out[d.path.filename().string()] = std::max(out[d.path.filename().string()], *d.step);
+  return out;
 }
 
-void repair_folder(const RankDir &d, const FolderLog &log, bool dry_run, RepairTally &t) {
+// Whether a live run is done with the folder: a step before the newest of its rank (the writer's files are valid JSON
+// at every moment, so only the step in progress is still being written).
+bool finished_step(const RankDir &d, const NewestSteps &newest) {
+  const auto it = newest.find(d.path.filename().string());
+  return d.step && it != newest.end() && *d.step < it->second;
+}
+
+void repair_folder(const RankDir &d, const NewestSteps &newest, const FolderLog &log, bool dry_run, RepairTally &t) {
   if (std::optional<RankLock> lock = rank_lock_of(d.path); lock && lock->live) {
-    // The run still holds the rank: a folder it closed is finished and left as it is, one it is writing is left alone.
-    if (dump_closed(d)) {
+    // The run still holds the rank: a folder of a step it finished is left as it is, the one it writes is left alone.
+    if (finished_step(d, newest)) {
       ++t.intact;
       return;
     }
@@ -144,7 +153,8 @@ int run_repair(std::span<char *const> argv) {
     // A run killed before its first kernel was written leaves no folder, only its rank lock: still its dump root.
     if (t.removed == 0 && root_locks(root).empty()) throw;
   }
-  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { repair_folder(d, log, dry, t); });
+  const NewestSteps newest = newest_steps(dirs);
+  for_each_folder(dirs, [&](const RankDir &d, const FolderLog &log) { repair_folder(d, newest, log, dry, t); });
   remove_stale_locks(root, dry, dirs.empty(), t);
   std::printf("repair: %d file(s) intact, %d %s, %d cannot be repaired", t.intact, t.repaired,
               dry ? "to repair" : "repaired", t.unrecoverable);

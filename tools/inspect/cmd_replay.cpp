@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/stack_text.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/inspect/replay.h"
 #include "tools/reader/csv.h"
 #include "tools/reader/dump_reader.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools {
 

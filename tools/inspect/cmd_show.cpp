@@ -8,10 +8,10 @@
 
 #include "format/dump_json.h"
 #include "format/format.h"
+#include "format/stack_text.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools {
 

@@ -11,12 +11,12 @@
 
 #include "format/dump_json.h"
 #include "format/format.h"
+#include "format/stack_text.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/commands.h"
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
 #include "tools/reader/partial_read.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools {
 
@@ -210,6 +210,7 @@ std::string hit_json(const std::optional<NanHit> &hit) {
 
 std::string shortfall_json(const Shortfall &s) {
   const char *why = s.why == Shortfall::Why::BeingWritten ? "being written"
+                    : s.why == Shortfall::Why::Killed     ? "killed"
                     : s.why == Shortfall::Why::NotClosed  ? "not closed"
                                                           : "damaged";
   return "{\"folder\": " + json_str(s.folder) + ", \"state\": " + json_str(why) +

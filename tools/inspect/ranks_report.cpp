@@ -2,9 +2,9 @@
 #include <algorithm>
 
 #include "format/format.h"
+#include "format/stack_text.h"
 #include "tools/inspect/ranks.h"
 #include "tools/reader/json_reader.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools::ranks {
 

@@ -10,11 +10,11 @@
 #include "format/dump_json.h"
 #include "format/format.h"
 #include "format/naming.h"
+#include "format/stack_text.h"
 #include "tools/inspect/cli.h"
 #include "tools/inspect/compare.h"
 #include "tools/inspect/report.h"
 #include "tools/reader/partial_read.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools::report {
 

@@ -10,9 +10,9 @@
 #include <tuple>
 
 #include "format/dump_json.h"
+#include "format/stack_text.h"
 #include "tools/inspect/report.h"
 #include "tools/inspect/report_assets.h"
-#include "format/stack_text.h"
 
 namespace msprobe::tools::report {
 

@@ -12,6 +12,9 @@ std::string Shortfall::what() const {
     case Why::BeingWritten:
       return "being written by a running process (" + owner + "): its " + n +
              " written so far are read, the rest is not written yet";
+    case Why::Killed:
+      return "the run that wrote it was killed or crashed (its rank lock is left): its " + n +
+             " are read, the kernels it was writing are not ('msprobe-inspect repair' sets their files aside)";
     case Why::NotClosed:
       return std::string(format::kDumpJson) + " was not closed (the run that wrote it was killed or " +
              "crashed): its " + n + " before byte " + std::to_string(at) +
@@ -27,6 +30,37 @@ bool ends_at_last_line(std::string_view text, size_t offset) {
   const size_t nl = text.find('\n', offset);
   return nl == std::string_view::npos || text.find_first_not_of(" \t\r\n", nl) == std::string_view::npos;
 }
+
+namespace {
+
+// Whether the folder is its rank's newest step in its dump root (what a live run writes now, what a killed one was).
+bool newest_step_of_rank(const RankDir &dir) {
+  if (!dir.step) return false;
+  const std::filesystem::path root = dir.path.parent_path().parent_path();
+  const std::string rank_dir = dir.path.filename().string();
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::optional<uint64_t> step = parse_step_dir(it->path().filename().string());
+    std::error_code e;
+    if (step && *step > *dir.step && std::filesystem::is_directory(it->path() / rank_dir, e)) return false;
+  }
+  return true;
+}
+
+// A dump.json that reads whole may still be a live run's current folder, or the one a killed run was writing.
+std::optional<Shortfall> live_or_killed(const RankDir &dir, uint64_t kernels, uint64_t bytes) {
+  const std::optional<RankLock> lock = rank_lock_of(dir.path);
+  if (!lock || !newest_step_of_rank(dir)) return std::nullopt;
+  Shortfall s;
+  s.folder = dir.label();
+  s.kernels = kernels;
+  s.at = bytes;
+  s.why = lock->live ? Shortfall::Why::BeingWritten : Shortfall::Why::Killed;
+  if (lock->live) s.owner = lock->owner_text();
+  return s;
+}
+
+}  // namespace
 
 std::optional<Shortfall> read_dump_json_partial(const RankDir &dir, const DumpCallbacks &cb, DumpHeaderRead *header) {
   uint64_t kernels = 0;
@@ -50,7 +84,7 @@ std::optional<Shortfall> read_dump_json_partial(const RankDir &dir, const DumpCa
   try {
     stream_dump_json(file.text(), counted);
     if (header) *header = seen;
-    return std::nullopt;
+    return live_or_killed(dir, kernels, file.text().size());
   } catch (const JsonError &e) {
     if (header) *header = seen;
     Shortfall s;

@@ -1,9 +1,12 @@
 // Reading a folder whose dump.json is not finished, for every command alike (docs/inspect.md, "Runs still going and
-// damaged dumps"). dump.json is a journal (format/dump_json.h): a header line, then one complete kernel entry per line,
-// closed when the writer closes the folder. Until then it is not valid JSON, but every line before its end is a
-// complete kernel. That end is one of:
-//   - being written: the run writing the folder is still going (it holds the rank's lock, docs/lifecycle.md);
-//   - not closed: the run ended without closing it (SIGKILL, a crash, a close that timed out); `repair` closes it;
+// damaged dumps"). dump.json is a journal (format/dump_json.h): a header line, then one complete kernel entry per line.
+// The writer keeps it valid JSON at every moment; an older writer closed it only at the end, and a kill can tear the
+// write of an entry. What a folder's end is:
+//   - being written: the run writing the folder is still going (it holds the rank's lock, docs/lifecycle.md) and the
+//     folder is its rank's newest step;
+//   - killed: the run was killed or crashed with the folder its rank's newest step (it left the rank's lock, unheld);
+//     what is there is read; `repair` sets aside the files of the kernels it was writing;
+//   - not closed: the text ends before the closing (an older writer's journal, or a torn write); `repair` closes it;
 //   - damaged: the text is wrong before its last line (not a journal the collector left).
 // The commands read the complete kernels before that point and name the folder and what the rest is.
 #pragma once
@@ -16,7 +19,7 @@
 namespace msprobe::tools {
 
 struct Shortfall {
-  enum class Why { BeingWritten, NotClosed, Damaged };
+  enum class Why { BeingWritten, Killed, NotClosed, Damaged };
   Why why = Why::NotClosed;
   std::string folder;    // the folder's label, "step1/rank0"
   uint64_t kernels = 0;  // complete kernels read before the end

@@ -185,7 +185,7 @@ def check(root, p, work):
                         ("construct_behind", "it lacked 1 kernel of dump.json")):
         fig[key] += rep.stdout.count(needle)
     # The killed run's rank lock is gone: the root holds only step folders (or nothing).
-    others = [n for n in os.listdir(root) if not n.startswith("step")] if os.path.isdir(root) else []
+    others = [n for n in shimtest.root_entries(root) if not n.startswith("step")] if os.path.isdir(root) else []
     if others:
         # Who still has them open (a rank lock is left only while some process holds it): for the next diagnosis.
         problems.append(f"left in the dump root after repair: {others}; repair said: {rep.stdout[-600:]!r}; "

@@ -57,8 +57,9 @@ def test_main_job_runs_and_lists_what_was_dumped(tmp_path):
     r = run_demo(tmp_path)
     assert r.returncode == 0, f"demo.sh exited {r.returncode}\n--- stdout\n{r.stdout}\n--- stderr\n{r.stderr}"
     root = str(tmp_path / "dump")
-    # The dump root holds only step folders once the run has ended (the rank lock went with the process).
-    assert sorted(os.listdir(root)) == ["step0", "step1", "step2"], os.listdir(root)
+    # The dump root holds only step folders once the run has ended (the rank lock went with the process), and the
+    # run's marker (docs/lifecycle.md: one dump root, one run).
+    assert sorted(os.listdir(root)) == [".msprobe_shim.rank.run.json", "step0", "step1", "step2"], os.listdir(root)
     want = expected_listing(root)
     assert parsed_listing(r.stdout) == want, r.stdout
     assert all(task == "tensor" and files > 0 for _, files, task, _ in want.values())

@@ -159,10 +159,20 @@ def is_closed(path):
         return False
 
 
+def newest_folders(dump):
+    """The newest step's folder of each rank: what a live run is writing (its dump.json valid JSON all the while)."""
+    newest = {}
+    for f in Path(dump).glob("step*/rank*"):
+        step = int(f.parent.name[4:])
+        if f.name not in newest or step > newest[f.name][0]:
+            newest[f.name] = (step, f)
+    return [f for _, f in newest.values()]
+
+
 @pytest.fixture
 def live(tmp_path):
     """A train.py run under the shim, stopped (SIGSTOP) once it has written a few dozen kernels: alive, holding its rank
-    lock, its current folder's dump.json an open journal. Killed at the end of the test."""
+    lock, its newest step's folder the one being written. Killed at the end of the test."""
     dump = tmp_path / "live"
     env = shimtest.clean_env({"LD_PRELOAD": SHIM, "MSPROBE_DUMP_PATH": dump, "MSPROBE_TASK": "tensor"})
     p = subprocess.Popen([shimtest.PYTHON, shimtest.TRAIN, "--steps", "1000"], env=env, cwd=tmp_path,
@@ -173,8 +183,8 @@ def live(tmp_path):
             journal = dump / "step0" / "rank" / "dump.json"
             if journal.exists() and journal.read_text().count("\n") > 30:
                 os.kill(p.pid, signal.SIGSTOP)
-                # Stopped between a step's close and the next one's first kernel, no journal would be open: go on.
-                stopped = any(not is_closed(f) and complete_entries(f) for f in dump.glob("step*/rank*/dump.json"))
+                # Stopped with the newest folder begun but nothing in it yet: go on.
+                stopped = all(complete_entries(f / "dump.json") for f in newest_folders(dump))
                 if not stopped:
                     os.kill(p.pid, signal.SIGCONT)
             time.sleep(0.005)
@@ -187,17 +197,15 @@ def live(tmp_path):
 
 def test_a_live_run_is_read_and_the_folder_being_written_named(live, dumps, tmp_path):
     dump, p = live
-    open_folders = [f.parent for f in dump.glob("step*/rank/dump.json") if not is_closed(f)]
-    assert open_folders  # the folder the run is writing (with today's shim every step's, until the run ends)
+    open_folders = newest_folders(dump)
+    assert open_folders and all(is_closed(f / "dump.json") for f in dump.glob("step*/rank*"))  # valid all the time
     being = f"being written by a running process (pid {p.pid}): its "
     # The issue's command: a step of the live run. It said "invalid JSON ... (if a crash cut it short, repair...)".
-    step0 = dump / "step0"
-    r = inspect("summary", step0, expect=0)
-    k0 = load_dump(step0 / "rank")["data"] if is_closed(step0 / "rank" / "dump.json") else None
-    n0 = len(k0) if k0 is not None else complete_entries(step0 / "rank" / "dump.json")
-    assert re.search(rf"^kernels\s+{n0} in 1 folder", r.stdout, re.M), r.stdout
-    if k0 is None:
-        assert f"step0/rank: {being}{n0} kernels written so far are read" in r.stdout, r.stdout
+    step = open_folders[0].parent
+    r = inspect("summary", step, expect=0)
+    n = len(load_dump(step / "rank")["data"])
+    assert re.search(rf"^kernels\s+{n} in 1 folder", r.stdout, re.M), r.stdout
+    assert f"{step.name}/rank: {being}{n} kernel" in r.stdout, r.stdout
     assert "repair" not in r.stdout + r.stderr and "invalid JSON" not in r.stderr
     s = json.loads(inspect("summary", dump, "--json", expect=0).stdout)
     assert {x["folder"] for x in s["incomplete"]} == {f"{f.parent.name}/rank" for f in open_folders}
@@ -219,16 +227,16 @@ def test_a_live_run_is_read_and_the_folder_being_written_named(live, dumps, tmp_
     rep = inspect("repair", dump, expect=1).stdout
     assert f"being written by a running process (pid {p.pid}): left alone" in rep, rep
 
-    # Killed: the same folders are now cut by a kill; every command still reads them and says repair closes them.
+    # Killed: the same folders are now a killed run's; every command still reads them and says what repair does.
     p.kill()
     p.wait()
     r = inspect("summary", dump, expect=1)
-    assert "was not closed (the run that wrote it was killed or crashed)" in r.stdout
-    assert "'msprobe-inspect repair' closes it" in r.stdout
+    assert "the run that wrote it was killed or crashed (its rank lock is left)" in r.stdout
+    assert "'msprobe-inspect repair' sets their files aside" in r.stdout
     for args in (["compare", dump, dumps("plain"), "--out", tmp_path / "cmp2"], ["report", dump, "-o", tmp_path / "k.html"],
                  ["replay", dump, "--out", tmp_path / "replay2"], ["first-nan", dump]):
         out = inspect(*args)
-        assert out.returncode == 1 and "was not closed" in out.stdout, (args, out.stdout, out.stderr)
+        assert out.returncode == 1 and "was killed or crashed" in out.stdout, (args, out.stdout, out.stderr)
     assert inspect("show", dump, "Gelu#0", expect=0).stdout.startswith("Gelu.")
 
 

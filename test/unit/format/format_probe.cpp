@@ -10,8 +10,8 @@
 //   names                       stdin: "hex(op_type),hex(op_name)" -> kernel_base_name per line
 //   csvsafe                     stdin: hex(text) -> hex(csv_safe_text) per line
 //   create <dir> <hex(basename)> creates the file, appends the mapping row; prints file_name and mapping_row
-//   journal <dir> <framework>   writes dir/dump.json entry by entry, snapshotting file + suffix after each step,
-//                               then dir/stack.json, dir/construct.json and repaired cuts of an unfinished journal
+//   journal <dir> <framework>   writes dir/dump.json entry by entry, snapshotting the file (valid JSON) after each
+//                               step, then dir/stack.json, dir/construct.json and repaired cuts of the journal
 // shape: "scalar" for 0-d, else comma-separated dims ("0", "5", "2,3").
 #include <unistd.h>
 
@@ -271,13 +271,14 @@ int cmd_journal(const fs::path &dir, const std::string &framework) {
   msprobe::collector::DumpJsonWriter w;
   w.begin(dir / "dump.json", h);
   const std::string suffix(mc::kDumpJsonSuffix);
-  spit(dir / "snap_0.json", slurp(dir / "dump.json") + suffix);
+  spit(dir / "snap_0.json", slurp(dir / "dump.json"));  // valid JSON as it is, at every moment
   for (size_t i = 0; i < entries.size(); ++i) {
     w.append(entries[i]);
-    spit(dir / ("snap_" + std::to_string(i + 1) + ".json"), slurp(dir / "dump.json") + suffix);
+    spit(dir / ("snap_" + std::to_string(i + 1) + ".json"), slurp(dir / "dump.json"));
   }
-  // Every cut of the unfinished journal, repaired.
-  const std::string unfinished = slurp(dir / "dump.json");
+  // Every cut of the journal (a write torn by a kill), repaired.
+  std::string unfinished = slurp(dir / "dump.json");
+  unfinished.resize(unfinished.size() - suffix.size());
   fs::create_directories(dir / "repaired");
   for (size_t cut = 0; cut <= unfinished.size(); cut += 7) {
     const auto fixed = mc::repair_journal_text(unfinished.substr(0, cut), suffix);

@@ -432,7 +432,8 @@ def test_dump_json_journal_stack_and_construct(tmp_path, framework):
     ms = framework == "mindspore"
     names = ["Add.Default.0.forward", "Mixed.net_layer_0_fwd.3.forward", "Custom.Default.0.forward"]
 
-    # Every snapshot (file after begin/append + closing suffix) is valid JSON holding a prefix of the entries.
+    # Every snapshot (the file after begin and after each append, as it is) is valid JSON holding a prefix of the
+    # entries.
     for i in range(len(names) + 1):
         snap = json.loads((tmp_path / f"snap_{i}.json").read_text())
         assert list(snap["data"]) == names[:i]

@@ -54,7 +54,8 @@ std::string journal(const fs::path &p, int n, std::vector<size_t> *ends) {
     e.output = mc::ArgList{};
     e.launch_index = static_cast<uint64_t>(i);
     w.append(e);
-    ends->push_back(static_cast<size_t>(fs::file_size(p)));
+    // The journal keeps its closing after the last member: the member ends before it.
+    ends->push_back(static_cast<size_t>(fs::file_size(p)) - mc::kDumpJsonSuffix.size());
   }
   w.finish();
   return slurp(p);
