@@ -1,7 +1,7 @@
 /* CANN stand-in: acl_mdl.h — the model execution API subset a real .om program uses (load, describe, datasets,
- * execute, unload) and the model dump switches (cann_dump.md §1.2, §6; GE inc/external/acl/acl_mdl.h). The
- * model files are the stand-in's own (test/fake_cann/README.md), not .om. Older CANN declared
- * aclmdlInitDump/SetDump/FinalizeDump here, newer in acl_rt.h: same prototypes, exported by libascendcl. */
+ * execute, unload; CANN 9.x: ge inc/external/acl/acl_mdl.h). The model files are the stand-in's own
+ * (test/fake_cann/README.md), not .om. The model dump switches (aclmdlInitDump/SetDump/FinalizeDump) and stream capture
+ * (aclmdlRI*) are in acl_rt.h, as in CANN 9.x (CANN 8.x declared the dump switches here). */
 #ifndef INC_EXTERNAL_ACL_ACL_MODEL_H_
 #define INC_EXTERNAL_ACL_ACL_MODEL_H_
 
@@ -69,34 +69,6 @@ ACL_FUNC_VISIBILITY aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset
 ACL_FUNC_VISIBILITY aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
                                                 aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlUnload(uint32_t modelId);
-
-/* Capturing a stream into a model runtime instance (CANN 8.1+; "experimental" in CANN's docs): between
- * aclmdlRICaptureBegin and aclmdlRICaptureEnd the tasks submitted to the stream are recorded into the instance, not
- * executed; aclmdlRIExecuteAsync runs them, as often as it is called. In GLOBAL and THREAD_LOCAL mode the unsafe
- * functions (synchronous aclrtMemcpy / aclrtMemset, aclrtMemcpyAsync from pageable host memory) are refused with
- * ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT while the capture is in force (every thread, or the capturing one). */
-typedef void *aclmdlRI;
-typedef enum {
-  ACL_MODEL_RI_CAPTURE_MODE_GLOBAL = 0,
-  ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL,
-  ACL_MODEL_RI_CAPTURE_MODE_RELAXED,
-} aclmdlRICaptureMode;
-typedef enum {
-  ACL_MODEL_RI_CAPTURE_STATUS_NONE = 0,
-  ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
-  ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED,
-} aclmdlRICaptureStatus;
-
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status,
-                                                    aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
-
-ACL_FUNC_VISIBILITY aclError aclmdlInitDump(void);
-ACL_FUNC_VISIBILITY aclError aclmdlSetDump(const char *dumpCfgPath);
-ACL_FUNC_VISIBILITY aclError aclmdlFinalizeDump(void);
 
 #ifdef __cplusplus
 }

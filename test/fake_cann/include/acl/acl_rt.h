@@ -1,12 +1,21 @@
-/* CANN stand-in: acl_rt.h — device, stream, event and memory management (cann_abi.md §3, §4.1). */
+/* CANN stand-in: acl_rt.h — aclInit/aclFinalize, devices, streams, events, memory, stream capture into model runtime
+ * instances (aclmdlRI*) and the model dump switches (CANN 9.x: runtime include/external/acl/acl_rt.h). */
 #ifndef INC_EXTERNAL_ACL_ACL_RT_H_
 #define INC_EXTERNAL_ACL_ACL_RT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
 
 #include "acl_base.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+typedef enum aclrtRunMode { ACL_DEVICE = 0, ACL_HOST = 1 } aclrtRunMode;
 
 typedef enum aclrtMemcpyKind {
   ACL_MEMCPY_HOST_TO_HOST = 0,
@@ -48,6 +57,7 @@ typedef enum aclrtMemAttr {
 
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
+ACL_FUNC_VISIBILITY const char *aclGetRecentErrMsg(void);
 
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId);
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t *deviceId);
@@ -81,6 +91,35 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                                               aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
+
+/* Capturing a stream into a model runtime instance (CANN 8.1+): between
+ * aclmdlRICaptureBegin and aclmdlRICaptureEnd the tasks submitted to the stream are recorded into the instance, not
+ * executed; aclmdlRIExecuteAsync runs them, as often as it is called. In GLOBAL and THREAD_LOCAL mode the unsafe
+ * functions (synchronous aclrtMemcpy / aclrtMemset, aclrtMemcpyAsync from pageable host memory) are refused with
+ * ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT while the capture is in force (every thread, or the capturing one). */
+typedef void *aclmdlRI;
+typedef enum {
+  ACL_MODEL_RI_CAPTURE_MODE_GLOBAL = 0,
+  ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL,
+  ACL_MODEL_RI_CAPTURE_MODE_RELAXED,
+} aclmdlRICaptureMode;
+typedef enum {
+  ACL_MODEL_RI_CAPTURE_STATUS_NONE = 0,
+  ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
+  ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED,
+} aclmdlRICaptureStatus;
+
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status,
+                                                    aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
+
+/* The model dump switches (adump): cann_dump.md §1, runtime src/acl/aclrt_impl/toolchain/dump.cpp. */
+ACL_FUNC_VISIBILITY aclError aclmdlInitDump(void);
+ACL_FUNC_VISIBILITY aclError aclmdlSetDump(const char *dumpCfgPath);
+ACL_FUNC_VISIBILITY aclError aclmdlFinalizeDump(void);
 
 #ifdef __cplusplus
 }

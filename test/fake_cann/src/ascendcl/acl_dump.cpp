@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "acl/acl_mdl.h"
+#include "acl/acl_rt.h"
 #include "dump.h"
 #include "fakecann/stream.h"
 

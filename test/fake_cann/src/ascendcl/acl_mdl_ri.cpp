@@ -1,4 +1,4 @@
-// libascendcl.so: model runtime instances made by stream capture (acl_mdl.h, aclmdlRI*), over the runtime's capture
+// libascendcl.so: model runtime instances made by stream capture (acl_rt.h, aclmdlRI*), over the runtime's capture
 // (fakecann/stream.h): between aclmdlRICaptureBegin and aclmdlRICaptureEnd every task submitted to the stream (kernel
 // launches, asynchronous copies and memsets, event records and waits) is recorded into the instance instead of running;
 // aclmdlRIExecuteAsync enqueues the recorded tasks as one task, in their order; aclmdlRIDestroy lets them go (the
