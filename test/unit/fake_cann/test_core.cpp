@@ -121,9 +121,11 @@ TEST_F(Core, EventsOrderTwoStreams) {
   ASSERT_EQ(aclrtSynchronizeStream(b), ACL_SUCCESS);
   EXPECT_EQ(out[4095], 7);
   ASSERT_EQ(aclrtSynchronizeEvent(e), ACL_SUCCESS);
-  int32_t status = -1;
+  // CANN's ACL_EVENT_STATUS_COMPLETE is 0 (runtime include/external/acl/acl_rt.h, aclrtEventStatus).
+  aclrtEventStatus status = ACL_EVENT_STATUS_RESERVED;
   ASSERT_EQ(aclrtQueryEvent(e, &status), ACL_SUCCESS);
-  EXPECT_EQ(status, 1);
+  EXPECT_EQ(status, ACL_EVENT_STATUS_COMPLETE);
+  EXPECT_EQ((int)status, 0);
   aclrtDestroyEvent(e);
   aclrtDestroyStream(a);
   aclrtDestroyStream(b);

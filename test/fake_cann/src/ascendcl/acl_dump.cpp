@@ -1,5 +1,13 @@
-// libascendcl.so: aclmdlInitDump / aclmdlSetDump / aclmdlFinalizeDump (the ACL runtime's toolchain/dump.cpp) and
-// acldumpRegCallback / acldumpUnregCallback (adump), with CANN's ordering rules and codes (cann_dump.md §1.3-§1.7).
+// libascendcl.so: aclmdlInitDump / aclmdlSetDump / aclmdlFinalizeDump (the ACL runtime's toolchain/dump.cpp),
+// aclInit's dump section, and acldumpRegCallback / acldumpUnregCallback / acldumpGetPath (adump), with CANN's ordering
+// rules and codes (cann_dump.md §1.3-§1.7; runtime src/acl/aclrt_impl/toolchain/dump.cpp, src/dfx/adump/).
+//
+// aclInit with a non-empty config file starts the dump server and applies the file's "dump" section as aclmdlSetDump
+// would (the same checks: ACL_ERROR_INVALID_DUMP_CONFIG fails aclInit), without the flag of aclmdlInitDump: a later
+// aclmdlInitDump succeeds (the server is running already), aclmdlSetDump then replaces the configuration, and
+// aclmdlFinalizeDump turns every dump off, aclInit's included, and stops the server. A configuration that enables
+// nothing (no "dump", an empty one, nothing selected) leaves the one in force as it is (adump's dump_manager.cpp
+// SetDumpConfig returns before touching it): only aclmdlFinalizeDump or aclFinalize turns a dump off.
 #include "acl/acl_dump.h"
 
 #include <cstdio>
@@ -13,13 +21,47 @@ using namespace fakecann;
 
 namespace {
 std::mutex g_mu;
-bool g_dump_initialized = false;
+bool g_dump_initialized = false;  // aclmdlInitDump ran (toolchain/dump.cpp aclmdlInitDumpFlag)
+bool g_init_server = false;       // aclInit started the server (AclDump's AdxInitFromAclInit flag)
+std::string g_dump_path;          // acldumpGetPath(DATA_DUMP): "{dump_path}/{time}" of the last enabling config
 
 aclError refuse(aclError code, const char *why) {
   set_error_message(why);
   return code;
 }
+// Puts `c` in force (nullptr: nothing enabled, the one in force stays). Under g_mu.
+void apply(std::shared_ptr<const dump::Config> c) {
+  if (c == nullptr) return;
+  g_dump_path = c->path + (c->path.empty() || c->path.back() == '/' ? "" : "/") + c->time_dir;
+  dump::set_active_config(std::move(c));
+}
+
 }  // namespace
+
+namespace fakecann::dump {
+
+aclError apply_init_dump(const char *configPath) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  server_start();
+  g_init_server = true;
+  std::shared_ptr<const Config> c;
+  std::string why;
+  if (aclError e = load_config(configPath, &c, &why)) {
+    std::fprintf(stderr, "[fake_cann] aclInit: %s\n", why.c_str());
+    return refuse(e, why.c_str());
+  }
+  apply(std::move(c));
+  return ACL_SUCCESS;
+}
+
+void release_init_dump() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!g_init_server) return;
+  g_init_server = false;
+  server_stop();
+}
+
+}  // namespace fakecann::dump
 
 extern "C" {
 
@@ -43,7 +85,7 @@ aclError aclmdlSetDump(const char *dumpCfgPath) {
     std::fprintf(stderr, "[fake_cann] aclmdlSetDump: %s\n", why.c_str());
     return refuse(e, why.c_str());
   }
-  dump::set_active_config(std::move(c));  // last call wins
+  apply(std::move(c));  // last call wins
   return ACL_SUCCESS;
 }
 
@@ -68,6 +110,14 @@ aclError acldumpRegCallback(int32_t (*const messageCallback)(const acldumpChunk 
 
 void acldumpUnregCallback(void) {
   if (!dump::unregister_callback()) std::fprintf(stderr, "[fake_cann] acldumpUnregCallback: none registered\n");
+}
+
+// adump_api_platform.cpp: the data dump's "{dump_path}/{YYYYMMDDhhmmss}" (what adump's DumpSetting keeps from the last
+// configuration that enabled a dump, also after it was turned off), NULL before any; exception dumps have their own.
+const char *acldumpGetPath(acldumpType dumpType) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (dumpType != DATA_DUMP && dumpType != OVERFLOW_DUMP) return nullptr;
+  return g_dump_path.empty() ? nullptr : g_dump_path.c_str();
 }
 
 }  // extern "C"

@@ -163,6 +163,7 @@ extern "C" {
 
 rtError_t rtSetDevice(int32_t devId) {
   if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  device_retain(devId);
   set_current_device(devId);
   return RT_ERROR_NONE;
 }
@@ -180,12 +181,7 @@ rtError_t rtGetDeviceCount(int32_t *cnt) {
   return RT_ERROR_NONE;
 }
 
-rtError_t rtDeviceReset(int32_t devId) {
-  if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
-  synchronize_all_streams();
-  if (current_device() == devId) set_current_device(-1);
-  return RT_ERROR_NONE;
-}
+rtError_t rtDeviceReset(int32_t devId) { return device_reset(devId, false); }
 
 rtError_t rtDeviceSynchronize(void) {
   if (int e = require_context()) return e;
@@ -249,10 +245,10 @@ rtError_t rtMemsetAsync(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt,
   return memset_impl(ptr, destMax, val, cnt, stm, true);
 }
 
-rtError_t rtStreamCreate(rtStream_t *stm, int32_t /*priority*/) {
+rtError_t rtStreamCreate(rtStream_t *stm, int32_t priority) {
   if (stm == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
   if (int e = require_context()) return e;
-  *stm = stream_create();
+  *stm = stream_create(0, (uint32_t)priority);
   return RT_ERROR_NONE;
 }
 
@@ -274,8 +270,10 @@ rtError_t rtGetStreamId(rtStream_t stm, int32_t *streamId) {
   return RT_ERROR_NONE;
 }
 
+// An event belongs to the current context: none, no event (api_impl.cc EventCreate: RT_ERROR_CONTEXT_NULL).
 rtError_t rtEventCreate(rtEvent_t *evt) {
   if (evt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int e = require_context()) return e;
   *evt = event_create();
   return RT_ERROR_NONE;
 }
@@ -300,12 +298,14 @@ rtError_t rtEventDestroy(rtEvent_t evt) {
   return event_destroy(static_cast<Event *>(evt)) ? RT_ERROR_NONE : ACL_ERROR_RT_PARAM_INVALID;
 }
 
+// Inside a capture, a wait on an event made with ACL_EVENT_EXTERNAL waits for the event's record at each replay.
 rtError_t rtStreamWaitEvent(rtStream_t stm, rtEvent_t evt) {
   count_call(CallKind::EventWait);
   Stream *s;
-  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
-  if (int e = resolve_stream(stm, &s)) return e;
-  stream_wait_event(s, static_cast<Event *>(evt));
+  auto *e = static_cast<Event *>(evt);
+  if (!event_valid(e)) return ACL_ERROR_RT_PARAM_INVALID;
+  if (int r = resolve_stream(stm, &s)) return r;
+  stream_wait_event(s, e, stream_capturing(s) && (event_flags(e) & 0x20u) != 0);  // ACL_EVENT_EXTERNAL
   return RT_ERROR_NONE;
 }
 
@@ -321,6 +321,15 @@ __attribute__((visibility("default"))) void fakeCannGetCopyCounters(uint64_t *h2
 }  // extern "C"
 
 namespace fakecann {
+
+// Waits for the device's work, then releases one aclrtSetDevice reference of its default context (all of them when
+// forced): the last lets the default context go on this thread.
+int device_reset(int32_t dev, bool force) {
+  if (dev < 0 || dev >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  synchronize_all_streams();
+  device_release(dev, force);
+  return RT_ERROR_NONE;
+}
 
 int launch_task(void *stream, std::function<void()> kernel, const char *what) {
   if (int e = require_context()) return e;

@@ -7,15 +7,17 @@
 #include <cstdint>
 #include <functional>
 
+#include "acl/acl_base.h"
 #include "fakecann/export.h"
 #include "fakecann/stream.h"
 #include "runtime/mem.h"
 
-#define ACL_ERROR_RT_CONTEXT_NULL 107002
 
 namespace fakecann {
 
 FAKECANN_API int require_context();
+// rtDeviceReset (force = false) and aclrtResetDeviceForce (true). Returns an RT error code.
+FAKECANN_API int device_reset(int32_t dev, bool force);
 FAKECANN_API int resolve_stream(void *handle, Stream **out);
 FAKECANN_API int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind,
                              void *stream, bool async);

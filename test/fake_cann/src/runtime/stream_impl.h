@@ -1,0 +1,85 @@
+// libruntime's own view of streams, events and contexts (fakecann/stream.h is the exported one): the objects behind
+// the handles, shared by streams.cpp (streams, their workers, capture), events.cpp and contexts.cpp.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fakecann/stream.h"
+
+namespace fakecann {
+
+struct Task {
+  std::function<void()> run, release;
+  // A record of an event made inside a capture with ACL_EVENT_RECORD_EXTERNAL: each replay is a new record of the
+  // event, numbered when the replay is enqueued (so that a wait issued after aclmdlRIExecuteAsync waits for it).
+  Event *external_record = nullptr;
+  const char *what = nullptr;  // what kind of task (aclmdlRIDebugJsonPrint names them)
+};
+
+// The tasks of a capture between aclmdlRICaptureTaskGrpBegin and End: [begin, end) of the model's tasks.
+struct TaskGroup {
+  CapturedModel *model = nullptr;
+  size_t begin = 0, end = 0;
+};
+
+// A model runtime instance made by capture: the tasks, in the order the capturing stream received them.
+struct CapturedModel {
+  std::mutex mu;
+  std::vector<Task> tasks;
+  std::vector<Task> retired;  // replaced by a task update; released with the model (a replay may still hold them)
+  std::vector<TaskGroup *> groups;
+  int mode = kCaptureGlobal;
+  std::thread::id owner;  // the thread that began the capture
+  bool ended = false;
+  int running = 0;  // replays enqueued and not yet finished
+};
+
+struct Stream {
+  int32_t id = 0;
+  Context *ctx = nullptr;  // null: the process's own default stream (a thread without a context)
+  bool is_default = false;
+  uint32_t flags = 0, priority = 0;
+  uint64_t failure_mode = 0;  // ACL_CONTINUE_ON_FAILURE (0) or ACL_STOP_ON_FAILURE (1)
+  std::mutex mu;
+  std::condition_variable work_cv, idle_cv;
+  std::deque<Task> tasks;
+  CapturedModel *capture = nullptr;  // set while the stream is capturing
+  TaskGroup *group = nullptr;        // an open task group of the capture
+  TaskGroup *updating = nullptr;     // between aclmdlRICaptureTaskUpdateBegin and End: tasks replace the group's
+  std::vector<Task> update_tasks;
+  uint64_t enqueued = 0, completed = 0;
+  bool stopping = false;
+  int sticky_error = 0;
+  std::string error_text;
+  std::thread worker;
+};
+
+struct Event {
+  std::mutex mu;
+  std::condition_variable cv;
+  Context *ctx = nullptr;
+  uint32_t flags = 0;      // aclrtCreateEventWithFlag's
+  bool ex_mode = false;    // made by aclrtCreateEventExWithFlag (CANN's "new mode")
+  uint64_t recorded = 0;   // how many records were issued
+  uint64_t completed = 0;  // how many records have executed
+  bool signaled = false;   // a record executed since the last reset (what an external wait waits for)
+};
+
+// The registry lock of streams and models (streams.cpp); held across fork() (see make_stream).
+std::mutex &registry_mutex();
+// A context's default stream (contexts.cpp makes them, streams.cpp owns streams).
+Stream *make_default_stream(Context *ctx);
+// stream_enqueue with the whole task (an external record).
+void stream_enqueue_task(Stream *s, Task t);
+// events.cpp: one more record of `e` issued (its number), and that record executed.
+uint64_t event_issue_record(Event *e);
+void event_complete_record(Event *e, uint64_t seq);
+
+}  // namespace fakecann

@@ -1,0 +1,275 @@
+// Devices, contexts, streams and events of the stand-in against CANN's own runtime (hicann/runtime): each test names
+// the file whose behaviour it states.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_add.h"
+
+namespace {
+
+// A host function that holds its stream until released: what is queued behind it stays pending.
+struct Gate {
+  std::atomic<bool> started{false}, open{false};
+  static void hold(void *p) {
+    auto *g = static_cast<Gate *>(p);
+    g->started = true;
+    while (!g->open) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+class RuntimeApi : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS); }
+  void TearDown() override { aclrtResetDevice(0); }
+
+  void *device_floats(const std::vector<float> &v) {
+    void *d = nullptr;
+    EXPECT_EQ(aclrtMalloc(&d, v.size() * 4, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    EXPECT_EQ(aclrtMemcpy(d, v.size() * 4, v.data(), v.size() * 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    return d;
+  }
+  uint8_t first_byte(void *d) {
+    uint8_t b = 0xee;
+    EXPECT_EQ(aclrtMemcpy(&b, 1, d, 1, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    return b;
+  }
+};
+
+// src/acl/aclrt_impl/event.cpp aclrtQueryEventImpl over src/runtime/core/src/event/event.cc Event::Query: COMPLETE (0)
+// when the latest record ran or none was issued, NOT_READY (1) while one is pending.
+TEST_F(RuntimeApi, QueryEventIsCompleteZeroAndNotReadyOne) {
+  aclrtStream s = nullptr;
+  aclrtEvent e = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateEvent(&e), ACL_SUCCESS);
+  aclrtEventStatus st = ACL_EVENT_STATUS_RESERVED;
+  ASSERT_EQ(aclrtQueryEvent(e, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_STATUS_COMPLETE);  // no record yet
+  Gate gate;
+  ASSERT_EQ(aclrtLaunchHostFunc(s, Gate::hold, &gate), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(e, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtQueryEvent(e, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_STATUS_NOT_READY);
+  EXPECT_EQ((int)st, 1);
+  gate.open = true;
+  ASSERT_EQ(aclrtSynchronizeEvent(e), ACL_SUCCESS);
+  ASSERT_EQ(aclrtQueryEvent(e, &st), ACL_SUCCESS);
+  EXPECT_EQ((int)st, 0);
+  EXPECT_EQ(aclrtQueryEvent(e, nullptr), ACL_ERROR_INVALID_PARAM);
+  aclrtDestroyEvent(e);
+  aclrtDestroyStream(s);
+}
+
+// event.cpp aclrtQueryEventStatusImpl over Event::QueryEventStatus: RECORDED_STATUS_COMPLETE is 1; before any record an
+// event of aclrtCreateEventExWithFlag ("new mode") is COMPLETE, one of aclrtCreateEventWithFlag NOT_READY.
+TEST_F(RuntimeApi, QueryEventStatusDependsOnTheEventsMode) {
+  aclrtEvent old_mode = nullptr, new_mode = nullptr;
+  ASSERT_EQ(aclrtCreateEventWithFlag(&old_mode, ACL_EVENT_SYNC), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateEventExWithFlag(&new_mode, ACL_EVENT_SYNC), ACL_SUCCESS);
+  aclrtEventRecordedStatus st = ACL_EVENT_RECORDED_STATUS_COMPLETE;
+  ASSERT_EQ(aclrtQueryEventStatus(old_mode, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_NOT_READY);
+  ASSERT_EQ(aclrtQueryEventStatus(new_mode, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_COMPLETE);
+  EXPECT_EQ((int)ACL_EVENT_RECORDED_STATUS_COMPLETE, 1);
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  Gate gate;
+  ASSERT_EQ(aclrtLaunchHostFunc(s, Gate::hold, &gate), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(old_mode, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtQueryEventStatus(old_mode, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_NOT_READY);
+  gate.open = true;
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtQueryEventStatus(old_mode, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_COMPLETE);
+  EXPECT_EQ(aclrtCreateEventWithFlag(&old_mode, 0x80000000u), ACL_ERROR_RT_PARAM_INVALID);  // no such flag
+  aclrtDestroyStream(s);
+}
+
+// src/runtime/api/impl/api_impl.cc EventCreate: an event belongs to the current context (RT_ERROR_CONTEXT_NULL).
+TEST_F(RuntimeApi, EventsNeedAContext) {
+  std::thread t([] {
+    aclrtEvent e = nullptr;
+    EXPECT_EQ(aclrtCreateEvent(&e), ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC), ACL_ERROR_RT_CONTEXT_NULL);
+  });
+  t.join();
+}
+
+// docs/zh/api_ref/05_context_management.md: aclrtCreateContext makes the context the thread's; each context has its own
+// default stream; only created contexts can be destroyed; a thread whose context was destroyed has none.
+TEST_F(RuntimeApi, ContextsAreCurrentPerThreadWithTheirOwnDefaultStream) {
+  aclrtContext primary = nullptr, ctx = nullptr, cur = nullptr;
+  ASSERT_EQ(aclrtGetCurrentContext(&primary), ACL_SUCCESS);
+  aclrtStream primary_default = nullptr, ctx_default = nullptr;
+  ASSERT_EQ(aclrtCtxGetCurrentDefaultStream(&primary_default), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateContext(&ctx, 1), ACL_SUCCESS);
+  ASSERT_EQ(aclrtGetCurrentContext(&cur), ACL_SUCCESS);
+  EXPECT_EQ(cur, ctx);
+  int32_t dev = -1;
+  ASSERT_EQ(aclrtGetDevice(&dev), ACL_SUCCESS);
+  EXPECT_EQ(dev, 1);
+  ASSERT_EQ(aclrtCtxGetCurrentDefaultStream(&ctx_default), ACL_SUCCESS);
+  EXPECT_NE(ctx_default, nullptr);
+  EXPECT_NE(ctx_default, primary_default);
+  EXPECT_EQ(aclrtDestroyStream(ctx_default), ACL_ERROR_RT_PARAM_INVALID);  // a context's default stream stays
+  // The default stream is a stream like any other: NULL means it on this thread.
+  void *d = device_floats({1, 2});
+  ASSERT_EQ(aclrtMemsetAsync(d, 8, 0x5a, 8, ctx_default), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  EXPECT_EQ(first_byte(d), 0x5a);
+  uint32_t cubes = 0;
+  ASSERT_EQ(aclrtGetResInCurrentThread(ACL_RT_DEV_RES_CUBE_CORE, &cubes), ACL_SUCCESS);
+  EXPECT_GT(cubes, 0u);
+  ASSERT_EQ(aclrtSetCurrentContext(primary), ACL_SUCCESS);
+  ASSERT_EQ(aclrtGetDevice(&dev), ACL_SUCCESS);
+  EXPECT_EQ(dev, 0);
+  EXPECT_EQ(aclrtDestroyContext(primary), ACL_ERROR_RT_PARAM_INVALID);  // a device's default context
+  ASSERT_EQ(aclrtSetCurrentContext(ctx), ACL_SUCCESS);
+  ASSERT_EQ(aclrtDestroyContext(ctx), ACL_SUCCESS);
+  EXPECT_EQ(aclrtGetCurrentContext(&cur), ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(aclrtSetCurrentContext(ctx), ACL_ERROR_RT_PARAM_INVALID);
+  EXPECT_EQ(aclrtDestroyContext(ctx), ACL_ERROR_RT_PARAM_INVALID);
+  EXPECT_EQ(aclrtCreateContext(&cur, 9999), ACL_ERROR_RT_INVALID_DEVICEID);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  aclrtFree(d);
+  aclrtResetDevice(0);
+}
+
+// docs/zh/api_ref/04_device_management.md: aclrtSetDevice counts references; aclrtResetDevice drops one and the last
+// releases the device's default context; aclrtResetDeviceForce releases it whatever the count.
+TEST_F(RuntimeApi, ResetDeviceCountsReferencesAndForceDoesNot) {
+  int32_t dev = -1;
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);  // a second reference (SetUp made one)
+  ASSERT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+  EXPECT_EQ(aclrtGetDevice(&dev), ACL_SUCCESS);
+  ASSERT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+  EXPECT_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+  ASSERT_EQ(aclrtResetDeviceForce(0), ACL_SUCCESS);
+  EXPECT_EQ(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(aclrtResetDeviceForce(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+  ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+}
+
+// src/acl/aclrt_impl/stream.cpp aclrtDestroyStreamForceImpl (rtStreamDestroyForce): the tasks not yet started are
+// dropped; aclrtDestroyStream runs them first.
+TEST_F(RuntimeApi, DestroyStreamForceDropsQueuedTasks) {
+  void *d = device_floats({0, 0});
+  for (bool force : {false, true}) {
+    ASSERT_EQ(aclrtMemset(d, 8, 0, 8), ACL_SUCCESS);
+    aclrtStream s = nullptr;
+    ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+    Gate gate;
+    ASSERT_EQ(aclrtLaunchHostFunc(s, Gate::hold, &gate), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemsetAsync(d, 8, 7, 8, s), ACL_SUCCESS);
+    while (!gate.started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::thread opener([&gate] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      gate.open = true;
+    });
+    ASSERT_EQ(force ? aclrtDestroyStreamForce(s) : aclrtDestroyStream(s), ACL_SUCCESS);
+    opener.join();
+    EXPECT_EQ(first_byte(d), force ? 0 : 7) << (force ? "force" : "plain");
+  }
+  aclrtFree(d);
+}
+
+// src/runtime/api/impl/api_impl.cc StreamSetMode: in stop mode the tasks after a failure do not run; stop cannot go
+// back to continue (RT_ERROR_FEATURE_NOT_SUPPORT). Continue (the default) runs them.
+TEST_F(RuntimeApi, StopOnFailureSkipsTheTasksAfterAFailure) {
+  void *x = device_floats({1, 2, 3, 4}), *o = device_floats({0, 0, 0, 0}), *m = device_floats({0, 0});
+  float one = 1.0f;
+  aclScalar *alpha = aclCreateScalar(&one, ACL_FLOAT);
+  int64_t big[1] = {1000};  // claims 1000 elements of 4: the kernel faults on the device
+  aclTensor *tx = aclCreateTensor(big, 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, big, 1, x);
+  aclTensor *to = aclCreateTensor(big, 1, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, big, 1, o);
+  for (uint64_t mode : {(uint64_t)ACL_CONTINUE_ON_FAILURE, (uint64_t)ACL_STOP_ON_FAILURE}) {
+    aclrtStream s = nullptr;
+    ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSetStreamFailureMode(s, mode), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemset(m, 8, 0, 8), ACL_SUCCESS);
+    uint64_t ws = 0;
+    aclOpExecutor *ex = nullptr;
+    ASSERT_EQ(aclnnAddGetWorkspaceSize(tx, tx, alpha, to, &ws, &ex), 0);
+    ASSERT_EQ(aclnnAdd(nullptr, ws, ex, s), 0);
+    ASSERT_EQ(aclrtMemsetAsync(m, 8, 9, 8, s), ACL_SUCCESS);
+    EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_AICORE_EXCEPTION);
+    EXPECT_EQ(first_byte(m), mode == ACL_STOP_ON_FAILURE ? 0 : 9);
+    if (mode == ACL_STOP_ON_FAILURE) {
+      EXPECT_EQ(aclrtSetStreamFailureMode(s, 0), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    }
+    aclrtDestroyStream(s);
+  }
+  EXPECT_EQ(aclrtSetStreamFailureMode(nullptr, 2), ACL_ERROR_INVALID_PARAM);
+  aclDestroyTensor(tx);
+  aclDestroyTensor(to);
+  aclDestroyScalar(alpha);
+  aclrtFree(x);
+  aclrtFree(o);
+  aclrtFree(m);
+}
+
+// aclrtLaunchHostFunc (docs/zh/api_ref/12_execution_control.md): the function runs when the stream reaches it, after
+// the tasks before it, and the stream waits for it.
+TEST_F(RuntimeApi, HostFunctionRunsInStreamOrder) {
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  void *d = device_floats({0, 0});
+  struct Seen {
+    float copied[2] = {0, 0};
+    float at_call = -1;
+  } seen;
+  ASSERT_EQ(aclrtMemsetAsync(d, 8, 0, 8, s), ACL_SUCCESS);
+  const float two[2] = {3.5f, 4.5f};
+  ASSERT_EQ(aclrtMemcpyAsync(d, 8, two, 8, ACL_MEMCPY_HOST_TO_DEVICE, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemcpyAsync(seen.copied, 8, d, 8, ACL_MEMCPY_DEVICE_TO_HOST, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtLaunchHostFunc(
+                s, [](void *p) { static_cast<Seen *>(p)->at_call = static_cast<Seen *>(p)->copied[1]; }, &seen),
+            ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  EXPECT_EQ(seen.at_call, 4.5f);
+  EXPECT_EQ(aclrtLaunchHostFunc(s, nullptr, nullptr), ACL_ERROR_INVALID_PARAM);
+  aclrtDestroyStream(s);
+  aclrtFree(d);
+}
+
+// stream.cpp aclrtStreamGet{Id,Priority,Flags}: what the stream was made with (aclrtCreateStreamWithConfig, or a
+// config handle through aclrtCreateStreamV2).
+TEST_F(RuntimeApi, StreamsReportTheirConfiguration) {
+  aclrtStream a = nullptr, b = nullptr;
+  ASSERT_EQ(aclrtCreateStreamWithConfig(&a, 3, ACL_STREAM_FAST_LAUNCH), ACL_SUCCESS);
+  aclrtStreamConfigHandle *h = aclrtCreateStreamConfigHandle();
+  ASSERT_NE(h, nullptr);
+  const uint32_t flags = ACL_STREAM_FAST_SYNC, prio = 5;
+  ASSERT_EQ(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_FLAG, &flags, sizeof flags), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_PRIORITY, &prio, sizeof prio), ACL_SUCCESS);
+  EXPECT_EQ(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_PRIORITY, &prio, 2), ACL_ERROR_INVALID_PARAM);
+  ASSERT_EQ(aclrtCreateStreamV2(&b, h), ACL_SUCCESS);
+  ASSERT_EQ(aclrtDestroyStreamConfigHandle(h), ACL_SUCCESS);
+  uint32_t p = 0, f = 0;
+  int32_t ida = -1, idb = -1;
+  ASSERT_EQ(aclrtStreamGetPriority(a, &p), ACL_SUCCESS);
+  ASSERT_EQ(aclrtStreamGetFlags(a, &f), ACL_SUCCESS);
+  EXPECT_EQ(p, 3u);
+  EXPECT_EQ(f, ACL_STREAM_FAST_LAUNCH);
+  ASSERT_EQ(aclrtStreamGetPriority(b, &p), ACL_SUCCESS);
+  ASSERT_EQ(aclrtStreamGetFlags(b, &f), ACL_SUCCESS);
+  EXPECT_EQ(p, 5u);
+  EXPECT_EQ(f, ACL_STREAM_FAST_SYNC);
+  ASSERT_EQ(aclrtStreamGetId(a, &ida), ACL_SUCCESS);
+  ASSERT_EQ(aclrtStreamGetId(b, &idb), ACL_SUCCESS);
+  EXPECT_NE(ida, idb);
+  aclrtDestroyStream(a);
+  aclrtDestroyStream(b);
+}
+
+}  // namespace
