@@ -5,6 +5,9 @@
 // kernels' argument blocks, their op tasks). Collectives and whole-model executions on a capturing stream are refused
 // (ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT): the stand-in does not capture them. One stream per capture: a stream that
 // waits on an event recorded inside a capture does not join it.
+// Task groups (aclmdlRICaptureTaskGrpBegin/End) name a run of a capture's tasks; a task update
+// (aclmdlRICaptureTaskUpdateBegin/End on another stream) replaces them with the tasks launched in between, one for
+// one, when that stream reaches UpdateEnd: later replays run the new ones (docs/zh/api_ref/15_model_running_instance).
 #include "acl/acl.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
@@ -61,5 +64,46 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
 }
 
 aclError aclmdlRIDestroy(aclmdlRI modelRI) { return captured_model_destroy(static_cast<CapturedModel *>(modelRI)); }
+
+aclError aclmdlRICaptureThreadExchangeMode(aclmdlRICaptureMode *mode) {
+  if (mode == nullptr) return ACL_ERROR_INVALID_PARAM;
+  int m = (int)*mode;
+  if (aclError e = capture_exchange_thread_mode(&m)) return e;
+  *mode = (aclmdlRICaptureMode)m;
+  return ACL_SUCCESS;
+}
+
+aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t flags) {
+  if (path == nullptr || flags > ACL_MDLRI_DEBUG_JSON_PRINT_VERBOSE) return ACL_ERROR_INVALID_PARAM;
+  return captured_model_write_json(static_cast<CapturedModel *>(modelRI), path);
+}
+
+aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return stream_task_group_begin(s);
+}
+
+aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle) {
+  if (handle == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  TaskGroup *g = nullptr;
+  if (aclError e = stream_task_group_end(s, &g)) return e;
+  *handle = g;
+  return ACL_SUCCESS;
+}
+
+aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle) {
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return stream_task_update_begin(s, static_cast<TaskGroup *>(handle));
+}
+
+aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return stream_task_update_end(s);
+}
 
 }  // extern "C"

@@ -442,17 +442,19 @@ int captured_model_execute(CapturedModel *m, Stream *s) {
   stream_enqueue(
       s,
       [m, records] {
-        std::vector<Task> tasks;
-        {
-          std::lock_guard<std::mutex> mk(m->mu);
-          tasks = m->tasks;  // copies of the closures: the model keeps its own
-        }
+        // Each task is read when the replay reaches it: a task update applied meanwhile is in force.
         size_t k = 0;
-        for (Task &t : tasks) {
-          if (t.external_record != nullptr)
-            event_complete_record(t.external_record, records[k++]);
-          else
+        for (size_t i = 0;; ++i) {
+          Task t;
+          {
+            std::lock_guard<std::mutex> mk(m->mu);
+            if (i >= m->tasks.size()) break;
+            t = m->tasks[i];  // a copy of the closure: the model keeps its own
+          }
+          if (t.external_record == nullptr)
             t.run();
+          else if (k < records.size())  // an update may not bring records the replay did not number
+            event_complete_record(t.external_record, records[k++]);
         }
       },
       "aclmdlRIExecuteAsync",
