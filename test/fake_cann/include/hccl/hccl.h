@@ -22,6 +22,17 @@ __attribute__((visibility("default"))) HcclResult HcclSend(void *sendBuf, uint64
                          HcclComm comm, aclrtStream stream);
 __attribute__((visibility("default"))) HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank,
                          HcclComm comm, aclrtStream stream);
+/* The reduction of every rank's sendBuf reaches root's recvBuf. */
+__attribute__((visibility("default"))) HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count,
+                                                             HcclDataType dataType, HcclReduceOp op, uint32_t root,
+                                                             HcclComm comm, aclrtStream stream);
+/* Block r (recvCount elements) of root's sendBuf reaches rank r's recvBuf; sendBuf is read at the root only. */
+__attribute__((visibility("default"))) HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount,
+                                                              HcclDataType dataType, uint32_t root, HcclComm comm,
+                                                              aclrtStream stream);
+/* Every send and receive of the list at once (a ring of them does not deadlock). */
+__attribute__((visibility("default"))) HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum,
+                                                                    HcclComm comm, aclrtStream stream);
 
 #ifdef __cplusplus
 }

@@ -28,6 +28,8 @@ HCCL_API HcclResult HcclGetCommName(HcclComm comm, char *commName);
 HCCL_API HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize);
 HCCL_API HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
 HCCL_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
+/* One process, one communicator per device of `devices` (rank i on devices[i]); comms gets ndev handles. */
+HCCL_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms);
 HCCL_API HcclResult HcclCommDestroy(HcclComm comm);
 HCCL_API const char *HcclGetErrorString(HcclResult code);
 
@@ -53,6 +55,16 @@ static inline void HcclCommConfigInit(HcclCommConfig *config) {
   config->hcclOpExpansionMode = HCCL_COMM_DEFAULT_OP_EXPANSION_MODE;
   config->hcclRdmaTrafficClass = HCCL_COMM_TRAFFIC_CLASS_CONFIG_NOT_SET;
   config->hcclRdmaServiceLevel = HCCL_COMM_SERVICE_LEVEL_CONFIG_NOT_SET;
+  config->hcclWorldRankID = 0;
+  config->hcclJobID = 0;
+  config->aclGraphZeroCopyEnable = 0;
+  config->hcclExecTimeOut = HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET;
+  config->hcclAlgo[0] = '\0';
+  config->hcclRetryEnable[0] = '\0';
+  config->hcclRetryParams[0] = '\0';
+  config->hcclBufferName[0] = '\0';
+  config->hcclQos = HCCL_COMM_QOS_CONFIG_NOT_SET;
+  config->hcclSymWinMaxMemSizePerRank = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE;
 }
 
 #ifdef __cplusplus
