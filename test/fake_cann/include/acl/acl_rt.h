@@ -80,6 +80,88 @@ typedef enum { ACL_RT_DEV_RES_CUBE_CORE = 0, ACL_RT_DEV_RES_VECTOR_CORE } aclrtD
 
 typedef void (*aclrtHostFunc)(void *args);
 
+/* Kernels loaded and launched through the ACL (14_Kernel_loading_and_execution). */
+typedef void *aclrtBinHandle;
+typedef void *aclrtFuncHandle;
+typedef void *aclrtArgsHandle;
+typedef void *aclrtParamHandle;
+
+#define ACL_RT_BINARY_MAGIC_ELF_AICORE 0x43554245U
+#define ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE 0x41415246U
+#define ACL_RT_BINARY_MAGIC_ELF_CUBE_CORE 0x41494343U
+
+typedef enum aclrtBinaryLoadOptionType {
+  ACL_RT_BINARY_LOAD_OPT_LAZY_LOAD = 1,
+  ACL_RT_BINARY_LOAD_OPT_LAZY_MAGIC = 2,
+  ACL_RT_BINARY_LOAD_OPT_MAGIC = 2,
+  ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE = 3
+} aclrtBinaryLoadOptionType;
+
+typedef union aclrtBinaryLoadOptionValue {
+  uint32_t isLazyLoad;
+  uint32_t magic;
+  int32_t cpuKernelMode;
+  uint32_t rsv[4];
+} aclrtBinaryLoadOptionValue;
+
+typedef struct {
+  aclrtBinaryLoadOptionType type;
+  aclrtBinaryLoadOptionValue value;
+} aclrtBinaryLoadOption;
+
+typedef struct aclrtBinaryLoadOptions {
+  aclrtBinaryLoadOption *options;
+  size_t numOpt;
+} aclrtBinaryLoadOptions;
+
+typedef enum { ACL_RT_ENGINE_TYPE_AIC = 0, ACL_RT_ENGINE_TYPE_AIV } aclrtEngineType;
+
+typedef enum aclrtLaunchKernelAttrId {
+  ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE = 1,
+  ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE = 2,
+  ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE = 3,
+  ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET = 4,
+  ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH = 5,
+  ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP = 6,
+  ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT = 7,
+  ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US = 8,
+  ACL_RT_LAUNCH_KERNEL_ATTR_ENABLE_PROFILING = 9
+} aclrtLaunchKernelAttrId;
+
+typedef struct {
+  uint32_t timeoutLow;
+  uint32_t timeoutHigh;
+} aclrtTimeoutUs;
+
+typedef union aclrtLaunchKernelAttrValue {
+  uint8_t schemMode;
+  uint32_t localMemorySize;
+  uint32_t dynUBufSize;
+  aclrtEngineType engineType;
+  uint32_t blockDimOffset;
+  uint8_t isBlockTaskPrefetch;
+  uint8_t isDataDump;
+  uint16_t timeout;
+  aclrtTimeoutUs timeoutUs;
+  uint8_t enableProfiling;
+  uint32_t rsv[4];
+} aclrtLaunchKernelAttrValue;
+
+typedef struct aclrtLaunchKernelAttr {
+  aclrtLaunchKernelAttrId id;
+  aclrtLaunchKernelAttrValue value;
+} aclrtLaunchKernelAttr;
+
+typedef struct aclrtLaunchKernelCfg {
+  aclrtLaunchKernelAttr *attrs;
+  size_t numAttrs;
+} aclrtLaunchKernelCfg;
+
+typedef struct {
+  uint32_t addrOffset;
+  uint32_t dataOffset;
+} aclrtPlaceHolderInfo;
+
 typedef enum aclrtMemcpyKind {
   ACL_MEMCPY_HOST_TO_HOST = 0,
   ACL_MEMCPY_HOST_TO_DEVICE = 1,
@@ -115,8 +197,72 @@ typedef enum aclrtMemAttr {
   ACL_DDR_MEM_P2P_HUGE = 6,
   ACL_DDR_MEM_P2P_NORMAL = 7,
   ACL_HBM_MEM_P2P_HUGE = 8,
-  ACL_HBM_MEM_P2P_NORMAL = 9
+  ACL_HBM_MEM_P2P_NORMAL = 9,
+  ACL_HBM_MEM_HUGE1G = 10,
+  ACL_HBM_MEM_P2P_HUGE1G = 11,
+  ACL_MEM_NORMAL = 12,
+  ACL_MEM_HUGE = 13,
+  ACL_MEM_HUGE1G = 14,
+  ACL_MEM_P2P_NORMAL = 15,
+  ACL_MEM_P2P_HUGE = 16,
+  ACL_MEM_P2P_HUGE1G = 17
 } aclrtMemAttr;
+
+typedef enum {
+  ACL_RT_MEM_ATTR_RSV = 0,
+  ACL_RT_MEM_ATTR_MODULE_ID,
+  ACL_RT_MEM_ATTR_DEVICE_ID,
+  ACL_RT_MEM_ATTR_VA_FLAG
+} aclrtMallocAttrType;
+
+typedef union {
+  uint16_t moduleId;
+  uint32_t deviceId;
+  uint32_t vaFlag;
+  uint8_t rsv[8];
+} aclrtMallocAttrValue;
+
+typedef struct {
+  aclrtMallocAttrType attr;
+  aclrtMallocAttrValue value;
+} aclrtMallocAttribute;
+
+typedef struct {
+  aclrtMallocAttribute *attrs;
+  size_t numAttrs;
+} aclrtMallocConfig;
+
+typedef enum aclrtMemLocationType {
+  ACL_MEM_LOCATION_TYPE_HOST = 0,
+  ACL_MEM_LOCATION_TYPE_DEVICE,
+  ACL_MEM_LOCATION_TYPE_UNREGISTERED,
+  ACL_MEM_LOCATION_TYPE_MANAGED,
+  ACL_MEM_LOCATION_TYPE_HOST_NUMA = 4
+} aclrtMemLocationType;
+
+typedef struct aclrtMemLocation {
+  uint32_t id;
+  aclrtMemLocationType type;
+} aclrtMemLocation;
+
+typedef enum aclrtMemAllocationType { ACL_MEM_ALLOCATION_TYPE_PINNED = 0 } aclrtMemAllocationType;
+typedef enum aclrtMemHandleType { ACL_MEM_HANDLE_TYPE_NONE = 0, ACL_MEM_HANDLE_TYPE_POSIX = 2 } aclrtMemHandleType;
+
+typedef struct aclrtPhysicalMemProp {
+  aclrtMemHandleType handleType;
+  aclrtMemAllocationType allocationType;
+  aclrtMemAttr memAttr;
+  aclrtMemLocation location;
+  uint64_t reserve;
+} aclrtPhysicalMemProp;
+
+typedef enum aclrtMemGranularityOptions {
+  ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+  ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+  ACL_RT_MEM_ALLOC_GRANULARITY_UNDEF = 0xFFFF
+} aclrtMemGranularityOptions;
+
+typedef void *aclrtDrvMemHandle;
 
 ACL_FUNC_VISIBILITY aclError aclInit(const char *configPath);
 ACL_FUNC_VISIBILITY aclError aclFinalize(void);
@@ -182,6 +328,55 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                                               aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
+/* Device memory as aclrtMalloc's (the configuration's module and device ids are accepted). */
+ACL_FUNC_VISIBILITY aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
+ACL_FUNC_VISIBILITY aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
+ACL_FUNC_VISIBILITY aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                                                aclrtMallocConfig *cfg);
+/* Virtual memory: physical handles (no address), reserved device address ranges, and mappings of the first into the
+ * second; a mapping is device memory like any other until it is unmapped. */
+ACL_FUNC_VISIBILITY aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
+                                                              aclrtMemGranularityOptions option, size_t *granularity);
+ACL_FUNC_VISIBILITY aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
+                                                 const aclrtPhysicalMemProp *prop, uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtFreePhysical(aclrtDrvMemHandle handle);
+ACL_FUNC_VISIBILITY aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr,
+                                                    uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtReleaseMemAddress(void *virPtr);
+ACL_FUNC_VISIBILITY aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
+                                         uint64_t flags);
+ACL_FUNC_VISIBILITY aclError aclrtUnmapMem(void *virPtr);
+
+/* Binaries, functions and their launches: the stand-in's binaries are its own ELF (device_kernels/README.md), its
+ * kernels named by symbol; aclrtLaunchKernel's argsData is device memory, the other launches copy host args. */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options,
+                                                     aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromData(const void *data, size_t length,
+                                                     const aclrtBinaryLoadOptions *options, aclrtBinHandle *binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle);
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName,
+                                                    aclrtFuncHandle *funcHandle);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernel(aclrtFuncHandle funcHandle, uint32_t numBlocks, const void *argsData,
+                                               size_t argsSize, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithConfig(aclrtFuncHandle funcHandle, uint32_t numBlocks,
+                                                         aclrtStream stream, aclrtLaunchKernelCfg *cfg,
+                                                         aclrtArgsHandle argsHandle, void *reserve);
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithHostArgs(aclrtFuncHandle funcHandle, uint32_t numBlocks,
+                                                           aclrtStream stream, aclrtLaunchKernelCfg *cfg,
+                                                           void *hostArgs, size_t argsSize,
+                                                           aclrtPlaceHolderInfo *placeHolderArray,
+                                                           size_t placeHolderNum);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle *argsHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t paramSize,
+                                                   aclrtParamHandle *paramHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppendPlaceHolder(aclrtArgsHandle argsHandle,
+                                                              aclrtParamHandle *paramHandle);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsGetPlaceHolderBuffer(aclrtArgsHandle argsHandle,
+                                                                 aclrtParamHandle paramHandle, size_t dataSize,
+                                                                 void **bufferAddr);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsParaUpdate(aclrtArgsHandle argsHandle, aclrtParamHandle paramHandle,
+                                                       void *param, size_t paramSize);
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle);
 
 /* Capturing a stream into a model runtime instance (CANN 8.1+): between
  * aclmdlRICaptureBegin and aclmdlRICaptureEnd the tasks submitted to the stream are recorded into the instance, not
