@@ -14,3 +14,6 @@ msprobe_gtest(fake_cann_runtime_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runti
 # aclInit / aclFinalize (codes, reference counts, the first config's content) and aclInit's dump section. Its own
 # process: aclInit's state is the process's.
 msprobe_gtest(fake_cann_acl_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_acl_init.cpp LINK ascendcl nnopbase opapi runtime)
+# The runtime about itself: the thread's last error, device faults, package versions, CANN attributes, the SoC and its
+# architecture, device capabilities, the host fp16 conversions (the 0_quickstart samples' calls).
+msprobe_gtest(fake_cann_runtime_info SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runtime_info.cpp LINK ascendcl runtime)

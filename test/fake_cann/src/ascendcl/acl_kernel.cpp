@@ -82,10 +82,10 @@ aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *op
   std::ifstream f(binPath, std::ios::binary);
   if (!f) {
     set_error_message(std::string("aclrtBinaryLoadFromFile: cannot read ") + binPath);
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (bytes.empty()) return ACL_ERROR_RT_PARAM_INVALID;
+  if (bytes.empty()) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   return aclrtBinaryLoadFromData(bytes.data(), bytes.size(), options, binHandle);
 }
 

@@ -58,7 +58,7 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
   if (aclError e = stream_of(stream, &s)) return e;
   if (stream_capturing(s)) {
     set_error_message("aclmdlRIExecuteAsync on a capturing stream");
-    return ACL_ERROR_RT_STREAM_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
   }
   return captured_model_execute(static_cast<CapturedModel *>(modelRI), s);
 }

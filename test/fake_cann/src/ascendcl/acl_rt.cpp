@@ -69,7 +69,7 @@ aclError aclrtSynchronizeDevice(void) { return rtDeviceSynchronize(); }
 aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
   if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
   Context *c = context_create(deviceId);
-  if (c == nullptr) return ACL_ERROR_RT_INVALID_DEVICEID;
+  if (c == nullptr) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
   set_current_context(c);  // the new context is the thread's (05_context_management.md)
   *context = c;
   return ACL_SUCCESS;
@@ -78,16 +78,16 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
 aclError aclrtDestroyContext(aclrtContext context) {
   if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
   auto *c = static_cast<Context *>(context);
-  if (!context_live(c)) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!context_live(c)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   synchronize_all_streams();
   // Only a context made by aclrtCreateContext can go; a device's default one goes with aclrtResetDevice.
-  return context_destroy(c) ? ACL_SUCCESS : ACL_ERROR_RT_PARAM_INVALID;
+  return context_destroy(c) ? ACL_SUCCESS : rt_error(ACL_ERROR_RT_PARAM_INVALID);
 }
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
   if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
   auto *c = static_cast<Context *>(context);
-  if (!context_live(c)) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!context_live(c)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   set_current_context(c);
   return ACL_SUCCESS;
 }
@@ -95,7 +95,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
 aclError aclrtGetCurrentContext(aclrtContext *context) {
   if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
   Context *c = current_context();
-  if (c == nullptr) return ACL_ERROR_RT_CONTEXT_NULL;
+  if (c == nullptr) return rt_error(ACL_ERROR_RT_CONTEXT_NULL);
   *context = c;
   return ACL_SUCCESS;
 }
@@ -103,7 +103,7 @@ aclError aclrtGetCurrentContext(aclrtContext *context) {
 aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream) {
   if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
   Context *c = current_context();
-  if (c == nullptr) return ACL_ERROR_RT_CONTEXT_NULL;
+  if (c == nullptr) return rt_error(ACL_ERROR_RT_CONTEXT_NULL);
   *stream = context_default_stream(c);
   return ACL_SUCCESS;
 }
@@ -175,7 +175,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 // The tasks not yet started are dropped, not run (rtStreamDestroyForce).
 aclError aclrtDestroyStreamForce(aclrtStream stream) {
   if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
-  return stream_destroy(static_cast<Stream *>(stream), true) ? ACL_SUCCESS : ACL_ERROR_RT_PARAM_INVALID;
+  return stream_destroy(static_cast<Stream *>(stream), true) ? ACL_SUCCESS : rt_error(ACL_ERROR_RT_PARAM_INVALID);
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) { return rtStreamSynchronize(stream); }

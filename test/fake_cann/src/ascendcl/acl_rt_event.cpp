@@ -24,7 +24,7 @@ aclError create(aclrtEvent *event, uint32_t flag, bool ex_mode) {
   if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
   if ((flag & ~kKnownEventFlags) != 0) {
     set_error_message("unknown event flag " + std::to_string(flag));
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   if (int e = require_context()) return e;
   *event = event_create(flag, ex_mode);
@@ -59,7 +59,7 @@ aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t
   if (aclError r = event_and_stream(event, stream, &e, &s)) return r;
   if (!stream_capturing(s)) {
     set_error_message("aclrtRecordEventWithFlag(ACL_EVENT_RECORD_EXTERNAL) on a stream that is not capturing");
-    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   count_call(CallKind::EventRecord);
   event_record(e, s, true);
@@ -74,7 +74,7 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
   if (aclError r = event_and_stream(event, stream, &e, &s)) return r;
   if (flag == ACL_EVENT_WAIT_EXTERNAL && !stream_capturing(s)) {
     set_error_message("aclrtStreamWaitEventWithFlag(ACL_EVENT_WAIT_EXTERNAL) on a stream that is not capturing");
-    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   count_call(CallKind::EventWait);
   stream_wait_event(s, e, flag == ACL_EVENT_WAIT_EXTERNAL);

@@ -40,7 +40,7 @@ std::map<const void *, Physical *> *g_mappings = new std::map<const void *, Phys
 
 aclError refuse(aclError code, const std::string &why) {
   set_error_message(why);
-  return code;
+  return code / 1000 % 100 == 7 ? rt_error(code) : code;  // x07yyy: a runtime error, the thread's last one
 }
 
 Physical *find_physical(aclrtDrvMemHandle handle) {
@@ -90,7 +90,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
   if (int e = require_context()) return e;
   if (prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE)
     return refuse(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "aclrtMallocPhysical: the stand-in has device memory only");
-  if ((int32_t)prop->location.id >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  if ((int32_t)prop->location.id >= device_count()) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
   auto p = std::make_unique<Physical>();
   p->size = size;
   std::lock_guard<std::mutex> lk(g_mu);
@@ -113,7 +113,7 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
   if (virPtr == nullptr || size == 0 || alignment != 0 || flags != 0) return ACL_ERROR_INVALID_PARAM;
   if (int e = require_context()) return e;
   void *p = device_reserve(size, kGranularity);
-  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (p == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   if (expectPtr != nullptr && expectPtr != p) {  // the stand-in grants the first fit only
     device_release(p);
     return refuse(ACL_ERROR_RT_PARAM_INVALID, "aclrtReserveMemAddress: expectPtr is not free address space");

@@ -35,6 +35,8 @@ std::array<int64_t, kMaxDevices> g_set_count{};  // aclrtSetDevice references of
 
 thread_local Context *t_context = nullptr;
 thread_local std::string t_error_message;
+// The last runtime failure of this thread (runtime inner_thread_local.cpp globalError_).
+thread_local int t_last_rt_error = 0;
 
 void hold_across_fork() {
   static const int once = pthread_atfork([] { g_mu.lock(); }, [] { g_mu.unlock(); }, [] { g_mu.unlock(); });
@@ -133,6 +135,17 @@ int32_t current_device() {
 void set_current_device(int32_t dev) { t_context = dev < 0 ? nullptr : primary_context(dev); }
 
 void set_error_message(const std::string &msg) { t_error_message = msg; }
-const char *error_message() { return t_error_message.c_str(); }
+const char *error_message() { return t_error_message.empty() ? nullptr : t_error_message.c_str(); }
+
+int rt_error(int code) {
+  if (code != 0) t_last_rt_error = code;
+  return code;
+}
+
+int last_rt_error(bool clear) {
+  const int code = t_last_rt_error;
+  if (clear) t_last_rt_error = 0;
+  return code;
+}
 
 }  // namespace fakecann

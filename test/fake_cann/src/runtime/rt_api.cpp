@@ -35,7 +35,7 @@ bool is_pinned_host(const void *p) {
 int require_context() {
   if (current_device() < 0) {
     set_error_message("no current device on this thread: call aclrtSetDevice/rtSetDevice first");
-    return ACL_ERROR_RT_CONTEXT_NULL;
+    return rt_error(ACL_ERROR_RT_CONTEXT_NULL);
   }
   return RT_ERROR_NONE;
 }
@@ -45,7 +45,7 @@ int resolve_stream(void *handle, Stream **out) {
   *out = stream_resolve(handle, &ok);
   if (!ok) {
     set_error_message("invalid or destroyed stream handle");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   return RT_ERROR_NONE;
 }
@@ -88,21 +88,21 @@ void copy_now(void *dst, const void *src, uint64_t cnt, Dir d, bool preloaded) {
 }
 
 int check_copy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, Dir *d) {
-  if (dst == nullptr || src == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (dst == nullptr || src == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (cnt > destMax) {
     set_error_message("memcpy count exceeds destMax");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   *d = direction(kind, dst, src);
   if (*d == Dir::Invalid) {
     set_error_message("memcpy kind does not match the source and destination memory");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   bool dev_dst = (*d == Dir::HostToDevice || *d == Dir::DeviceToDevice);
   bool dev_src = (*d == Dir::DeviceToHost || *d == Dir::DeviceToDevice);
   if ((dev_dst && device_host_alias(dst, cnt) == nullptr) || (dev_src && device_host_alias(src, cnt) == nullptr)) {
     set_error_message("memcpy range is not inside a live device allocation");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   return RT_ERROR_NONE;
 }
@@ -112,7 +112,7 @@ int check_copy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMem
 int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, void *stream,
                 bool async) {
   count_call(CallKind::Copy);
-  Dir d;
+  Dir d = Dir::Invalid;
   if (int e = check_copy(dst, destMax, src, cnt, kind, &d)) return e;
   if (d != Dir::HostToHost)
     if (int e = require_context()) return e;
@@ -126,7 +126,7 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
     try {
       copy_now(dst, src, cnt, d, preloaded);
     } catch (const KernelError &) {
-      return ACL_ERROR_RT_PARAM_INVALID;
+      return rt_error(ACL_ERROR_RT_PARAM_INVALID);
     }
     return RT_ERROR_NONE;
   }
@@ -140,9 +140,9 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
 }
 
 int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async) {
-  if (ptr == nullptr || cnt > destMax) return ACL_ERROR_RT_PARAM_INVALID;
+  if (ptr == nullptr || cnt > destMax) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
-  if (device_host_alias(ptr, cnt) == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (device_host_alias(ptr, cnt) == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   auto run = [=] { std::memset(device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
   if (!async) {
     if (int e = capture_forbids_unsafe_call()) return e;
@@ -162,21 +162,21 @@ using namespace fakecann;
 extern "C" {
 
 rtError_t rtSetDevice(int32_t devId) {
-  if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  if (devId < 0 || devId >= device_count()) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
   device_retain(devId);
   set_current_device(devId);
   return RT_ERROR_NONE;
 }
 
 rtError_t rtGetDevice(int32_t *devId) {
-  if (devId == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (devId == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
   *devId = current_device();
   return RT_ERROR_NONE;
 }
 
 rtError_t rtGetDeviceCount(int32_t *cnt) {
-  if (cnt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (cnt == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   *cnt = device_count();
   return RT_ERROR_NONE;
 }
@@ -189,27 +189,27 @@ rtError_t rtDeviceSynchronize(void) {
 }
 
 rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t /*type*/, const uint16_t /*moduleId*/) {
-  if (devPtr == nullptr || size == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (devPtr == nullptr || size == 0) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
   void *p = device_alloc(size);
-  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (p == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   *devPtr = p;
   return RT_ERROR_NONE;
 }
 
 rtError_t rtFree(void *devPtr) {
-  if (devPtr == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (devPtr == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (!device_free(devPtr)) {
     set_error_message("rtFree: not the base of a live device allocation");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   return RT_ERROR_NONE;
 }
 
 rtError_t rtMallocHost(void **hostPtr, uint64_t size, const uint16_t /*moduleId*/) {
-  if (hostPtr == nullptr || size == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (hostPtr == nullptr || size == 0) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
-  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (p == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   std::lock_guard<std::mutex> lk(g_host_mu);
   g_host_allocs->emplace(static_cast<const char *>(p), size);
   *hostPtr = p;
@@ -220,7 +220,7 @@ rtError_t rtFreeHost(void *hostPtr) {
   {
     std::lock_guard<std::mutex> lk(g_host_mu);
     if (hostPtr == nullptr || g_host_allocs->erase(static_cast<const char *>(hostPtr)) == 0)
-      return ACL_ERROR_RT_PARAM_INVALID;
+      return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   std::free(hostPtr);
   return RT_ERROR_NONE;
@@ -246,7 +246,7 @@ rtError_t rtMemsetAsync(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt,
 }
 
 rtError_t rtStreamCreate(rtStream_t *stm, int32_t priority) {
-  if (stm == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (stm == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
   *stm = stream_create(0, (uint32_t)priority);
   return RT_ERROR_NONE;
@@ -264,7 +264,7 @@ rtError_t rtStreamSynchronize(rtStream_t stm) {
 
 rtError_t rtGetStreamId(rtStream_t stm, int32_t *streamId) {
   Stream *s;
-  if (streamId == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (streamId == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = resolve_stream(stm, &s)) return e;
   *streamId = stream_id(s);
   return RT_ERROR_NONE;
@@ -272,7 +272,7 @@ rtError_t rtGetStreamId(rtStream_t stm, int32_t *streamId) {
 
 // An event belongs to the current context: none, no event (api_impl.cc EventCreate: RT_ERROR_CONTEXT_NULL).
 rtError_t rtEventCreate(rtEvent_t *evt) {
-  if (evt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (evt == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
   *evt = event_create();
   return RT_ERROR_NONE;
@@ -281,7 +281,7 @@ rtError_t rtEventCreate(rtEvent_t *evt) {
 rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
   count_call(CallKind::EventRecord);
   Stream *s;
-  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!event_valid(static_cast<Event *>(evt))) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = resolve_stream(stm, &s)) return e;
   event_record(static_cast<Event *>(evt), s);
   return RT_ERROR_NONE;
@@ -289,7 +289,7 @@ rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
 
 rtError_t rtEventSynchronize(rtEvent_t evt) {
   count_call(CallKind::EventWait);
-  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!event_valid(static_cast<Event *>(evt))) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   event_synchronize(static_cast<Event *>(evt));
   return RT_ERROR_NONE;
 }
@@ -303,7 +303,7 @@ rtError_t rtStreamWaitEvent(rtStream_t stm, rtEvent_t evt) {
   count_call(CallKind::EventWait);
   Stream *s;
   auto *e = static_cast<Event *>(evt);
-  if (!event_valid(e)) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!event_valid(e)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int r = resolve_stream(stm, &s)) return r;
   stream_wait_event(s, e, stream_capturing(s) && (event_flags(e) & 0x20u) != 0);  // ACL_EVENT_EXTERNAL
   return RT_ERROR_NONE;
@@ -325,7 +325,7 @@ namespace fakecann {
 // Waits for the device's work, then releases one aclrtSetDevice reference of its default context (all of them when
 // forced): the last lets the default context go on this thread.
 int device_reset(int32_t dev, bool force) {
-  if (dev < 0 || dev >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  if (dev < 0 || dev >= device_count()) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
   synchronize_all_streams();
   device_release(dev, force);
   return RT_ERROR_NONE;
@@ -338,7 +338,7 @@ int launch_task(void *stream, std::function<void()> kernel, const char *what) {
   // Collectives and whole models run once (they hold per-run state): the stand-in does not capture them.
   if (stream_capturing(s)) {
     set_error_message(std::string(what) + " on a capturing stream is not captured by the stand-in");
-    return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+    return rt_error(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
   }
   stream_enqueue(s, std::move(kernel), what);
   return RT_ERROR_NONE;

@@ -63,7 +63,7 @@ std::map<const void *, void *> *g_functions = new std::map<const void *, void *>
 
 int invalid(const std::string &why) {
   set_error_message(why);
-  return ACL_ERROR_RT_PARAM_INVALID;
+  return rt_error(ACL_ERROR_RT_PARAM_INVALID);
 }
 
 // "fake-kernel v1 impl=vector_add dtype=float32" -> KernelDef; false when not a descriptor we know.
@@ -294,7 +294,7 @@ int launch(const KernelDef &k, uint32_t blockDim, const rtArgsEx_t &info, rtStre
   void *dev_args = nullptr;
   if (size != 0) {
     dev_args = device_alloc_high(size);  // the runtime's args pool, apart from the host's buffers
-    if (dev_args == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (dev_args == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
     char *host = static_cast<char *>(device_bytes(dev_args, size));
     std::memcpy(host, info.args, size);
     for (auto [slot, data] : patches) {
@@ -354,7 +354,7 @@ int binary_load(const void *data, uint64_t length, uint32_t magic, void **handle
 int binary_unload(void *handle) {
   std::lock_guard<std::mutex> lk(g_mu);
   auto it = g_binaries->find(handle);
-  if (handle == nullptr || it == g_binaries->end()) return ACL_ERROR_RT_INVALID_HANDLE;
+  if (handle == nullptr || it == g_binaries->end()) return rt_error(ACL_ERROR_RT_INVALID_HANDLE);
   for (auto f = g_functions->begin(); f != g_functions->end();)
     f = f->second == handle ? g_functions->erase(f) : std::next(f);
   for (auto st = g_stubs->begin(); st != g_stubs->end();)
@@ -366,11 +366,11 @@ int binary_unload(void *handle) {
 int binary_function(void *handle, const char *name, void **func) {
   std::lock_guard<std::mutex> lk(g_mu);
   auto it = g_binaries->find(handle);
-  if (handle == nullptr || it == g_binaries->end()) return ACL_ERROR_RT_INVALID_HANDLE;
+  if (handle == nullptr || it == g_binaries->end()) return rt_error(ACL_ERROR_RT_INVALID_HANDLE);
   auto k = it->second->kernels.find(name);
   if (k == it->second->kernels.end()) {
     set_error_message(std::string("no kernel ") + name + " in the binary");
-    return ACL_ERROR_RT_SYMBOL_NOT_FOUND;
+    return rt_error(ACL_ERROR_RT_SYMBOL_NOT_FOUND);
   }
   *func = &k->second;
   (*g_functions)[&k->second] = handle;
@@ -383,7 +383,7 @@ int launch_function(void *func, uint32_t blockDim, const rtArgsEx_t &args, void 
     std::lock_guard<std::mutex> lk(g_mu);
     if (func == nullptr || g_functions->count(func) == 0) {
       set_error_message("not a function of a loaded binary");
-      return ACL_ERROR_RT_INVALID_HANDLE;
+      return rt_error(ACL_ERROR_RT_INVALID_HANDLE);
     }
     k = *static_cast<const KernelDef *>(func);
   }

@@ -181,7 +181,7 @@ int stream_set_failure_mode(Stream *s, uint64_t mode) {
   std::lock_guard<std::mutex> lk(s->mu);
   if (s->failure_mode == kStopOnFailure && mode != kStopOnFailure) {
     set_error_message("a stream in stop mode cannot go back to continue mode");
-    return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+    return rt_error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
   }
   s->failure_mode = mode;
   return 0;
@@ -219,19 +219,19 @@ int wait_idle(Stream *s, int32_t timeout_ms, bool refuse_capturing) {
   std::unique_lock<std::mutex> lk(s->mu);
   if (refuse_capturing && s->capture != nullptr) {
     set_error_message("the stream is capturing: synchronize it after aclmdlRICaptureEnd");
-    return ACL_ERROR_RT_STREAM_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
   }
   uint64_t target = s->enqueued;
   auto done = [s, target] { return s->completed >= target; };
   if (timeout_ms >= 0) {
-    if (!s->idle_cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), done)) return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
+    if (!s->idle_cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), done)) return rt_error(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
   } else {
     s->idle_cv.wait(lk, done);
   }
   int err = s->sticky_error;
   if (err != 0) set_error_message(s->error_text);
   s->sticky_error = 0;
-  return err;
+  return rt_error(err);
 }
 
 }  // namespace
@@ -257,11 +257,11 @@ int synchronize_all_streams() {
 int stream_begin_capture(Stream *s, int mode) {
   if (mode != kCaptureGlobal && mode != kCaptureThreadLocal && mode != kCaptureRelaxed) {
     set_error_message("unknown capture mode " + std::to_string(mode));
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   if (s->is_default) {
     set_error_message("the default stream cannot be captured");
-    return ACL_ERROR_RT_STREAM_CAPTURE_IMPLICIT;
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURE_IMPLICIT);
   }
   auto *m = new CapturedModel;
   m->mode = mode;
@@ -271,7 +271,7 @@ int stream_begin_capture(Stream *s, int mode) {
   if (s->capture != nullptr) {
     delete m;
     set_error_message("the stream is capturing already");
-    return ACL_ERROR_RT_STREAM_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
   }
   s->capture = m;
   g_capturing->insert(m);
@@ -280,17 +280,17 @@ int stream_begin_capture(Stream *s, int mode) {
 }
 
 int stream_end_capture(Stream *s, CapturedModel **model) {
-  if (model == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (model == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   std::lock_guard<std::mutex> rk(g_registry_mu);
   std::lock_guard<std::mutex> lk(s->mu);
   CapturedModel *m = s->capture;
   if (m == nullptr) {
     set_error_message("the stream is not capturing");
-    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   if (m->mode != kCaptureRelaxed && m->owner != std::this_thread::get_id()) {
     set_error_message("a capture not begun in relaxed mode must end on the thread that began it");
-    return ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD;
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD);
   }
   if (s->group != nullptr) {
     set_error_message("a task group is still open: end it with aclmdlRICaptureTaskGrpEnd first");
@@ -304,7 +304,7 @@ int stream_end_capture(Stream *s, CapturedModel **model) {
 }
 
 int stream_capture_info(Stream *s, int *status, CapturedModel **model) {
-  if (status == nullptr || model == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (status == nullptr || model == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   std::lock_guard<std::mutex> lk(s->mu);
   *status = s->capture != nullptr ? kCaptureActive : kCaptureNone;
   if (s->capture != nullptr) *model = s->capture;
@@ -323,7 +323,7 @@ int stream_task_group_begin(Stream *s) {
   std::lock_guard<std::mutex> lk(s->mu);
   if (s->capture == nullptr) {
     set_error_message("aclmdlRICaptureTaskGrpBegin on a stream that is not capturing");
-    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   if (s->group != nullptr) {
     set_error_message("a task group is open already on this stream");
@@ -343,7 +343,7 @@ int stream_task_group_end(Stream *s, TaskGroup **group) {
   std::lock_guard<std::mutex> lk(s->mu);
   if (s->capture == nullptr) {
     set_error_message("aclmdlRICaptureTaskGrpEnd on a stream that is not capturing");
-    return ACL_ERROR_RT_STREAM_NOT_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   TaskGroup *g = s->group;
   if (g == nullptr) {
@@ -368,7 +368,7 @@ int stream_task_update_begin(Stream *s, TaskGroup *group) {
   std::lock_guard<std::mutex> lk(s->mu);
   if (s->capture != nullptr || s->updating != nullptr) {
     set_error_message("aclmdlRICaptureTaskUpdateBegin on a stream that is capturing or updating");
-    return ACL_ERROR_RT_STREAM_CAPTURED;
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
   }
   s->updating = group;
   s->update_tasks.clear();
@@ -393,7 +393,7 @@ int stream_task_update_end(Stream *s) {
                       std::to_string(g->end - g->begin));
     for (Task &t : tasks)
       if (t.release) t.release();
-    return ACL_ERROR_RT_MODEL_UPDATE_FAILED;
+    return rt_error(ACL_ERROR_RT_MODEL_UPDATE_FAILED);
   }
   // The update reaches the model when the update stream does (the device applies it in order with that stream).
   auto shared = std::make_shared<std::vector<Task>>(std::move(tasks));
@@ -419,10 +419,10 @@ namespace {
 
 // Under g_registry_mu: 0 when `m` is a model whose capture ended, else the error code.
 int check_ended_model(CapturedModel *m) {
-  if (m == nullptr || g_models->count(m) == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (m == nullptr || g_models->count(m) == 0) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (!m->ended) {
     set_error_message("the model is still being captured");
-    return ACL_ERROR_RT_MODEL_CAPTURED;
+    return rt_error(ACL_ERROR_RT_MODEL_CAPTURED);
   }
   return 0;
 }
@@ -473,7 +473,7 @@ int captured_model_destroy(CapturedModel *m) {
     std::lock_guard<std::mutex> mk(m->mu);
     if (m->running != 0) {
       set_error_message("the model is still running: synchronize its stream first");
-      return ACL_ERROR_RT_MODEL_RUNNING;
+      return rt_error(ACL_ERROR_RT_MODEL_RUNNING);
     }
     g_models->erase(m);
     for (TaskGroup *g : m->groups) g_groups->erase(g);
@@ -531,7 +531,7 @@ int capture_forbids_unsafe_call() {
       set_error_message(
           "an unsafe call (synchronous copy or memset, copy from pageable host memory) while a stream "
           "is capturing in a mode that forbids it");
-      return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+      return rt_error(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
     }
   }
   return 0;

@@ -121,8 +121,14 @@ FAKECANN_API int32_t current_device();
 FAKECANN_API void set_current_device(int32_t dev);
 FAKECANN_API int32_t device_count();
 
-// Last error text for aclGetRecentErrMsg, per thread.
+// Last error text for aclGetRecentErrMsg, per thread (nullptr: none yet, as CANN's when no error was reported).
 FAKECANN_API void set_error_message(const std::string &msg);
 FAKECANN_API const char *error_message();
+// A runtime failure: records `code` as the thread's last error (aclrtGetLastError / aclrtPeekAtLastError) and returns
+// it. CANN's runtime records every failure of its own (api_global_err.cc GetRtExtErrCodeAndSetGlobalErr); a refusal
+// by the ACL layer's parameter checks (ACL_ERROR_INVALID_PARAM ...) never reaches the runtime and is not recorded.
+FAKECANN_API int rt_error(int code);
+// The thread's last runtime error; `clear` resets it to 0 (aclrtGetLastError), else it stays (aclrtPeekAtLastError).
+FAKECANN_API int last_rt_error(bool clear);
 
 }  // namespace fakecann
