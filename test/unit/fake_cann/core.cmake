@@ -17,3 +17,5 @@ msprobe_gtest(fake_cann_acl_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_acl_init
 # The runtime about itself: the thread's last error, device faults, package versions, CANN attributes, the SoC and its
 # architecture, device capabilities, the host fp16 conversions (the 0_quickstart samples' calls).
 msprobe_gtest(fake_cann_runtime_info SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runtime_info.cpp LINK ascendcl runtime)
+# The runtime's built-in device tasks (value write/wait, reduce, random numbers) and peer access between devices.
+msprobe_gtest(fake_cann_builtin_tasks SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_builtin_tasks.cpp LINK ascendcl runtime)

@@ -272,4 +272,27 @@ TEST_F(RuntimeApi, StreamsReportTheirConfiguration) {
   aclrtDestroyStream(b);
 }
 
+// memory.cpp aclrtMemsetImpl and api_ref 11-03_memory_copy_and_set.md: aclrtMemset / aclrtMemsetAsync set host memory
+// the runtime allocated (aclrtMallocHost) as well as device memory, by address; a count of 0 succeeds before the null
+// check; memory neither allocated is refused by the runtime (107000).
+TEST_F(RuntimeApi, MemsetReachesRuntimeHostMemory) {
+  void *host = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&host, 16), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemset(host, 16, 0x5a, 16), ACL_SUCCESS);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(static_cast<uint8_t *>(host)[i], 0x5a);
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemsetAsync(host, 16, 0x11, 8, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  EXPECT_EQ(static_cast<uint8_t *>(host)[7], 0x11);
+  EXPECT_EQ(static_cast<uint8_t *>(host)[8], 0x5a);
+  EXPECT_EQ(aclrtMemset(nullptr, 0, 1, 0), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemset(nullptr, 16, 1, 16), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtMemset(host, 32, 1, 32), ACL_ERROR_RT_PARAM_INVALID);  // past the allocation
+  uint8_t stack[16];
+  EXPECT_EQ(aclrtMemset(stack, 16, 1, 16), ACL_ERROR_RT_PARAM_INVALID);
+  aclrtDestroyStream(s);
+  EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
 }  // namespace

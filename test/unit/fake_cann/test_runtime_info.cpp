@@ -232,8 +232,8 @@ TEST(HostFp16, ConversionsAsCanns) {
   EXPECT_EQ(aclFloatToFloat16(-INFINITY), 0xFBFF);
   EXPECT_EQ(aclFloatToFloat16(NAN), 0x7BFF);
   EXPECT_EQ(aclFloatToFloat16(-0.0f), 0x8000);
-  EXPECT_EQ(aclFloatToFloat16(std::ldexp(1.0f, -25)), 0x0000);         // exactly half the smallest: to even
-  EXPECT_EQ(aclFloatToFloat16(std::ldexp(1.5f, -25)), 0x0001);         // above it: the smallest subnormal
+  EXPECT_EQ(aclFloatToFloat16(std::ldexp(1.0f, -25)), 0x0000);             // exactly half the smallest: to even
+  EXPECT_EQ(aclFloatToFloat16(std::ldexp(1.5f, -25)), 0x0001);             // above it: the smallest subnormal
   EXPECT_EQ(aclFloatToFloat16(std::ldexp(1.0f, -14) * 0.99999f), 0x0400);  // rounds up to the smallest normal
   EXPECT_EQ(aclFloat16ToFloat(0x7C00), 65536.0f);
   EXPECT_EQ(aclFloat16ToFloat(0xFC00), -65536.0f);

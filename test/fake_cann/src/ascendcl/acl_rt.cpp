@@ -253,7 +253,10 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   return rtMemcpyAsync(dst, destMax, src, count, k, stream);
 }
 
+// memory.cpp aclrtMemsetImpl: nothing to set is a success before the null check.
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+  if (count == 0) return ACL_SUCCESS;
+  if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
   return rtMemset(devPtr, maxCount, (uint32_t)value, count);
 }
 

@@ -8,6 +8,7 @@
 //   reach it), aclrtUnmapMem takes it back (the handle keeps the bytes, seen again where it is mapped next);
 //   aclrtReleaseMemAddress and aclrtFreePhysical end them (not while mapped). Granularity 2 MiB (1 GiB for the HUGE1G
 //   attributes).
+// - peer access between devices (below).
 #include <cstring>
 #include <map>
 #include <memory>
@@ -163,6 +164,41 @@ aclError aclrtUnmapMem(void *virPtr) {
   device_unmap(virPtr, &size);
   p->mapped_at = nullptr;
   g_mappings->erase(it);
+  return ACL_SUCCESS;
+}
+
+// memory.cpp aclrtDeviceCanAccessPeer / EnablePeerAccess / DisablePeerAccess: a device and itself is the ACL's
+// refusal, an unknown peer the runtime's (rtGetDevicePhyIdByIndex); enabling needs a current device and flags 0. Every
+// pair of the stand-in's devices can reach each other (one server's HCCS). Enabling changes nothing: its devices share
+// one arena, so a copy between two of them works whether peer access is enabled or not (CANN's driver decides what a
+// copy without it does; its source does not say).
+aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
+  if (canAccessPeer == nullptr || deviceId == peerDeviceId)
+    return refuse(ACL_ERROR_INVALID_PARAM, "aclrtDeviceCanAccessPeer: deviceId cannot be equal to peerDeviceId");
+  if (peerDeviceId < 0 || peerDeviceId >= device_count() || deviceId < 0 || deviceId >= device_count())
+    return refuse(ACL_ERROR_RT_INVALID_DEVICEID, "aclrtDeviceCanAccessPeer: no such device");
+  *canAccessPeer = 1;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
+  if (flags != 0) return refuse(ACL_ERROR_FEATURE_UNSUPPORTED, "aclrtDeviceEnablePeerAccess: flags must be 0");
+  const int32_t dev = current_device();
+  if (dev < 0) return refuse(ACL_ERROR_RT_CONTEXT_NULL, "aclrtDeviceEnablePeerAccess: no current device");
+  if (dev == peerDeviceId)
+    return refuse(ACL_ERROR_INVALID_PARAM, "aclrtDeviceEnablePeerAccess: the peer is the current device");
+  if (peerDeviceId < 0 || peerDeviceId >= device_count())
+    return refuse(ACL_ERROR_RT_INVALID_DEVICEID, "aclrtDeviceEnablePeerAccess: no such device");
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
+  const int32_t dev = current_device();
+  if (dev < 0) return refuse(ACL_ERROR_RT_CONTEXT_NULL, "aclrtDeviceDisablePeerAccess: no current device");
+  if (dev == peerDeviceId)
+    return refuse(ACL_ERROR_INVALID_PARAM, "aclrtDeviceDisablePeerAccess: the peer is the current device");
+  if (peerDeviceId < 0 || peerDeviceId >= device_count())
+    return refuse(ACL_ERROR_RT_INVALID_DEVICEID, "aclrtDeviceDisablePeerAccess: no such device");
   return ACL_SUCCESS;
 }
 

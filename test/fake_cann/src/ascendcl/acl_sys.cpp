@@ -124,13 +124,14 @@ int32_t npu_arch(const std::string &soc) {
   static const struct {
     const char *soc;
     int32_t arch;
-  } kSocs[] = {{"Ascend910A", 1001},       {"Ascend910B", 1001},    {"Ascend910ProA", 1001},   {"Ascend910ProB", 1001},
-               {"Ascend910PremiumA", 1001}, {"Ascend310P1", 2002},   {"Ascend310P3", 2002},     {"Ascend310P5", 2002},
-               {"Ascend310P7", 2002},       {"Ascend910B1", 2201},   {"Ascend910B2", 2201},     {"Ascend910B2C", 2201},
-               {"Ascend910B3", 2201},       {"Ascend910B4", 2201},   {"Ascend910B4-1", 2201},   {"Ascend910_9362", 2201},
-               {"Ascend910_9363", 2201},    {"Ascend910_9372", 2201}, {"Ascend910_9381", 2201}, {"Ascend910_9382", 2201},
-               {"Ascend910_9391", 2201},    {"Ascend910_9392", 2201}, {"Ascend310B1", 3002},    {"Ascend310B2", 3002},
-               {"Ascend310B3", 3002},       {"Ascend310B4", 3002}};
+  } kSocs[] = {
+      {"Ascend910A", 1001},        {"Ascend910B", 1001},     {"Ascend910ProA", 1001},  {"Ascend910ProB", 1001},
+      {"Ascend910PremiumA", 1001}, {"Ascend310P1", 2002},    {"Ascend310P3", 2002},    {"Ascend310P5", 2002},
+      {"Ascend310P7", 2002},       {"Ascend910B1", 2201},    {"Ascend910B2", 2201},    {"Ascend910B2C", 2201},
+      {"Ascend910B3", 2201},       {"Ascend910B4", 2201},    {"Ascend910B4-1", 2201},  {"Ascend910_9362", 2201},
+      {"Ascend910_9363", 2201},    {"Ascend910_9372", 2201}, {"Ascend910_9381", 2201}, {"Ascend910_9382", 2201},
+      {"Ascend910_9391", 2201},    {"Ascend910_9392", 2201}, {"Ascend310B1", 3002},    {"Ascend310B2", 3002},
+      {"Ascend310B3", 3002},       {"Ascend310B4", 3002}};
   for (const auto &s : kSocs)
     if (soc == s.soc) return s.arch;
   return 0;

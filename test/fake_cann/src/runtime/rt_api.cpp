@@ -21,14 +21,14 @@ namespace {
 std::mutex g_host_mu;
 std::map<const char *, uint64_t> *g_host_allocs = new std::map<const char *, uint64_t>;  // pinned: base -> bytes
 
-// Inside pinned host memory (rtMallocHost / aclrtMallocHost)?
-bool is_pinned_host(const void *p) {
+// Are [p, p+bytes) inside one pinned host allocation (rtMallocHost / aclrtMallocHost)?
+bool is_pinned_host(const void *p, uint64_t bytes = 1) {
   const char *c = static_cast<const char *>(p);
   std::lock_guard<std::mutex> lk(g_host_mu);
   auto it = g_host_allocs->upper_bound(c);
   if (it == g_host_allocs->begin()) return false;
   --it;
-  return c < it->first + it->second;
+  return c + bytes <= it->first + it->second;
 }
 }  // namespace
 
@@ -142,8 +142,10 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
 int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async) {
   if (ptr == nullptr || cnt > destMax) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
-  if (device_host_alias(ptr, cnt) == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
-  auto run = [=] { std::memset(device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
+  // Host memory the runtime allocated is set too (api_ref 11-03: "Host or Device, decided by the address").
+  const bool host = is_pinned_host(ptr, cnt);
+  if (!host && device_host_alias(ptr, cnt) == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  auto run = [=] { std::memset(host ? ptr : device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
   if (!async) {
     if (int e = capture_forbids_unsafe_call()) return e;
     run();
@@ -341,6 +343,14 @@ int launch_task(void *stream, std::function<void()> kernel, const char *what) {
     return rt_error(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
   }
   stream_enqueue(s, std::move(kernel), what);
+  return RT_ERROR_NONE;
+}
+
+int enqueue_device_task(void *stream, std::function<void()> task, const char *what) {
+  if (int e = require_context()) return e;
+  Stream *s;
+  if (int e = resolve_stream(stream, &s)) return e;
+  stream_enqueue(s, std::move(task), what);
   return RT_ERROR_NONE;
 }
 

@@ -56,6 +56,7 @@ struct Stream {
   std::vector<Task> update_tasks;
   uint64_t enqueued = 0, completed = 0;
   bool stopping = false;
+  std::atomic<bool> aborting{false};  // destroyed by force: a task waiting on the device gives up (worker_wait_until)
   int sticky_error = 0;
   std::string error_text;
   std::thread worker;

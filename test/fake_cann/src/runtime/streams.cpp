@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -34,6 +35,8 @@ std::set<TaskGroup *> *g_groups = new std::set<TaskGroup *>;
 std::atomic<int32_t> g_next_stream_id{0};
 // aclmdlRICaptureThreadExchangeMode's per-thread mode: how unsafe calls of this thread meet captures in force.
 thread_local int t_capture_mode = kCaptureGlobal;
+// The stream whose worker this thread is (null on other threads).
+thread_local Stream *t_worker_stream = nullptr;
 
 constexpr uint64_t kStopOnFailure = 1;
 
@@ -73,6 +76,7 @@ void run_task(Stream *s, Task &task) {
 }
 
 void worker_loop(Stream *s) {
+  t_worker_stream = s;
   for (;;) {
     Task task;
     {
@@ -139,7 +143,8 @@ bool stream_destroy(Stream *s, bool force) {
     g_streams->erase(s);
   }
   std::deque<Task> dropped;
-  if (force) {  // the tasks not yet started never run (aclrtDestroyStreamForce)
+  if (force) {  // the tasks not yet started never run, a waiting one gives up (aclrtDestroyStreamForce)
+    s->aborting = true;
     std::lock_guard<std::mutex> lk(s->mu);
     dropped.swap(s->tasks);
     s->enqueued -= dropped.size();
@@ -209,6 +214,16 @@ void stream_enqueue_task(Stream *s, Task t) {
   s->work_cv.notify_one();
 }
 
+bool worker_wait_until(const std::function<bool()> &ready) {
+  auto pause = std::chrono::microseconds(20);
+  while (!ready()) {
+    if (t_worker_stream != nullptr && t_worker_stream->aborting) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  return true;
+}
+
 void stream_launch_host_func(Stream *s, void (*fn)(void *), void *args) {
   stream_enqueue(s, [fn, args] { fn(args); }, "host_func");
 }
@@ -224,7 +239,8 @@ int wait_idle(Stream *s, int32_t timeout_ms, bool refuse_capturing) {
   uint64_t target = s->enqueued;
   auto done = [s, target] { return s->completed >= target; };
   if (timeout_ms >= 0) {
-    if (!s->idle_cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), done)) return rt_error(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    if (!s->idle_cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), done))
+      return rt_error(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
   } else {
     s->idle_cv.wait(lk, done);
   }

@@ -37,5 +37,8 @@ FAKECANN_API int launch_function(void *func, uint32_t blockDim, const rtArgsEx_t
 // Checks the context and stream, then enqueues `kernel` on it. Returns an RT error code. For libhccl, and for
 // libascendcl's model execution (one task per aclmdlExecute*, as rtModelExecute; no per-kernel launch).
 FAKECANN_API int launch_task(void *stream, std::function<void()> kernel, const char *what);
+// The same for a task a capture records like any other (a value write or wait, a reduce, a random number task): it
+// must be runnable at every replay. Returns an RT error code.
+FAKECANN_API int enqueue_device_task(void *stream, std::function<void()> task, const char *what);
 
 }  // namespace fakecann

@@ -61,6 +61,9 @@ FAKECANN_API void stream_enqueue(Stream *s, std::function<void()> task, const ch
 // without waiting when the stream is capturing.
 FAKECANN_API int stream_synchronize(Stream *s, int32_t timeout_ms = -1);
 FAKECANN_API int synchronize_all_streams();
+// For a task waiting on the device (a value wait, an IPC event wait): polls `ready` on the stream's worker until it
+// holds (true), or until the stream is destroyed by force (false): device waits have no timeout of their own.
+FAKECANN_API bool worker_wait_until(const std::function<bool()> &ready);
 // Enqueues a host function (aclrtLaunchHostFunc): it runs when the stream reaches it, and the stream waits for it.
 FAKECANN_API void stream_launch_host_func(Stream *s, void (*fn)(void *), void *args);
 
