@@ -310,4 +310,125 @@ TEST_F(Capture, ThreadExchangeModeRelaxesTheThreadAndDebugJsonListsTheTasks) {
   aclDestroyAclOpExecutor(ex);
 }
 
+// ---- instances built from bound streams, and labels ----
+
+class Build : public ::testing::Test, protected DeviceBuffers {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+    ASSERT_EQ(aclrtCreateStreamWithConfig(&graph_, 0, ACL_STREAM_PERSISTENT), ACL_SUCCESS);
+    ASSERT_EQ(aclrtCreateStream(&exec_), ACL_SUCCESS);
+    ASSERT_EQ(aclmdlRIBuildBegin(&ri_, 0), ACL_SUCCESS);
+  }
+  void TearDown() override {
+    aclrtSynchronizeStream(exec_);
+    EXPECT_EQ(aclmdlRIDestroy(ri_), ACL_SUCCESS);
+    free_all();
+    aclrtDestroyStream(graph_);
+    aclrtDestroyStream(exec_);
+  }
+  uint32_t read_u32(void *d) {
+    uint32_t v = 0;
+    EXPECT_EQ(aclrtMemcpy(&v, 4, d, 4, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    return v;
+  }
+  aclrtStream graph_ = nullptr, exec_ = nullptr;
+  aclmdlRI ri_ = nullptr;
+};
+
+// The label sample (runtime example/2_advanced_features/label/0_simple_label) and label.cc / docs
+// 10_label_management.md: a switch jumps to the label of the index it reads from device memory when it runs (the same
+// instance takes another branch once the index changes); an index beyond the list lands on its last label. Tasks
+// given to a bound stream are the instance's: they do not run when submitted.
+TEST_F(Build, SwitchLabelByIndexTakesTheBranchOfTheIndexAtRunTime) {
+  ASSERT_EQ(aclmdlRIBindStream(ri_, graph_, 0), ACL_SUCCESS);
+  void *index = alloc(4), *a = alloc(4), *b = alloc(4);
+  ASSERT_EQ(aclrtMemset(a, 4, 0, 4), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemset(b, 4, 0, 4), ACL_SUCCESS);
+  aclrtLabel labels[2] = {nullptr, nullptr};
+  ASSERT_EQ(aclrtCreateLabel(&labels[0]), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateLabel(&labels[1]), ACL_SUCCESS);
+  aclrtLabelList list = nullptr;
+  ASSERT_EQ(aclrtCreateLabelList(labels, 2, &list), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSwitchLabelByIndex(index, 2, list, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSetLabel(labels[0], graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemsetAsync(a, 4, 0x11, 4, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIEndTask(ri_, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSetLabel(labels[1], graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemsetAsync(b, 4, 0x22, 4, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIEndTask(ri_, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIBuildEnd(ri_, nullptr), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(graph_), ACL_SUCCESS);
+  EXPECT_EQ(read_u32(a), 0u);  // recorded, not run
+  const struct {
+    uint32_t index, a, b;
+  } runs[] = {{0, 0x11111111u, 0}, {1, 0, 0x22222222u}, {7, 0, 0x22222222u}};
+  for (const auto &r : runs) {
+    ASSERT_EQ(aclrtMemset(a, 4, 0, 4), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemset(b, 4, 0, 4), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMemcpy(index, 4, &r.index, 4, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    ASSERT_EQ(aclmdlRIExecuteAsync(ri_, exec_), ACL_SUCCESS);
+    ASSERT_EQ(aclrtSynchronizeStream(exec_), ACL_SUCCESS);
+    EXPECT_EQ(read_u32(a), r.a) << r.index;
+    EXPECT_EQ(read_u32(b), r.b) << r.index;
+  }
+  ASSERT_EQ(aclmdlRIUnbindStream(ri_, graph_), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyLabelList(list), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyLabel(labels[0]), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyLabel(labels[1]), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyLabel(labels[1]), ACL_ERROR_RT_PARAM_INVALID);
+}
+
+// Head streams (flag 0) start together at each execution: one waits for a value the other writes (serially this
+// would never end); a stream bound with ACL_MODEL_STREAM_FLAG_DEFAULT (0x7FFFFFFF) waits for an activation.
+TEST_F(Build, HeadStreamsRunTogetherOthersWait) {
+  aclrtStream second = nullptr, idle = nullptr;
+  ASSERT_EQ(aclrtCreateStreamWithConfig(&second, 0, ACL_STREAM_PERSISTENT), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateStreamWithConfig(&idle, 0, ACL_STREAM_PERSISTENT), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIBindStream(ri_, graph_, 0), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIBindStream(ri_, second, 0), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIBindStream(ri_, idle, 0x7FFFFFFF), ACL_SUCCESS);
+  void *flag = alloc(8), *out = alloc(4), *never = alloc(4);
+  ASSERT_EQ(aclrtMemset(flag, 8, 0, 8), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemset(never, 4, 0, 4), ACL_SUCCESS);
+  ASSERT_EQ(aclrtValueWait(flag, 1, ACL_STREAM_WAIT_VALUE_EQ, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemsetAsync(out, 4, 0x33, 4, graph_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtValueWrite(flag, 1, 0, second), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMemsetAsync(never, 4, 0x44, 4, idle), ACL_SUCCESS);
+  for (aclrtStream s : {graph_, second, idle}) ASSERT_EQ(aclmdlRIEndTask(ri_, s), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIBuildEnd(ri_, nullptr), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIExecuteAsync(ri_, exec_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStreamWithTimeout(exec_, 5000), ACL_SUCCESS);
+  EXPECT_EQ(read_u32(out), 0x33333333u);
+  EXPECT_EQ(read_u32(never), 0u);
+  aclrtDestroyStream(second);  // destroying a bound stream unbinds it
+  aclrtDestroyStream(idle);
+}
+
+// api_c_model.cc rtsModelCreate / rtsModelBindStream / rtsModelLoadComplete, model.cc CheckBindStream / UnbindStream,
+// label.cc Label::Set, rtsLabelSwitchListCreate: the codes of each refusal.
+TEST_F(Build, Refusals) {
+  aclmdlRI other = nullptr;
+  EXPECT_EQ(aclmdlRIBuildBegin(&other, 1), ACL_ERROR_RT_PARAM_INVALID);
+  aclrtStream plain = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&plain), ACL_SUCCESS);
+  EXPECT_EQ(aclmdlRIBindStream(ri_, plain, 0), ACL_ERROR_RT_PARAM_INVALID);  // not persistent
+  EXPECT_EQ(aclmdlRIBindStream(ri_, graph_, 5), ACL_ERROR_RT_PARAM_INVALID);
+  aclrtLabel label = nullptr;
+  ASSERT_EQ(aclrtCreateLabel(&label), ACL_SUCCESS);
+  EXPECT_EQ(aclrtSetLabel(label, graph_), ACL_ERROR_RT_STREAM_MODEL);  // not bound yet
+  ASSERT_EQ(aclmdlRIBindStream(ri_, graph_, 0), ACL_SUCCESS);
+  EXPECT_EQ(aclmdlRIBindStream(ri_, graph_, 0), ACL_ERROR_RT_STREAM_MODEL);
+  ASSERT_EQ(aclrtSetLabel(label, graph_), ACL_SUCCESS);
+  EXPECT_EQ(aclrtSetLabel(label, graph_), ACL_ERROR_RT_INTERNAL_ERROR);  // RT_ERROR_LABEL_SET
+  aclrtLabelList list = nullptr;
+  EXPECT_EQ(aclrtCreateLabelList(&label, 0, &list), ACL_ERROR_RT_PARAM_INVALID);
+  EXPECT_EQ(aclrtCreateLabelList(nullptr, 1, &list), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclmdlRIUnbindStream(ri_, plain), ACL_ERROR_RT_STREAM_MODEL);
+  EXPECT_EQ(aclmdlRIBuildEnd(ri_, &other), ACL_ERROR_INVALID_PARAM);
+  ASSERT_EQ(aclmdlRIBuildEnd(ri_, nullptr), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyLabel(label), ACL_SUCCESS);
+  aclrtDestroyStream(plain);
+}
+
 }  // namespace

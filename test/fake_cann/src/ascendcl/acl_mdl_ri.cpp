@@ -8,6 +8,8 @@
 // Task groups (aclmdlRICaptureTaskGrpBegin/End) name a run of a capture's tasks; a task update
 // (aclmdlRICaptureTaskUpdateBegin/End on another stream) replaces them with the tasks launched in between, one for
 // one, when that stream reaches UpdateEnd: later replays run the new ones (docs/zh/api_ref/15_model_running_instance).
+// Instances are also built from bound streams (aclmdlRIBuildBegin, BindStream, EndTask, BuildEnd, UnbindStream: the
+// runtime's model_build.cpp tells how).
 #include "acl/acl.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
@@ -104,6 +106,41 @@ aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
   Stream *s;
   if (aclError e = stream_of(stream, &s)) return e;
   return stream_task_update_end(s);
+}
+
+aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag) {
+  if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (int e = require_context()) return e;
+  CapturedModel *m = nullptr;
+  if (aclError e = model_build_begin(flag, &m)) return e;
+  *modelRI = m;
+  return ACL_SUCCESS;
+}
+
+aclError aclmdlRIBindStream(aclmdlRI modelRI, aclrtStream stream, uint32_t flag) {
+  if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return model_bind_stream(static_cast<CapturedModel *>(modelRI), s, flag);
+}
+
+aclError aclmdlRIEndTask(aclmdlRI modelRI, aclrtStream stream) {
+  if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return model_end_task(static_cast<CapturedModel *>(modelRI), s);
+}
+
+aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve) {
+  if (modelRI == nullptr || reserve != nullptr) return ACL_ERROR_INVALID_PARAM;
+  return model_build_end(static_cast<CapturedModel *>(modelRI));
+}
+
+aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream) {
+  if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = stream_of(stream, &s)) return e;
+  return model_unbind_stream(static_cast<CapturedModel *>(modelRI), s);
 }
 
 }  // extern "C"

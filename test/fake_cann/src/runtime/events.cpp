@@ -63,7 +63,7 @@ void event_complete_record(Event *e, uint64_t seq) {
 
 void event_record(Event *e, Stream *s, bool external) {
   if (external) {  // inside a capture: numbered at each replay (captured_model_execute)
-    stream_enqueue_task(s, Task{{}, {}, e, "event_record"});
+    stream_enqueue_task(s, Task{{}, {}, e, "event_record", {}});
     return;
   }
   const uint64_t seq = event_issue_record(e);

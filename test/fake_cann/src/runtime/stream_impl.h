@@ -21,6 +21,26 @@ struct Task {
   // event, numbered when the replay is enqueued (so that a wait issued after aclmdlRIExecuteAsync waits for it).
   Event *external_record = nullptr;
   const char *what = nullptr;  // what kind of task (aclmdlRIDebugJsonPrint names them)
+  // A task of a built model that decides where its stream goes on (a label switch, the end of the graph): given its
+  // own index, the index of the next task to run (kLaneEnd: the stream's part of the model is done).
+  std::function<size_t(size_t)> jump;
+};
+
+constexpr size_t kLaneEnd = ~size_t(0);
+
+// A stream bound to a model built by aclmdlRIBuildBegin: the tasks it received since. Head streams start when the
+// model executes.
+struct Lane {
+  Stream *stream = nullptr;
+  bool head = false;
+  std::vector<Task> tasks;
+};
+
+// aclrtCreateLabel: a place in a bound stream's tasks, fixed by aclrtSetLabel.
+struct Label {
+  CapturedModel *model = nullptr;  // null until set
+  size_t lane = 0;                 // the model's stream it was set on
+  size_t index = 0;                // its LABEL_SET task there
 };
 
 // The tasks of a capture between aclmdlRICaptureTaskGrpBegin and End: [begin, end) of the model's tasks.
@@ -38,6 +58,8 @@ struct CapturedModel {
   int mode = kCaptureGlobal;
   std::thread::id owner;  // the thread that began the capture
   bool ended = false;
+  bool built = false;        // made by aclmdlRIBuildBegin: its tasks are its lanes', not `tasks`
+  std::vector<Lane> lanes;   // the streams bound to a built model, in bind order
   int running = 0;  // replays enqueued and not yet finished
 };
 
@@ -54,6 +76,8 @@ struct Stream {
   TaskGroup *group = nullptr;        // an open task group of the capture
   TaskGroup *updating = nullptr;     // between aclmdlRICaptureTaskUpdateBegin and End: tasks replace the group's
   std::vector<Task> update_tasks;
+  CapturedModel *bound = nullptr;  // bound to a built model: its tasks go into lanes[lane]
+  size_t lane = 0;
   uint64_t enqueued = 0, completed = 0;
   bool stopping = false;
   std::atomic<bool> aborting{false};  // destroyed by force: a task waiting on the device gives up (worker_wait_until)
@@ -79,6 +103,13 @@ std::mutex &registry_mutex();
 Stream *make_default_stream(Context *ctx);
 // stream_enqueue with the whole task (an external record).
 void stream_enqueue_task(Stream *s, Task t);
+// The registry of models (streams.cpp), under registry_mutex().
+void register_model(CapturedModel *m);
+bool model_live(CapturedModel *m);
+// model_build.cpp: runs a built model's head streams, each on its own thread (the first on the caller's).
+void run_built_model(CapturedModel *m);
+// Lets a model's streams go when it is destroyed (under the registry lock and the model's).
+void release_bound_streams(CapturedModel *m);
 // events.cpp: one more record of `e` issued (its number), and that record executed.
 uint64_t event_issue_record(Event *e);
 void event_complete_record(Event *e, uint64_t seq);

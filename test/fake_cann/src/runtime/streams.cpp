@@ -141,6 +141,11 @@ bool stream_destroy(Stream *s, bool force) {
     std::lock_guard<std::mutex> lk(g_registry_mu);
     if (s == nullptr || g_streams->count(s) == 0 || s->is_default) return false;
     g_streams->erase(s);
+    if (CapturedModel *m = s->bound) {  // the model keeps the stream's tasks, not the stream
+      std::lock_guard<std::mutex> mk(m->mu);
+      m->lanes[s->lane].stream = nullptr;
+      s->bound = nullptr;
+    }
   }
   std::deque<Task> dropped;
   if (force) {  // the tasks not yet started never run, a waiting one gives up (aclrtDestroyStreamForce)
@@ -193,7 +198,7 @@ int stream_set_failure_mode(Stream *s, uint64_t mode) {
 }
 
 void stream_enqueue(Stream *s, std::function<void()> task, const char *what, std::function<void()> release) {
-  stream_enqueue_task(s, Task{std::move(task), std::move(release), nullptr, what});
+  stream_enqueue_task(s, Task{std::move(task), std::move(release), nullptr, what, {}});
 }
 
 void stream_enqueue_task(Stream *s, Task t) {
@@ -206,6 +211,11 @@ void stream_enqueue_task(Stream *s, Task t) {
     if (s->capture != nullptr) {  // recorded into the model, run at its replays
       std::lock_guard<std::mutex> mk(s->capture->mu);
       s->capture->tasks.push_back(std::move(t));
+      return;
+    }
+    if (s->bound != nullptr) {  // a stream of a model being built: the task is part of the model
+      std::lock_guard<std::mutex> mk(s->bound->mu);
+      s->bound->lanes[s->lane].tasks.push_back(std::move(t));
       return;
     }
     s->tasks.push_back(std::move(t));
@@ -434,14 +444,26 @@ int stream_task_update_end(Stream *s) {
 namespace {
 
 // Under g_registry_mu: 0 when `m` is a model whose capture ended, else the error code.
-int check_ended_model(CapturedModel *m) {
+// A built model may be destroyed before aclmdlRIBuildEnd (`destroying`), not executed.
+int check_ended_model(CapturedModel *m, bool destroying = false) {
   if (m == nullptr || g_models->count(m) == 0) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
-  if (!m->ended) {
+  if (m->built && !m->ended && !destroying) {
+    set_error_message("the model is still being built: call aclmdlRIBuildEnd first");
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  }
+  if (!m->built && !m->ended) {
     set_error_message("the model is still being captured");
     return rt_error(ACL_ERROR_RT_MODEL_CAPTURED);
   }
   return 0;
 }
+
+}  // namespace
+
+void register_model(CapturedModel *m) { g_models->insert(m); }
+bool model_live(CapturedModel *m) { return m != nullptr && g_models->count(m) != 0; }
+
+namespace {
 
 }  // namespace
 
@@ -454,6 +476,14 @@ int captured_model_execute(CapturedModel *m, Stream *s) {
     ++m->running;
     for (const Task &t : m->tasks)
       if (t.external_record != nullptr) records.push_back(event_issue_record(t.external_record));
+  }
+  auto done = [m] {
+    std::lock_guard<std::mutex> mk(m->mu);
+    --m->running;
+  };
+  if (m->built) {
+    stream_enqueue(s, [m] { run_built_model(m); }, "aclmdlRIExecuteAsync", done);
+    return 0;
   }
   stream_enqueue(
       s,
@@ -473,11 +503,7 @@ int captured_model_execute(CapturedModel *m, Stream *s) {
             event_complete_record(t.external_record, records[k++]);
         }
       },
-      "aclmdlRIExecuteAsync",
-      [m] {
-        std::lock_guard<std::mutex> mk(m->mu);
-        --m->running;
-      });
+      "aclmdlRIExecuteAsync", done);
   return 0;
 }
 
@@ -485,7 +511,7 @@ int captured_model_destroy(CapturedModel *m) {
   std::vector<Task> tasks;
   {
     std::lock_guard<std::mutex> rk(g_registry_mu);
-    if (int e = check_ended_model(m)) return e;
+    if (int e = check_ended_model(m, true)) return e;
     std::lock_guard<std::mutex> mk(m->mu);
     if (m->running != 0) {
       set_error_message("the model is still running: synchronize its stream first");
@@ -495,6 +521,9 @@ int captured_model_destroy(CapturedModel *m) {
     for (TaskGroup *g : m->groups) g_groups->erase(g);
     tasks.swap(m->tasks);
     for (Task &t : m->retired) tasks.push_back(std::move(t));
+    release_bound_streams(m);
+    for (Lane &l : m->lanes)
+      for (Task &t : l.tasks) tasks.push_back(std::move(t));
   }
   for (Task &t : tasks)
     if (t.release) t.release();

@@ -99,6 +99,21 @@ FAKECANN_API int capture_exchange_thread_mode(int *mode);
 // ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT when a capture in force forbids this thread's unsafe call, else 0.
 FAKECANN_API int capture_forbids_unsafe_call();
 
+// ---- models built from bound streams (aclmdlRIBuildBegin ...) and labels; each returns 0 or an ACL error code ----
+FAKECANN_API int model_build_begin(uint32_t flag, CapturedModel **model);
+// flag: 0 (a head stream, started by an execution) or 0x7FFFFFFF; the stream must be persistent.
+FAKECANN_API int model_bind_stream(CapturedModel *m, Stream *s, uint32_t flag);
+FAKECANN_API int model_unbind_stream(CapturedModel *m, Stream *s);
+FAKECANN_API int model_end_task(CapturedModel *m, Stream *s);
+FAKECANN_API int model_build_end(CapturedModel *m);
+struct Label;
+FAKECANN_API Label *label_create();
+FAKECANN_API bool label_destroy(Label *l);  // false: not a live label
+FAKECANN_API bool label_live(Label *l);
+FAKECANN_API int label_set(Label *l, Stream *s);
+// `list`: device memory holding `count` Label pointers (aclrtCreateLabelList's).
+FAKECANN_API int label_switch_by_index(const void *index_ptr, uint32_t count, const void *list, Stream *s);
+
 // ---- events (aclrtEvent values are Event*) ----
 // flags: aclrtCreateEventWithFlag's (ACL_EVENT_EXTERNAL 0x20 ...); ex_mode: made by aclrtCreateEventExWithFlag.
 FAKECANN_API Event *event_create(uint32_t flags = 0, bool ex_mode = false);
