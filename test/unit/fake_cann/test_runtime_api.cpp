@@ -2,13 +2,20 @@
 // the file whose behaviour it states.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "acl/acl.h"
+#include "acl/acl_dump.h"
+#include "acl/acl_rt_allocator.h"
 #include "aclnnop/aclnn_add.h"
 
 namespace {
@@ -293,6 +300,127 @@ TEST_F(RuntimeApi, MemsetReachesRuntimeHostMemory) {
   EXPECT_EQ(aclrtMemset(stack, 16, 1, 16), ACL_ERROR_RT_PARAM_INVALID);
   aclrtDestroyStream(s);
   EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
+// allocator.cpp: registering copies the description's functions (a later change does not reach the registration) and
+// remembers the description; a description without alloc, free or get-address, or a stream without one, is refused
+// (100000); unregistering twice succeeds. The 0_custom_allocator sample's calls.
+namespace alloc_fns {
+int allocs = 0;
+void *alloc(aclrtAllocator, size_t size) { return ++allocs, new char[size]; }
+void release(aclrtAllocator, aclrtAllocatorBlock b) { delete[] static_cast<char *>(b); }
+void *addr(aclrtAllocatorBlock b) { return b; }
+void *other_addr(aclrtAllocatorBlock) { return nullptr; }
+}  // namespace alloc_fns
+
+TEST_F(RuntimeApi, AllocatorRegisteredForAStream) {
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  int state = 0;
+  aclrtAllocatorDesc desc = aclrtAllocatorCreateDesc();
+  ASSERT_NE(desc, nullptr);
+  ASSERT_EQ(aclrtAllocatorSetObjToDesc(desc, &state), ACL_SUCCESS);
+  ASSERT_EQ(aclrtAllocatorSetAllocFuncToDesc(desc, alloc_fns::alloc), ACL_SUCCESS);
+  ASSERT_EQ(aclrtAllocatorSetFreeFuncToDesc(desc, alloc_fns::release), ACL_SUCCESS);
+  EXPECT_EQ(aclrtAllocatorRegister(s, desc), ACL_ERROR_INVALID_PARAM);  // no get-address function yet
+  ASSERT_EQ(aclrtAllocatorSetGetAddrFromBlockFuncToDesc(desc, alloc_fns::addr), ACL_SUCCESS);
+  EXPECT_EQ(aclrtAllocatorSetAllocFuncToDesc(desc, nullptr), ACL_ERROR_INVALID_PARAM);
+  ASSERT_EQ(aclrtAllocatorRegister(s, desc), ACL_SUCCESS);
+  ASSERT_EQ(aclrtAllocatorSetGetAddrFromBlockFuncToDesc(desc, alloc_fns::other_addr), ACL_SUCCESS);  // after: unseen
+
+  aclrtAllocatorDesc got_desc = nullptr;
+  aclrtAllocator obj = nullptr;
+  aclrtAllocatorAllocFunc alloc = nullptr;
+  aclrtAllocatorFreeFunc release = nullptr;
+  aclrtAllocatorAllocAdviseFunc advise = reinterpret_cast<aclrtAllocatorAllocAdviseFunc>(1);
+  aclrtAllocatorGetAddrFromBlockFunc addr = nullptr;
+  ASSERT_EQ(aclrtAllocatorGetByStream(s, &got_desc, &obj, &alloc, &release, &advise, &addr), ACL_SUCCESS);
+  EXPECT_EQ(got_desc, desc);
+  EXPECT_EQ(obj, &state);
+  EXPECT_EQ(addr, alloc_fns::addr);
+  EXPECT_EQ(advise, nullptr);  // never set
+  aclrtAllocatorBlock b = alloc(obj, 16);
+  EXPECT_EQ(alloc_fns::allocs, 1);
+  EXPECT_EQ(addr(b), b);
+  release(obj, b);
+
+  EXPECT_EQ(aclrtAllocatorUnregister(s), ACL_SUCCESS);
+  EXPECT_EQ(aclrtAllocatorUnregister(s), ACL_SUCCESS);
+  EXPECT_EQ(aclrtAllocatorGetByStream(s, &got_desc, nullptr, nullptr, nullptr, nullptr, nullptr),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtAllocatorRegister(nullptr, desc), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtAllocatorDestroyDesc(desc), ACL_SUCCESS);
+  aclrtDestroyStream(s);
+}
+
+// device.cpp / stream.cpp over api_impl.cc and api_error.cc: SATURATION until set (Runtime::satMode_), only SATURATION
+// and INFNAN can be set (107000); a stream's switch is 0 or 1 (the ACL's 100000); the status is 64 bytes
+// (OVERFLOW_OUTPUT_SIZE, other sizes 107000) copied by a task, zero as no kernel overflowed; not on a capturing
+// stream (107027). The 0_overflow_detection sample's calls.
+TEST_F(RuntimeApi, OverflowModeSwitchAndStatus) {
+  aclrtFloatOverflowMode mode = ACL_RT_OVERFLOW_MODE_UNDEF;
+  ASSERT_EQ(aclrtGetDeviceSatMode(&mode), ACL_SUCCESS);
+  EXPECT_EQ(mode, ACL_RT_OVERFLOW_MODE_SATURATION);
+  ASSERT_EQ(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_INFNAN), ACL_SUCCESS);
+  ASSERT_EQ(aclrtGetDeviceSatMode(&mode), ACL_SUCCESS);
+  EXPECT_EQ(mode, ACL_RT_OVERFLOW_MODE_INFNAN);
+  EXPECT_EQ(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_UNDEF), ACL_ERROR_RT_PARAM_INVALID);
+  ASSERT_EQ(aclrtSetDeviceSatMode(ACL_RT_OVERFLOW_MODE_SATURATION), ACL_SUCCESS);
+
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  uint32_t on = 7;
+  ASSERT_EQ(aclrtGetStreamOverflowSwitch(s, &on), ACL_SUCCESS);
+  EXPECT_EQ(on, 0u);
+  ASSERT_EQ(aclrtSetStreamOverflowSwitch(s, 1), ACL_SUCCESS);
+  ASSERT_EQ(aclrtGetStreamOverflowSwitch(s, &on), ACL_SUCCESS);
+  EXPECT_EQ(on, 1u);
+  EXPECT_EQ(aclrtSetStreamOverflowSwitch(s, 2), ACL_ERROR_INVALID_PARAM);
+
+  std::vector<float> junk(16, 3.0f);
+  void *status = device_floats(junk);
+  ASSERT_EQ(aclrtGetOverflowStatus(status, 64, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  std::vector<uint8_t> host(64, 0xee);
+  ASSERT_EQ(aclrtMemcpy(host.data(), 64, status, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+  EXPECT_EQ(host, std::vector<uint8_t>(64, 0));
+  EXPECT_EQ(aclrtGetOverflowStatus(status, 32, s), ACL_ERROR_RT_PARAM_INVALID);
+  ASSERT_EQ(aclrtResetOverflowStatus(s), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_RELAXED), ACL_SUCCESS);
+  EXPECT_EQ(aclrtGetOverflowStatus(status, 64, s), ACL_ERROR_RT_STREAM_CAPTURED);
+  aclmdlRI ri = nullptr;
+  ASSERT_EQ(aclmdlRICaptureEnd(s, &ri), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIDestroy(ri), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  aclrtFree(status);
+  aclrtDestroyStream(s);
+}
+
+// adump_api_platform.cpp aclopStartDumpArgs / aclopStopDumpArgs, dump_manager.cpp StartDumpArgs (and adump's own unit
+// test Test_OP_Dump_StartStop_Error): a missing directory is made; a second start, an empty or NULL path, a type
+// without ACL_OP_DUMP_OP_AICORE_ARGS, a file where the directory should be are ACL_ERROR_FAILURE; a stop without a
+// start succeeds; the data dump path (acldumpGetPath) is not the args dump's.
+TEST_F(RuntimeApi, OpArgsDumpSwitch) {
+  char tmpl[] = "/tmp/fake_cann_args_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/made/here";
+  EXPECT_EQ(aclopStopDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS), ACL_SUCCESS);
+  EXPECT_EQ(aclopStartDumpArgs(0, dir.c_str()), ACL_ERROR_FAILURE);
+  EXPECT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, nullptr), ACL_ERROR_FAILURE);
+  EXPECT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, ""), ACL_ERROR_FAILURE);
+  const std::string file = std::string(tmpl) + "/file";
+  std::fclose(std::fopen(file.c_str(), "w"));
+  EXPECT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, file.c_str()), ACL_ERROR_FAILURE);
+  ASSERT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, dir.c_str()), ACL_SUCCESS);
+  struct stat st;
+  EXPECT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, dir.c_str()), ACL_ERROR_FAILURE);
+  EXPECT_EQ(acldumpGetPath(DATA_DUMP), nullptr);
+  EXPECT_EQ(aclopStopDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS), ACL_SUCCESS);
+  EXPECT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, dir.c_str()), ACL_SUCCESS);  // again after a stop
+  EXPECT_EQ(aclopStopDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS), ACL_SUCCESS);
+  std::system(("rm -rf " + std::string(tmpl)).c_str());
 }
 
 }  // namespace

@@ -41,6 +41,12 @@ ACL_FUNC_VISIBILITY aclError acldumpRegCallback(int32_t (*const messageCallback)
                                                 int32_t flag);
 ACL_FUNC_VISIBILITY void acldumpUnregCallback(void);
 
+/* The operators' argument records (adump dump_manager.cpp StartDumpArgs): on and off, with CANN's checks; the
+ * stand-in's operators write no records. */
+#define ACL_OP_DUMP_OP_AICORE_ARGS 0x00000001U
+ACL_FUNC_VISIBILITY aclError aclopStartDumpArgs(uint32_t dumpType, const char *path);
+ACL_FUNC_VISIBILITY aclError aclopStopDumpArgs(uint32_t dumpType);
+
 /* The data dump's directory, "{dump_path}/{YYYYMMDDhhmmss}", for DATA_DUMP and OVERFLOW_DUMP; NULL before a dump was
  * configured, and for the exception dumps (not emulated). */
 ACL_FUNC_VISIBILITY const char *acldumpGetPath(acldumpType dumpType);

@@ -1,6 +1,7 @@
 // libascendcl.so: aclmdlInitDump / aclmdlSetDump / aclmdlFinalizeDump (the ACL runtime's toolchain/dump.cpp),
-// aclInit's dump section, and acldumpRegCallback / acldumpUnregCallback / acldumpGetPath (adump), with CANN's ordering
-// rules and codes (cann_dump.md §1.3-§1.7; runtime src/acl/aclrt_impl/toolchain/dump.cpp, src/dfx/adump/).
+// aclInit's dump section, and acldumpRegCallback / acldumpUnregCallback / acldumpGetPath / aclopStartDumpArgs /
+// aclopStopDumpArgs (adump), with CANN's ordering rules and codes (cann_dump.md §1.3-§1.7; runtime
+// src/acl/aclrt_impl/toolchain/dump.cpp, src/dfx/adump/).
 //
 // aclInit with a non-empty config file starts the dump server and applies the file's "dump" section as aclmdlSetDump
 // would (the same checks: ACL_ERROR_INVALID_DUMP_CONFIG fails aclInit), without the flag of aclmdlInitDump: a later
@@ -10,8 +11,12 @@
 // SetDumpConfig returns before touching it): only aclmdlFinalizeDump or aclFinalize turns a dump off.
 #include "acl/acl_dump.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
+#include <system_error>
 
 #include "acl/acl_rt.h"
 #include "dump.h"
@@ -24,6 +29,7 @@ std::mutex g_mu;
 bool g_dump_initialized = false;  // aclmdlInitDump ran (toolchain/dump.cpp aclmdlInitDumpFlag)
 bool g_init_server = false;       // aclInit started the server (AclDump's AdxInitFromAclInit flag)
 std::string g_dump_path;          // acldumpGetPath(DATA_DUMP): "{dump_path}/{time}" of the last enabling config
+std::string g_args_path;          // aclopStartDumpArgs's directory while it is on
 
 aclError refuse(aclError code, const char *why) {
   set_error_message(why);
@@ -118,6 +124,32 @@ const char *acldumpGetPath(acldumpType dumpType) {
   std::lock_guard<std::mutex> lk(g_mu);
   if (dumpType != DATA_DUMP && dumpType != OVERFLOW_DUMP) return nullptr;
   return g_dump_path.empty() ? nullptr : g_dump_path.c_str();
+}
+
+// adump_api_platform.cpp and dump_manager.cpp StartDumpArgs / StopDumpArgs: the operators' argument records
+// (ACL_OP_DUMP_OP_AICORE_ARGS) go to a directory, made when missing; a null or empty path, a path that is no readable
+// and writable directory, a dump type without that bit or a second start are ACL_ERROR_FAILURE. Stopping what is not
+// started succeeds. The records are opbase's serialization of each kernel's tiling (nnopbase op_info_record): the
+// stand-in's operators have no tiling and write none, so the directory stays as it was.
+aclError aclopStartDumpArgs(uint32_t dumpType, const char *path) {
+  if (path == nullptr || (dumpType & ACL_OP_DUMP_OP_AICORE_ARGS) == 0)
+    return refuse(ACL_ERROR_FAILURE, "aclopStartDumpArgs: NULL path or a dump type without ACL_OP_DUMP_OP_AICORE_ARGS");
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!g_args_path.empty()) return refuse(ACL_ERROR_FAILURE, "aclopStartDumpArgs: called repeatedly");
+  std::error_code ec;
+  if (path[0] == '\0') return refuse(ACL_ERROR_FAILURE, "aclopStartDumpArgs: the path is empty");
+  if (!std::filesystem::exists(path, ec) && !std::filesystem::create_directories(path, ec))
+    return refuse(ACL_ERROR_FAILURE, "aclopStartDumpArgs: cannot create the directory");
+  if (!std::filesystem::is_directory(path, ec) || access(path, R_OK | W_OK) != 0)
+    return refuse(ACL_ERROR_FAILURE, "aclopStartDumpArgs: the path is not a readable, writable directory");
+  g_args_path = std::filesystem::absolute(path, ec).string();
+  return ACL_SUCCESS;
+}
+
+aclError aclopStopDumpArgs(uint32_t dumpType) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if ((dumpType & ACL_OP_DUMP_OP_AICORE_ARGS) != 0) g_args_path.clear();
+  return ACL_SUCCESS;
 }
 
 }  // extern "C"

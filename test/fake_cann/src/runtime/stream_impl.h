@@ -69,6 +69,7 @@ struct Stream {
   bool is_default = false;
   uint32_t flags = 0, priority = 0;
   uint64_t failure_mode = 0;  // ACL_CONTINUE_ON_FAILURE (0) or ACL_STOP_ON_FAILURE (1)
+  std::atomic<uint32_t> overflow_switch{0};  // aclrtSetStreamOverflowSwitch
   std::mutex mu;
   std::condition_variable work_cv, idle_cv;
   std::deque<Task> tasks;

@@ -180,6 +180,8 @@ Stream *stream_resolve(void *handle, bool *ok) {
 }
 
 int32_t stream_id(Stream *s) { return s->id; }
+void stream_set_overflow_switch(Stream *s, uint32_t on) { s->overflow_switch = on; }
+uint32_t stream_overflow_switch(Stream *s) { return s->overflow_switch; }
 uint32_t stream_flags(Stream *s) { return s->flags; }
 uint32_t stream_priority(Stream *s) { return s->priority; }
 

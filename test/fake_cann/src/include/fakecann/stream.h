@@ -46,6 +46,8 @@ FAKECANN_API bool stream_destroy(Stream *s, bool force = false);  // false: not 
 // Resolves a handle given by the host: nullptr -> default stream; unknown or destroyed -> nullptr.
 FAKECANN_API Stream *stream_resolve(void *handle, bool *ok);
 FAKECANN_API int32_t stream_id(Stream *s);
+FAKECANN_API void stream_set_overflow_switch(Stream *s, uint32_t on);
+FAKECANN_API uint32_t stream_overflow_switch(Stream *s);
 FAKECANN_API uint32_t stream_flags(Stream *s);
 FAKECANN_API uint32_t stream_priority(Stream *s);
 // ACL_STOP_ON_FAILURE: once a task failed, the later tasks are skipped until a synchronization reported the error.
