@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -421,6 +423,94 @@ TEST_F(RuntimeApi, OpArgsDumpSwitch) {
   EXPECT_EQ(aclopStartDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS, dir.c_str()), ACL_SUCCESS);  // again after a stop
   EXPECT_EQ(aclopStopDumpArgs(ACL_OP_DUMP_OP_AICORE_ARGS), ACL_SUCCESS);
   std::system(("rm -rf " + std::string(tmpl)).c_str());
+}
+
+// ipc_event.cc (IpcEventRecord / IpcEventWait / IpcEventQuery) and api_impl_event.cc: an event made by
+// aclrtCreateEventExWithFlag(ACL_EVENT_IPC) is shared with whoever opens its handle: a record pending in one is
+// pending in the other, a wait through the other holds its stream until the record runs; before any record it reads
+// COMPLETE. Only an IPC event has a handle (107000); opening needs a context (107002) and a live handle (107000).
+TEST_F(RuntimeApi, IpcEventSharedThroughItsHandle) {
+  aclrtStream s = nullptr, other = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateStream(&other), ACL_SUCCESS);
+  aclrtEvent ipc = nullptr, plain = nullptr, opened = nullptr;
+  ASSERT_EQ(aclrtCreateEventExWithFlag(&ipc, ACL_EVENT_IPC), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateEvent(&plain), ACL_SUCCESS);
+  aclrtIpcEventHandle handle;
+  EXPECT_EQ(aclrtIpcGetEventHandle(plain, &handle), ACL_ERROR_RT_PARAM_INVALID);
+  ASSERT_EQ(aclrtIpcGetEventHandle(ipc, &handle), ACL_SUCCESS);
+  aclrtEventRecordedStatus st = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  ASSERT_EQ(aclrtQueryEventStatus(ipc, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_COMPLETE);  // nothing recorded: nothing pending
+
+  Gate gate;
+  ASSERT_EQ(aclrtLaunchHostFunc(s, Gate::hold, &gate), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(ipc, s), ACL_SUCCESS);
+  ASSERT_EQ(aclrtIpcOpenEventHandle(handle, &opened), ACL_SUCCESS);
+  ASSERT_EQ(aclrtQueryEventStatus(opened, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_NOT_READY);
+  ASSERT_EQ(aclrtStreamWaitEvent(other, opened), ACL_SUCCESS);
+  EXPECT_EQ(aclrtSynchronizeStreamWithTimeout(other, 50), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+  gate.open = true;
+  ASSERT_EQ(aclrtSynchronizeStream(other), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeEvent(ipc), ACL_SUCCESS);
+  ASSERT_EQ(aclrtQueryEventStatus(opened, &st), ACL_SUCCESS);
+  EXPECT_EQ(st, ACL_EVENT_RECORDED_STATUS_COMPLETE);
+
+  aclrtIpcEventHandle bogus;
+  std::memset(&bogus, 0x7b, sizeof(bogus));
+  aclrtEvent none = nullptr;
+  EXPECT_EQ(aclrtIpcOpenEventHandle(bogus, &none), ACL_ERROR_RT_PARAM_INVALID);
+  aclError no_context = ACL_SUCCESS;
+  std::thread([&] { no_context = aclrtIpcOpenEventHandle(handle, &none); }).join();
+  EXPECT_EQ(no_context, ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(aclrtDestroyEvent(opened), ACL_SUCCESS);
+  EXPECT_EQ(aclrtDestroyEvent(ipc), ACL_SUCCESS);
+  EXPECT_EQ(aclrtIpcOpenEventHandle(handle, &none), ACL_ERROR_RT_PARAM_INVALID);  // the creator destroyed it
+  aclrtDestroyEvent(plain);
+  aclrtDestroyStream(s);
+  aclrtDestroyStream(other);
+}
+
+// The same across processes (the ipcevent samples): a child process waits through the handle for the parent's
+// pending record, and its stream is held until the parent's record runs.
+TEST_F(RuntimeApi, IpcEventWaitAcrossProcesses) {
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  aclrtEvent ipc = nullptr;
+  ASSERT_EQ(aclrtCreateEventExWithFlag(&ipc, ACL_EVENT_IPC), ACL_SUCCESS);
+  aclrtIpcEventHandle handle;
+  ASSERT_EQ(aclrtIpcGetEventHandle(ipc, &handle), ACL_SUCCESS);
+  Gate gate;
+  ASSERT_EQ(aclrtLaunchHostFunc(s, Gate::hold, &gate), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(ipc, s), ACL_SUCCESS);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  if (child == 0) {  // its own stream (the parent's workers are not in this process)
+    aclrtStream cs = nullptr;
+    aclrtEvent opened = nullptr;
+    int code = aclrtCreateStream(&cs) != ACL_SUCCESS                ? 2
+               : aclrtIpcOpenEventHandle(handle, &opened) != ACL_SUCCESS ? 3
+               : aclrtStreamWaitEvent(cs, opened) != ACL_SUCCESS         ? 4
+                                                                         : 0;
+    const char byte = 'w';
+    (void)!write(ready[1], &byte, 1);
+    if (code == 0 && aclrtSynchronizeStreamWithTimeout(cs, 50) != ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) code = 5;
+    if (code == 0 && aclrtSynchronizeStreamWithTimeout(cs, 10000) != ACL_SUCCESS) code = 6;
+    _exit(code);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the child's wait is pending meanwhile
+  gate.open = true;
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(aclrtDestroyEvent(ipc), ACL_SUCCESS);
+  aclrtDestroyStream(s);
 }
 
 }  // namespace

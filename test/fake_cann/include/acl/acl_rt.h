@@ -63,6 +63,11 @@ typedef enum aclrtFloatOverflowMode {
   ACL_RT_OVERFLOW_MODE_UNDEF,
 } aclrtFloatOverflowMode;
 
+#define ACL_IPC_EVENT_HANDLE_SIZE 64U
+typedef struct aclrtIpcEventHandle {
+  char reserved[ACL_IPC_EVENT_HANDLE_SIZE];
+} aclrtIpcEventHandle;
+
 typedef enum aclrtEventStatus {
   ACL_EVENT_STATUS_COMPLETE = 0,
   ACL_EVENT_STATUS_NOT_READY = 1,
@@ -474,6 +479,10 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeEvent(aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status);
 ACL_FUNC_VISIBILITY aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status);
 ACL_FUNC_VISIBILITY aclError aclrtDestroyEvent(aclrtEvent event);
+/* An event made by aclrtCreateEventExWithFlag(ACL_EVENT_IPC) has a handle another process opens: records and waits
+ * of either process meet. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event);
 
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
 ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr);

@@ -7,6 +7,10 @@
 // - Records and waits with the EXTERNAL flags, and waits on an ACL_EVENT_EXTERNAL event inside a capture, order
 //   captured models with the outside (fakecann/stream.h); aclrtResetEvent clears the recorded state when the stream
 //   reaches it.
+// - IPC events (aclrtCreateEventExWithFlag(ACL_EVENT_IPC)): shared with the processes that open their handle (the
+//   runtime's ipc_events.cpp).
+#include <cstring>
+
 #include "acl/acl.h"
 #include "fakecann/call_counters.h"
 #include "fakecann/rt_internal.h"
@@ -27,6 +31,12 @@ aclError create(aclrtEvent *event, uint32_t flag, bool ex_mode) {
     return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   if (int e = require_context()) return e;
+  if (ex_mode && flag == ACL_EVENT_IPC) {  // api_impl.cc EventCreateEx: an IpcEvent
+    Event *e = ipc_event_create();
+    if (e == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
+    *event = e;
+    return ACL_SUCCESS;
+  }
   *event = event_create(flag, ex_mode);
   return ACL_SUCCESS;
 }
@@ -103,6 +113,35 @@ aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *statu
   const bool recorded = event_recorded_state(e, &ever);
   const bool complete = ever ? recorded : event_ex_mode(e);
   *status = complete ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+// event.cpp aclrtIpcGetEventHandleImpl / aclrtIpcOpenEventHandleImpl, api_impl_event.cc: only an IPC event has a
+// handle (107000 for another); opening needs a current context (107002) and a handle of a live IPC event.
+aclError aclrtIpcGetEventHandle(aclrtEvent event, aclrtIpcEventHandle *handle) {
+  if (handle == nullptr || event == nullptr) return ACL_ERROR_INVALID_PARAM;
+  auto *e = static_cast<Event *>(event);
+  const uint64_t id = event_valid(e) ? ipc_event_handle(e) : 0;
+  if (id == 0) {
+    set_error_message("aclrtIpcGetEventHandle: only events made with ACL_EVENT_IPC have a handle");
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  }
+  std::memset(handle, 0, sizeof(*handle));
+  std::memcpy(handle->reserved, &id, sizeof(id));
+  return ACL_SUCCESS;
+}
+
+aclError aclrtIpcOpenEventHandle(aclrtIpcEventHandle handle, aclrtEvent *event) {
+  if (event == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (int e = require_context()) return e;
+  uint64_t id;
+  std::memcpy(&id, handle.reserved, sizeof(id));
+  Event *e = ipc_event_open(id);
+  if (e == nullptr) {
+    set_error_message("aclrtIpcOpenEventHandle: no live IPC event has this handle");
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  }
+  *event = e;
   return ACL_SUCCESS;
 }
 

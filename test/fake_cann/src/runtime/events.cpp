@@ -42,6 +42,7 @@ Event *event_create(uint32_t flags, bool ex_mode) {
 bool event_destroy(Event *e) {
   std::lock_guard<std::mutex> lk(g_events_mu);
   if (g_events->erase(e) == 0) return false;
+  ipc_release(e);
   // Tasks already enqueued may still reference it; leak rather than free under them.
   return true;
 }
@@ -62,6 +63,7 @@ void event_complete_record(Event *e, uint64_t seq) {
 }
 
 void event_record(Event *e, Stream *s, bool external) {
+  if (e->ipc != nullptr) return ipc_record(e, s);
   if (external) {  // inside a capture: numbered at each replay (captured_model_execute)
     stream_enqueue_task(s, Task{{}, {}, e, "event_record", {}});
     return;
@@ -81,6 +83,7 @@ void event_reset(Event *e, Stream *s) {
 }
 
 void stream_wait_event(Stream *s, Event *e, bool external) {
+  if (e->ipc != nullptr) return ipc_wait(e, s);
   if (external) {
     stream_enqueue(
         s,
@@ -106,17 +109,23 @@ void stream_wait_event(Stream *s, Event *e, bool external) {
 }
 
 void event_synchronize(Event *e) {
+  if (e->ipc != nullptr) return ipc_synchronize(e);
   std::unique_lock<std::mutex> lk(e->mu);
   uint64_t target = e->recorded;
   e->cv.wait(lk, [e, target] { return e->completed >= target; });
 }
 
 bool event_completed(Event *e) {
+  if (e->ipc != nullptr) return ipc_recorded(e);
   std::lock_guard<std::mutex> lk(e->mu);
   return e->completed >= e->recorded;
 }
 
 bool event_recorded_state(Event *e, bool *ever_recorded) {
+  if (e->ipc != nullptr) {  // ipc_event.cc IpcEventQuery: no distinction of "never recorded"
+    *ever_recorded = true;
+    return ipc_recorded(e);
+  }
   std::lock_guard<std::mutex> lk(e->mu);
   *ever_recorded = e->recorded != 0;
   return e->recorded != 0 && e->completed >= e->recorded;

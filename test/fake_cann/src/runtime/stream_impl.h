@@ -96,7 +96,19 @@ struct Event {
   uint64_t recorded = 0;   // how many records were issued
   uint64_t completed = 0;  // how many records have executed
   bool signaled = false;   // a record executed since the last reset (what an external wait waits for)
+  // An IPC event (aclrtCreateEventExWithFlag(ACL_EVENT_IPC)): its state is shared memory every process that opened
+  // it maps (ipc_events.cpp); the creator's id names it.
+  struct IpcShared *ipc = nullptr;
+  uint64_t ipc_id = 0;
+  bool ipc_creator = false;
 };
+
+// ipc_events.cpp: the IPC side of events.cpp's operations.
+void ipc_release(Event *e);
+void ipc_record(Event *e, Stream *s);
+void ipc_wait(Event *e, Stream *s);
+void ipc_synchronize(Event *e);
+bool ipc_recorded(Event *e);  // no record pending at the current slot, or its flag is set
 
 // The registry lock of streams and models (streams.cpp); held across fork() (see make_stream).
 std::mutex &registry_mutex();

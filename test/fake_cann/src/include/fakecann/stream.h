@@ -133,6 +133,10 @@ FAKECANN_API bool event_completed(Event *e);
 // Whether a record was ever issued and every issued record executed (the runtime's RECORDED state).
 FAKECANN_API bool event_recorded_state(Event *e, bool *ever_recorded);
 FAKECANN_API uint32_t event_flags(Event *e);
+// IPC events (aclrtCreateEventExWithFlag(ACL_EVENT_IPC)): records, waits and queries see every process's records.
+FAKECANN_API Event *ipc_event_create();             // nullptr: no shared memory for it
+FAKECANN_API uint64_t ipc_event_handle(Event *e);   // 0: not an IPC event
+FAKECANN_API Event *ipc_event_open(uint64_t handle);  // nullptr: no live IPC event of that handle
 FAKECANN_API bool event_ex_mode(Event *e);
 
 // The device of the calling thread's current context (set by rtSetDevice/aclrtSetDevice, aclrtSetCurrentContext),
