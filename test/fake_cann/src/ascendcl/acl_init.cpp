@@ -1,5 +1,6 @@
-// libascendcl.so: aclInit / aclFinalize / aclFinalizeReference, as CANN's runtime does them (src/acl/aclrt_impl/acl.cpp,
-// common/json_parser.cpp); what describes the install (versions, SoC, CANN attributes) are acl_sys.cpp's. Here:
+// libascendcl.so: aclInit / aclFinalize / aclFinalizeReference, as CANN's runtime does them
+// (src/acl/aclrt_impl/acl.cpp, common/json_parser.cpp); what describes the install (versions, SoC, CANN attributes)
+// is acl_sys.cpp's. Here:
 // - aclInit counts references: a second call adds one and answers ACL_ERROR_REPEAT_INITIALIZE; the config file must be
 //   a readable regular file (else ACL_ERROR_INVALID_FILE), of valid JSON nested at most 10 deep (else
 //   ACL_ERROR_PARSE_FILE); an empty path or an empty file configures nothing. Once an aclInit succeeded, a later one

@@ -1,7 +1,7 @@
 // libascendcl.so: floating-point overflow detection (acl device.cpp, stream.cpp over runtime api_impl.cc and
-// api_error.cc): the saturation mode is the process's (Runtime::satMode_, SATURATION until set; only SATURATION and
-// INFNAN can be set); a stream's detection switch is 0 or 1 (the ACL's check); the overflow status is each context's
-// 64 bytes of device memory (OVERFLOW_OUTPUT_SIZE), which aclrtGetOverflowStatus copies to the caller's device memory
+// api_error.cc): the saturation mode is the process's (fakecann/soc.h; SATURATION until set; only SATURATION and INFNAN
+// can be set; the fp8 conversions follow it); a stream's detection switch is 0 or 1 (the ACL's check); the overflow
+// status is each context's 64 bytes of device memory (OVERFLOW_OUTPUT_SIZE), which aclrtGetOverflowStatus copies to the caller's device memory
 // and aclrtResetOverflowStatus clears, both as tasks on the stream (not on a capturing one). The stand-in's kernels
 // never record an overflow into it, so it reads zero.
 #include <atomic>
@@ -12,6 +12,7 @@
 #include "acl/acl.h"
 #include "fakecann/device.h"
 #include "fakecann/rt_internal.h"
+#include "fakecann/soc.h"
 #include "fakecann/stream.h"
 #include "fakecann/tensor_io.h"
 
@@ -20,7 +21,6 @@ using namespace fakecann;
 namespace {
 
 constexpr size_t kStatusBytes = 64;
-std::atomic<int> g_sat_mode{ACL_RT_OVERFLOW_MODE_SATURATION};
 std::mutex g_mu;
 std::map<Context *, void *> *g_status = new std::map<Context *, void *>;  // contexts are never freed
 
@@ -51,13 +51,13 @@ aclError aclrtSetDeviceSatMode(aclrtFloatOverflowMode mode) {
     set_error_message("aclrtSetDeviceSatMode: mode must be SATURATION or INFNAN");
     return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
-  g_sat_mode = mode;
+  set_saturation_mode(mode);
   return ACL_SUCCESS;
 }
 
 aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode) {
   if (mode == nullptr) return ACL_ERROR_INVALID_PARAM;
-  *mode = static_cast<aclrtFloatOverflowMode>(g_sat_mode.load());
+  *mode = static_cast<aclrtFloatOverflowMode>(saturation_mode());
   return ACL_SUCCESS;
 }
 

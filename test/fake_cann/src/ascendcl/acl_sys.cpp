@@ -3,7 +3,8 @@
 //   (src/acl/aclrt_impl/acl.cpp GetPkgVersionContent, CalculateVersionNum);
 // - the CANN attributes (utils/cann_info_utils.cpp): each available when the runtime's version.info, found from the
 //   library's own install, is at least the version config/swFeatureList.json asks and the SoC supports it;
-// - the SoC (Ascend910B1: platform_config/cann/Ascend910B1.ini), its NPU architecture, core counts and L2 size;
+// - the SoC (fakecann/soc.h: Ascend910B1 unless FAKE_CANN_SOC names Ascend950PR_9599), its NPU architecture, core
+//   counts and L2 size, from its platform config;
 // - the host fp16 conversions (aclrt_impl/types/fp16_impl.cpp), which saturate rather than keep Inf and NaN;
 // - the thread's last runtime error and device fault information (context.cpp, event.cpp).
 #include <dlfcn.h>
@@ -15,14 +16,12 @@
 #include <string>
 
 #include "acl/acl.h"
+#include "fakecann/soc.h"
 #include "fakecann/stream.h"
 
 using namespace fakecann;
 
 namespace {
-
-constexpr const char *kSocName = "Ascend910B1";
-constexpr int32_t kNpuArch910B = 2201;
 
 aclError refuse(aclError code, const std::string &why) {
   set_error_message(why);
@@ -119,24 +118,6 @@ std::string own_runtime_version() {
   return read_version_file(dir + "/../share/info/runtime/version.info");
 }
 
-// The SoC's NPU architecture (the NpuArch of its platform_config ini), 0 if unknown.
-int32_t npu_arch(const std::string &soc) {
-  static const struct {
-    const char *soc;
-    int32_t arch;
-  } kSocs[] = {
-      {"Ascend910A", 1001},        {"Ascend910B", 1001},     {"Ascend910ProA", 1001},  {"Ascend910ProB", 1001},
-      {"Ascend910PremiumA", 1001}, {"Ascend310P1", 2002},    {"Ascend310P3", 2002},    {"Ascend310P5", 2002},
-      {"Ascend310P7", 2002},       {"Ascend910B1", 2201},    {"Ascend910B2", 2201},    {"Ascend910B2C", 2201},
-      {"Ascend910B3", 2201},       {"Ascend910B4", 2201},    {"Ascend910B4-1", 2201},  {"Ascend910_9362", 2201},
-      {"Ascend910_9363", 2201},    {"Ascend910_9372", 2201}, {"Ascend910_9381", 2201}, {"Ascend910_9382", 2201},
-      {"Ascend910_9391", 2201},    {"Ascend910_9392", 2201}, {"Ascend310B1", 3002},    {"Ascend310B2", 3002},
-      {"Ascend310B3", 3002},       {"Ascend310B4", 3002}};
-  for (const auto &s : kSocs)
-    if (soc == s.soc) return s.arch;
-  return 0;
-}
-
 // Round to nearest even of `m` shifted right by `shift` bits (shift >= 2).
 uint32_t shift_round_even(uint64_t m, unsigned shift) {
   const uint64_t kept = m >> shift, rest = m & ((1ull << shift) - 1), halfway = 1ull << (shift - 1);
@@ -204,17 +185,17 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum) {
   return version_number(v, versionNum);
 }
 
-const char *aclrtGetSocName(void) { return kSocName; }
+const char *aclrtGetSocName(void) { return soc().name; }
 
 aclError aclrtCheckArchCompatibility(const char *socVersion, int32_t *canCompatible) {
   if (socVersion == nullptr || canCompatible == nullptr || socVersion[0] == '\0')
     return rt_error(ACL_ERROR_RT_PARAM_INVALID);
-  const int32_t arch = npu_arch(socVersion);
+  const int32_t arch = npu_arch_of(socVersion);
   if (arch == 0) {
     set_error_message(std::string("SoC version ") + socVersion + " is invalid");
     return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
-  *canCompatible = arch == kNpuArch910B ? 1 : 0;
+  *canCompatible = arch == soc().npu_arch ? 1 : 0;
   return ACL_SUCCESS;
 }
 
@@ -235,14 +216,15 @@ aclError aclrtGetDeviceCapability(int32_t deviceId, aclrtDevFeatureType devFeatu
 aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value) {
   if (value == nullptr || deviceId >= (uint32_t)device_count()) return ACL_ERROR_INVALID_PARAM;
   switch (deviceInfo) {
-    case ACL_DEVICE_INFO_AI_CORE_NUM: *value = 24; return ACL_SUCCESS;
-    case ACL_DEVICE_INFO_VECTOR_CORE_NUM: *value = 48; return ACL_SUCCESS;
-    case ACL_DEVICE_INFO_L2_SIZE: *value = 201326592; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_AI_CORE_NUM: *value = soc().ai_cores; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_VECTOR_CORE_NUM: *value = soc().vector_cores; return ACL_SUCCESS;
+    case ACL_DEVICE_INFO_L2_SIZE: *value = soc().l2_bytes; return ACL_SUCCESS;
     default: return ACL_ERROR_INVALID_PARAM;
   }
 }
 
-// Ascend910B1 supports inf/nan and bf16; the runtime must be at least 7.1 for both, 6.4 for JIT compilation.
+// Both SoCs support inf/nan and bf16 (support_inf_nan, support_bf16); the runtime must be at least 7.1 for both, 6.4
+// for JIT compilation.
 aclError aclGetCannAttributeList(const aclCannAttr **cannAttrList, size_t *num) {
   static const aclCannAttr kAll[] = {ACL_CANN_ATTR_INF_NAN, ACL_CANN_ATTR_BF16, ACL_CANN_ATTR_JIT_COMPILE};
   static const int32_t kSince[] = {70100000, 70100000, 60400000};

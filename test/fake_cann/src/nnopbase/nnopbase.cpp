@@ -65,12 +65,12 @@ std::vector<opdump::Tensor> dumped(const std::vector<Slot> &slots, bool inputs) 
   for (const Slot &s : slots) {
     if (!s.present || s.io == (inputs ? Io::Output : Io::Input)) continue;
     for (const TensorView &v : s.views) {
-      const uint64_t es = dtype_size(v.dtype);
-      if (v.is_contiguous())
-        out.push_back({v.dtype, v.format, v.shape, static_cast<char *>(v.data) + v.offset * (int64_t)es,
-                       numel(v.shape) * es});
+      if (v.is_contiguous() && dtype_bytes(v.dtype, (uint64_t)v.offset) * 8 == (uint64_t)v.offset * dtype_bits(v.dtype))
+        out.push_back({v.dtype, v.format, v.shape,
+                       static_cast<char *>(v.data) + dtype_bytes(v.dtype, (uint64_t)v.offset),
+                       dtype_bytes(v.dtype, numel(v.shape))});
       else
-        out.push_back({v.dtype, v.format, v.storage_shape, v.data, numel(v.storage_shape) * es});
+        out.push_back({v.dtype, v.format, v.storage_shape, v.data, dtype_bytes(v.dtype, numel(v.storage_shape))});
     }
   }
   return out;
@@ -293,7 +293,7 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
                            void *tensorData) {
   count_call(CallKind::ArgumentCreated);
   if ((viewDimsNum > 0 && viewDims == nullptr) || viewDimsNum > 8 || offset < 0) return nullptr;
-  if (dtype_size(dataType) == 0) return nullptr;
+  if (dtype_bits(dataType) == 0) return nullptr;
   if (storageDimsNum > 0 && storageDims == nullptr) return nullptr;
   if (std::any_of(viewDims, viewDims + viewDimsNum, [](int64_t d) { return d < 0; })) return nullptr;
   auto *t = new aclTensor;
@@ -311,7 +311,7 @@ aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t v
                           uint64_t storageDimsNum, void *tensorDataAddr) {
   if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
-  if (viewDimsNum > 8 || offset < 0 || dtype_size(dataType) == 0) return ACLNN_ERR_PARAM_INVALID;
+  if (viewDimsNum > 8 || offset < 0 || dtype_bits(dataType) == 0) return ACLNN_ERR_PARAM_INVALID;
   if (viewDims != nullptr && std::any_of(viewDims, viewDims + viewDimsNum, [](int64_t d) { return d < 0; }))
     return ACLNN_ERR_PARAM_INVALID;
   init_tensor(tensor, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
