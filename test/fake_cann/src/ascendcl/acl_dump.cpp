@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -27,7 +28,10 @@ using namespace fakecann;
 namespace {
 std::mutex g_mu;
 bool g_dump_initialized = false;  // aclmdlInitDump ran (toolchain/dump.cpp aclmdlInitDumpFlag)
-bool g_init_server = false;       // aclInit started the server (AclDump's AdxInitFromAclInit flag)
+// aclInit started the server (AclDump's AdxInitFromAclInit flag). Atomic: aclFinalize reads it without g_mu, which a
+// stuck aclmdlFinalizeDump may hold (joining a record thread inside a callback that never returns) when aclInit did
+// not start the server.
+std::atomic<bool> g_init_server{false};
 std::string g_dump_path;          // acldumpGetPath(DATA_DUMP): "{dump_path}/{time}" of the last enabling config
 std::string g_args_path;          // aclopStartDumpArgs's directory while it is on
 
@@ -61,6 +65,7 @@ aclError apply_init_dump(const char *configPath) {
 }
 
 void release_init_dump() {
+  if (!g_init_server) return;
   std::lock_guard<std::mutex> lk(g_mu);
   if (!g_init_server) return;
   g_init_server = false;
