@@ -98,6 +98,12 @@ def main():
             lines.append("")
         lines += ["#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard(header)} */", ""]
         write_if_changed(os.path.join(out_dir, header), "\n".join(lines))
+    # A header the spec no longer names (a renamed one) must not linger in the install.
+    for stale in set(os.listdir(out_dir)) - set(headers):
+        path = os.path.join(out_dir, stale)
+        with open(path, errors="replace") as f:
+            if "generated from aclnn_ops.spec" in f.readline():
+                os.unlink(path)
     inc = "".join(f"FAKECANN_ACLNN_PHASE2({op})\n" for op in ops)
     write_if_changed(inc_path, "// Generated from aclnn_ops.spec: phase 2 of every op.\n" + inc)
     umbrella = ["/* All aclnnop headers of the stand-in (generated). */"]

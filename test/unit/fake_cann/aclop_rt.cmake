@@ -14,3 +14,6 @@ foreach(t fake_cann_aclop fake_cann_rt_kernels)
 endforeach()
 # AI CPU kernels (rtCpuKernelLaunchWithFlag): MindSpore's args layout, GatherV2, the ext info.
 msprobe_gtest(fake_cann_aicpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aicpu.cpp LINK runtime)
+# Kernels loaded and launched through the ACL (aclrtBinaryLoad*, aclrtLaunchKernel*, aclrtKernelArgs*) and the device
+# allocations beside aclrtMalloc (Align32, Cached, WithCfg, physical memory mapped into reserved addresses).
+msprobe_gtest(fake_cann_launch_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_launch_memory.cpp LINK ascendcl runtime)

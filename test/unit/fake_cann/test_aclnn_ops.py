@@ -409,6 +409,48 @@ def test_activation_backward_matches_finite_differences(dev, name, dtype):
     close(out.read(), as_dtype(want, dtype), dtype, scale=2 if dtype == FLOAT else 1)
 
 
+def test_gelu_backward_promotes_its_inputs(dev):
+    """ops-nn activation/gelu_grad/op_api/aclnn_gelu_backward.cpp: gradOutput and self are promoted to a common type
+    (level2_base.h CheckPromoteTypeGeluBackward) and cast to it; only that type must be FLOAT, FLOAT16 or BF16. An
+    INT32 gradOutput with a FLOAT self computes in FLOAT; FLOAT16 with BF16 promotes to FLOAT; two INT32s are refused."""
+    x, g = rand((3, 4), -3, 3), rng.integers(-5, 6, (3, 4))
+    tx, tg, out = dev.tensor(x, FLOAT), dev.tensor(g, INT32, "strided"), dev.empty((3, 4), FLOAT)
+    dev.run("GeluBackward", tg, tx, out)
+    xs, h = tx.host.astype(np.float64), 1e-6
+    close(out.read(), as_dtype(g * (gelu_np(xs + h) - gelu_np(xs - h)) / (2 * h), FLOAT), FLOAT, scale=2)
+    t16, tbf = dev.tensor(rand((2, 3)), FLOAT16), dev.tensor(rand((2, 3), -3, 3), BF16)
+    out = dev.empty((2, 3), FLOAT)
+    dev.run("GeluBackward", t16, tbf, out)
+    xs = tbf.host.astype(np.float64)
+    close(out.read(), as_dtype(t16.host * (gelu_np(xs + h) - gelu_np(xs - h)) / (2 * h), FLOAT), FLOAT, scale=2)
+    ints = dev.tensor(g, INT32)
+    assert dev.phase1("GeluBackward", ints, ints, dev.empty((3, 4), FLOAT)) == INVALID  # promoted INT32
+    assert dev.phase1("GeluBackward", tg, tx, dev.empty((3, 4), FLOAT16)) == 0  # FLOAT is cast to the output's
+
+
+def test_binary_ops_promote_compute_in_the_promoted_type_and_cast(dev):
+    """ops-math math/add/docs/aclnnAdd&aclnnInplaceAdd.md with docs/zh/context/deduction_relationship.md and
+    conversion_relationship.md: the inputs are promoted (FLOAT16 + FLOAT16 stays FLOAT16 and is computed in it even
+    for a FLOAT out; INT8 with UINT8 is INT16), the result is cast to out, which must be castable from the promoted
+    type (FLOAT into INT32 is not); aclnn_div.cpp divides integers as FLOAT."""
+    a, b = rand((8,)), rand((8,))
+    ta, tb, out = dev.tensor(a, FLOAT16), dev.tensor(b, FLOAT16), dev.empty((8,), FLOAT)
+    dev.run("Add", ta, tb, dev.scalar(1.0), out)
+    want = (ta.host.astype(np.float16) + tb.host.astype(np.float16)).astype(np.float32)  # rounded to fp16
+    np.testing.assert_array_equal(out.read(), want)
+    i8, u8 = dev.tensor(np.array([100, -100, 7]), INT8), dev.tensor(np.array([200, 200, 3]), acl.UINT8)
+    out = dev.empty((3,), acl.INT16)
+    dev.run("Add", i8, u8, dev.scalar(1, INT64), out)
+    np.testing.assert_array_equal(out.read(), [300, 100, 10])
+    fl, i32 = dev.tensor(rand((3,)), FLOAT), dev.tensor(np.array([1, 2, 3]), INT32)
+    assert dev.phase1("Add", fl, i32, dev.scalar(1.0), dev.empty((3,), INT32)) == INVALID  # FLOAT into INT32
+    assert dev.phase1("Mul", fl, i32, dev.empty((3,), FLOAT16)) == 0  # FLOAT into FLOAT16 casts
+    seven, two = dev.tensor(np.array([7, -7]), INT32), dev.tensor(np.array([2, 2]), INT32)
+    out = dev.empty((2,), FLOAT)
+    dev.run("Div", seven, two, out)
+    np.testing.assert_array_equal(out.read(), [3.5, -3.5])
+
+
 @pytest.mark.parametrize("dtype", FP + [INT32], ids=ident)
 def test_threshold_backward_is_relu_backward(dev, dtype):
     x = rng.integers(-3, 4, (3, 4)) if dtype == INT32 else rand((3, 4))
@@ -1056,7 +1098,7 @@ def test_repeatable_executor_rebinds_addresses(dev):
     a2, out2 = dev.tensor(rand((2, 3)), FLOAT), dev.empty((2, 3), FLOAT)
     assert dev.n.aclSetTensorAddr(ex, 0, a.handle, a2.ptr) == 0
     assert dev.n.aclSetTensorAddr(ex, 2, out.handle, out2.ptr) == 0
-    assert dev.n.aclSetTensorAddr(ex, 3, out.handle, out2.ptr) == INVALID  # Mul has 3 tensor slots
+    assert dev.n.aclSetTensorAddr(ex, 3, out.handle, out2.ptr) == 0  # the index of a built-in op is not used
     assert op.phase2(None, ws, ex, dev.stream) == 0
     assert dev.a.aclrtSynchronizeStream(dev.stream) == 0
     close(out2.read(), a2.host.astype(np.float64) * b.host, FLOAT)
@@ -1145,7 +1187,7 @@ INNER, INNER_NULLPTR = 561000, 561103
 
 def test_set_tensor_addr_rules(dev):
     """opbase acl_op_api.cpp: the tensor named gets the address (NULL: 561103), then the executor (NULL: 561103);
-    an index out of range or a tensor absent at phase 1 is 161002."""
+    the index of a built-in op is [[maybe_unused]]: out of range is no error, and the tensor named is the one set."""
     a, b, out = dev.tensor(rand((2, 3)), FLOAT), dev.tensor(rand((2, 3)), FLOAT), dev.empty((2, 3), FLOAT)
     op = dev.op("Mul")
     ws, ex = op.prepare(a.handle, b.handle, out.handle)
@@ -1157,10 +1199,8 @@ def test_set_tensor_addr_rules(dev):
     a2, out2 = dev.tensor(rand((2, 3)), FLOAT), dev.empty((2, 3), FLOAT)
     assert n.aclSetInputTensorAddr(ex, 0, None, a2.ptr) == INNER_NULLPTR
     assert n.aclSetInputTensorAddr(None, 0, a.handle, a2.ptr) == INNER_NULLPTR
-    assert n.aclSetInputTensorAddr(ex, 2, a.handle, a2.ptr) == INVALID  # Mul has 2 inputs
-    assert n.aclSetOutputTensorAddr(ex, 1, out.handle, out2.ptr) == INVALID  # and 1 output
-    assert n.aclSetInputTensorAddr(ex, 0, a.handle, a2.ptr) == 0
-    assert n.aclSetOutputTensorAddr(ex, 0, out.handle, out2.ptr) == 0
+    assert n.aclSetInputTensorAddr(ex, 2, a.handle, a2.ptr) == 0  # Mul has 2 inputs: index 2 is ignored
+    assert n.aclSetOutputTensorAddr(ex, 1, out.handle, out2.ptr) == 0  # and 1 output
     addr = ctypes.c_void_p()
     assert n.aclGetRawTensorAddr(ctypes.c_void_p(a.handle), ctypes.byref(addr)) == 0 and addr.value == a2.ptr
     assert op.phase2(None, ws, ex, dev.stream) == 0

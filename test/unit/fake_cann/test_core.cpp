@@ -7,6 +7,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_add.h"
+#include "aclnnop/aclnn_cat.h"
 
 namespace {
 
@@ -121,9 +122,11 @@ TEST_F(Core, EventsOrderTwoStreams) {
   ASSERT_EQ(aclrtSynchronizeStream(b), ACL_SUCCESS);
   EXPECT_EQ(out[4095], 7);
   ASSERT_EQ(aclrtSynchronizeEvent(e), ACL_SUCCESS);
-  int32_t status = -1;
+  // CANN's ACL_EVENT_STATUS_COMPLETE is 0 (runtime include/external/acl/acl_rt.h, aclrtEventStatus).
+  aclrtEventStatus status = ACL_EVENT_STATUS_RESERVED;
   ASSERT_EQ(aclrtQueryEvent(e, &status), ACL_SUCCESS);
-  EXPECT_EQ(status, 1);
+  EXPECT_EQ(status, ACL_EVENT_STATUS_COMPLETE);
+  EXPECT_EQ((int)status, 0);
   aclrtDestroyEvent(e);
   aclrtDestroyStream(a);
   aclrtDestroyStream(b);
@@ -173,7 +176,7 @@ TEST_F(Core, ExecutorIsFreedByPhase2UnlessRepeatable) {
   void *addr = nullptr;
   ASSERT_EQ(aclGetRawTensorAddr(ty, &addr), 0);
   EXPECT_EQ(addr, y2);  // aclSetTensorAddr also rewrites the tensor's own address
-  EXPECT_NE(aclSetTensorAddr(ex, 7, ty, y2), 0);  // no such tensor parameter
+  EXPECT_EQ(aclSetTensorAddr(ex, 7, ty, y2), 0);  // the index of a built-in op is ignored (acl_op_api.cpp)
   ASSERT_EQ(aclDestroyAclOpExecutor(ex), 0);
   EXPECT_NE(aclDestroyAclOpExecutor(ex), 0);
 
@@ -210,6 +213,103 @@ TEST_F(Core, TensorGettersAllocateWithNewArray) {
   ASSERT_EQ(aclDestroyTensorList(list), 0);
   EXPECT_NE(aclDestroyTensor(t), 0);  // the list destroyed its members
   aclrtFree(d);
+}
+
+// opbase src/nnopbase/common/api/acl_op_api.cpp: for built-in ops aclSet{,Input,Output}TensorAddr ignore their index
+// ([[maybe_unused]]) and set the tensor's storage address; the Acl* names are aliases. The executor reads every
+// tensor's storage address when it launches (common_types.cpp: the executor's tensors share the host tensor's
+// aclStorage), so an address set between phase 1 and phase 2 is the one the kernel runs at.
+TEST_F(Core, AddressSettersIgnoreTheIndexAndTheKernelReadsAddressesAtLaunch) {
+  void *x = upload({1, 2, 3}), *y = upload({10, 20, 30}), *o = upload({0, 0, 0}), *y2 = upload({100, 200, 300});
+  void *o2 = upload({0, 0, 0});
+  float one = 1.0f;
+  aclScalar *alpha = aclCreateScalar(&one, ACL_FLOAT);
+  aclTensor *tx = tensor(x, 3), *ty = tensor(y, 3), *to = tensor(o, 3);
+  uint64_t ws = 0;
+  aclOpExecutor *ex = nullptr;
+  // Rebound after phase 1, before phase 2, with no setter at all: the launch reads the new address.
+  ASSERT_EQ(aclnnAddGetWorkspaceSize(tx, ty, alpha, to, &ws, &ex), 0);
+  ASSERT_EQ(aclSetRawTensorAddr(ty, y2), 0);
+  ASSERT_EQ(aclnnAdd(nullptr, ws, ex, nullptr), 0);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  EXPECT_EQ(download(o, 3), (std::vector<float>{101, 202, 303}));
+  // A repeatable executor: an out-of-range index is no error, the tensor named is rebound.
+  ASSERT_EQ(aclSetRawTensorAddr(ty, y), 0);
+  ASSERT_EQ(aclnnAddGetWorkspaceSize(tx, ty, alpha, to, &ws, &ex), 0);
+  ASSERT_EQ(aclSetAclOpExecutorRepeatable(ex), 0);
+  EXPECT_EQ(aclSetInputTensorAddr(ex, 99, ty, y2), 0);
+  EXPECT_EQ(AclSetOutputTensorAddr(ex, 12345, to, o2), 0);
+  ASSERT_EQ(aclnnAdd(nullptr, ws, ex, nullptr), 0);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  EXPECT_EQ(download(o2, 3), (std::vector<float>{101, 202, 303}));
+  EXPECT_EQ(download(o, 3), (std::vector<float>{101, 202, 303}));  // untouched by the second launch
+  EXPECT_EQ(AclSetTensorAddr(ex, 0, nullptr, y), ACLNN_ERR_INNER_NULLPTR);
+  EXPECT_EQ(aclSetInputTensorAddr(nullptr, 0, ty, y), ACLNN_ERR_INNER_NULLPTR);  // the tensor is set first
+  void *now = nullptr;
+  ASSERT_EQ(aclGetRawTensorAddr(ty, &now), 0);
+  EXPECT_EQ(now, y);
+  ASSERT_EQ(aclDestroyAclOpExecutor(ex), 0);
+  for (aclTensor *t : {tx, ty, to}) aclDestroyTensor(t);
+  aclDestroyScalar(alpha);
+}
+
+// acl_op_api.cpp aclSetDynamic{,Input,Output}TensorAddr: member `relativeIndex` of the list gets the address
+// (relativeIndex out of the list: ACLNN_ERR_PARAM_INVALID; no list: ACLNN_ERR_INNER_NULLPTR); irIndex is not used.
+TEST_F(Core, DynamicSettersRebindAListMember) {
+  void *a = upload({1, 2}), *b = upload({3, 4}), *b2 = upload({30, 40}), *o = upload({0, 0, 0, 0});
+  aclTensor *ta = tensor(a, 2), *tb = tensor(b, 2), *to = tensor(o, 4);
+  const aclTensor *members[2] = {ta, tb};
+  aclTensorList *list = aclCreateTensorList(members, 2);
+  uint64_t ws = 0;
+  aclOpExecutor *ex = nullptr;
+  ASSERT_EQ(aclnnCatGetWorkspaceSize(list, 0, to, &ws, &ex), 0);
+  ASSERT_EQ(aclSetAclOpExecutorRepeatable(ex), 0);
+  EXPECT_EQ(aclSetDynamicInputTensorAddr(ex, 77, 2, list, b2), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(AclSetDynamicTensorAddr(ex, 0, 0, nullptr, b2), ACLNN_ERR_INNER_NULLPTR);
+  ASSERT_EQ(AclSetDynamicInputTensorAddr(ex, 77, 1, list, b2), 0);
+  ASSERT_EQ(aclnnCat(nullptr, ws, ex, nullptr), 0);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  EXPECT_EQ(download(o, 4), (std::vector<float>{1, 2, 30, 40}));
+  ASSERT_EQ(aclDestroyAclOpExecutor(ex), 0);
+  aclDestroyTensorList(list);
+  aclDestroyTensor(to);
+}
+
+// opbase common_types.cpp aclTensor::InitTensor (aclInitTensor): re-initializes the tensor in place; NULL view dims,
+// storage dims or address keep its own; the new address is its storage's, seen by an executor made before.
+TEST_F(Core, InitTensorReinitializesInPlace) {
+  void *x = upload({1, 2, 3, 4}), *x2 = upload({5, 6, 7, 8}), *o = upload({0, 0, 0, 0});
+  float one = 1.0f;
+  aclScalar *alpha = aclCreateScalar(&one, ACL_FLOAT);
+  aclTensor *tx = tensor(x, 4), *to = tensor(o, 4);
+  uint64_t ws = 0;
+  aclOpExecutor *ex = nullptr;
+  ASSERT_EQ(aclnnAddGetWorkspaceSize(tx, tx, alpha, to, &ws, &ex), 0);
+  ASSERT_EQ(aclInitTensor(tx, nullptr, 0, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nullptr, 0, x2), 0);
+  int64_t *dims = nullptr;
+  uint64_t n = 0;
+  ASSERT_EQ(aclGetViewShape(tx, &dims, &n), 0);
+  EXPECT_EQ(n, 1u);  // kept
+  EXPECT_EQ(dims[0], 4);
+  delete[] dims;
+  ASSERT_EQ(aclnnAdd(nullptr, ws, ex, nullptr), 0);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), ACL_SUCCESS);
+  EXPECT_EQ(download(o, 4), (std::vector<float>{10, 12, 14, 16}));
+  int64_t two[2] = {2, 2};
+  ASSERT_EQ(aclInitTensor(tx, two, 2, ACL_FLOAT16, nullptr, 1, ACL_FORMAT_NCHW, nullptr, 0, nullptr), 0);
+  void *addr = nullptr;
+  ASSERT_EQ(aclGetRawTensorAddr(tx, &addr), 0);
+  EXPECT_EQ(addr, x2);  // a NULL address keeps the tensor's
+  aclDataType dt;
+  ASSERT_EQ(aclGetDataType(tx, &dt), 0);
+  EXPECT_EQ(dt, ACL_FLOAT16);
+  int64_t off = -1;
+  ASSERT_EQ(aclGetViewOffset(tx, &off), 0);
+  EXPECT_EQ(off, 1);
+  EXPECT_EQ(aclInitTensor(nullptr, two, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, nullptr, 0, x), ACLNN_ERR_PARAM_NULLPTR);
+  aclDestroyTensor(tx);
+  aclDestroyTensor(to);
+  aclDestroyScalar(alpha);
 }
 
 }  // namespace

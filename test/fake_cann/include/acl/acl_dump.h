@@ -1,5 +1,6 @@
-/* CANN stand-in: acl_dump.h — the data-dump callback of adump (cann_dump.md §1.2, §1.6). Exported by
- * libascendcl, the library that delivers the chunks in the stand-in. */
+/* CANN stand-in: acl_dump.h — the data-dump callback and path of adump (cann_dump.md §1.2, §1.6; runtime
+ * include/external/acl/acl_dump.h). Exported by libascendcl, the library that delivers the chunks in the stand-in (CANN
+ * 9.x: libascend_dump). */
 #ifndef INC_EXTERNAL_ACL_ACL_DUMP_H_
 #define INC_EXTERNAL_ACL_ACL_DUMP_H_
 
@@ -39,6 +40,16 @@ typedef enum acldumpType {
 ACL_FUNC_VISIBILITY aclError acldumpRegCallback(int32_t (*const messageCallback)(const acldumpChunk *, int32_t),
                                                 int32_t flag);
 ACL_FUNC_VISIBILITY void acldumpUnregCallback(void);
+
+/* The operators' argument records (adump dump_manager.cpp StartDumpArgs): on and off, with CANN's checks; the
+ * stand-in's operators write no records. */
+#define ACL_OP_DUMP_OP_AICORE_ARGS 0x00000001U
+ACL_FUNC_VISIBILITY aclError aclopStartDumpArgs(uint32_t dumpType, const char *path);
+ACL_FUNC_VISIBILITY aclError aclopStopDumpArgs(uint32_t dumpType);
+
+/* The data dump's directory, "{dump_path}/{YYYYMMDDhhmmss}", for DATA_DUMP and OVERFLOW_DUMP; NULL before a dump was
+ * configured, and for the exception dumps (not emulated). */
+ACL_FUNC_VISIBILITY const char *acldumpGetPath(acldumpType dumpType);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* CANN stand-in: acl_mdl.h — the model execution API subset a real .om program uses (load, describe, datasets,
- * execute, unload) and the model dump switches (cann_dump.md §1.2, §6; GE inc/external/acl/acl_mdl.h). The
- * model files are the stand-in's own (test/fake_cann/README.md), not .om. Older CANN declared
- * aclmdlInitDump/SetDump/FinalizeDump here, newer in acl_rt.h: same prototypes, exported by libascendcl. */
+ * execute, unload; CANN 9.x: ge inc/external/acl/acl_mdl.h). The model files are the stand-in's own
+ * (test/fake_cann/README.md), not .om. The model dump switches (aclmdlInitDump/SetDump/FinalizeDump) and stream capture
+ * (aclmdlRI*) are in acl_rt.h, as in CANN 9.x (CANN 8.x declared the dump switches here). */
 #ifndef INC_EXTERNAL_ACL_ACL_MODEL_H_
 #define INC_EXTERNAL_ACL_ACL_MODEL_H_
 
@@ -32,6 +32,53 @@ typedef struct aclmdlDesc aclmdlDesc;
 typedef struct aclmdlAIPP aclmdlAIPP;
 typedef struct aclmdlConfigHandle aclmdlConfigHandle;
 typedef struct aclmdlExecConfigHandle aclmdlExecConfigHandle;
+
+typedef enum {
+  ACL_MDL_PRIORITY_INT32 = 0,
+  ACL_MDL_LOAD_TYPE_SIZET,
+  ACL_MDL_PATH_PTR,
+  ACL_MDL_MEM_ADDR_PTR,
+  ACL_MDL_MEM_SIZET,
+  ACL_MDL_WEIGHT_ADDR_PTR,
+  ACL_MDL_WEIGHT_SIZET,
+  ACL_MDL_WORKSPACE_ADDR_PTR,
+  ACL_MDL_WORKSPACE_SIZET,
+  ACL_MDL_INPUTQ_NUM_SIZET,
+  ACL_MDL_INPUTQ_ADDR_PTR,
+  ACL_MDL_OUTPUTQ_NUM_SIZET,
+  ACL_MDL_OUTPUTQ_ADDR_PTR,
+  ACL_MDL_WORKSPACE_MEM_OPTIMIZE,
+  ACL_MDL_WEIGHT_PATH_PTR,
+  ACL_MDL_MODEL_DESC_PTR,
+  ACL_MDL_MODEL_DESC_SIZET,
+  ACL_MDL_KERNEL_PTR,
+  ACL_MDL_KERNEL_SIZET,
+  ACL_MDL_KERNEL_ARGS_PTR,
+  ACL_MDL_KERNEL_ARGS_SIZET,
+  ACL_MDL_STATIC_TASK_PTR,
+  ACL_MDL_STATIC_TASK_SIZET,
+  ACL_MDL_DYNAMIC_TASK_PTR,
+  ACL_MDL_DYNAMIC_TASK_SIZET,
+  ACL_MDL_MEM_MALLOC_POLICY_SIZET,
+  ACL_MDL_FIFO_PTR,
+  ACL_MDL_FIFO_SIZET,
+  ACL_MDL_WITHOUT_GRAPH_INT32,
+  ACL_NPU_PERF_MODE,
+  ACL_MDL_RESERVED = 0xFFFF
+} aclmdlConfigAttr;
+
+typedef enum {
+  ACL_MDL_STREAM_SYNC_TIMEOUT = 0,
+  ACL_MDL_EVENT_SYNC_TIMEOUT,
+  ACL_MDL_WORK_ADDR_PTR,
+  ACL_MDL_WORK_SIZET,
+  ACL_MDL_MPAIMID_SIZET,
+  ACL_MDL_AICQOS_SIZET,
+  ACL_MDL_AICOST_SIZET,
+  ACL_MDL_MEC_TIMETHR_SIZET,
+  ACL_MDL_EXEC_PRIORITY_INT32,
+  ACL_MDL_NPU_PERF_MODE
+} aclmdlExecConfigAttr;
 
 typedef struct aclmdlIODims {
   char name[ACL_MAX_TENSOR_NAME_LEN]; /* tensor name */
@@ -70,33 +117,35 @@ ACL_FUNC_VISIBILITY aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDa
                                                 aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlUnload(uint32_t modelId);
 
-/* Capturing a stream into a model runtime instance (CANN 8.1+; "experimental" in CANN's docs): between
- * aclmdlRICaptureBegin and aclmdlRICaptureEnd the tasks submitted to the stream are recorded into the instance, not
- * executed; aclmdlRIExecuteAsync runs them, as often as it is called. In GLOBAL and THREAD_LOCAL mode the unsafe
- * functions (synchronous aclrtMemcpy / aclrtMemset, aclrtMemcpyAsync from pageable host memory) are refused with
- * ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT while the capture is in force (every thread, or the capturing one). */
-typedef void *aclmdlRI;
-typedef enum {
-  ACL_MODEL_RI_CAPTURE_MODE_GLOBAL = 0,
-  ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL,
-  ACL_MODEL_RI_CAPTURE_MODE_RELAXED,
-} aclmdlRICaptureMode;
-typedef enum {
-  ACL_MODEL_RI_CAPTURE_STATUS_NONE = 0,
-  ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
-  ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED,
-} aclmdlRICaptureStatus;
-
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status,
-                                                    aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
-ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
-ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
-
-ACL_FUNC_VISIBILITY aclError aclmdlInitDump(void);
-ACL_FUNC_VISIBILITY aclError aclmdlSetDump(const char *dumpCfgPath);
-ACL_FUNC_VISIBILITY aclError aclmdlFinalizeDump(void);
+/* Load and execution variants (ge api/acl/acl_model/model/model.cpp): the model in the caller's device memory of at
+ * least aclmdlQuerySize's sizes; the queue variants are refused (no data queues: ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID);
+ * aclmdlExecuteV2 runs on `stream` (NULL: the model's own) and waits for it. */
+ACL_FUNC_VISIBILITY aclError aclmdlQuerySize(const char *fileName, size_t *workSize, size_t *weightSize);
+ACL_FUNC_VISIBILITY aclError aclmdlQuerySizeFromMem(const void *model, size_t modelSize, size_t *workSize,
+                                                    size_t *weightSize);
+ACL_FUNC_VISIBILITY aclError aclmdlLoadFromFileWithMem(const char *modelPath, uint32_t *modelId, void *workPtr,
+                                                       size_t workSize, void *weightPtr, size_t weightSize);
+ACL_FUNC_VISIBILITY aclError aclmdlLoadFromMemWithMem(const void *model, size_t modelSize, uint32_t *modelId,
+                                                      void *workPtr, size_t workSize, void *weightPtr,
+                                                      size_t weightSize);
+ACL_FUNC_VISIBILITY aclError aclmdlLoadFromFileWithQ(const char *modelPath, uint32_t *modelId, const uint32_t *inputQ,
+                                                     size_t inputQNum, const uint32_t *outputQ, size_t outputQNum);
+ACL_FUNC_VISIBILITY aclError aclmdlLoadFromMemWithQ(const void *model, size_t modelSize, uint32_t *modelId,
+                                                    const uint32_t *inputQ, size_t inputQNum, const uint32_t *outputQ,
+                                                    size_t outputQNum);
+ACL_FUNC_VISIBILITY aclError aclmdlLoadWithConfig(const aclmdlConfigHandle *handle, uint32_t *modelId);
+ACL_FUNC_VISIBILITY aclmdlConfigHandle *aclmdlCreateConfigHandle(void);
+ACL_FUNC_VISIBILITY aclError aclmdlDestroyConfigHandle(aclmdlConfigHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclmdlSetConfigOpt(aclmdlConfigHandle *handle, aclmdlConfigAttr attr,
+                                                const void *attrValue, size_t valueSize);
+ACL_FUNC_VISIBILITY aclmdlExecConfigHandle *aclmdlCreateExecConfigHandle(void);
+ACL_FUNC_VISIBILITY aclError aclmdlDestroyExecConfigHandle(const aclmdlExecConfigHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclmdlSetExecConfigOpt(aclmdlExecConfigHandle *handle, aclmdlExecConfigAttr attr,
+                                                    const void *attrValue, size_t valueSize);
+ACL_FUNC_VISIBILITY aclError aclmdlExecuteV2(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                                             aclrtStream stream, const aclmdlExecConfigHandle *handle);
+ACL_FUNC_VISIBILITY aclError aclmdlExecuteAsyncV2(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                                                  aclrtStream stream, const aclmdlExecConfigHandle *handle);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,6 @@
-/* CANN stand-in: aclnn/acl_meta.h — the aclnn meta API of libnnopbase.so (cann_abi.md §4.5). */
+/* CANN stand-in: aclnn/acl_meta.h — the aclnn meta API of libnnopbase.so (cann_abi.md §4.5; opbase
+ * include/nnopbase/aclnn/acl_meta.h). For built-in ops the index of the aclSet*TensorAddr calls is ignored, as in
+ * CANN: each sets the tensor's storage address, and the executor reads every tensor's address when it launches. */
 #ifndef OP_API_ACL_META_H_
 #define OP_API_ACL_META_H_
 
@@ -67,6 +69,12 @@ ACL_FUNC_VISIBILITY aclnnStatus aclGetFloatArraySize(const aclFloatArray *array,
 ACL_FUNC_VISIBILITY aclnnStatus aclGetBoolArraySize(const aclBoolArray *array, uint64_t *size);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetTensorListSize(const aclTensorList *tensorList, uint64_t *size);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetScalarListSize(const aclScalarList *scalarList, uint64_t *size);
+/* Re-initializes a tensor in place (nnopbase aclTensor::InitTensor): NULL or 0 view dims, NULL storage dims or a NULL
+ * address keep the tensor's own; a new address is seen by the executors made from it. */
+ACL_FUNC_VISIBILITY aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum,
+                                              aclDataType dataType, const int64_t *stride, int64_t offset,
+                                              aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
+                                              void *tensorDataAddr);
 ACL_FUNC_VISIBILITY aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr);
 ACL_FUNC_VISIBILITY aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr);
 /* Dumps tensors[0..inputTensorNum) as inputs and the next outputTensorNum as outputs of op opType/opName, through the
@@ -89,6 +97,21 @@ ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicInputTensorAddr(aclOpExecutor *exec
                                                              const size_t relativeIndex, aclTensorList *tensors,
                                                              void *addr);
 ACL_FUNC_VISIBILITY aclnnStatus aclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                              const size_t relativeIndex, aclTensorList *tensors,
+                                                              void *addr);
+/* CANN's capitalised aliases of the six above. */
+ACL_FUNC_VISIBILITY aclnnStatus AclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                 void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                      void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor,
+                                                       void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                        const size_t relativeIndex, aclTensorList *tensors, void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicInputTensorAddr(aclOpExecutor *executor, size_t irIndex,
+                                                             const size_t relativeIndex, aclTensorList *tensors,
+                                                             void *addr);
+ACL_FUNC_VISIBILITY aclnnStatus AclSetDynamicOutputTensorAddr(aclOpExecutor *executor, size_t irIndex,
                                                               const size_t relativeIndex, aclTensorList *tensors,
                                                               void *addr);
 

@@ -1,4 +1,4 @@
-/* CANN stand-in: hccl/hccl_types.h (cann_abi.md §3 HCCL). */
+/* CANN stand-in: hccl/hccl_types.h (hcomm include/hccl/hccl_types.h; cann_source.md §3.7). */
 #ifndef HCCL_TYPES_H_
 #define HCCL_TYPES_H_
 
@@ -32,6 +32,9 @@ typedef enum {
   HCCL_E_AGAIN = 20,
   HCCL_E_REMOTE = 21,
   HCCL_E_SUSPENDING = 22,
+  HCCL_E_OPRETRY_FAIL = 23,
+  HCCL_E_OOM = 24,
+  HCCL_E_IN_STATUS = 1041,
   HCCL_E_RESERVED
 } HcclResult;
 
@@ -59,6 +62,10 @@ typedef enum {
   HCCL_DATA_TYPE_FP64 = 10,
   HCCL_DATA_TYPE_BFP16 = 11,
   HCCL_DATA_TYPE_INT128 = 12,
+  HCCL_DATA_TYPE_HIF8 = 14,
+  HCCL_DATA_TYPE_FP8E4M3 = 15,
+  HCCL_DATA_TYPE_FP8E5M2 = 16,
+  HCCL_DATA_TYPE_FP8E8M0 = 17,
   HCCL_DATA_TYPE_RESERVED = 255
 } HcclDataType;
 
@@ -69,13 +76,19 @@ typedef struct HcclRootInfoDef {
 
 /* A communicator's name (HcclGetCommName, HcclCommConfig.hcclCommName): at most 127 characters and a NUL. */
 #define COMM_NAME_MAX_LENGTH 128
+#define BUFFER_NAME_MAX_LENGTH 128
 #define UDI_MAX_LENGTH 128
+#define HCCL_COMM_ALGO_MAX_LENGTH 1600
+#define HCCL_COMM_RETRY_ENABLE_MAX_LENGTH 50
+#define HCCL_COMM_RETRY_PARAMS_MAX_LENGTH 128
 
-/* The configuration of HcclCommInitRootInfoConfig / HcclCreateSubCommConfig; set up with HcclCommConfigInit
-   (hccl.h), which fills the 24 reserved bytes with {size_t size, uint32_t magic, uint32_t version, uint64_t 0}. */
+/* The configuration of HcclCommInitRootInfoConfig / HcclCreateSubCommConfig, version 10 (2,240 bytes); set up with
+   HcclCommConfigInit (hccl_comm.h), which fills the 24 reserved bytes with {size_t size, uint32_t magic,
+   uint32_t version, uint64_t 0}. A caller built against an older layout passes a smaller one: the stand-in reads
+   only the fields every version has. */
 #define HCCL_COMM_CONFIG_INFO_BYTES 24
 #define HCCL_COMM_CONFIG_MAGIC_WORD 0xf0f0f0f0u
-#define HCCL_COMM_CONFIG_VERSION 5
+#define HCCL_COMM_CONFIG_VERSION 10
 #define HCCL_COMM_DEFAULT_BUFFSIZE 200
 #define HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET 0xffffffffu
 #define HCCL_COMM_DEFAULT_DETERMINISTIC 0
@@ -83,6 +96,9 @@ typedef struct HcclRootInfoDef {
 #define HCCL_COMM_DEFAULT_OP_EXPANSION_MODE 0
 #define HCCL_COMM_TRAFFIC_CLASS_CONFIG_NOT_SET 0xffffffffu
 #define HCCL_COMM_SERVICE_LEVEL_CONFIG_NOT_SET 0xffffffffu
+#define HCCL_COMM_EXECTIMEOUT_CONFIG_NOT_SET ((int32_t)0xffffffff)
+#define HCCL_COMM_QOS_CONFIG_NOT_SET 0xffffffffu
+#define HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE 16ULL
 
 typedef struct HcclCommConfigDef {
   char reserved[HCCL_COMM_CONFIG_INFO_BYTES];
@@ -93,7 +109,28 @@ typedef struct HcclCommConfigDef {
   uint32_t hcclOpExpansionMode;
   uint32_t hcclRdmaTrafficClass;
   uint32_t hcclRdmaServiceLevel;
+  uint32_t hcclWorldRankID;
+  uint64_t hcclJobID;
+  uint8_t aclGraphZeroCopyEnable;
+  int32_t hcclExecTimeOut;
+  char hcclAlgo[HCCL_COMM_ALGO_MAX_LENGTH];
+  char hcclRetryEnable[HCCL_COMM_RETRY_ENABLE_MAX_LENGTH];
+  char hcclRetryParams[HCCL_COMM_RETRY_PARAMS_MAX_LENGTH];
+  char hcclBufferName[BUFFER_NAME_MAX_LENGTH];
+  uint32_t hcclQos;
+  uint64_t hcclSymWinMaxMemSizePerRank;
 } HcclCommConfig;
+
+typedef enum { HCCL_SEND = 0, HCCL_RECV = 1, HCCL_SEND_RECV_RESERVED } HcclSendRecvType;
+
+/* One transfer of HcclBatchSendRecv. */
+typedef struct HcclSendRecvItemDef {
+  HcclSendRecvType sendRecvType;
+  void *buf;
+  uint64_t count;
+  HcclDataType dataType;
+  uint32_t remoteRank;
+} HcclSendRecvItem;
 
 #ifdef __cplusplus
 }

@@ -54,7 +54,19 @@ uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer) {
   return dataBuffer ? (uint32_t)dataBuffer->size : 0;
 }
 size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer) { return dataBuffer ? dataBuffer->size : 0; }
-size_t aclDataTypeSize(aclDataType dataType) { return fakecann::dtype_size(dataType); }
+// data_buffer.cpp aclDataTypeSizeImpl: a byte for the sub-byte INT4 and UINT1 and the 8-bit floats, nothing for
+// STRING and UNDEFINED, 8 for every type it does not list (FLOAT6, FLOAT4): not the stand-in's element sizes.
+size_t aclDataTypeSize(aclDataType dataType) {
+  switch (dataType) {
+    case ACL_STRING: case ACL_DT_UNDEFINED: return 0;
+    case ACL_UINT1: case ACL_INT4: case ACL_BOOL: case ACL_INT8: case ACL_UINT8: case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0: return 1;
+    case ACL_FLOAT16: case ACL_INT16: case ACL_UINT16: case ACL_BF16: return 2;
+    case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
+    case ACL_COMPLEX128: return 16;
+    default: return 8;
+  }
+}
 
 aclTensorDesc *aclCreateTensorDesc(aclDataType dataType, int numDims, const int64_t *dims, aclFormat format) {
   if (numDims < 0 || (numDims > 0 && dims == nullptr)) return nullptr;

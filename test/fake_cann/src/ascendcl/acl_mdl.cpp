@@ -30,33 +30,61 @@ aclError refuse(aclError code, const std::string &why) {
 }
 
 void release(Loaded &m) {
-  for (void *p : m.device)
-    if (p != nullptr) rtFree(p);
+  for (size_t i = 0; i < m.device.size(); ++i)
+    if (m.device[i] != nullptr && m.owned[i]) rtFree(m.device[i]);
   m.device.clear();
   if (m.stream != nullptr) rtStreamDestroy(m.stream);
   m.stream = nullptr;
 }
 
-// Device memory for weights (copied now) and intermediate tensors, and the model's own stream.
-aclError place(Loaded &m) {
+constexpr uint64_t kAlign = 512;
+uint64_t aligned(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Where tensor i goes: in the caller's memory of its kind when given (at the next aligned offset), else its own.
+aclError place_tensor(Loaded &m, size_t i, const LoadMemory &mem, uint64_t *work_off, uint64_t *weight_off) {
+  const Tensor &t = m.def.tensors[i];
+  const bool weight = t.role == Role::Weight;
+  void *base = weight ? mem.weight : mem.work;
+  if (base == nullptr) {
+    m.owned[i] = true;
+    return rtMalloc(&m.device[i], t.bytes, RT_MEMORY_HBM, 0);
+  }
+  uint64_t *off = weight ? weight_off : work_off;
+  m.device[i] = static_cast<char *>(base) + *off;
+  *off += aligned(t.bytes);
+  return ACL_SUCCESS;
+}
+
+// Device memory for weights (copied now) and intermediate tensors (the caller's when given: aclmdlLoad*WithMem),
+// and the model's own stream.
+aclError place(Loaded &m, const LoadMemory &mem) {
+  uint64_t need_work = 0, need_weight = 0, work_off = 0, weight_off = 0;
+  required_sizes(m.def, &need_work, &need_weight);
+  // Memory the caller gives must be device memory of the size aclmdlQuerySize reports (GE's davinci_model.cc
+  // asserts the size: a failure of GE, ACL_ERROR_GE_FAILURE).
+  if ((mem.work != nullptr && (mem.work_size < need_work || device_host_alias(mem.work, need_work) == nullptr)) ||
+      (mem.weight != nullptr && (mem.weight_size < need_weight || device_host_alias(mem.weight, need_weight) == nullptr)))
+    return refuse(ACL_ERROR_GE_FAILURE, "the work or weight memory given is smaller than aclmdlQuerySize says");
   m.device.assign(m.def.tensors.size(), nullptr);
+  m.owned.assign(m.def.tensors.size(), false);
   for (size_t i = 0; i < m.def.tensors.size(); ++i) {
     const Tensor &t = m.def.tensors[i];
     if (t.role == Role::Input || t.role == Role::Output || t.bytes == 0) continue;
-    if (aclError e = rtMalloc(&m.device[i], t.bytes, RT_MEMORY_HBM, 0)) return e;
+    if (aclError e = place_tensor(m, i, mem, &work_off, &weight_off)) return e;
     if (t.role == Role::Weight)
       if (aclError e = rtMemcpy(m.device[i], t.bytes, t.weight.data(), t.bytes, RT_MEMCPY_HOST_TO_DEVICE)) return e;
   }
   return rtStreamCreate(&m.stream, RT_STREAM_PRIORITY_DEFAULT);
 }
 
-aclError load(aclError parsed, Definition def, const std::string &why, std::string stem, uint32_t *modelId) {
+aclError load(aclError parsed, Definition def, const std::string &why, std::string stem, const LoadMemory &mem,
+              uint32_t *modelId) {
   if (parsed != ACL_SUCCESS) return refuse(parsed, why);
   auto m = std::make_shared<Loaded>();
   m->def = std::move(def);
   m->file_stem = std::move(stem);
   m->device_id = current_device();
-  if (aclError e = place(*m)) {
+  if (aclError e = place(*m, mem)) {
     release(*m);
     return e;
   }
@@ -77,6 +105,23 @@ std::string file_stem(const std::string &path) {
 }  // namespace
 
 aclError refuse_model(aclError code, const std::string &why) { return refuse(code, why); }
+
+void required_sizes(const Definition &def, uint64_t *work, uint64_t *weight) {
+  *work = *weight = 0;
+  for (const Tensor &t : def.tensors) {
+    if (t.role == Role::Weight) *weight += aligned(t.bytes);
+    if (t.role == Role::Internal) *work += aligned(t.bytes);
+  }
+}
+
+aclError load_model(const char *path, const void *image, size_t size, const LoadMemory &mem, uint32_t *modelId) {
+  if (modelId == nullptr || (path == nullptr && (image == nullptr || size == 0))) return ACL_ERROR_INVALID_PARAM;
+  if (int e = require_context()) return e;
+  Definition def;
+  std::string why;
+  aclError parsed = path != nullptr ? parse_file(path, &def, &why) : parse(image, size, &def, &why);
+  return load(parsed, std::move(def), why, path != nullptr ? file_stem(path) : "", mem, modelId);
+}
 
 std::shared_ptr<Loaded> find_loaded(uint32_t id) {
   std::lock_guard<std::mutex> lk(g_mu);
@@ -150,7 +195,10 @@ aclError bind_io(const Loaded &m, const aclmdlDataset *ds, bool output, std::vec
   return ACL_SUCCESS;
 }
 
-aclError execute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output, void *stream, bool sync) {
+}  // namespace
+
+aclError model::execute_model(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output, void *stream,
+                              bool sync) {
   if (int e = require_context()) return e;
   std::shared_ptr<Loaded> m = model::find_loaded(modelId);
   if (m == nullptr) return refuse_model(ACL_ERROR_INVALID_MODEL_ID, "no loaded model " + std::to_string(modelId));
@@ -178,34 +226,23 @@ aclError execute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *ou
   return sync ? stream_synchronize(st) : ACL_SUCCESS;
 }
 
-}  // namespace
-
 extern "C" {
 
 aclError aclmdlLoadFromFile(const char *modelPath, uint32_t *modelId) {
-  if (modelPath == nullptr || modelId == nullptr) return ACL_ERROR_INVALID_PARAM;
-  if (int e = require_context()) return e;
-  model::Definition def;
-  std::string why;
-  aclError parsed = model::parse_file(modelPath, &def, &why);
-  return model::load(parsed, std::move(def), why, model::file_stem(modelPath), modelId);
+  if (modelPath == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return model::load_model(modelPath, nullptr, 0, {}, modelId);
 }
 
 aclError aclmdlLoadFromMem(const void *model, size_t modelSize, uint32_t *modelId) {
-  if (model == nullptr || modelSize == 0 || modelId == nullptr) return ACL_ERROR_INVALID_PARAM;
-  if (int e = require_context()) return e;
-  model::Definition def;
-  std::string why;
-  aclError parsed = model::parse(model, modelSize, &def, &why);
-  return model::load(parsed, std::move(def), why, "", modelId);
+  return model::load_model(nullptr, model, modelSize, {}, modelId);
 }
 
 aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output) {
-  return execute(modelId, input, output, nullptr, true);
+  return model::execute_model(modelId, input, output, nullptr, true);
 }
 
 aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output, aclrtStream stream) {
-  return execute(modelId, input, output, stream, false);
+  return model::execute_model(modelId, input, output, stream, false);
 }
 
 // Frees the model's device memory at once: work of it still queued on a stream must have been synchronized.

@@ -1,6 +1,6 @@
-// libascendcl.so: aclInit/aclFinalize and the aclrt* API, implemented over libruntime's rt* calls as
-// the real ACL is (aclrtStream is the rtStream_t value itself).
-#include <atomic>
+// libascendcl.so: the aclrt* API of devices, contexts, streams and memory, implemented over libruntime's rt* calls as
+// the real ACL is (aclrtStream is the rtStream_t value itself; runtime src/acl/aclrt_impl/{device,context,stream}.cpp).
+// Events are acl_rt_event.cpp's, aclInit/aclFinalize acl_init.cpp's.
 #include <cstdio>
 
 #include "acl/acl.h"
@@ -13,8 +13,6 @@
 using namespace fakecann;
 
 namespace {
-
-std::atomic<bool> g_initialized{false};
 
 rtMemcpyKind_t to_rt_kind(aclrtMemcpyKind kind, bool *ok) {
   *ok = true;
@@ -31,41 +29,24 @@ rtMemcpyKind_t to_rt_kind(aclrtMemcpyKind kind, bool *ok) {
   }
 }
 
-}  // namespace
+// A stream the host names: the current context is needed, NULL is its default stream.
+aclError host_stream(aclrtStream stream, Stream **s) {
+  if (int e = require_context()) return e;
+  return resolve_stream(stream, s);
+}
 
-namespace fakecann::dump {
-bool acl_initialized() { return g_initialized; }
-}  // namespace fakecann::dump
+// The stand-in plays an Atlas A2 device (Ascend910B1): 24 AI Cores (cube), 48 vector cores.
+constexpr uint32_t kCubeCores = 24, kVectorCores = 48;
+
+}  // namespace
 
 extern "C" {
 
-aclError aclInit(const char *configPath) {
-  if (configPath != nullptr && configPath[0] != '\0') {
-    FILE *f = std::fopen(configPath, "r");
-    if (f == nullptr) return ACL_ERROR_INVALID_PARAM;  // real ACL: the config file must exist
-    std::fclose(f);
-  }
-  bool expected = false;
-  if (!g_initialized.compare_exchange_strong(expected, true)) return ACL_ERROR_REPEAT_INITIALIZE;
-  return ACL_SUCCESS;
-}
-
-aclError aclFinalize(void) {
-  bool expected = true;
-  if (!g_initialized.compare_exchange_strong(expected, false)) return ACL_ERROR_UNINITIALIZE;
-  synchronize_all_streams();
-  return ACL_SUCCESS;
-}
-
-const char *aclGetRecentErrMsg(void) { return error_message(); }
-
-aclError aclrtSetDevice(int32_t deviceId) {
-  if (!g_initialized) return ACL_ERROR_UNINITIALIZE;
-  return rtSetDevice(deviceId);
-}
-
+// Needs no aclInit: CANN's aclrtSetDevice is rtSetDevice (device.cpp), which makes the device's default context.
+aclError aclrtSetDevice(int32_t deviceId) { return rtSetDevice(deviceId); }
 aclError aclrtGetDevice(int32_t *deviceId) { return rtGetDevice(deviceId); }
 aclError aclrtResetDevice(int32_t deviceId) { return rtDeviceReset(deviceId); }
+aclError aclrtResetDeviceForce(int32_t deviceId) { return device_reset(deviceId, true); }
 
 aclError aclrtGetDeviceCount(uint32_t *count) {
   if (count == nullptr) return ACL_ERROR_INVALID_PARAM;
@@ -83,15 +64,118 @@ aclError aclrtGetRunMode(aclrtRunMode *runMode) {
 
 aclError aclrtSynchronizeDevice(void) { return rtDeviceSynchronize(); }
 
+// ---- contexts ----
+
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
+  if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Context *c = context_create(deviceId);
+  if (c == nullptr) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
+  set_current_context(c);  // the new context is the thread's (05_context_management.md)
+  *context = c;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyContext(aclrtContext context) {
+  if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+  auto *c = static_cast<Context *>(context);
+  if (!context_live(c)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  synchronize_all_streams();
+  // Only a context made by aclrtCreateContext can go; a device's default one goes with aclrtResetDevice.
+  return context_destroy(c) ? ACL_SUCCESS : rt_error(ACL_ERROR_RT_PARAM_INVALID);
+}
+
+aclError aclrtSetCurrentContext(aclrtContext context) {
+  if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+  auto *c = static_cast<Context *>(context);
+  if (!context_live(c)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  set_current_context(c);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetCurrentContext(aclrtContext *context) {
+  if (context == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Context *c = current_context();
+  if (c == nullptr) return rt_error(ACL_ERROR_RT_CONTEXT_NULL);
+  *context = c;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream) {
+  if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Context *c = current_context();
+  if (c == nullptr) return rt_error(ACL_ERROR_RT_CONTEXT_NULL);
+  *stream = context_default_stream(c);
+  return ACL_SUCCESS;
+}
+
+// Without a limit of its own the thread may use every core of the device.
+aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value) {
+  if (value == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (int e = require_context()) return e;
+  switch (type) {
+    case ACL_RT_DEV_RES_CUBE_CORE: *value = kCubeCores; return ACL_SUCCESS;
+    case ACL_RT_DEV_RES_VECTOR_CORE: *value = kVectorCores; return ACL_SUCCESS;
+    default: return ACL_ERROR_INVALID_PARAM;
+  }
+}
+
+// ---- streams ----
+
 aclError aclrtCreateStream(aclrtStream *stream) { return rtStreamCreate(stream, RT_STREAM_PRIORITY_DEFAULT); }
 
-aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t /*flag*/) {
-  return rtStreamCreate(stream, (int32_t)priority);
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag) {
+  if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
+  if (int e = require_context()) return e;
+  *stream = stream_create(flag, priority);
+  return ACL_SUCCESS;
+}
+
+aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void) { return new aclrtStreamConfigHandle{}; }
+
+aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle) {
+  if (handle == nullptr) return ACL_ERROR_INVALID_PARAM;
+  delete handle;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamConfigAttr attr, const void *attrValue,
+                                 size_t valueSize) {
+  if (handle == nullptr || attrValue == nullptr) return ACL_ERROR_INVALID_PARAM;
+  switch (attr) {
+    case ACL_RT_STREAM_WORK_ADDR_PTR:
+      if (valueSize != sizeof(void *)) return ACL_ERROR_INVALID_PARAM;
+      handle->workptr = *static_cast<void *const *>(attrValue);
+      return ACL_SUCCESS;
+    case ACL_RT_STREAM_WORK_SIZE:
+      if (valueSize != sizeof(size_t)) return ACL_ERROR_INVALID_PARAM;
+      handle->workSize = *static_cast<const size_t *>(attrValue);
+      return ACL_SUCCESS;
+    case ACL_RT_STREAM_FLAG:
+      if (valueSize != sizeof(uint32_t)) return ACL_ERROR_INVALID_PARAM;
+      handle->flag = *static_cast<const uint32_t *>(attrValue);
+      return ACL_SUCCESS;
+    case ACL_RT_STREAM_PRIORITY:
+      if (valueSize != sizeof(uint32_t)) return ACL_ERROR_INVALID_PARAM;
+      handle->priority = *static_cast<const uint32_t *>(attrValue);
+      return ACL_SUCCESS;
+    default: return ACL_ERROR_INVALID_PARAM;
+  }
+}
+
+aclError aclrtCreateStreamV2(aclrtStream *stream, const aclrtStreamConfigHandle *handle) {
+  if (stream == nullptr || handle == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return aclrtCreateStreamWithConfig(stream, handle->priority, (uint32_t)handle->flag);
 }
 
 aclError aclrtDestroyStream(aclrtStream stream) {
   if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
   return rtStreamDestroy(stream);
+}
+
+// The tasks not yet started are dropped, not run (rtStreamDestroyForce).
+aclError aclrtDestroyStreamForce(aclrtStream stream) {
+  if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return stream_destroy(static_cast<Stream *>(stream), true) ? ACL_SUCCESS : rt_error(ACL_ERROR_RT_PARAM_INVALID);
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) { return rtStreamSynchronize(stream); }
@@ -102,17 +186,46 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
   return stream_synchronize(s, timeout < 0 ? -1 : timeout);
 }
 
-aclError aclrtCreateEvent(aclrtEvent *event) { return rtEventCreate(event); }
-aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) { return rtEventRecord(event, stream); }
-aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) { return rtStreamWaitEvent(stream, event); }
-aclError aclrtSynchronizeEvent(aclrtEvent event) { return rtEventSynchronize(event); }
-aclError aclrtDestroyEvent(aclrtEvent event) { return rtEventDestroy(event); }
-
-aclError aclrtQueryEvent(aclrtEvent event, int32_t *status) {
-  if (status == nullptr || !event_valid(static_cast<Event *>(event))) return ACL_ERROR_INVALID_PARAM;
-  *status = event_completed(static_cast<Event *>(event)) ? 1 : 0;  // ACL_EVENT_STATUS_COMPLETE = 1
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId) {
+  if (streamId == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = host_stream(stream, &s)) return e;
+  *streamId = stream_id(s);
   return ACL_SUCCESS;
 }
+
+aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority) {
+  if (priority == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = host_stream(stream, &s)) return e;
+  *priority = stream_priority(s);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags) {
+  if (flags == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = host_stream(stream, &s)) return e;
+  *flags = stream_flags(s);
+  return ACL_SUCCESS;
+}
+
+// ACL_CONTINUE_ON_FAILURE / ACL_STOP_ON_FAILURE; stop cannot go back to continue (api_impl.cc StreamSetMode).
+aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode) {
+  Stream *s;
+  if (aclError e = host_stream(stream, &s)) return e;
+  return stream_set_failure_mode(s, mode);
+}
+
+aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
+  if (fn == nullptr) return ACL_ERROR_INVALID_PARAM;
+  Stream *s;
+  if (aclError e = host_stream(stream, &s)) return e;
+  stream_launch_host_func(s, fn, args);
+  return ACL_SUCCESS;
+}
+
+// ---- memory ----
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy /*policy*/) {
   if (devPtr == nullptr || size == 0) return ACL_ERROR_INVALID_PARAM;
@@ -140,7 +253,10 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
   return rtMemcpyAsync(dst, destMax, src, count, k, stream);
 }
 
+// memory.cpp aclrtMemsetImpl: nothing to set is a success before the null check.
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+  if (count == 0) return ACL_SUCCESS;
+  if (devPtr == nullptr) return ACL_ERROR_INVALID_PARAM;
   return rtMemset(devPtr, maxCount, (uint32_t)value, count);
 }
 

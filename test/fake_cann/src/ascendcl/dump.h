@@ -130,8 +130,12 @@ const char *proto_format_name(int proto);
 // The CSV text of one record, with the header line when `header`.
 std::string stats_csv(const OpStatsResult &r, bool header);
 
-// aclInit done and not finalized (acl_rt.cpp).
+// aclInit done and not finalized (acl_init.cpp).
 bool acl_initialized();
+// aclInit's dump (acl_dump.cpp): a non-empty config file starts the server and applies its "dump" section; the error
+// code of aclInit. release_init_dump: aclFinalize stops the server aclInit started.
+aclError apply_init_dump(const char *configPath);
+void release_init_dump();
 
 // `name` with ' ', '.', '/', '\' replaced by '_' (file name fields).
 std::string sanitize(const std::string &name);

@@ -145,6 +145,14 @@ int proto_dtype(aclDataType t) {
     case ACL_INT4: return 28;
     case ACL_UINT1: return 29;
     case ACL_COMPLEX32: return 32;
+    case ACL_HIFLOAT8: return 33;
+    case ACL_FLOAT8_E5M2: return 34;
+    case ACL_FLOAT8_E4M3FN: return 35;
+    case ACL_FLOAT8_E8M0: return 36;
+    case ACL_FLOAT6_E3M2: return 37;
+    case ACL_FLOAT6_E2M3: return 38;
+    case ACL_FLOAT4_E2M1: return 39;
+    case ACL_FLOAT4_E1M2: return 40;
     default: return 0;  // DT_UNDEFINED
   }
 }
@@ -160,6 +168,14 @@ const char *proto_dtype_name(int proto) {
     case 28: return "DT_INT4";
     case 29: return "DT_UINT1";
     case 32: return "DT_COMPLEX32";
+    case 33: return "DT_HIFLOAT8";
+    case 34: return "DT_FLOAT8_E5M2";
+    case 35: return "DT_FLOAT8_E4M3FN";
+    case 36: return "DT_FLOAT8_E8M0";
+    case 37: return "DT_FLOAT6_E3M2";
+    case 38: return "DT_FLOAT6_E2M3";
+    case 39: return "DT_FLOAT4_E2M1";
+    case 40: return "DT_FLOAT4_E1M2";
     default: return "DT_UNDEFINED";
   }
 }

@@ -32,7 +32,7 @@ struct DeviceBuffer {
 
 // The blocking host-to-device copy of `n` bytes into a fresh device buffer.
 int upload(DeviceBuffer &b, const void *src, uint64_t n) {
-  if (b.p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (b.p == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   return memcpy_impl(b.p, n, src, n, RT_MEMCPY_HOST_TO_DEVICE, nullptr, false);
 }
 

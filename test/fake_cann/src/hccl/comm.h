@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "hccl/hccl_types.h"
 #include "segment.h"
@@ -70,8 +71,16 @@ struct PointToPoint {
   void *buf = nullptr;  // device address: read by a send, written by a receive
 };
 
+// HcclBatchSendRecv: its transfers run at once (a ring of sends and receives needs them to), those to or from one peer
+// in one direction one after the other, in the order given.
+struct Batch {
+  const char *api = "HcclBatchSendRecv";
+  std::vector<PointToPoint> items;
+};
+
 // Runs `op` on the calling stream worker. Throws KernelError; a failure breaks the pair's segment for both sides.
 void execute(Comm &c, const PointToPoint &op);
+void execute(Comm &c, const Batch &op);
 
 // Runs `op` on the calling stream worker. Throws KernelError; any failure breaks the communicator for
 // every rank, as a failed collective leaves the real one unusable.

@@ -1,5 +1,7 @@
-// libhccl.so: communicators across the rank processes of one machine (one process per rank, as
-// torch_npu and MindSpore run them). Host calls check their arguments with HCCL's error codes and
+// libhccl.so: communicators across the rank processes of one machine (one process per rank, as torch_npu and
+// MindSpore run them) and across the threads of one process (one device and rank per thread, as CANN's HCCL samples
+// run them: a rank's rendezvous and liveness lock are its own open file, whichever thread holds it). HcclCommInitAll
+// makes one communicator per device of a list in one call. Host calls check their arguments with HCCL's error codes and
 // enqueue the collective on the caller's stream; it runs later on that stream's worker, so results are
 // valid after a stream synchronization and failures are reported there.
 //
@@ -26,11 +28,15 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "api.h"
 #include "comm.h"
 #include "fakecann/rt_internal.h"
 #include "fakecann/stream.h"
+#include "runtime/dev.h"
 #include "rank_table.h"
 #include "reduce.h"
 #include "segment.h"
@@ -169,8 +175,11 @@ HcclResult check_dtype(const char *api, HcclDataType t) {
   return HCCL_SUCCESS;
 }
 
-HcclResult check_op(const char *api, HcclReduceOp op) {
+// A reduction's op, and its type (the 8-bit floating types are only moved: HCCL_E_NOT_SUPPORT).
+HcclResult check_op(const char *api, HcclReduceOp op, HcclDataType t) {
   if (!op_defined(op)) return fail(HCCL_E_PARA, std::string(api) + ": invalid reduce op " + std::to_string((int)op));
+  if (!dtype_reducible(t))
+    return fail(HCCL_E_NOT_SUPPORT, std::string(api) + ": data type " + dtype_name(t) + " cannot be reduced");
   return HCCL_SUCCESS;
 }
 
@@ -420,7 +429,7 @@ HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataT
   std::shared_ptr<Comm> c;
   if (HcclResult r = check_call(api, comm, stream, &c)) return r;
   if (HcclResult r = check_dtype(api, dataType)) return r;
-  if (HcclResult r = check_op(api, op)) return r;
+  if (HcclResult r = check_op(api, op, dataType)) return r;
   if (HcclResult r = check_size(api, count, dataType, 1)) return r;
   if (count == 0) return HCCL_SUCCESS;  // as real HCCL: nothing is launched
   return enqueue(c, stream, Collective{api, CollKind::AllReduce, dataType, op, 0, count, sendBuf, recvBuf});
@@ -460,7 +469,7 @@ HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, H
   std::shared_ptr<Comm> c;
   if (HcclResult r = check_call(api, comm, stream, &c)) return r;
   if (HcclResult r = check_dtype(api, dataType)) return r;
-  if (HcclResult r = check_op(api, op)) return r;
+  if (HcclResult r = check_op(api, op, dataType)) return r;
   if (HcclResult r = check_size(api, recvCount, dataType, c->seg->nranks())) return r;
   if (recvCount == 0) return HCCL_SUCCESS;
   return enqueue(c, stream, Collective{api, CollKind::ReduceScatter, dataType, op, 0, recvCount, sendBuf, recvBuf});
@@ -474,6 +483,97 @@ HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32
 HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
                     aclrtStream stream) {
   return point_to_point("HcclRecv", false, recvBuf, count, dataType, srcRank, comm, stream);
+}
+
+// The reduction reaches root's recvBuf (hccl src/ops/reduce/reduce_op.cc: every rank passes both buffers).
+HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
+                      uint32_t root, HcclComm comm, aclrtStream stream) {
+  const char *api = "HcclReduce";
+  if (sendBuf == nullptr || recvBuf == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": buffer is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  if (HcclResult r = check_op(api, op, dataType)) return r;
+  if (root >= c->seg->nranks())
+    return fail(HCCL_E_PARA, std::string(api) + ": root " + std::to_string(root) + " >= rank size");
+  if (HcclResult r = check_size(api, count, dataType, 1)) return r;
+  if (count == 0) return HCCL_SUCCESS;
+  return enqueue(c, stream, Collective{api, CollKind::Reduce, dataType, op, root, count, sendBuf, recvBuf});
+}
+
+// Block r of root's sendBuf (recvCount elements each) reaches rank r's recvBuf; sendBuf matters at the root only
+// (hccl src/ops/scatter/scatter_op.cc).
+HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType, uint32_t root,
+                       HcclComm comm, aclrtStream stream) {
+  const char *api = "HcclScatter";
+  if (recvCount == 0) return HCCL_SUCCESS;  // checked first by real HCCL
+  if (recvBuf == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": recvBuf is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  if (c->seg->rank() == root && sendBuf == nullptr)
+    return fail(HCCL_E_PTR, std::string(api) + ": sendBuf is null at the root");
+  if (root >= c->seg->nranks())
+    return fail(HCCL_E_PARA, std::string(api) + ": root " + std::to_string(root) + " >= rank size");
+  if (HcclResult r = check_dtype(api, dataType)) return r;
+  if (HcclResult r = check_size(api, recvCount, dataType, c->seg->nranks())) return r;
+  return enqueue(c, stream,
+                 Collective{api, CollKind::Scatter, dataType, HCCL_REDUCE_SUM, root, recvCount, sendBuf, recvBuf});
+}
+
+// Every transfer of the list at once (src/ops/batch_send_recv/batch_send_recv_op.cc): itemNum 0 does nothing.
+HcclResult HcclBatchSendRecv(HcclSendRecvItem *sendRecvInfo, uint32_t itemNum, HcclComm comm, aclrtStream stream) {
+  const char *api = "HcclBatchSendRecv";
+  if (itemNum == 0) return HCCL_SUCCESS;
+  if (sendRecvInfo == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": sendRecvInfo is null");
+  std::shared_ptr<Comm> c;
+  if (HcclResult r = check_call(api, comm, stream, &c)) return r;
+  Batch batch;
+  for (uint32_t i = 0; i < itemNum; ++i) {
+    const HcclSendRecvItem &it = sendRecvInfo[i];
+    const std::string at = std::string(api) + ": item " + std::to_string(i);
+    if (it.sendRecvType != HCCL_SEND && it.sendRecvType != HCCL_RECV) return fail(HCCL_E_PARA, at + ": bad type");
+    if (HcclResult r = check_dtype(api, it.dataType)) return r;
+    if (it.remoteRank >= c->seg->nranks() || it.remoteRank == c->seg->rank())
+      return fail(HCCL_E_PARA, at + ": remoteRank " + std::to_string(it.remoteRank) + " is no other rank");
+    if (HcclResult r = check_size(api, it.count, it.dataType, 1)) return r;
+    if (it.count == 0) continue;
+    if (it.buf == nullptr) return fail(HCCL_E_PTR, at + ": buf is null");
+    batch.items.push_back(PointToPoint{it.sendRecvType == HCCL_SEND ? "HcclSend" : "HcclRecv",
+                                       it.sendRecvType == HCCL_SEND, it.dataType, it.remoteRank, it.count, it.buf});
+  }
+  if (batch.items.empty()) return HCCL_SUCCESS;
+  return enqueue(c, stream, batch);
+}
+
+// One process, one communicator per device (hcomm op_base HcclCommInitAll): ranks in the order of `devices`, each
+// made on a thread of its own on its device, as ranks of one root info; any failure destroys the ones made.
+HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms) {
+  const char *api = "HcclCommInitAll";
+  if (HcclResult r = require_device(api)) return r;
+  if (ndev == 0 || ndev > kMaxRanks) return fail(HCCL_E_PARA, std::string(api) + ": ndev is 0 or too large");
+  if (comms == nullptr || devices == nullptr) return fail(HCCL_E_PTR, std::string(api) + ": comms or devices is null");
+  std::set<int32_t> distinct(devices, devices + ndev);
+  if (distinct.size() != ndev) return fail(HCCL_E_PARA, std::string(api) + ": a device is listed twice");
+  HcclRootInfo root;
+  if (HcclResult r = HcclGetRootInfo(&root)) return r;
+  std::vector<HcclResult> results(ndev, HCCL_SUCCESS);
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < ndev; ++i) {
+    comms[i] = nullptr;
+    threads.emplace_back([&, i] {
+      if (rtSetDevice(devices[i]) != 0) {
+        results[i] = HCCL_E_RUNTIME;
+        return;
+      }
+      results[i] = init_root_info(api, ndev, &root, i, nullptr, &comms[i]);
+      rtDeviceReset(devices[i]);
+    });
+  }
+  for (std::thread &t : threads) t.join();
+  if (std::all_of(results.begin(), results.end(), [](HcclResult r) { return r == HCCL_SUCCESS; })) return HCCL_SUCCESS;
+  for (uint32_t i = 0; i < ndev; ++i)
+    if (comms[i] != nullptr) HcclCommDestroy(comms[i]), comms[i] = nullptr;
+  return fail(HCCL_E_INTERNAL, std::string(api) + ": a communicator could not be made");
 }
 
 HcclResult HcclBarrier(HcclComm comm, aclrtStream stream) {
@@ -525,6 +625,9 @@ const char *HcclGetErrorString(HcclResult code) {
     case HCCL_E_AGAIN: return "try again";
     case HCCL_E_REMOTE: return "error cqe";
     case HCCL_E_SUSPENDING: return "error communicator suspending";
+    case HCCL_E_OPRETRY_FAIL: return "retry constraint";
+    case HCCL_E_OOM: return "out of memory";
+    case HCCL_E_IN_STATUS: return "The error information is in the status.";
     default: return "unknow error";
   }
 }

@@ -10,12 +10,21 @@
 
 namespace fakecann::hccl {
 
-bool dtype_defined(HcclDataType t) { return (uint32_t)t <= (uint32_t)HCCL_DATA_TYPE_INT128; }
+bool dtype_defined(HcclDataType t) {
+  return (uint32_t)t <= (uint32_t)HCCL_DATA_TYPE_INT128 ||
+         ((uint32_t)t >= (uint32_t)HCCL_DATA_TYPE_HIF8 && (uint32_t)t <= (uint32_t)HCCL_DATA_TYPE_FP8E8M0);
+}
+
+bool dtype_reducible(HcclDataType t) { return dtype_bytes(t) != 0 && (uint32_t)t <= (uint32_t)HCCL_DATA_TYPE_INT128; }
 
 uint64_t dtype_bytes(HcclDataType t) {
   switch (t) {
     case HCCL_DATA_TYPE_INT8:
-    case HCCL_DATA_TYPE_UINT8: return 1;
+    case HCCL_DATA_TYPE_UINT8:
+    case HCCL_DATA_TYPE_HIF8:
+    case HCCL_DATA_TYPE_FP8E4M3:
+    case HCCL_DATA_TYPE_FP8E5M2:
+    case HCCL_DATA_TYPE_FP8E8M0: return 1;
     case HCCL_DATA_TYPE_INT16:
     case HCCL_DATA_TYPE_UINT16:
     case HCCL_DATA_TYPE_FP16:
@@ -45,6 +54,10 @@ const char *dtype_name(HcclDataType t) {
     case HCCL_DATA_TYPE_FP64: return "fp64";
     case HCCL_DATA_TYPE_BFP16: return "bfp16";
     case HCCL_DATA_TYPE_INT128: return "int128";
+    case HCCL_DATA_TYPE_HIF8: return "hif8";
+    case HCCL_DATA_TYPE_FP8E4M3: return "fp8e4m3";
+    case HCCL_DATA_TYPE_FP8E5M2: return "fp8e5m2";
+    case HCCL_DATA_TYPE_FP8E8M0: return "fp8e8m0";
     default: return "reserved";
   }
 }

@@ -8,6 +8,9 @@ namespace fakecann::hccl {
 
 // True for the values HcclDataType defines (RESERVED and anything else is a parameter error).
 bool dtype_defined(HcclDataType t);
+// Whether the stand-in reduces the type (sums ...): not the 8-bit floating types (HIF8, FP8 E4M3/E5M2/E8M0), which
+// the collectives only move.
+bool dtype_reducible(HcclDataType t);
 // Bytes per element; 0 for a defined type the stand-in does not move (INT128).
 uint64_t dtype_bytes(HcclDataType t);
 const char *dtype_name(HcclDataType t);

@@ -32,7 +32,9 @@ enum class CollKind : uint32_t {
   ReduceScatter = 4,
   Barrier = 5,
   Send = 6,  // on a pair's segment: the sender's descriptor (the receiver's says Recv)
-  Recv = 7
+  Recv = 7,
+  Reduce = 8,   // the reduction reaches the root's recvBuf only
+  Scatter = 9,  // the root's sendBuf holds one block per rank
 };
 
 // What a rank is running; all ranks must agree before data moves (mismatch -> error, not a hang).

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -64,12 +65,12 @@ std::vector<opdump::Tensor> dumped(const std::vector<Slot> &slots, bool inputs) 
   for (const Slot &s : slots) {
     if (!s.present || s.io == (inputs ? Io::Output : Io::Input)) continue;
     for (const TensorView &v : s.views) {
-      const uint64_t es = dtype_size(v.dtype);
-      if (v.is_contiguous())
-        out.push_back({v.dtype, v.format, v.shape, static_cast<char *>(v.data) + v.offset * (int64_t)es,
-                       numel(v.shape) * es});
+      if (v.is_contiguous() && dtype_bytes(v.dtype, (uint64_t)v.offset) * 8 == (uint64_t)v.offset * dtype_bits(v.dtype))
+        out.push_back({v.dtype, v.format, v.shape,
+                       static_cast<char *>(v.data) + dtype_bytes(v.dtype, (uint64_t)v.offset),
+                       dtype_bytes(v.dtype, numel(v.shape))});
       else
-        out.push_back({v.dtype, v.format, v.storage_shape, v.data, numel(v.storage_shape) * es});
+        out.push_back({v.dtype, v.format, v.storage_shape, v.data, dtype_bytes(v.dtype, numel(v.storage_shape))});
     }
   }
   return out;
@@ -128,7 +129,7 @@ Slot slot(const aclTensor *t, Io io) {
   if (t != nullptr) {
     s.present = true;
     s.views.push_back(t->view);
-    s.handles.push_back(const_cast<aclTensor *>(t));
+    s.storages.push_back(t->storage);
   }
   return s;
 }
@@ -140,7 +141,7 @@ Slot slot(const aclTensorList *l, Io io) {
     s.present = true;
     for (aclTensor *t : l->items) {
       s.views.push_back(t->view);
-      s.handles.push_back(t);
+      s.storages.push_back(t->storage);
     }
   }
   return s;
@@ -172,7 +173,10 @@ aclnnStatus launch(const char *op, void *workspace, uint64_t workspaceSize, aclO
     set_error_message(std::string("aclnn") + op + ": workspace missing, too small or not device memory");
     return ACLNN_ERR_PARAM_INVALID;
   }
-  std::vector<Slot> slots = ex->spec.slots;  // the addresses bound now
+  std::vector<Slot> slots = ex->spec.slots;
+  for (Slot &s : slots)  // every tensor's storage address as it is now (a rebound tensor runs at its new address)
+    for (size_t i = 0; i < s.views.size() && i < s.storages.size(); ++i)
+      if (s.storages[i]) s.views[i].data = s.storages[i]->addr;
   if (ex->pta) {
     aclnnStatus rc = pta_before_launch(*ex->pta, slots, op);  // a cache hit: the reported addresses
     if (rc != ACLNN_SUCCESS) return rc;
@@ -208,28 +212,26 @@ using namespace fakecann::nn;
 
 namespace {
 
+// Sets a tensor's storage address: the tensor's own view and every executor made from it see it (read at launch).
+void set_storage(aclTensor *tensor, void *addr) {
+  tensor->storage->addr = addr;
+  tensor->view.data = addr;
+}
+
 // aclSetTensorAddr and friends, in nnopbase's order (opbase src/nnopbase/common/api/acl_op_api.cpp): the tensor the
-// host names (a list's member `rel` for the Dynamic ones) gets the address first, NULL being ACLNN_ERR_INNER_NULLPTR,
-// then the executor (NULL: ACLNN_ERR_INNER_NULLPTR). The executor's own copy of the view is rebound by `index`, among
-// its tensor parameters of `filter` (0 = all, 1 = inputs, 2 = outputs); an index out of range, or a parameter that
-// was NULL at phase 1, is ACLNN_ERR_PARAM_INVALID (the documented 161002).
-aclnnStatus rebind(aclOpExecutor *ex, size_t index, size_t rel, aclTensor *tensor, void *addr, int filter) {
+// host names (a list's member for the Dynamic ones) gets the storage address first, NULL being
+// ACLNN_ERR_INNER_NULLPTR, then the executor is checked (NULL: ACLNN_ERR_INNER_NULLPTR). For the executors of built-in
+// ops the index is [[maybe_unused]]: nothing is rebound by index, the kernel reads the storage address at launch; an
+// index out of range is no error. A handle that is no live tensor or executor (use after destroy, undefined in CANN)
+// is ACLNN_ERR_PARAM_INVALID here.
+aclnnStatus rebind(aclOpExecutor *ex, aclTensor *tensor, void *addr) {
   count_call(CallKind::ExecutorAddress);
   if (tensor == nullptr) return ACLNN_ERR_INNER_NULLPTR;
   if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
-  tensor->view.data = addr;
+  set_storage(tensor, addr);
   if (ex == nullptr) return ACLNN_ERR_INNER_NULLPTR;
   if (!live(ex, Kind::Executor)) return ACLNN_ERR_PARAM_INVALID;
-  size_t k = 0;
-  for (Slot &s : ex->spec.slots) {
-    bool counts = filter == 0 || (filter == 1 && s.io != Io::Output) || (filter == 2 && s.io != Io::Input);
-    if (!counts) continue;
-    if (k++ != index) continue;
-    if (!s.present || rel >= s.views.size()) return ACLNN_ERR_PARAM_INVALID;
-    s.views[rel].data = addr;
-    return ACLNN_SUCCESS;
-  }
-  return ACLNN_ERR_PARAM_INVALID;
+  return ACLNN_SUCCESS;
 }
 
 // A Dynamic call's tensor: member `rel` of `list`, or NULL (the caller then reports ACLNN_ERR_INNER_NULLPTR).
@@ -240,6 +242,20 @@ aclnnStatus list_member(aclTensorList *list, size_t rel, aclTensor **out) {
   if (rel >= list->items.size()) return ACLNN_ERR_PARAM_INVALID;
   *out = list->items[rel];
   return ACLNN_SUCCESS;
+}
+
+// The fields aclCreateTensor and aclInitTensor set; NULL view dims, storage dims or address keep the tensor's own.
+void init_tensor(aclTensor *t, const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                 const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims,
+                 uint64_t storageDimsNum, void *addr) {
+  TensorView &v = t->view;
+  v.dtype = dataType;
+  v.format = format;
+  if (viewDims != nullptr && viewDimsNum > 0) v.shape.assign(viewDims, viewDims + viewDimsNum);
+  v.strides = stride != nullptr ? std::vector<int64_t>(stride, stride + v.shape.size()) : contiguous_strides(v.shape);
+  v.offset = offset;
+  if (storageDims != nullptr && storageDimsNum > 0) v.storage_shape.assign(storageDims, storageDims + storageDimsNum);
+  if (addr != nullptr) set_storage(t, addr);
 }
 
 aclnnStatus destroy_tensor(const aclTensor *tensor) {
@@ -277,26 +293,30 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
                            void *tensorData) {
   count_call(CallKind::ArgumentCreated);
   if ((viewDimsNum > 0 && viewDims == nullptr) || viewDimsNum > 8 || offset < 0) return nullptr;
-  if (dtype_size(dataType) == 0) return nullptr;
+  if (dtype_bits(dataType) == 0) return nullptr;
   if (storageDimsNum > 0 && storageDims == nullptr) return nullptr;
+  if (std::any_of(viewDims, viewDims + viewDimsNum, [](int64_t d) { return d < 0; })) return nullptr;
   auto *t = new aclTensor;
-  TensorView &v = t->view;
-  v.dtype = dataType;
-  v.format = format;
-  v.shape.assign(viewDims, viewDims + viewDimsNum);
-  for (int64_t d : v.shape)
-    if (d < 0) {
-      delete t;
-      return nullptr;
-    }
-  v.strides = stride ? std::vector<int64_t>(stride, stride + viewDimsNum) : contiguous_strides(v.shape);
-  v.offset = offset;
-  v.data = tensorData;
-  if (storageDims != nullptr)
-    v.storage_shape.assign(storageDims, storageDims + storageDimsNum);
-  else
-    v.storage_shape = {(int64_t)numel(v.shape)};
+  t->storage = std::make_shared<Storage>();
+  init_tensor(t, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum, tensorData);
+  if (viewDimsNum == 0) t->view.shape.clear(), t->view.strides.clear();  // a scalar tensor
+  if (storageDims == nullptr) t->view.storage_shape = {(int64_t)numel(t->view.shape)};
   return track(t, Kind::Tensor);
+}
+
+// common_types.cpp aclTensor::InitTensor: NULL (or 0) view dims, storage dims or address keep the tensor's own; the
+// storage is the tensor's, so the executors made from it see a new address.
+aclnnStatus aclInitTensor(aclTensor *tensor, const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                          const int64_t *stride, int64_t offset, aclFormat format, const int64_t *storageDims,
+                          uint64_t storageDimsNum, void *tensorDataAddr) {
+  if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
+  if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
+  if (viewDimsNum > 8 || offset < 0 || dtype_bits(dataType) == 0) return ACLNN_ERR_PARAM_INVALID;
+  if (viewDims != nullptr && std::any_of(viewDims, viewDims + viewDimsNum, [](int64_t d) { return d < 0; }))
+    return ACLNN_ERR_PARAM_INVALID;
+  init_tensor(tensor, viewDims, viewDimsNum, dataType, stride, offset, format, storageDims, storageDimsNum,
+              tensorDataAddr);
+  return ACLNN_SUCCESS;
 }
 
 aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
@@ -472,7 +492,7 @@ aclnnStatus aclGetRawTensorAddr(const aclTensor *tensor, void **addr) {
 aclnnStatus aclSetRawTensorAddr(aclTensor *tensor, void *addr) {
   if (tensor == nullptr) return ACLNN_ERR_PARAM_NULLPTR;
   if (!live(tensor, Kind::Tensor)) return ACLNN_ERR_PARAM_INVALID;
-  tensor->view.data = addr;
+  set_storage(tensor, addr);
   return ACLNN_SUCCESS;
 }
 
@@ -517,28 +537,35 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor *executor) {
   return ACLNN_SUCCESS;
 }
 
-aclnnStatus aclSetTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
-  return rebind(executor, index, 0, tensor, addr, 0);
-}
-aclnnStatus aclSetInputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
-  return rebind(executor, index, 0, tensor, addr, 1);
-}
-aclnnStatus aclSetOutputTensorAddr(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {
-  return rebind(executor, index, 0, tensor, addr, 2);
-}
-#define FAKECANN_DYNAMIC_ADDR(Fn, filter)                                                                     \
-  aclnnStatus Fn(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors, \
-                 void *addr) {                                                                                \
-    aclTensor *member = nullptr;                                                                              \
-    if (aclnnStatus rc = list_member(tensors, relativeIndex, &member); rc != ACLNN_SUCCESS) {                 \
-      count_call(CallKind::ExecutorAddress);                                                                  \
-      return rc;                                                                                              \
-    }                                                                                                         \
-    return rebind(executor, irIndex, relativeIndex, member, addr, filter);                                    \
+// The index of each is ignored for built-in ops (rebind); CANN's capitalised Acl* names are aliases.
+#define FAKECANN_TENSOR_ADDR(Fn, Alias)                                                                        \
+  aclnnStatus Fn(aclOpExecutor *executor, const size_t /*index*/, aclTensor *tensor, void *addr) {             \
+    return rebind(executor, tensor, addr);                                                                     \
+  }                                                                                                            \
+  aclnnStatus Alias(aclOpExecutor *executor, const size_t index, aclTensor *tensor, void *addr) {              \
+    return Fn(executor, index, tensor, addr);                                                                  \
   }
-FAKECANN_DYNAMIC_ADDR(aclSetDynamicTensorAddr, 0)
-FAKECANN_DYNAMIC_ADDR(aclSetDynamicInputTensorAddr, 1)
-FAKECANN_DYNAMIC_ADDR(aclSetDynamicOutputTensorAddr, 2)
+FAKECANN_TENSOR_ADDR(aclSetTensorAddr, AclSetTensorAddr)
+FAKECANN_TENSOR_ADDR(aclSetInputTensorAddr, AclSetInputTensorAddr)
+FAKECANN_TENSOR_ADDR(aclSetOutputTensorAddr, AclSetOutputTensorAddr)
+#undef FAKECANN_TENSOR_ADDR
+#define FAKECANN_DYNAMIC_ADDR(Fn, Alias)                                                                          \
+  aclnnStatus Fn(aclOpExecutor *executor, size_t /*irIndex*/, const size_t relativeIndex, aclTensorList *tensors, \
+                 void *addr) {                                                                                    \
+    aclTensor *member = nullptr;                                                                                  \
+    if (aclnnStatus rc = list_member(tensors, relativeIndex, &member); rc != ACLNN_SUCCESS) {                     \
+      count_call(CallKind::ExecutorAddress);                                                                      \
+      return rc;                                                                                                  \
+    }                                                                                                             \
+    return rebind(executor, member, addr);                                                                        \
+  }                                                                                                               \
+  aclnnStatus Alias(aclOpExecutor *executor, size_t irIndex, const size_t relativeIndex, aclTensorList *tensors,  \
+                    void *addr) {                                                                                 \
+    return Fn(executor, irIndex, relativeIndex, tensors, addr);                                                   \
+  }
+FAKECANN_DYNAMIC_ADDR(aclSetDynamicTensorAddr, AclSetDynamicTensorAddr)
+FAKECANN_DYNAMIC_ADDR(aclSetDynamicInputTensorAddr, AclSetDynamicInputTensorAddr)
+FAKECANN_DYNAMIC_ADDR(aclSetDynamicOutputTensorAddr, AclSetDynamicOutputTensorAddr)
 #undef FAKECANN_DYNAMIC_ADDR
 
 }  // extern "C"

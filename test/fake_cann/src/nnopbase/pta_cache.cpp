@@ -49,7 +49,7 @@ namespace fakecann::nn {
 extern thread_local int t_huge_mem_depth;  // InitHugeMemThreadLocal scopes open on this thread
 
 struct PtaEntry {
-  ExecutorSpec spec;  // argument handles cleared: the host's objects die with the call that made them
+  ExecutorSpec spec;  // storages cleared: a hit runs at the addresses reported for it
   std::string api;    // the api the host named in CanUsePTACache when the entry was made
   std::atomic<bool> usable{false};
 };
@@ -195,7 +195,7 @@ std::shared_ptr<PtaLink> pta_link_new_executor(const ExecutorSpec &spec) {
     if (!t.in_lookup || cache_off() || (t.hash == 0 && !t.has_key)) return nullptr;
     auto e = std::make_shared<PtaEntry>();
     e->spec = spec;
-    for (Slot &s : e->spec.slots) std::fill(s.handles.begin(), s.handles.end(), nullptr);
+    for (Slot &s : e->spec.slots) std::fill(s.storages.begin(), s.storages.end(), nullptr);
     e->api = t.api;
     bool stored = t.cache.store(t.hash, t.has_key ? &t.key : nullptr, e);
     t.hash = 0;  // the key names this executor now

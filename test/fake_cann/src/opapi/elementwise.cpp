@@ -17,21 +17,39 @@ struct BinaryArgs {
   const char *names[3];  // parameter names, for error texts
   const aclTensor *a, *b, *out;
   DtypeSet in_types, out_types;
+  // Where the op's dtype list applies: to each input and their promoted type (Add, Mul ...), or only to the
+  // promoted type (GeluBackward: level2_base.h CheckPromoteTypeGeluBackward).
+  bool promoted_only = false;
+  // The type the op computes in, from the promoted one (Div: integers are divided as FLOAT).
+  aclDataType (*compute_type)(aclDataType promoted) = nullptr;
 };
 
-// out = fn(a, b) over the broadcast shape of a and b; `out` must have exactly that shape.
+// out = fn(a, b) over the broadcast shape of a and b; `out` must have exactly that shape. As CANN's binary ops do
+// (aclnnAdd docs: deduction_relationship.md, conversion_relationship.md), the inputs are promoted to a common type,
+// the op computes in it, and the result is cast to out's type, which must be castable from it.
 ExecutorSpec binary_spec(const BinaryArgs &args, Binary fn) {
-  const TensorView &a = tensor(args.a, args.names[0], args.in_types);
-  const TensorView &b = tensor(args.b, args.names[1], args.in_types);
+  constexpr DtypeSet kAny = kArith | dtypes({ACL_UINT16, ACL_UINT32, ACL_UINT64});
+  const DtypeSet each = args.promoted_only ? kAny : args.in_types;
+  const TensorView &a = tensor(args.a, args.names[0], each);
+  const TensorView &b = tensor(args.b, args.names[1], each);
   const TensorView &out = tensor(args.out, args.names[2], args.out_types);
+  const aclDataType promoted = promote_types(a.dtype, b.dtype);
+  if (promoted == ACL_DT_UNDEFINED)
+    fail(std::string(args.names[0]) + " and " + args.names[1] + ": their dtypes cannot be promoted");
+  if (!(args.in_types >> promoted & 1))
+    fail(std::string("the promoted dtype ") + std::to_string(promoted) + " is not supported");
+  const aclDataType compute = args.compute_type ? args.compute_type(promoted) : promoted;
+  if (!can_cast(compute, out.dtype))
+    fail(std::string("the promoted dtype cannot be cast to ") + args.names[2] + "'s");
   Shape shape = broadcast_shape(a.shape, b.shape);
   require_shape(out, shape, args.names[2]);
   return {"",
           {nn::slot(args.a, Io::Input), nn::slot(args.b, Io::Input), nn::slot(args.out, Io::Output)},
           0,
-          [shape, fn](const Slots &s) {
+          [shape, fn, compute](const Slots &s) {
             Values x = gather(expand(view(s, 0), shape)), y = gather(expand(view(s, 1), shape));
-            for (size_t i = 0; i < x.size(); ++i) x[i] = fn(x[i], y[i]);
+            for (size_t i = 0; i < x.size(); ++i)
+              x[i] = round_to(compute, fn(round_to(compute, x[i]), round_to(compute, y[i])));
             scatter(view(s, 2), x);
           }};
 }
@@ -92,12 +110,12 @@ aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *oth
       workspaceSize, executor);
 }
 
-// True division: integer inputs give a floating result, so `out` must be floating.
+// True division: integers (and bool) are divided as FLOAT (ops-math aclnn_div.cpp), so `out` must be floating.
 aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-  return binary(
-      "Div", {{"self", "other", "out"}, self, other, out, kArith, kFloatsD}, [](double x, double y) { return x / y; },
-      workspaceSize, executor);
+  BinaryArgs args{{"self", "other", "out"}, self, other, out, kArith, kFloatsD};
+  args.compute_type = [](aclDataType t) { return dtype_is_float(t) ? t : ACL_FLOAT; };
+  return binary("Div", args, [](double x, double y) { return x / y; }, workspaceSize, executor);
 }
 
 aclnnStatus aclnnAddsGetWorkspaceSize(const aclTensor *self, const aclScalar *other, const aclScalar *alpha,
@@ -205,12 +223,14 @@ aclnnStatus aclnnNegGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint
       "Neg", self, out, kFloatsD | kSignedInts, [](double x) { return -x; }, workspaceSize, executor);
 }
 
+// gradOutput and self are promoted (an INT32 gradOutput with a FLOAT self computes in FLOAT); only the promoted type
+// must be FLOAT, FLOAT16 or BF16 (ops-nn activation/gelu_grad/op_api/aclnn_gelu_backward.cpp).
 aclnnStatus aclnnGeluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self,
                                               const aclTensor *gradInput, uint64_t *workspaceSize,
                                               aclOpExecutor **executor) {
-  return binary(
-      "GeluBackward", {{"gradOutput", "self", "gradInput"}, gradOutput, self, gradInput, kFloats, kFloats},
-      [](double g, double x) { return g * gelu_grad(x); }, workspaceSize, executor);
+  BinaryArgs args{{"gradOutput", "self", "gradInput"}, gradOutput, self, gradInput, kFloats, kFloats};
+  args.promoted_only = true;
+  return binary("GeluBackward", args, [](double g, double x) { return g * gelu_grad(x); }, workspaceSize, executor);
 }
 
 aclnnStatus aclnnSiluBackwardGetWorkspaceSize(const aclTensor *gradOutput, const aclTensor *self, aclTensor *gradInput,

@@ -60,6 +60,16 @@ const std::vector<int64_t> &int_array(const aclIntArray *a, const char *name);
 std::vector<bool> bool_array(const aclBoolArray *a, const char *name);
 std::vector<const TensorView *> tensor_list(const aclTensorList *l, const char *name, DtypeSet allowed);
 void require_shape(const TensorView &v, const Shape &want, const char *name);
+
+// CANN's type promotion of two tensors (ops-math docs/zh/context/deduction_relationship.md, opbase
+// opdev/data_type_utils.h PromoteType): like PyTorch's; ACL_DT_UNDEFINED where the table has none (an unsigned type
+// wider than 8 bits with another type; the complex types, which the stand-in does not compute).
+aclDataType promote_types(aclDataType a, aclDataType b);
+// Whether a value of `from` may be cast to `to` (conversion_relationship.md, CanCast): not a complex to a real, a
+// floating type to an integral one, or anything but bool to bool.
+bool can_cast(aclDataType from, aclDataType to);
+// `v` rounded as a value of dtype t (a computation carried out in t).
+double round_to(aclDataType t, double v);
 int64_t wrap_dim(int64_t dim, size_t rank);             // negative counts from the end
 Shape broadcast_shape(const Shape &a, const Shape &b);  // numpy rules
 int64_t numel(const Shape &s);

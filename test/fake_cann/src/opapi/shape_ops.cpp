@@ -9,6 +9,16 @@ using namespace fakecann::ops;
 
 namespace {
 
+// math/cast/op_api/aclnn_cast.cpp CheckDtypeValid: Atlas A2 (NpuArch 2201) casts between the numeric types and BF16;
+// Ascend 950 (register-based) between those and HIFLOAT8, FLOAT8_E5M2, FLOAT8_E4M3FN, FLOAT4_E2M1 and FLOAT4_E1M2 too
+// (and COMPLEX32, and to INT4, which the stand-in does not cast, as it casts no complex type). The values are rounded
+// as fakecann/minifloat.h tells.
+DtypeSet cast_types() {
+  const DtypeSet base = kArith | dtypes({ACL_UINT16, ACL_UINT32, ACL_UINT64});
+  if (!regbase(soc().npu_arch)) return base;
+  return base | dtypes({ACL_HIFLOAT8, ACL_FLOAT8_E5M2, ACL_FLOAT8_E4M3FN, ACL_FLOAT4_E2M1, ACL_FLOAT4_E1M2});
+}
+
 // dst = src read through `reshape(src_view)`: the whole kernel of every op in this file but Cat.
 nn::Kernel copy_kernel(std::function<TensorView(const TensorView &)> reshape) {
   return [reshape](const Slots &s) { scatter(view(s, s.size() - 1), gather(reshape(view(s, 0)))); };
@@ -21,7 +31,7 @@ extern "C" {
 aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType dtype, aclTensor *out,
                                       uint64_t *workspaceSize, aclOpExecutor **executor) {
   return phase1("Cast", workspaceSize, executor, [&] {
-    const TensorView &x = tensor(self, "self", kArith), &o = tensor(out, "out", kArith);
+    const TensorView &x = tensor(self, "self", cast_types()), &o = tensor(out, "out", cast_types());
     if (o.dtype != dtype)
       fail("dtype " + std::to_string(dtype) + " differs from out's dtype " + std::to_string(o.dtype));
     require_shape(o, x.shape, "out");

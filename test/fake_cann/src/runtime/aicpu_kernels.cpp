@@ -298,7 +298,7 @@ void run_aicpu(const std::string &so, const std::string &kernel, uint32_t flags,
 
 int invalid(const std::string &why) {
   set_error_message(why);
-  return ACL_ERROR_RT_PARAM_INVALID;
+  return rt_error(ACL_ERROR_RT_PARAM_INVALID);
 }
 
 }  // namespace
@@ -322,7 +322,7 @@ extern "C" rtError_t rtCpuKernelLaunchWithFlag(const void *soName, const void *k
   if (int e = resolve_stream(stm, &s)) return e;
   std::string so(static_cast<const char *>(soName)), kernel(static_cast<const char *>(kernelName));
   void *dev_args = device_alloc_high(size);  // the runtime's args pool
-  if (dev_args == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (dev_args == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   std::memcpy(device_bytes(dev_args, size), argsInfo->args, size);
   std::string op = op_of(kernel, static_cast<const uint8_t *>(argsInfo->args), size);
   log_kernel_launch(op.empty() ? kernel.c_str() : op.c_str(), caller);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -23,6 +24,7 @@ struct Arena {
   std::mutex mu;
   std::map<uint64_t, uint64_t> live;  // offset -> requested size
   std::map<uint64_t, uint64_t> free;  // offset -> capacity (aligned), coalesced
+  std::map<uint64_t, uint64_t> reserved;  // offset -> capacity: address space of aclrtReserveMemAddress
   uint64_t used = 0;
 };
 
@@ -105,19 +107,23 @@ void *device_alloc_high(uint64_t size) {
   return nullptr;
 }
 
-bool device_free(void *ptr) {
-  Arena &a = arena();
-  if (!in_device_range(ptr)) return false;
-  uint64_t off = static_cast<char *>(ptr) - a.device_base;
-  std::lock_guard<std::mutex> lk(a.mu);
-  auto it = a.live.find(off);
-  if (it == a.live.end()) return false;
-  uint64_t cap = round_up(it->second);
-  a.live.erase(it);
-  a.used -= cap;
-  // Give whole pages back to the OS so long runs do not grow without bound.
-  uint64_t page = 4096, lo = (off + page - 1) / page * page, hi = (off + cap) / page * page;
-  if (hi > lo) madvise(a.alias_base + lo, hi - lo, MADV_DONTNEED);
+namespace {
+
+// Takes [off, off+cap) out of the free space (it must lie in one free block). Under a.mu.
+bool take_free(Arena &a, uint64_t off, uint64_t cap) {
+  auto it = a.free.upper_bound(off);
+  if (it == a.free.begin()) return false;
+  --it;
+  const uint64_t start = it->first, len = it->second;
+  if (off < start || off + cap > start + len) return false;
+  a.free.erase(it);
+  if (off > start) a.free[start] = off - start;
+  if (off + cap < start + len) a.free[off + cap] = start + len - off - cap;
+  return true;
+}
+
+// Gives [off, off+cap) back to the free space, merged with its neighbours. Under a.mu.
+void give_free(Arena &a, uint64_t off, uint64_t cap) {
   auto next = a.free.lower_bound(off);
   if (next != a.free.end() && off + cap == next->first) {
     cap += next->second;
@@ -128,10 +134,91 @@ bool device_free(void *ptr) {
     --prev;
     if (prev->first + prev->second == off) {
       prev->second += cap;
-      return true;
+      return;
     }
   }
   a.free[off] = cap;
+}
+
+}  // namespace
+
+void *device_reserve(uint64_t size, uint64_t alignment) {
+  Arena &a = arena();
+  if (size == 0 || a.size == 0) return nullptr;
+  const uint64_t align = std::max<uint64_t>(alignment, kAlign), need = round_up(size);
+  std::lock_guard<std::mutex> lk(a.mu);
+  for (auto &[off, cap] : a.free) {
+    const uint64_t start = (off + align - 1) / align * align;
+    if (start + need > off + cap) continue;
+    if (!take_free(a, start, need)) return nullptr;
+    a.reserved[start] = need;
+    return a.device_base + start;
+  }
+  return nullptr;
+}
+
+bool device_release(void *ptr) {
+  Arena &a = arena();
+  if (!in_device_range(ptr)) return false;
+  const uint64_t off = static_cast<char *>(ptr) - a.device_base;
+  std::lock_guard<std::mutex> lk(a.mu);
+  auto it = a.reserved.find(off);
+  if (it == a.reserved.end()) return false;
+  auto live = a.live.lower_bound(off);
+  if (live != a.live.end() && live->first < off + it->second) return false;  // still mapped
+  give_free(a, off, it->second);
+  a.reserved.erase(it);
+  return true;
+}
+
+bool device_map(void *ptr, uint64_t size) {
+  Arena &a = arena();
+  if (size == 0 || !in_device_range(ptr)) return false;
+  const uint64_t off = static_cast<char *>(ptr) - a.device_base;
+  std::lock_guard<std::mutex> lk(a.mu);
+  auto r = a.reserved.upper_bound(off);
+  if (r == a.reserved.begin()) return false;
+  --r;
+  if (off < r->first || off + size > r->first + r->second) return false;  // not inside one reservation
+  auto live = a.live.upper_bound(off);
+  if (live != a.live.begin() && std::prev(live)->first + round_up(std::prev(live)->second) > off) return false;
+  if (live != a.live.end() && live->first < off + size) return false;  // overlaps a mapping
+  a.live[off] = size;
+  a.used += round_up(size);
+  return true;
+}
+
+bool device_unmap(void *ptr, uint64_t *size) {
+  Arena &a = arena();
+  if (!in_device_range(ptr)) return false;
+  const uint64_t off = static_cast<char *>(ptr) - a.device_base;
+  std::lock_guard<std::mutex> lk(a.mu);
+  auto it = a.live.find(off);
+  if (it == a.live.end()) return false;
+  auto r = a.reserved.upper_bound(off);
+  if (r == a.reserved.begin() || std::prev(r)->first + std::prev(r)->second <= off) return false;  // not a mapping
+  if (size != nullptr) *size = it->second;
+  a.used -= round_up(it->second);
+  a.live.erase(it);
+  return true;
+}
+
+bool device_free(void *ptr) {
+  Arena &a = arena();
+  if (!in_device_range(ptr)) return false;
+  uint64_t off = static_cast<char *>(ptr) - a.device_base;
+  std::lock_guard<std::mutex> lk(a.mu);
+  auto it = a.live.find(off);
+  if (it == a.live.end()) return false;
+  auto r = a.reserved.upper_bound(off);
+  if (r != a.reserved.begin() && std::prev(r)->first + std::prev(r)->second > off) return false;  // a mapping
+  uint64_t cap = round_up(it->second);
+  a.live.erase(it);
+  a.used -= cap;
+  // Give whole pages back to the OS so long runs do not grow without bound.
+  uint64_t page = 4096, lo = (off + page - 1) / page * page, hi = (off + cap) / page * page;
+  if (hi > lo) madvise(a.alias_base + lo, hi - lo, MADV_DONTNEED);
+  give_free(a, off, cap);
   return true;
 }
 

@@ -21,21 +21,21 @@ namespace {
 std::mutex g_host_mu;
 std::map<const char *, uint64_t> *g_host_allocs = new std::map<const char *, uint64_t>;  // pinned: base -> bytes
 
-// Inside pinned host memory (rtMallocHost / aclrtMallocHost)?
-bool is_pinned_host(const void *p) {
+// Are [p, p+bytes) inside one pinned host allocation (rtMallocHost / aclrtMallocHost)?
+bool is_pinned_host(const void *p, uint64_t bytes = 1) {
   const char *c = static_cast<const char *>(p);
   std::lock_guard<std::mutex> lk(g_host_mu);
   auto it = g_host_allocs->upper_bound(c);
   if (it == g_host_allocs->begin()) return false;
   --it;
-  return c < it->first + it->second;
+  return c + bytes <= it->first + it->second;
 }
 }  // namespace
 
 int require_context() {
   if (current_device() < 0) {
     set_error_message("no current device on this thread: call aclrtSetDevice/rtSetDevice first");
-    return ACL_ERROR_RT_CONTEXT_NULL;
+    return rt_error(ACL_ERROR_RT_CONTEXT_NULL);
   }
   return RT_ERROR_NONE;
 }
@@ -45,7 +45,7 @@ int resolve_stream(void *handle, Stream **out) {
   *out = stream_resolve(handle, &ok);
   if (!ok) {
     set_error_message("invalid or destroyed stream handle");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   return RT_ERROR_NONE;
 }
@@ -88,21 +88,21 @@ void copy_now(void *dst, const void *src, uint64_t cnt, Dir d, bool preloaded) {
 }
 
 int check_copy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, Dir *d) {
-  if (dst == nullptr || src == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (dst == nullptr || src == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (cnt > destMax) {
     set_error_message("memcpy count exceeds destMax");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   *d = direction(kind, dst, src);
   if (*d == Dir::Invalid) {
     set_error_message("memcpy kind does not match the source and destination memory");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   bool dev_dst = (*d == Dir::HostToDevice || *d == Dir::DeviceToDevice);
   bool dev_src = (*d == Dir::DeviceToHost || *d == Dir::DeviceToDevice);
   if ((dev_dst && device_host_alias(dst, cnt) == nullptr) || (dev_src && device_host_alias(src, cnt) == nullptr)) {
     set_error_message("memcpy range is not inside a live device allocation");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   return RT_ERROR_NONE;
 }
@@ -112,7 +112,7 @@ int check_copy(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMem
 int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind, void *stream,
                 bool async) {
   count_call(CallKind::Copy);
-  Dir d;
+  Dir d = Dir::Invalid;
   if (int e = check_copy(dst, destMax, src, cnt, kind, &d)) return e;
   if (d != Dir::HostToHost)
     if (int e = require_context()) return e;
@@ -126,7 +126,7 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
     try {
       copy_now(dst, src, cnt, d, preloaded);
     } catch (const KernelError &) {
-      return ACL_ERROR_RT_PARAM_INVALID;
+      return rt_error(ACL_ERROR_RT_PARAM_INVALID);
     }
     return RT_ERROR_NONE;
   }
@@ -140,10 +140,12 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
 }
 
 int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async) {
-  if (ptr == nullptr || cnt > destMax) return ACL_ERROR_RT_PARAM_INVALID;
+  if (ptr == nullptr || cnt > destMax) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
-  if (device_host_alias(ptr, cnt) == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
-  auto run = [=] { std::memset(device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
+  // Host memory the runtime allocated is set too (api_ref 11-03: "Host or Device, decided by the address").
+  const bool host = is_pinned_host(ptr, cnt);
+  if (!host && device_host_alias(ptr, cnt) == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  auto run = [=] { std::memset(host ? ptr : device_bytes(ptr, cnt), (int)(val & 0xff), cnt); };
   if (!async) {
     if (int e = capture_forbids_unsafe_call()) return e;
     run();
@@ -162,30 +164,26 @@ using namespace fakecann;
 extern "C" {
 
 rtError_t rtSetDevice(int32_t devId) {
-  if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
+  if (devId < 0 || devId >= device_count()) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
+  device_retain(devId);
   set_current_device(devId);
   return RT_ERROR_NONE;
 }
 
 rtError_t rtGetDevice(int32_t *devId) {
-  if (devId == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (devId == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
   *devId = current_device();
   return RT_ERROR_NONE;
 }
 
 rtError_t rtGetDeviceCount(int32_t *cnt) {
-  if (cnt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (cnt == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   *cnt = device_count();
   return RT_ERROR_NONE;
 }
 
-rtError_t rtDeviceReset(int32_t devId) {
-  if (devId < 0 || devId >= device_count()) return ACL_ERROR_RT_INVALID_DEVICEID;
-  synchronize_all_streams();
-  if (current_device() == devId) set_current_device(-1);
-  return RT_ERROR_NONE;
-}
+rtError_t rtDeviceReset(int32_t devId) { return device_reset(devId, false); }
 
 rtError_t rtDeviceSynchronize(void) {
   if (int e = require_context()) return e;
@@ -193,27 +191,27 @@ rtError_t rtDeviceSynchronize(void) {
 }
 
 rtError_t rtMalloc(void **devPtr, uint64_t size, rtMemType_t /*type*/, const uint16_t /*moduleId*/) {
-  if (devPtr == nullptr || size == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (devPtr == nullptr || size == 0) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
   void *p = device_alloc(size);
-  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (p == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   *devPtr = p;
   return RT_ERROR_NONE;
 }
 
 rtError_t rtFree(void *devPtr) {
-  if (devPtr == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (devPtr == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (!device_free(devPtr)) {
     set_error_message("rtFree: not the base of a live device allocation");
-    return ACL_ERROR_RT_PARAM_INVALID;
+    return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   return RT_ERROR_NONE;
 }
 
 rtError_t rtMallocHost(void **hostPtr, uint64_t size, const uint16_t /*moduleId*/) {
-  if (hostPtr == nullptr || size == 0) return ACL_ERROR_RT_PARAM_INVALID;
+  if (hostPtr == nullptr || size == 0) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   void *p = std::aligned_alloc(64, (size + 63) / 64 * 64);
-  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  if (p == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
   std::lock_guard<std::mutex> lk(g_host_mu);
   g_host_allocs->emplace(static_cast<const char *>(p), size);
   *hostPtr = p;
@@ -224,7 +222,7 @@ rtError_t rtFreeHost(void *hostPtr) {
   {
     std::lock_guard<std::mutex> lk(g_host_mu);
     if (hostPtr == nullptr || g_host_allocs->erase(static_cast<const char *>(hostPtr)) == 0)
-      return ACL_ERROR_RT_PARAM_INVALID;
+      return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   std::free(hostPtr);
   return RT_ERROR_NONE;
@@ -249,10 +247,10 @@ rtError_t rtMemsetAsync(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt,
   return memset_impl(ptr, destMax, val, cnt, stm, true);
 }
 
-rtError_t rtStreamCreate(rtStream_t *stm, int32_t /*priority*/) {
-  if (stm == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+rtError_t rtStreamCreate(rtStream_t *stm, int32_t priority) {
+  if (stm == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = require_context()) return e;
-  *stm = stream_create();
+  *stm = stream_create(0, (uint32_t)priority);
   return RT_ERROR_NONE;
 }
 
@@ -268,14 +266,16 @@ rtError_t rtStreamSynchronize(rtStream_t stm) {
 
 rtError_t rtGetStreamId(rtStream_t stm, int32_t *streamId) {
   Stream *s;
-  if (streamId == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (streamId == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = resolve_stream(stm, &s)) return e;
   *streamId = stream_id(s);
   return RT_ERROR_NONE;
 }
 
+// An event belongs to the current context: none, no event (api_impl.cc EventCreate: RT_ERROR_CONTEXT_NULL).
 rtError_t rtEventCreate(rtEvent_t *evt) {
-  if (evt == nullptr) return ACL_ERROR_RT_PARAM_INVALID;
+  if (evt == nullptr) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  if (int e = require_context()) return e;
   *evt = event_create();
   return RT_ERROR_NONE;
 }
@@ -283,7 +283,7 @@ rtError_t rtEventCreate(rtEvent_t *evt) {
 rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
   count_call(CallKind::EventRecord);
   Stream *s;
-  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!event_valid(static_cast<Event *>(evt))) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = resolve_stream(stm, &s)) return e;
   event_record(static_cast<Event *>(evt), s);
   return RT_ERROR_NONE;
@@ -291,7 +291,7 @@ rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
 
 rtError_t rtEventSynchronize(rtEvent_t evt) {
   count_call(CallKind::EventWait);
-  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
+  if (!event_valid(static_cast<Event *>(evt))) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   event_synchronize(static_cast<Event *>(evt));
   return RT_ERROR_NONE;
 }
@@ -300,12 +300,14 @@ rtError_t rtEventDestroy(rtEvent_t evt) {
   return event_destroy(static_cast<Event *>(evt)) ? RT_ERROR_NONE : ACL_ERROR_RT_PARAM_INVALID;
 }
 
+// Inside a capture, a wait on an event made with ACL_EVENT_EXTERNAL waits for the event's record at each replay.
 rtError_t rtStreamWaitEvent(rtStream_t stm, rtEvent_t evt) {
   count_call(CallKind::EventWait);
   Stream *s;
-  if (!event_valid(static_cast<Event *>(evt))) return ACL_ERROR_RT_PARAM_INVALID;
-  if (int e = resolve_stream(stm, &s)) return e;
-  stream_wait_event(s, static_cast<Event *>(evt));
+  auto *e = static_cast<Event *>(evt);
+  if (!event_valid(e)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  if (int r = resolve_stream(stm, &s)) return r;
+  stream_wait_event(s, e, stream_capturing(s) && (event_flags(e) & 0x20u) != 0);  // ACL_EVENT_EXTERNAL
   return RT_ERROR_NONE;
 }
 
@@ -322,6 +324,15 @@ __attribute__((visibility("default"))) void fakeCannGetCopyCounters(uint64_t *h2
 
 namespace fakecann {
 
+// Waits for the device's work, then releases one aclrtSetDevice reference of its default context (all of them when
+// forced): the last lets the default context go on this thread.
+int device_reset(int32_t dev, bool force) {
+  if (dev < 0 || dev >= device_count()) return rt_error(ACL_ERROR_RT_INVALID_DEVICEID);
+  synchronize_all_streams();
+  device_release(dev, force);
+  return RT_ERROR_NONE;
+}
+
 int launch_task(void *stream, std::function<void()> kernel, const char *what) {
   if (int e = require_context()) return e;
   Stream *s;
@@ -329,9 +340,17 @@ int launch_task(void *stream, std::function<void()> kernel, const char *what) {
   // Collectives and whole models run once (they hold per-run state): the stand-in does not capture them.
   if (stream_capturing(s)) {
     set_error_message(std::string(what) + " on a capturing stream is not captured by the stand-in");
-    return ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+    return rt_error(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
   }
   stream_enqueue(s, std::move(kernel), what);
+  return RT_ERROR_NONE;
+}
+
+int enqueue_device_task(void *stream, std::function<void()> task, const char *what) {
+  if (int e = require_context()) return e;
+  Stream *s;
+  if (int e = resolve_stream(stream, &s)) return e;
+  stream_enqueue(s, std::move(task), what);
   return RT_ERROR_NONE;
 }
 

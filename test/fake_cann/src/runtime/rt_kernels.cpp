@@ -57,10 +57,13 @@ std::mutex g_mu;
 // Handles are Binary*; leaked on purpose so late launches from static destructors never see freed maps.
 std::map<void *, std::unique_ptr<Binary>> *g_binaries = new std::map<void *, std::unique_ptr<Binary>>;
 std::map<const void *, Stub> *g_stubs = new std::map<const void *, Stub>;
+// aclrtFuncHandle values: kernels of binaries loaded by aclrtBinaryLoad*, each the address of its KernelDef in the
+// binary (live until the binary is unloaded).
+std::map<const void *, void *> *g_functions = new std::map<const void *, void *>;  // function -> its binary
 
 int invalid(const std::string &why) {
   set_error_message(why);
-  return ACL_ERROR_RT_PARAM_INVALID;
+  return rt_error(ACL_ERROR_RT_PARAM_INVALID);
 }
 
 // "fake-kernel v1 impl=vector_add dtype=float32" -> KernelDef; false when not a descriptor we know.
@@ -291,7 +294,7 @@ int launch(const KernelDef &k, uint32_t blockDim, const rtArgsEx_t &info, rtStre
   void *dev_args = nullptr;
   if (size != 0) {
     dev_args = device_alloc_high(size);  // the runtime's args pool, apart from the host's buffers
-    if (dev_args == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (dev_args == nullptr) return rt_error(ACL_ERROR_RT_MEMORY_ALLOCATION);
     char *host = static_cast<char *>(device_bytes(dev_args, size));
     std::memcpy(host, info.args, size);
     for (auto [slot, data] : patches) {
@@ -342,6 +345,50 @@ int launch_handle(void *hdl, uint64_t tilingKey, uint32_t blockDim, const rtArgs
 }
 
 }  // namespace
+
+int binary_load(const void *data, uint64_t length, uint32_t magic, void **handle) {
+  rtDevBinary_t bin{magic, 0, data, length};
+  return register_binary(&bin, handle, true);
+}
+
+int binary_unload(void *handle) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_binaries->find(handle);
+  if (handle == nullptr || it == g_binaries->end()) return rt_error(ACL_ERROR_RT_INVALID_HANDLE);
+  for (auto f = g_functions->begin(); f != g_functions->end();)
+    f = f->second == handle ? g_functions->erase(f) : std::next(f);
+  for (auto st = g_stubs->begin(); st != g_stubs->end();)
+    st = (st->second.binary == it->second.get()) ? g_stubs->erase(st) : std::next(st);
+  g_binaries->erase(it);  // kernels already enqueued hold copies of their KernelDef
+  return RT_ERROR_NONE;
+}
+
+int binary_function(void *handle, const char *name, void **func) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_binaries->find(handle);
+  if (handle == nullptr || it == g_binaries->end()) return rt_error(ACL_ERROR_RT_INVALID_HANDLE);
+  auto k = it->second->kernels.find(name);
+  if (k == it->second->kernels.end()) {
+    set_error_message(std::string("no kernel ") + name + " in the binary");
+    return rt_error(ACL_ERROR_RT_SYMBOL_NOT_FOUND);
+  }
+  *func = &k->second;
+  (*g_functions)[&k->second] = handle;
+  return RT_ERROR_NONE;
+}
+
+int launch_function(void *func, uint32_t blockDim, const rtArgsEx_t &args, void *stream, const char *what) {
+  KernelDef k;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (func == nullptr || g_functions->count(func) == 0) {
+      set_error_message("not a function of a loaded binary");
+      return rt_error(ACL_ERROR_RT_INVALID_HANDLE);
+    }
+    k = *static_cast<const KernelDef *>(func);
+  }
+  return launch(k, blockDim, args, stream, what);
+}
 
 }  // namespace fakecann
 

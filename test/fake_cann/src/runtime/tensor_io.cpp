@@ -97,9 +97,9 @@ char *view_base(const TensorView &v, int64_t *lo_out) {
   int64_t lo, hi;
   view_extent(v, &lo, &hi);
   if (lo < 0) throw KernelError("view reaches before its storage: " + v.describe());
-  uint64_t es = dtype_size(v.dtype);
-  char *first = static_cast<char *>(v.data) + lo * (int64_t)es;
-  char *host = static_cast<char *>(device_bytes(first, (uint64_t)(hi - lo + 1) * es));
+  if (dtype_packed(v.dtype)) lo -= lo % 2;  // start at a whole byte: element indexes keep their nibble
+  char *first = static_cast<char *>(v.data) + (int64_t)dtype_bytes(v.dtype, (uint64_t)lo);
+  char *host = static_cast<char *>(device_bytes(first, dtype_bytes(v.dtype, (uint64_t)(hi - lo + 1))));
   *lo_out = lo;
   return host;
 }
@@ -135,7 +135,7 @@ std::vector<double> gather(const TensorView &v) {
   if (out.empty()) return out;
   int64_t lo;
   char *host = view_base(v, &lo);
-  if (dense(v)) {
+  if (dense(v) && !dtype_packed(v.dtype)) {
     const char *p = host + (v.offset - lo) * (int64_t)dtype_size(v.dtype);
     switch (v.dtype) {
       case ACL_FLOAT: load_run<float>(p, out.size(), out.data(), [](float x) { return (double)x; }); return out;
@@ -160,7 +160,7 @@ void scatter(const TensorView &v, const std::vector<double> &values) {
   if ((int64_t)values.size() != v.numel()) throw KernelError("scatter size mismatch: " + v.describe());
   int64_t lo;
   char *host = view_base(v, &lo);
-  if (dense(v)) {
+  if (dense(v) && !dtype_packed(v.dtype)) {
     char *p = host + (v.offset - lo) * (int64_t)dtype_size(v.dtype);
     if (v.dtype == ACL_FLOAT) {
       for (size_t i = 0; i < values.size(); ++i) {

@@ -36,6 +36,13 @@ FAKECANN_API bool in_device_range(const void *ptr);
 FAKECANN_API void *device_host_alias(const void *ptr, uint64_t bytes);
 // Base and size of the live allocation containing ptr; false if none.
 FAKECANN_API bool device_allocation_of(const void *ptr, void **base, uint64_t *size);
+// Virtual memory (aclrtReserveMemAddress, aclrtMapMem): a reserved range is device address space taken from the free
+// space but not accessible; device_map makes [ptr, ptr+size) inside a reservation a live allocation (a kernel or a
+// copy may reach it), device_unmap takes it back. Each returns false for a range that does not fit.
+FAKECANN_API void *device_reserve(uint64_t size, uint64_t alignment);
+FAKECANN_API bool device_release(void *ptr);  // false: not a reservation, or still mapped
+FAKECANN_API bool device_map(void *ptr, uint64_t size);
+FAKECANN_API bool device_unmap(void *ptr, uint64_t *size);
 FAKECANN_API uint64_t device_total_bytes();
 FAKECANN_API uint64_t device_used_bytes();
 FAKECANN_API CopyCounters &copy_counters();

@@ -1,32 +1,43 @@
 // Element types of the stand-in's kernels: sizes, names and the fp16/bf16 conversions (round to
-// nearest even, as the hardware's cast units do).
+// nearest even, as the hardware's cast units do); the 8- and 4-bit float types are fakecann/minifloat.h's.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "acl/acl_base.h"
+#include "fakecann/minifloat.h"
+#include "fakecann/soc.h"
 
 namespace fakecann {
 
+// Bytes of one element; 0 for the types packed two to a byte (FLOAT4_E2M1, FLOAT4_E1M2: see dtype_bits) and those
+// the stand-in does not store (FLOAT6, STRING).
 inline uint64_t dtype_size(aclDataType t) {
   switch (t) {
     case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: case ACL_COMPLEX32: return 4;
     case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
     case ACL_INT8: case ACL_UINT8: case ACL_BOOL: case ACL_INT4: case ACL_UINT1: return 1;
+    case ACL_HIFLOAT8: case ACL_FLOAT8_E5M2: case ACL_FLOAT8_E4M3FN: case ACL_FLOAT8_E8M0: return 1;
     case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: case ACL_COMPLEX64: return 8;
     case ACL_COMPLEX128: return 16;
     default: return 0;
   }
 }
 
-// Types the kernels can load and store (everything numeric, no complex or sub-byte types).
+// The 4-bit float types: two elements a byte, element 2k in the low nibble of byte k (the cast kernels' PACK4).
+inline bool dtype_packed(aclDataType t) { return t == ACL_FLOAT4_E2M1 || t == ACL_FLOAT4_E1M2; }
+inline uint64_t dtype_bits(aclDataType t) { return dtype_packed(t) ? 4 : 8 * dtype_size(t); }
+// Bytes holding elements [0, n).
+inline uint64_t dtype_bytes(aclDataType t, uint64_t n) { return (n * dtype_bits(t) + 7) / 8; }
+
+// Types the kernels can load and store (everything numeric, no complex, INT4 or FLOAT6).
 inline bool dtype_is_numeric(aclDataType t) {
   switch (t) {
     case ACL_FLOAT: case ACL_FLOAT16: case ACL_BF16: case ACL_DOUBLE: case ACL_INT8: case ACL_INT16:
     case ACL_INT32: case ACL_INT64: case ACL_UINT8: case ACL_UINT16: case ACL_UINT32: case ACL_UINT64:
     case ACL_BOOL: return true;
-    default: return false;
+    default: return is_minifloat(t);
   }
 }
 
@@ -96,6 +107,8 @@ inline uint16_t float_to_bf16(float f) {
 // Reads element `i` of a contiguous host buffer of type t as double.
 inline double load_element(const void *p, aclDataType t, uint64_t i) {
   const char *c = static_cast<const char *>(p);
+  if (dtype_packed(t)) return minifloat_value(t, (uint8_t)(((uint8_t)c[i / 2] >> (4 * (i % 2))) & 0xF));
+  if (is_minifloat(t)) return minifloat_value(t, (uint8_t)c[i]);
   switch (t) {
     case ACL_FLOAT: { float v; std::memcpy(&v, c + 4 * i, 4); return v; }
     case ACL_DOUBLE: { double v; std::memcpy(&v, c + 8 * i, 8); return v; }
@@ -121,9 +134,20 @@ inline I saturating_int(double v) {
   return (I)std::trunc(v);
 }
 
-// Writes `v` as element `i` of a contiguous host buffer of type t, rounding to nearest even.
+// Writes `v` as element `i` of a contiguous host buffer of type t, rounding to nearest even (the 8- and 4-bit float
+// types as fakecann/minifloat.h rounds them, fp8 overflow by the device's saturation mode).
 inline void store_element(void *p, aclDataType t, uint64_t i, double v) {
   char *c = static_cast<char *>(p);
+  if (is_minifloat(t)) {
+    const uint8_t code = minifloat_code(t, v, saturation_mode() == 0);
+    if (!dtype_packed(t)) {
+      c[i] = (char)code;
+    } else {
+      const unsigned shift = 4 * (i % 2);
+      c[i / 2] = (char)(((uint8_t)c[i / 2] & ~(0xFu << shift)) | (uint32_t)code << shift);
+    }
+    return;
+  }
   switch (t) {
     case ACL_FLOAT: { float f = (float)v; std::memcpy(c + 4 * i, &f, 4); break; }
     case ACL_DOUBLE: std::memcpy(c + 8 * i, &v, 8); break;

@@ -1,10 +1,13 @@
 // The aclnn meta objects of libnnopbase (opaque in the public headers) and the executor API that
 // libopapi's ops are written against. An executor holds copies of its tensors' views, one Slot per
-// tensor-typed parameter in declaration order (absent optional tensors included, lists as one slot),
-// which is the index space of aclSetTensorAddr and friends.
+// tensor-typed parameter in declaration order (absent optional tensors included, lists as one slot), and each
+// tensor's storage: as in nnopbase (common_types.h aclTensor::storage_), the storage address is read when the kernel
+// is launched (phase 2), so a tensor rebound after phase 1 (aclSetRawTensorAddr, aclSet*TensorAddr) runs at its new
+// address.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,8 +15,16 @@
 #include "fakecann/export.h"
 #include "fakecann/tensor_io.h"
 
+namespace fakecann::nn {
+// A tensor's storage address, shared by the tensor and the executors made from it (they outlive a destroyed tensor).
+struct Storage {
+  void *addr = nullptr;
+};
+}  // namespace fakecann::nn
+
 struct aclTensor {
-  fakecann::TensorView view;
+  fakecann::TensorView view;  // view.data follows storage->addr
+  std::shared_ptr<fakecann::nn::Storage> storage;
 };
 struct aclScalar {
   aclDataType dtype;
@@ -48,8 +59,8 @@ enum class Io { Input, Output, InOut };
 struct Slot {
   Io io = Io::Input;
   bool present = false;              // false: an absent optional tensor (NULL)
-  std::vector<TensorView> views;     // one for a tensor, n for a tensor list
-  std::vector<aclTensor *> handles;  // the caller's handles, rebound by aclSetTensorAddr
+  std::vector<TensorView> views;                 // one for a tensor, n for a tensor list
+  std::vector<std::shared_ptr<Storage>> storages;  // each view's storage, read at launch (null: the view's own data)
 };
 
 FAKECANN_API Slot slot(const aclTensor *t, Io io);
