@@ -11,7 +11,8 @@ import time
 def launch_ranks(script, argv, ranks, timeout, rank_table=False):
     """Runs `script argv` in `ranks` processes (RANK_ID=r, RANK_SIZE, the HCCL root-info file; with rank_table a
     RANK_TABLE_FILE too) and waits for all, stopping the rest when one fails or `timeout` seconds pass. Then prints each
-    rank's stdout lines prefixed with `[rank r] `, rank by rank. Returns the exit status: 0 when every rank succeeded."""
+    rank's stdout lines prefixed with `[rank r] `, rank by rank. Returns the exit status: 0 when every rank
+    succeeded."""
     tmp = tempfile.mkdtemp(prefix="tiny_npu_hccl_")
     procs, outputs, readers = [], [], []
     failed, killed = False, set()

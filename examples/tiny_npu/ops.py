@@ -869,12 +869,13 @@ def rotary_position_embedding(x, cos, sin, mode=ROPE_HALF, out=None):
     return out
 
 
-def rotary_position_embedding_grad(dy, cos, sin, mode=ROPE_HALF):
-    """dx only: without x, dcos and dsin are not computed (empty placeholders, as CANN's example passes)."""
+def rotary_position_embedding_grad(dy, cos, sin, x, mode=ROPE_HALF):
+    """(dx, dcos, dsin), as torch_npu's npu_rotary_mul_backward asks for them: with the forward's x, dcos and dsin
+    shaped like cos."""
     dx = Tensor.empty(dy.shape, dy.dtype)
-    none = Tensor.empty((1, 1, 1, 0), dy.dtype)
-    _run("RotaryPositionEmbeddingGrad", dy, cos, sin, None, mode, dx, none, none)
-    return dx
+    dcos, dsin = Tensor.empty(cos.shape, cos.dtype), Tensor.empty(sin.shape, sin.dtype)
+    _run("RotaryPositionEmbeddingGrad", dy, cos, sin, x, mode, dx, dcos, dsin)
+    return dx, dcos, dsin
 
 
 def swi_glu(x, dim=-1):
