@@ -249,16 +249,18 @@ class ExpertExchange:
         return out
 
     def _reorder(self, x, by_expert):
-        """Rows ordered (source, expert) -> (expert, source), or back."""
-        src, exp = self.chunks.shape
-        start = np.zeros((src, exp), dtype=np.int64)
-        order = [(s, e) for s in range(src) for e in range(exp)]
-        at = 0
-        for s, e in (order if by_expert else sorted(order, key=lambda p: (p[1], p[0]))):
-            start[s, e], at = at, at + self.chunks[s, e]
-        wanted = sorted(order, key=lambda p: (p[1], p[0])) if by_expert else order
-        parts = [x[int(start[s, e]):int(start[s, e] + self.chunks[s, e])] for s, e in wanted if self.chunks[s, e]]
-        return ops.cat(parts, dim=0) if len(parts) > 1 else parts[0].contiguous() if parts else x
+        """Rows in chunks ordered (source rank, expert) -> (expert, source rank), or back; a chunk's rows keep their
+        order. One Cat of the chunks' views (a row slice of x, contiguous)."""
+        source_major = [(s, e) for s in range(self.chunks.shape[0]) for e in range(self.chunks.shape[1])]
+        expert_major = sorted(source_major, key=lambda c: (c[1], c[0]))
+        have, want = (source_major, expert_major) if by_expert else (expert_major, source_major)
+        start, at = {}, 0
+        for c in have:
+            start[c], at = at, at + int(self.chunks[c])
+        parts = [x[start[c]:start[c] + int(self.chunks[c])] for c in want if self.chunks[c]]
+        if len(parts) > 1:
+            return ops.cat(parts, dim=0)
+        return parts[0] if parts else x  # one chunk (or none): already in order
 
     def dispatch(self, x):
         return self._reorder(self._exchange(x, self.send, self.recv), by_expert=True)
