@@ -178,6 +178,13 @@ def test_loss_falls_over_20_steps(twenty, ranks, mode, moe):
         assert all(abs(a - b) <= 0.02 + 0.05 * b for a, b in zip(loss, one)), list(zip(loss, one))
 
 
+@pytest.mark.parametrize("dtype,args", [("fp16", ["--ranks", "2", "--tp-mode", "sequence", "--moe"]),
+                                        ("fp32", ["--moe"])], ids=["fp16-2rank-sequence-moe", "fp32-1rank-moe"])
+def test_other_dtypes_train(tmp_path, dtype, args):
+    loss = losses(run_llm(tmp_path, "--steps", "3", "--dtype", dtype, *args))[0]
+    assert len(loss) == 3 and loss[2] < 0.6 * loss[0], loss
+
+
 def test_task_queue_levels_are_bit_identical(tmp_path):
     """TASK_QUEUE_ENABLE 0 (inline), 1 (phase 2 on the queue thread) and 2 (everything there: the char * arguments
     travel in the item) compute the same bits: the loss and the parameters after one step (forward, backward and
