@@ -6,7 +6,8 @@ Runs examples/train.py in the statistics task three ways: without the shim, with
 (the default). The CANN stand-in's FAKE_CANN_COPY_COUNTERS gives the bytes copied device->host and host->device,
 split into the host program's and the shim's own. Step time is the time between the first and the last step line
 train.py prints, over S-1 (start-up and the first step excluded); the best of R repeats. A second workload with 256x256 tensors shows
-the large-tensor case. Prints a markdown section.
+the large-tensor case, a third examples/llm_train.py (bf16 transformer: tensors of up to 4 Mi elements). Prints a markdown
+section.
 
     /usr/bin/python3 bench/bench_device_stats.py [--quick] [--build build]
 """
@@ -125,6 +126,10 @@ def main():
         lines += table("4 x (Matmul + Gelu) on 256x256 fp32 tensors", res, steps)
     finally:
         os.unlink(large)
+    llm = os.path.join(SOURCE, "examples", "llm_train.py")
+    res = measure(build, lambda s: [PYTHON, llm, "--steps", str(s)], steps, repeats, modes)
+    lines += table("examples/llm_train.py (bf16; tensors of 1 to 4,194,304 elements, FlashAttention's [2048, 2048] "
+                   "bool mask the largest)", res, steps)
     print("\n".join(lines))
 
 

@@ -9,10 +9,12 @@ Per task (--tasks; the statistics task by default):
     (phase 2), per captured kernel, and the loop's wall time;
   - the host calls per captured kernel, by kind, counted by the stand-in (fakecann/call_counters.h) over the same
     loop: what the shim adds is the difference from the run without it (deterministic: one run is enough);
-  - examples/train.py's step time.
+  - the step time of each --workload: examples/train.py (`train`, the default: tensors of 1 to 8,192 elements) and
+    examples/llm_train.py (`llm`: a bf16 decoder-only transformer, tensors of up to 4 Mi elements, FlashAttention's
+    compressed causal mask among them).
 
     bench/compare_shims.py [--a OLD/lib/libmsprobe_shim.so] --b NEW/lib/libmsprobe_shim.so [--rounds 7]
-        [--tasks statistics,tensor,flight] [--env KEY=VALUE ...]
+        [--tasks statistics,tensor,flight] [--workload train,llm] [--llm-args "--moe"] [--env KEY=VALUE ...]
 
 Prints markdown tables: medians over the rounds, and the median of the per-round ratios B/A.
 """
@@ -29,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 WORKLOAD = os.path.join(HERE, "bench_writer_workload.py")
 TRAIN = os.path.join(SOURCE, "examples", "train.py")
+LLM = os.path.join(SOURCE, "examples", "llm_train.py")
 
 # The launch loop's figures: (label, key printed by bench_writer_workload.py).
 LOOP = [
@@ -37,7 +40,8 @@ LOOP = [
     ("launching threads' CPU, ns per kernel (both)", "launch_cpu_ns_per_kernel"),
     ("launch loop's wall time, ns per kernel", "launch_ns_per_kernel"),
 ]
-STEP = "train.py step, ms"
+# The step-time workloads: (script, row label, warm-up steps left out).
+WORKLOADS = {"train": (TRAIN, "train.py step, ms", 5), "llm": (LLM, "llm_train.py step, ms", 3)}
 CALL_KINDS = ["phase1", "phase2", "argument_created", "argument_destroyed", "executor_address", "executor_repeatable",
               "executor_destroyed", "copy", "event_record", "event_wait", "kernel_launch"]
 
@@ -59,8 +63,9 @@ def launch_loop(env, kernels):
     return {k: float(v) for k, v in (line.split()[:2] for line in out.splitlines() if line.count(" ") == 1)}
 
 
-def step_ms(env, steps, skip=5):
-    p = subprocess.Popen([sys.executable, TRAIN, "--steps", str(steps)], env=env, stdout=subprocess.PIPE,
+def step_ms(env, script, steps, skip, extra=()):
+    """Mean time between step lines after the first `skip` steps."""
+    p = subprocess.Popen([sys.executable, script, "--steps", str(steps), *extra], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     arrivals = []
     for line in p.stdout:
@@ -68,7 +73,7 @@ def step_ms(env, steps, skip=5):
             arrivals.append(time.monotonic())
     err = p.stderr.read()
     if p.wait() != 0 or len(arrivals) != steps:
-        raise RuntimeError(f"train.py failed after {len(arrivals)} steps: {err[-2000:]}")
+        raise RuntimeError(f"{os.path.basename(script)} failed after {len(arrivals)} steps: {err[-2000:]}")
     return (arrivals[-1] - arrivals[skip]) / (steps - 1 - skip) * 1e3
 
 
@@ -122,7 +127,7 @@ def print_calls(task, calls, libs):
           "".join(f" {total[w]:+.2f} |" for w in libs))
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a", help="the baseline libmsprobe_shim.so (optional)")
     ap.add_argument("--b", required=True, help="the changed libmsprobe_shim.so")
@@ -131,19 +136,36 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--kernels", type=int, default=3000, help="kernels of the launch loop")
     ap.add_argument("--steps", type=int, default=60, help="train.py steps (the first 5 are warm-up)")
+    ap.add_argument("--workload", default="train",
+                    help="comma-separated step-time workloads: train (train.py), llm (llm_train.py); default train")
+    ap.add_argument("--llm-steps", type=int, default=16, help="llm_train.py steps (the first 3 are warm-up)")
+    ap.add_argument("--llm-args", default="", help="more llm_train.py arguments, e.g. \"--moe\" (one rank only)")
     ap.add_argument("--tasks", default=None, help="comma-separated MSPROBE_TASK values (default: statistics)")
     ap.add_argument("--task", default=None, help="one task (the same as --tasks with one)")
-    ap.add_argument("--no-loop", action="store_true", help="train.py only")
+    ap.add_argument("--no-loop", action="store_true", help="the workloads' steps only")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="more environment for every run")
     a = ap.parse_args()
+    a.workloads = a.workload.split(",")
+    if any(w not in WORKLOADS for w in a.workloads):
+        ap.error(f"--workload takes {', '.join(WORKLOADS)}, not {a.workload}")
+    if a.rounds < 1 or a.steps < 8 or a.kernels < 1 or a.llm_steps < 6:
+        ap.error("--rounds and --kernels must be at least 1, --steps at least 8, --llm-steps at least 6")
+    a.llm_args = a.llm_args.split()
+    if "--ranks" in a.llm_args:  # its launcher prints the ranks' lines at the end: no step times to read
+        ap.error("--llm-args: the step time is measured on one rank; --ranks is not taken")
+    return a
+
+
+def main():
+    a = parse_args()
     libs = {"B": a.b} if a.a is None else {"A": a.a, "B": a.b}
     for lib in libs.values():
         if not os.path.isfile(lib):
             sys.exit(f"compare_shims.py: {lib}: no such file")
-    if a.rounds < 1 or a.steps < 8 or a.kernels < 1:
-        sys.exit("compare_shims.py: --rounds and --kernels must be at least 1, --steps at least 8")
     tasks = (a.tasks or a.task or "statistics").split(",")
     extra = dict(kv.split("=", 1) for kv in a.env)
+    runs = {w: (WORKLOADS[w], a.steps if w == "train" else a.llm_steps, a.llm_args if w == "llm" else [])
+            for w in a.workloads}
 
     with tempfile.TemporaryDirectory(prefix="msprobe-compare-") as tmp:
         def env_for(which, task):
@@ -155,7 +177,8 @@ def main():
                                        "MSPROBE_DUMP_PATH": dump})
 
         configs = ["none"] + list(libs)
-        rows = {t: {label: {} for label, _ in ([] if a.no_loop else LOOP) + [(STEP, None)]} for t in tasks}
+        step_rows = [(label, None) for (_, label, _), _, _ in runs.values()]
+        rows = {t: {label: {} for label, _ in ([] if a.no_loop else LOOP) + step_rows} for t in tasks}
         calls = {t: {} for t in tasks}
         for r in range(a.rounds):
             order = configs[r % len(configs):] + configs[:r % len(configs)]  # no fixed position
@@ -168,18 +191,21 @@ def main():
                         if not a.no_loop:
                             calls[task].setdefault("none", calls[tasks[0]]["none"])
                         continue
-                    env = env_for(which, task)
                     if not a.no_loop:
-                        got = launch_loop(env, a.kernels)
+                        got = launch_loop(env_for(which, task), a.kernels)
                         for label, key in LOOP:
                             rows[task][label].setdefault(which, []).append(got[key])
                         calls[task].setdefault(which, got)
-                    rows[task][STEP].setdefault(which, []).append(step_ms(env, a.steps))
+                    for (script, label, skip), steps, args in runs.values():
+                        ms = step_ms(env_for(which, task), script, steps, skip, args)
+                        rows[task][label].setdefault(which, []).append(ms)
             print(f"  round {r + 1}/{a.rounds}", file=sys.stderr)
 
     desc = ", ".join(f"{w} = `{p}`" for w, p in libs.items())
+    steps = ", ".join(f"{n} {os.path.basename(script)} steps{''.join(' ' + x for x in args)}"
+                      for (script, _, _), n, args in runs.values())
     print(f"{desc}; {a.rounds} rounds, no shim / " + " / ".join(libs) + " alternated; "
-          f"{a.kernels} kernels per launch loop, {a.steps} train.py steps{''.join(' ' + kv for kv in a.env)}")
+          f"{a.kernels} kernels per launch loop, {steps}{''.join(' ' + kv for kv in a.env)}")
     for task in tasks:
         print_task(task, rows[task], libs)
         if not a.no_loop and calls[task].get("none") and any(k.startswith("calls_") for k in calls[task]["none"]):

@@ -71,11 +71,11 @@ run text "Call-stack capture, native + Python frames (bench_stacks.py)" \
   $python "$here/bench/bench_stacks.py" "${quick[@]}" --lib "$build/bench/libbench_stacks_py.so"
 run md "Pass-through and train.py (bench_passthrough.py)" \
   $python "$here/bench/bench_passthrough.py" "${quick[@]}" --build "$build"
-# What capture costs per thread, the host calls per captured kernel and train.py per task (issue 29);
-# MSPROBE_BENCH_BASELINE=OLD/lib/libmsprobe_shim.so puts the build before the change beside this one.
-compare=(--b "$build/lib/libmsprobe_shim.so" --build "$build" --tasks statistics,tensor,flight)
+# What capture costs per thread, the host calls per captured kernel and the steps of train.py and llm_train.py per
+# task (issues 29, 41); MSPROBE_BENCH_BASELINE=OLD/lib/libmsprobe_shim.so puts the build before the change beside it.
+compare=(--b "$build/lib/libmsprobe_shim.so" --build "$build" --tasks statistics,tensor,flight --workload train,llm)
 if [ -n "${MSPROBE_BENCH_BASELINE:-}" ]; then compare+=(--a "$MSPROBE_BENCH_BASELINE"); fi
-if [ ${#quick[@]} -gt 0 ]; then compare+=(--rounds 2 --steps 20); fi
+if [ ${#quick[@]} -gt 0 ]; then compare+=(--rounds 2 --steps 20 --llm-steps 8); fi
 run md "Capture cost per thread and host calls per kernel (compare_shims.py)" \
   $python "$here/bench/compare_shims.py" "${compare[@]}"
 # Written by other work in progress; they find the build through MSPROBE_BUILD_DIR.

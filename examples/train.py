@@ -28,12 +28,7 @@ finite).
 import argparse
 import ctypes
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
-import time
 
 import numpy as np
 
@@ -41,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tiny_npu  # noqa: E402
 from tiny_npu import nn  # noqa: E402
+from tiny_npu.launcher import launch_ranks  # noqa: E402
 from tiny_npu.optim import AdamW  # noqa: E402
 
 # Width 64: small enough to run in a second on the CPU stand-in, wide enough that a tensor holds more than a
@@ -206,63 +202,6 @@ def train(args, rank, world_size):
     tiny_npu.shutdown()
 
 
-def launch_ranks(args, argv):
-    """Starts one process per rank and waits for all; stops the rest when one fails."""
-    tmp = tempfile.mkdtemp(prefix="tiny_npu_hccl_")
-    procs, outputs, readers = [], [], []
-    failed, killed = False, set()
-    try:
-        table = None
-        if args.groups > 1 or args.chain:  # a rank table, as MindSpore's RANK_TABLE_FILE launch gives one
-            from tiny_npu.distributed import write_rank_table
-            table = os.path.join(tmp, "rank_table.json")
-            write_rank_table(table, args.ranks)
-        for r in range(args.ranks):
-            env = dict(os.environ, RANK_ID=str(r), RANK_SIZE=str(args.ranks),
-                       TINY_NPU_HCCL_ROOT_INFO=os.path.join(tmp, "root_info"))
-            if table:
-                env["RANK_TABLE_FILE"] = table
-            p = subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv, env=env,
-                                 stdout=subprocess.PIPE, text=True)
-            procs.append(p)
-            outputs.append([])
-            t = threading.Thread(target=lambda p=p, out=outputs[-1]: out.extend(p.stdout), daemon=True)
-            t.start()
-            readers.append(t)
-        deadline = time.monotonic() + args.timeout
-        while True:
-            codes = [p.poll() for p in procs]  # poll every rank: a failed one must stop the rest
-            if all(c is not None for c in codes):
-                break
-            timed_out = time.monotonic() > deadline
-            if not failed and (timed_out or any(c not in (None, 0) for c in codes)):
-                if timed_out:
-                    print(f"ranks did not finish within {args.timeout:g} s", file=sys.stderr)
-                failed = True
-                for r, p in enumerate(procs):
-                    if p.poll() is None:
-                        p.kill()
-                        killed.add(r)
-            time.sleep(0.02)
-    finally:
-        for p in procs:
-            if p.poll() is None:  # the launcher itself is being interrupted
-                p.kill()
-                p.wait()
-        shutil.rmtree(tmp, ignore_errors=True)
-    for t in readers:
-        t.join(timeout=5)
-    for r, (p, lines) in enumerate(zip(procs, outputs)):
-        for line in lines:
-            sys.stdout.write(f"[rank {r}] {line}")
-        if r in killed:
-            print(f"rank {r} stopped by the launcher", file=sys.stderr)
-        elif p.returncode != 0:
-            failed = True
-            print(f"rank {r} failed with exit status {p.returncode}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5)
@@ -299,7 +238,7 @@ def main():
     set_width(args.hidden)
 
     if args.ranks > 1 and "RANK_ID" not in os.environ:
-        return launch_ranks(args, sys.argv[1:])
+        return launch_ranks(__file__, sys.argv[1:], args.ranks, args.timeout, rank_table=args.groups > 1 or args.chain)
     rank = int(os.environ.get("RANK_ID", "0"))
     world_size = int(os.environ.get("RANK_SIZE", str(args.ranks)))
     train(args, rank, world_size)

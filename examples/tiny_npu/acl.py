@@ -104,7 +104,9 @@ class Libraries:
                              (h.HcclCreateSubCommConfig, [P, U32, P, U64, U32, P, P]),
                              (h.HcclGetCommName, [P, ctypes.c_char_p]),
                              (h.HcclSend, [P, U64, ctypes.c_int, U32, P, P]),
-                             (h.HcclRecv, [P, U64, ctypes.c_int, U32, P, P])]:
+                             (h.HcclRecv, [P, U64, ctypes.c_int, U32, P, P]),
+                             (h.HcclAllGather, [P, P, U64, ctypes.c_int, P, P]),
+                             (h.HcclAlltoAllV, [P, P, P, ctypes.c_int, P, P, P, ctypes.c_int, P, P])]:
                 fn.argtypes = args
                 fn.restype = ctypes.c_int
             h.HcclGetErrorString.argtypes = [ctypes.c_int]
@@ -122,6 +124,8 @@ class Libraries:
             (a.aclrtMalloc, [P, S, ctypes.c_int]), (a.aclrtFree, [P]),
             (a.aclrtMemcpy, [P, S, P, S, ctypes.c_int]), (a.aclrtMemcpyAsync, [P, S, P, S, ctypes.c_int, P]),
             (a.aclrtMemsetAsync, [P, S, ctypes.c_int32, S, P]),
+            (a.aclrtCreateEvent, [P]), (a.aclrtRecordEvent, [P, P]), (a.aclrtStreamWaitEvent, [P, P]),
+            (a.aclrtDestroyEvent, [P]),
             (n.aclCreateTensor, [P, U64, ctypes.c_int, P, I64, ctypes.c_int, P, U64, P]),
             (n.aclCreateScalar, [P, ctypes.c_int]), (n.aclCreateIntArray, [P, U64]),
             (n.aclCreateFloatArray, [P, U64]), (n.aclCreateBoolArray, [P, U64]),
@@ -143,9 +147,9 @@ class Libraries:
 
 # ctypes types of by-value aclnn arguments, by the letter used in op signatures:
 #   T tensor/handle pointer, D double, F float, L int64_t, C int8_t, B bool, E aclDataType (enum, int)
-#   U uint64_t (EmbeddingDenseBackward's numWeights / paddingIdx)
+#   U uint64_t (EmbeddingDenseBackward's numWeights / paddingIdx), Z char * (FlashAttention's inputLayout, MC2's group)
 ARG_TYPES = {"T": ctypes.c_void_p, "D": ctypes.c_double, "F": ctypes.c_float, "L": ctypes.c_int64,
-             "C": ctypes.c_int8, "B": ctypes.c_bool, "E": ctypes.c_int, "U": ctypes.c_uint64}
+             "C": ctypes.c_int8, "B": ctypes.c_bool, "E": ctypes.c_int, "U": ctypes.c_uint64, "Z": ctypes.c_char_p}
 
 
 class AclnnOp:

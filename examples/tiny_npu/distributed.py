@@ -157,12 +157,36 @@ class ProcessGroup:
             raise ValueError(f"{what} needs a contiguous tensor")
         self.rt.drain()  # the producers of `t` must be on the stream before the transfer
 
-    def all_reduce(self, t, op=HCCL_REDUCE_SUM):
-        """In-place all-reduce of a contiguous tensor, on the current stream."""
+    def all_reduce(self, t, op=HCCL_REDUCE_SUM, stream=None):
+        """In-place all-reduce of a contiguous tensor, on `stream` (default: the current stream)."""
         self._contiguous(t, "all_reduce")
         self._check(self.h.HcclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), HCCL_DTYPE[t.dtype], op,
-                                         self.comm, self.rt.stream), "HcclAllReduce")
+                                         self.comm, stream or self.rt.stream), "HcclAllReduce")
         return t
+
+    def all_gather(self, src, dst, stream=None):
+        """dst (world_size x src's elements, rank order) = every rank's src."""
+        self._contiguous(src, "all_gather")
+        self._contiguous(dst, "all_gather")
+        if dst.numel() != src.numel() * self.world_size or dst.dtype != src.dtype:
+            raise ValueError(f"all_gather: {dst!r} cannot hold {self.world_size} x {src!r}")
+        self._check(self.h.HcclAllGather(src.data_ptr(), dst.data_ptr(), src.numel(), HCCL_DTYPE[src.dtype],
+                                         self.comm, stream or self.rt.stream), "HcclAllGather")
+        return dst
+
+    def all_to_all_v(self, send, send_counts, recv, recv_counts, stream=None):
+        """HcclAlltoAllV: send_counts[r] elements of `send` go to rank r, recv_counts[r] from rank r land in `recv`,
+        both in rank order without gaps."""
+        self._contiguous(send, "all_to_all_v")
+        self._contiguous(recv, "all_to_all_v")
+        arrays = []
+        for counts in (send_counts, recv_counts):
+            displs = [sum(counts[:r]) for r in range(len(counts))]
+            arrays += [(ctypes.c_uint64 * len(counts))(*counts), (ctypes.c_uint64 * len(counts))(*displs)]
+        dt = HCCL_DTYPE[send.dtype]
+        self._check(self.h.HcclAlltoAllV(send.data_ptr(), arrays[0], arrays[1], dt, recv.data_ptr(), arrays[2],
+                                         arrays[3], dt, self.comm, stream or self.rt.stream), "HcclAlltoAllV")
+        return recv
 
     def broadcast(self, t, root):
         """In place: every rank's `t` becomes the root's."""
@@ -198,3 +222,53 @@ class ProcessGroup:
             self.rt.synchronize()
             self._check(self.h.HcclCommDestroy(self.comm), "HcclCommDestroy")
             self.comm = None
+
+
+class CommStream:
+    """Collectives on a stream of their own, as torch_npu's ProcessGroupHCCL runs them: the HCCL stream waits for an
+    event recorded on the compute stream after the inputs' producers, the collective runs there, and the compute stream
+    waits for the collective's own event when the caller waits for its Work (at once for a synchronous collective,
+    later for an asynchronous one, which overlaps the compute stream's work in between). A Work holds its tensors
+    until then (torch's recordStream): the caching allocator orders reuse on the compute stream only."""
+
+    def __init__(self, group, rt=None):
+        self.group = group
+        self.rt = rt or group.rt
+        self.stream = self.rt.create_stream()
+        self.free = []  # events whose last record every wait has already captured
+
+    def _event(self):
+        return self.free.pop() if self.free else self.rt.create_event()
+
+    def run(self, call, *tensors):
+        """call(stream) issues the collective on the HCCL stream; returns its Work."""
+        ready, done = self._event(), self._event()
+        self.rt.record_event(ready, self.rt.stream)
+        self.rt.wait_event(self.stream, ready)
+        self.free.append(ready)  # a wait captures the record it follows: the event may be recorded again
+        call(self.stream)
+        self.rt.record_event(done, self.stream)
+        return Work(self, done, tensors)
+
+    def all_reduce(self, t):
+        return self.run(lambda s: self.group.all_reduce(t, stream=s), t)
+
+    def all_gather(self, src, dst):
+        return self.run(lambda s: self.group.all_gather(src, dst, stream=s), src, dst)
+
+    def all_to_all_v(self, send, send_counts, recv, recv_counts):
+        return self.run(lambda s: self.group.all_to_all_v(send, send_counts, recv, recv_counts, stream=s), send, recv)
+
+
+class Work:
+    """An issued collective (torch's Work): wait() makes the compute stream wait for it."""
+
+    def __init__(self, comm, event, tensors):
+        self.comm, self.event, self.tensors = comm, event, tensors
+
+    def wait(self):
+        if self.event is not None:
+            self.comm.rt.wait_event(self.comm.rt.stream, self.event)
+            self.comm.free.append(self.event)
+            self.event, self.tensors = None, ()
+        return self

@@ -17,6 +17,10 @@ class Module:
                 yield prefix + name, value
             elif isinstance(value, Module):
                 yield from value.named_parameters(prefix + name + ".")
+            elif isinstance(value, (list, tuple)):  # a stack of layers
+                for i, m in enumerate(value):
+                    if isinstance(m, Module):
+                        yield from m.named_parameters(f"{prefix}{name}.{i}.")
 
     def parameters(self):
         return [p for _, p in self.named_parameters()]

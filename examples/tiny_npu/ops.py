@@ -38,7 +38,7 @@ from .tensor import Tensor, torch_format
 
 # Phase-1 parameters of every op used here, in CANN 8.1.RC1 declaration order (aclnnop/*.h):
 #   T aclTensor*  L aclTensorList*  S aclScalar*  I aclIntArray*  A aclBoolArray*
-#   d double  f float  l int64_t  c int8_t  b bool  e aclDataType  u uint64_t
+#   d double  f float  l int64_t  c int8_t  b bool  e aclDataType  u uint64_t  s char * (a str)
 SIGNATURES = {
     "Add": "TTST", "Adds": "TSST", "InplaceAdd": "TTS", "Sub": "TTST", "Mul": "TTT", "Muls": "TST",
     "Div": "TTT", "Matmul": "TTTc", "Mm": "TTTc", "BatchMatMul": "TTTc",
@@ -52,9 +52,18 @@ SIGNATURES = {
     "Amax": "TIbT", "Amin": "TIbT", "AminmaxAll": "TTT", "Norm": "TSIbT", "LinalgVectorNorm": "TSIbeT",
     "ForeachNorm": "LSL",
     "IsFinite": "TT", "IsPosInf": "TT", "IsNegInf": "TT",
+    # The transformer, MoE and MC2 ops of llm_train.py (CANN's ops-transformer / ops-nn prototypes).
+    "FlashAttentionScore": "TTTTTTTIddlllsllTTTT", "FlashAttentionScoreGrad": "TTTTTTTTTTTTIddlllsllTTTT",
+    "RotaryPositionEmbedding": "TTTlT", "RotaryPositionEmbeddingGrad": "TTTTlTTT",
+    "SwiGlu": "TlT", "SwiGluGrad": "TTlT", "RmsNormGrad": "TTTTTT",
+    "LogSoftmaxBackward": "TTlT", "NLLLoss": "TTTllTT", "NLLLossBackward": "TTTTllTT",
+    "MoeGatingTopKSoftmaxV2": "TTllbTTT", "MoeInitRoutingV2": "TTlllllbTTTT", "MoeInitRoutingV2Grad": "TTlllT",
+    "MoeFinalizeRoutingV2": "TTTTTTTlT", "MoeFinalizeRoutingV2Grad": "TTTTTTllllTT",
+    "GroupedMatmulV5": "LLLLLLLLTLLLllllILLL",
+    "MatmulAllReduce": "TTTssllT", "AllGatherMatmul": "TTTslllTT", "MatmulReduceScatter": "TTTssllT",
 }
 _ACL_LETTER = {"T": "T", "L": "T", "S": "T", "I": "T", "A": "T", "d": "D", "f": "F", "l": "L", "c": "C",
-               "b": "B", "e": "E", "u": "U"}
+               "b": "B", "e": "E", "u": "U", "s": "Z"}
 _BY_VALUE_CTYPE = {"d": ctypes.c_double, "f": ctypes.c_float, "l": ctypes.c_int64, "c": ctypes.c_int8,
                    "b": ctypes.c_bool, "e": ctypes.c_int, "u": ctypes.c_uint64}
 
@@ -142,6 +151,7 @@ def _convert(rt, op, args):
             c.releases.append((d["tensor"], h))
             c.slots.append((h, v))
         elif kind == "L":
+            v = v or []  # an absent list is passed as NULL, as an empty one
             hs = [_create_tensor(rt, t) for t in v]
             arr = (ctypes.c_void_p * max(len(hs), 1))(*hs)
             lh = n.aclCreateTensorList(arr, len(hs)) if hs else None
@@ -158,6 +168,9 @@ def _convert(rt, op, args):
             c.values.append(h)
             c.releases.append((d["scalar"], h))
         elif kind == "I":
+            if v is None:
+                c.values.append(None)
+                continue
             vals = (ctypes.c_int64 * max(len(v), 1))(*v)
             h = n.aclCreateIntArray(vals, len(v))
             c.values.append(h)
@@ -167,6 +180,8 @@ def _convert(rt, op, args):
             h = n.aclCreateBoolArray(vals, len(v))
             c.values.append(h)
             c.releases.append((d["bool_array"], h))
+        elif kind == "s":
+            c.values.append(ctypes.c_char_p(v.encode()))  # alive as long as the call's _Converted
         else:
             c.values.append(_BY_VALUE_CTYPE[kind](v))
     return c
@@ -178,11 +193,11 @@ def _cache_key(op, args):
         if kind == "T":
             key.append(None if v is None else (v.shape, v.strides, v.offset, v.dtype, v.storage_elements()))
         elif kind == "L":
-            key.append(tuple((t.shape, t.strides, t.offset, t.dtype, t.storage_elements()) for t in v))
+            key.append(tuple((t.shape, t.strides, t.offset, t.dtype, t.storage_elements()) for t in v or []))
         elif kind == "S":
             key.append(None if v is None else (type(v).__name__, v))
         elif kind in "IA":
-            key.append(tuple(v))
+            key.append(None if v is None else tuple(v))
         else:
             key.append(v)
     return tuple(key)
@@ -205,12 +220,44 @@ def _phase1(rt, op, args):
     return conv, ws.value, ex.value
 
 
+_planted_nan = []  # plant_nan(): op names whose next launch computes a NaN
+
+
+def plant_nan(name):
+    """Test seam (a planted wrong kernel): the next launch of aclnn<name> has the stand-in write a NaN into its first
+    floating-point output (FAKE_CANN_NAN_OP, read at that launch's phase 1 only). Not with the executor caches, whose
+    hits skip phase 1."""
+    _planted_nan.append(name)
+
+
+def planted_nan_pending():
+    """The plant_nan() ops not launched since."""
+    return tuple(_planted_nan)
+
+
+def planted_nan_clear():
+    _planted_nan.clear()
+
+
 def _run(name, *args):
     """Runs aclnn<name> on the current stream (asynchronously, through the launch queue)."""
     rt = _rt.current()
     op = _op(rt, name)
     if len(args) != len(op.kinds):
         raise TypeError(f"aclnn{name} takes {len(op.kinds)} parameters, got {len(args)}")
+    if name not in _planted_nan:
+        _dispatch(rt, op, args)
+        return
+    _planted_nan.remove(name)
+    os.environ["FAKE_CANN_NAN_OP"] = name
+    try:
+        _dispatch(rt, op, args)
+        rt.drain()  # TASK_QUEUE_ENABLE=2 runs phase 1 on the queue thread: let it read the variable first
+    finally:
+        os.environ.pop("FAKE_CANN_NAN_OP", None)
+
+
+def _dispatch(rt, op, args):
     if rt.pynative is not None:  # MindSpore's PyNative pipeline (pynative.py)
         rt.pynative._dispatch(op, args)
         return
@@ -254,8 +301,8 @@ def _describe(op, args):
                 raise TypeError(f"aclnn{op.name}: parameter {i} must be a Tensor, got {type(v).__name__}")
             words += [0] if v is None else [1, *_tensor_words(v)]
         elif kind == "L":
-            words.append(len(v))
-            for t in v:
+            words.append(len(v or []))
+            for t in v or []:
                 words += _tensor_words(t)
         elif kind == "S":
             if v is None:
@@ -266,7 +313,11 @@ def _describe(op, args):
                 ctypes.memmove(ctypes.byref(raw), ctypes.byref(val), ctypes.sizeof(val))
                 words += [1, dt, raw.value]
         elif kind in "IA":
-            words += [len(v), *[int(x) for x in v]]
+            words += [-1] if v is None else [len(v), *[int(x) for x in v]]
+        elif kind == "s":
+            raw = v.encode()
+            padded = raw + b"\0" * (-len(raw) % 8)
+            words += [len(raw), *np.frombuffer(padded, dtype="<i8").tolist()]
         elif kind in "df":
             words.append(ctypes.c_int64.from_buffer(ctypes.c_double(float(v))).value)
         else:
@@ -327,7 +378,7 @@ class PtaCache:
             if kind == "T" and v is not None:
                 self.add_addr(v.storage.ptr)
             elif kind == "L":
-                for t in v:
+                for t in v or []:
                     self.add_addr(t.storage.ptr)
         data = repr(("deterministic", False, "aclnn" + op.name, _cache_key(op, args))).encode()
         ws = ctypes.c_uint64(0)
@@ -383,7 +434,7 @@ def _pta_cache(rt):
 
 def _call_site():
     """Where the op was called from: (code, line) of every Python frame outside this dispatch, inner to outer."""
-    f = sys._getframe(3)  # _call_site <- ExecutorCache._run <- _run <- the op function
+    f = sys._getframe(4)  # _call_site <- ExecutorCache._run <- _dispatch <- _run <- the op function
     site = []
     while f is not None:
         site.append((f.f_code, f.f_lineno))
@@ -439,7 +490,7 @@ class ExecutorCache:
                 continue
             handle, then = slot
             if isinstance(then, list):  # tensor list: one dynamic slot, members by relative index
-                for rel, ((h, _), t) in enumerate(zip(then, now)):
+                for rel, ((h, _), t) in enumerate(zip(then, now or [])):
                     calls.append((TNQ_SET_DYN_ADDR, self.set_dyn_addr, ex, idx, rel, handle, t.storage.ptr))
             else:
                 calls.append((TNQ_SET_ADDR, self.set_addr, ex, idx, handle, now.storage.ptr))
@@ -783,4 +834,174 @@ def embedding_dense_backward(grad, indices, num_weights, padding_idx=NO_PADDING,
 def mse_loss_backward(grad, x, target, reduction=REDUCTION_MEAN, out=None):
     out = _out(out, x.shape, x.dtype)
     _run("MseLossBackward", grad, x, target, reduction, out)
+    return out
+
+
+# ---- transformer ops (torch_npu's npu_fusion_attention, npu_rotary_mul, npu_swiglu, npu_rms_norm, F.cross_entropy) --
+def flash_attention_score(q, k, v, head_num, layout, scale, atten_mask=None, sparse_mode=0, pre_tokens=2147483647,
+                          next_tokens=2147483647):
+    """npu_fusion_attention's forward (keepProb 1, no pse): (out, softmax max, softmax sum), the two [B, N, Sq, 8]
+    FLOAT statistics the backward rebuilds the probabilities from."""
+    b, sq = (q.shape[0], q.shape[1]) if layout == "BSND" else (q.shape[0], q.shape[2])
+    stats = (b, head_num, sq, 8)
+    smax, ssum = Tensor.empty(stats, acl.FLOAT), Tensor.empty(stats, acl.FLOAT)
+    out = Tensor.empty(q.shape[:-1] + v.shape[-1:], q.dtype)
+    _run("FlashAttentionScore", q, k, v, None, None, None, atten_mask, None, scale, 1.0, pre_tokens, next_tokens,
+         head_num, layout, 0, sparse_mode, smax, ssum, None, out)
+    return out, smax, ssum
+
+
+def flash_attention_score_grad(q, k, v, dy, out, smax, ssum, head_num, layout, scale, atten_mask=None,
+                               sparse_mode=0, pre_tokens=2147483647, next_tokens=2147483647):
+    """(dq, dk, dv) from the forward's inputs, output and softmax statistics."""
+    dq, dk, dv = Tensor.empty(q.shape, q.dtype), Tensor.empty(k.shape, k.dtype), Tensor.empty(v.shape, v.dtype)
+    _run("FlashAttentionScoreGrad", q, k, v, dy, None, None, None, atten_mask, smax, ssum, None, out, None, scale,
+         1.0, pre_tokens, next_tokens, head_num, layout, 0, sparse_mode, dq, dk, dv, None)
+    return dq, dk, dv
+
+
+ROPE_HALF = 0  # npu_rotary_mul's rotary_mode "half"
+
+
+def rotary_position_embedding(x, cos, sin, mode=ROPE_HALF, out=None):
+    out = _out(out, x.shape, x.dtype)
+    _run("RotaryPositionEmbedding", x, cos, sin, mode, out)
+    return out
+
+
+def rotary_position_embedding_grad(dy, cos, sin, x, mode=ROPE_HALF):
+    """(dx, dcos, dsin), as torch_npu's npu_rotary_mul_backward asks for them: with the forward's x, dcos and dsin
+    shaped like cos."""
+    dx = Tensor.empty(dy.shape, dy.dtype)
+    dcos, dsin = Tensor.empty(cos.shape, cos.dtype), Tensor.empty(sin.shape, sin.dtype)
+    _run("RotaryPositionEmbeddingGrad", dy, cos, sin, x, mode, dx, dcos, dsin)
+    return dx, dcos, dsin
+
+
+def swi_glu(x, dim=-1):
+    shape = list(x.shape)
+    shape[dim] //= 2
+    out = Tensor.empty(shape, x.dtype)
+    _run("SwiGlu", x, dim, out)
+    return out
+
+
+def swi_glu_grad(grad, x, dim=-1):
+    out = Tensor.empty(x.shape, x.dtype)
+    _run("SwiGluGrad", grad, x, dim, out)
+    return out
+
+
+def rms_norm_grad(grad, x, rstd, gamma):
+    """(dx of x's dtype, dgamma FLOAT)."""
+    dx, dgamma = Tensor.empty(x.shape, x.dtype), Tensor.empty(gamma.shape, acl.FLOAT)
+    _run("RmsNormGrad", grad, x, rstd, gamma, dx, dgamma)
+    return dx, dgamma
+
+
+def log_softmax_backward(grad, y, dim=-1):
+    out = Tensor.empty(y.shape, y.dtype)
+    _run("LogSoftmaxBackward", grad, y, dim, out)
+    return out
+
+
+IGNORE_INDEX = -100  # F.cross_entropy's default
+
+
+def nll_loss(logp, target, weight, reduction=REDUCTION_MEAN, ignore_index=IGNORE_INDEX):
+    """(loss, total weight); torch_npu passes a weight of ones when the caller gives none."""
+    out = Tensor.empty(() if reduction != REDUCTION_NONE else target.shape, logp.dtype)
+    total = Tensor.empty((), logp.dtype)
+    _run("NLLLoss", logp, target, weight, reduction, ignore_index, out, total)
+    return out, total
+
+
+def nll_loss_backward(grad, logp, target, weight, total, reduction=REDUCTION_MEAN, ignore_index=IGNORE_INDEX):
+    out = Tensor.empty(logp.shape, logp.dtype)
+    _run("NLLLossBackward", grad, logp, target, weight, reduction, ignore_index, total, out)
+    return out
+
+
+# ---- MoE (npu_moe_gating_top_k_softmax_v2, npu_moe_init_routing_v2, npu_grouped_matmul, npu_moe_finalize_routing) --
+def moe_gating_top_k_softmax_v2(x, k):
+    """(top-k probabilities of x's dtype, their experts INT32, the full softmax FLOAT), renorm 0."""
+    rows = x.shape[:-1]
+    y, idx = Tensor.empty(rows + (k,), x.dtype), Tensor.empty(rows + (k,), acl.INT32)
+    soft = Tensor.empty(x.shape, acl.FLOAT)
+    _run("MoeGatingTopKSoftmaxV2", x, None, k, 0, True, y, idx, soft)
+    return y, idx, soft
+
+
+MOE_COUNTS = 2  # expertTokensCountOrCumsumFlag: tokens per expert (1: their cumulative sums)
+
+
+def moe_init_routing_v2(x, expert_idx, num_experts):
+    """Dropless routing: (x's rows copied once per choice and sorted by expert, expandedRowIdx INT32, tokens per
+    expert INT64)."""
+    n = expert_idx.numel()
+    ex = Tensor.empty((n, x.shape[-1]), x.dtype)
+    rows, counts = Tensor.empty((n,), acl.INT32), Tensor.empty((num_experts,), acl.INT64)
+    _run("MoeInitRoutingV2", x, expert_idx, 0, 0, num_experts, 0, MOE_COUNTS, False, ex, rows, counts, None)
+    return ex, rows, counts
+
+
+def moe_init_routing_v2_grad(grad_expanded, expanded_row_idx, top_k):
+    out = Tensor.empty((grad_expanded.shape[0] // top_k, grad_expanded.shape[1]), grad_expanded.dtype)
+    _run("MoeInitRoutingV2Grad", grad_expanded, expanded_row_idx, top_k, 0, 0, out)
+    return out
+
+
+MOE_DROPLESS_BY_ROW = 2  # MoeFinalizeRoutingV2's dropPadMode for MoeInitRoutingV2's (token-major) expandedRowIdx
+
+
+def moe_finalize_routing_v2(expanded, expanded_row_idx, scales):
+    """out[t] = sum over t's choices j of scales[t, j] * expanded[its row] (no residual, no bias)."""
+    out = Tensor.empty((scales.shape[0], expanded.shape[1]), expanded.dtype)
+    _run("MoeFinalizeRoutingV2", expanded, expanded_row_idx, None, None, None, scales, None, MOE_DROPLESS_BY_ROW, out)
+    return out
+
+
+def moe_finalize_routing_v2_grad(grad, expanded_row_idx, expanded, scales):
+    """(gradient of the expanded rows, gradient of the scales)."""
+    gx = Tensor.empty(expanded.shape, grad.dtype)
+    gs = Tensor.empty(scales.shape, scales.dtype)
+    _run("MoeFinalizeRoutingV2Grad", grad, expanded_row_idx, expanded, scales, None, None, 0, 0, 0, 0, gx, gs)
+    return gx, gs
+
+
+GMM_SPLIT_NONE = 3  # splitItem: one x and one y, rows (or K) split by groupList
+GMM_GROUP_ROWS, GMM_GROUP_K = 0, 2
+GMM_LIST_COUNTS = 1  # groupListType: sizes, not cumulative sums
+
+
+def grouped_matmul_v5(x, weight, group_list, out_shape, group_type=GMM_GROUP_ROWS):
+    """One x, one [E, K, N] weight (or x^T and y with groups of K), groups from group_list (INT64 counts)."""
+    out = Tensor.empty(out_shape, x.dtype)
+    _run("GroupedMatmulV5", [x], [weight], None, None, None, None, None, None, group_list, None, None, None,
+         GMM_SPLIT_NONE, group_type, GMM_LIST_COUNTS, 0, None, [out], None, None)
+    return out
+
+
+# ---- MC2: a matmul and its collective in one kernel, on the compute stream (Atlas A2's npu_mm_all_reduce_base,
+# npu_all_gather_base_mm, npu_mm_reduce_scatter_base); `group` is the communicator's name ---------------------------
+MC2_STOP_ON_FAILURE = 1  # streamMode
+
+
+def matmul_all_reduce(x1, x2, group):
+    out = Tensor.empty(x1.shape[:-1] + x2.shape[-1:], x1.dtype)
+    _run("MatmulAllReduce", x1, x2, None, group, "sum", 0, MC2_STOP_ON_FAILURE, out)
+    return out
+
+
+def all_gather_matmul(x1, x2, group, ranks):
+    """(allgather(x1) @ x2, allgather(x1))."""
+    out = Tensor.empty((x1.shape[0] * ranks, x2.shape[1]), x1.dtype)
+    gathered = Tensor.empty((x1.shape[0] * ranks, x1.shape[1]), x1.dtype)
+    _run("AllGatherMatmul", x1, x2, None, group, 0, 0, MC2_STOP_ON_FAILURE, out, gathered)
+    return out, gathered
+
+
+def matmul_reduce_scatter(x1, x2, group, ranks):
+    out = Tensor.empty((x1.shape[0] // ranks, x2.shape[1]), x1.dtype)
+    _run("MatmulReduceScatter", x1, x2, None, group, "sum", 0, MC2_STOP_ON_FAILURE, out)
     return out

@@ -97,6 +97,8 @@ class Pipeline:
                     else:
                         a.dtype, a.f = acl.DOUBLE, float(v)
                 items.append(a)
+            elif kind == "s":
+                raise NotImplementedError(f"aclnn{op.name}: the PyNative pipeline passes no char * arguments yet")
             elif kind in "IA":
                 arr = (ctypes.c_int64 if kind == "I" else ctypes.c_uint8) * max(len(v), 1)
                 buf = arr(*[int(x) for x in v])

@@ -131,6 +131,7 @@ class Runtime:
         self.queue_level = 0 if not self.threaded else 2 if level == "2" else 1
         self.queue = self.tq.tnq_create(device, _addr(a.aclrtSetDevice), 1 if self.threaded else 0)
         self.allocator = CachingAllocator(self)
+        self.streams, self.events = [], []  # more streams and events, made by create_stream / create_event
         self.alive = True
         self.executor_cache = None  # set by ops.enable_executor_cache
         # TINY_NPU_PYNATIVE=1: aclnn ops through MindSpore's PyNative queues instead (pynative.py).
@@ -212,6 +213,29 @@ class Runtime:
         self.drain()
         self.check(self.libs.ascendcl.aclrtSynchronizeStream(self.stream), "aclrtSynchronizeStream")
 
+    # ---- streams and events ---------------------------------------------------------------------
+    def create_stream(self):
+        """Another stream of this device (freed at shutdown): torch_npu's HCCL stream, say."""
+        stream = ctypes.c_void_p(0)
+        self.check(self.libs.ascendcl.aclrtCreateStream(ctypes.byref(stream)), "aclrtCreateStream")
+        self.streams.append(stream.value)
+        return stream.value
+
+    def create_event(self):
+        event = ctypes.c_void_p(0)
+        self.check(self.libs.ascendcl.aclrtCreateEvent(ctypes.byref(event)), "aclrtCreateEvent")
+        self.events.append(event.value)
+        return event.value
+
+    def record_event(self, event, stream):
+        """Records `event` on `stream` after everything queued so far (the launch queue is drained first)."""
+        self.drain()
+        self.check(self.libs.ascendcl.aclrtRecordEvent(event, stream), "aclrtRecordEvent")
+
+    def wait_event(self, stream, event):
+        """`stream` waits, from here on, for the event's latest record (what follows on it is launched later)."""
+        self.check(self.libs.ascendcl.aclrtStreamWaitEvent(stream, event), "aclrtStreamWaitEvent")
+
     # ---- memory -------------------------------------------------------------------------------
     def copy_to_device(self, dst, host_bytes):
         # The block may have been in use by queued work until now: wait for it first.
@@ -239,8 +263,13 @@ class Runtime:
             if self.pynative is not None:
                 self.pynative.close()
             self.tq.tnq_destroy(self.queue)
-            self.allocator.release_all()
             a = self.libs.ascendcl
+            for stream in self.streams:  # everything on them is done: the host synchronized the device
+                a.aclrtSynchronizeStream(stream)
+                a.aclrtDestroyStream(stream)
+            for event in self.events:
+                a.aclrtDestroyEvent(event)
+            self.allocator.release_all()
             a.aclrtDestroyStream(self.stream)
             if self._owns_acl:  # else another user of ACL in this process still needs the device
                 a.aclrtResetDevice(self.device)

@@ -79,7 +79,8 @@ using SetDevice = int (*)(int32_t);
 //   T: present, then ndim, shape[ndim], strides[ndim], offset, dtype, format, storage elements, address
 //   L: count, then each member as a present T without its present word
 //   S: present, then dtype and the value's bytes (8 bytes: an int64, a double or a bool)
-//   I, A: count, then the values
+//   I, A: count, then the values (count -1: NULL)
+//   s: the string's length in bytes, then its bytes, 8 to a word (little endian, the last word padded with zeros)
 //   d f l c b e u: the value
 struct OpV2 {
   void *phase1 = nullptr, *phase2 = nullptr, *stream = nullptr;
@@ -243,6 +244,8 @@ class TaskQueue {
     std::vector<std::pair<int, void *>> made;  // (TNQ_API_DESTROY_*, handle), destroyed in reverse at the end
     std::vector<ffi_type *> types;
     std::vector<uint64_t> values;  // each argument's bits, at its own slot (ffi reads through pointers into it)
+    // The char * arguments, alive until phase 1 returned (a deque never moves them).
+    std::deque<std::string> strings;
     const int64_t *d = op.desc.data(), *end = d + op.desc.size();
     bool ok = true;
     auto word = [&]() -> int64_t {
@@ -301,9 +304,23 @@ class TaskQueue {
               made.emplace_back(TNQ_API_DESTROY_SCALAR, h);
           }
           break;
+        case 's': {
+          const int64_t len = word();
+          if (!ok || len < 0 || (len + 7) / 8 > end - d) {
+            ok = false;
+            break;
+          }
+          std::string &text = strings.emplace_back((size_t)len, '\0');
+          std::memcpy(text.data(), d, (size_t)len);
+          d += (len + 7) / 8;
+          types.push_back(&ffi_type_pointer);
+          values.push_back(reinterpret_cast<uint64_t>(text.c_str()));
+          continue;
+        }
         case 'I':
         case 'A': {
           const int64_t n = word();
+          if (n < 0) break;  // an absent array (count -1) is passed as NULL
           std::vector<int64_t> ints;
           std::vector<uint8_t> bools;
           for (int64_t i = 0; ok && i < n; ++i) {

@@ -133,6 +133,10 @@ class Tensor:
         strides += self.strides[len(index):]
         return Tensor(self.storage, shape, strides, offset, self.dtype)
 
+    def as_strided(self, shape, strides, offset=0):
+        """Another view of the same storage: `offset` elements past this view's start (torch's as_strided)."""
+        return Tensor(self.storage, shape, strides, self.offset + offset, self.dtype)
+
     def view(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])

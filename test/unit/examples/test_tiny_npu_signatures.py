@@ -11,7 +11,7 @@ from tiny_npu import acl, ops
 LETTERS = {"aclTensor": "T", "aclTensorList": "L", "aclScalar": "S", "aclIntArray": "I", "aclBoolArray": "A",
            "double": "d", "float": "f", "int64_t": "l", "int8_t": "c", "bool": "b", "aclDataType": "e",
            "uint64_t": "u", "aclScalarList": "P",  # P: no tiny_npu op takes one (ops_workload.py makes its own)
-           "char": "s"}  # s: a string (FlashAttentionScore's inputLayout, MC2 ops' group); no tiny_npu op takes one
+           "char": "s"}  # s: a string (FlashAttentionScore's inputLayout, the MC2 ops' group and reduceOp)
 
 
 def header_signatures():
