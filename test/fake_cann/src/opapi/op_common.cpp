@@ -150,58 +150,6 @@ void require_shape(const TensorView &v, const Shape &want, const char *name) {
   if (v.shape != want) fail(std::string(name) + ": shape " + show(v.shape) + ", expected " + show(want));
 }
 
-namespace {
-
-// Rank among the floating types (0: not floating); f16 and bf16 share one rank and promote to f32 together.
-int float_rank(aclDataType t) {
-  switch (t) {
-    case ACL_FLOAT16: case ACL_BF16: return 1;
-    case ACL_FLOAT: return 2;
-    case ACL_DOUBLE: return 3;
-    default: return 0;
-  }
-}
-
-// Rank among bool and the signed integers (u8 between s8 and s16: with s8 it makes s16); -1: not such a type.
-int int_rank(aclDataType t) {
-  switch (t) {
-    case ACL_BOOL: return 0;
-    case ACL_INT8: return 1;
-    case ACL_UINT8: return 2;
-    case ACL_INT16: return 3;
-    case ACL_INT32: return 4;
-    case ACL_INT64: return 5;
-    default: return -1;
-  }
-}
-
-}  // namespace
-
-aclDataType promote_types(aclDataType a, aclDataType b) {
-  if (a == b) return a;
-  const int fa = float_rank(a), fb = float_rank(b), ia = int_rank(a), ib = int_rank(b);
-  if (fa > 0 && fb > 0) {
-    if (fa == fb) return ACL_FLOAT;  // f16 with bf16
-    return fa > fb ? a : b;
-  }
-  if (fa > 0 && ib >= 0) return a;  // a floating type with bool or an integer
-  if (fb > 0 && ia >= 0) return b;
-  if (ia >= 0 && ib >= 0) {
-    if ((a == ACL_INT8 && b == ACL_UINT8) || (a == ACL_UINT8 && b == ACL_INT8)) return ACL_INT16;
-    return ia > ib ? a : b;
-  }
-  return ACL_DT_UNDEFINED;
-}
-
-bool can_cast(aclDataType from, aclDataType to) {
-  auto complex = [](aclDataType t) { return t == ACL_COMPLEX32 || t == ACL_COMPLEX64 || t == ACL_COMPLEX128; };
-  if (complex(from) && !complex(to)) return false;
-  if (float_rank(from) > 0 && int_rank(to) > 0) return false;
-  if (float_rank(from) > 0 && (to == ACL_UINT16 || to == ACL_UINT32 || to == ACL_UINT64)) return false;
-  if (from != ACL_BOOL && to == ACL_BOOL) return false;
-  return true;
-}
-
 double round_to(aclDataType t, double v) {
   unsigned char buf[16] = {};
   store_element(buf, t, 0, v);

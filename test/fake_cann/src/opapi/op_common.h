@@ -4,6 +4,7 @@
 // worker. Kernels work on doubles (gather/scatter round to the dtype once, at the end) and reach
 // every operand through a view, so strides, offsets and broadcasting (stride-0 views) come free.
 #pragma once
+#include "promotion.h"
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -61,13 +62,8 @@ std::vector<bool> bool_array(const aclBoolArray *a, const char *name);
 std::vector<const TensorView *> tensor_list(const aclTensorList *l, const char *name, DtypeSet allowed);
 void require_shape(const TensorView &v, const Shape &want, const char *name);
 
-// CANN's type promotion of two tensors (ops-math docs/zh/context/deduction_relationship.md, opbase
-// opdev/data_type_utils.h PromoteType): like PyTorch's; ACL_DT_UNDEFINED where the table has none (an unsigned type
-// wider than 8 bits with another type; the complex types, which the stand-in does not compute).
-aclDataType promote_types(aclDataType a, aclDataType b);
-// Whether a value of `from` may be cast to `to` (conversion_relationship.md, CanCast): not a complex to a real, a
-// floating type to an integral one, or anything but bool to bool.
-bool can_cast(aclDataType from, aclDataType to);
+// CANN's type promotion of two tensors and its CanCast: promotion.h, the one statement of both.
+inline aclDataType promote_types(aclDataType a, aclDataType b) { return promote(a, b); }
 // `v` rounded as a value of dtype t (a computation carried out in t).
 double round_to(aclDataType t, double v);
 int64_t wrap_dim(int64_t dim, size_t rank);             // negative counts from the end
