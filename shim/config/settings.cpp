@@ -275,7 +275,7 @@ constexpr std::string_view kScriptVariables[] = {
     // CMake options the scripts pass (-DMSPROBE_...=): not read from the environment, named all the same
     "MSPROBE_SANITIZE", "MSPROBE_WERROR", "MSPROBE_BUILD_TESTS", "MSPROBE_FUZZ"};
 constexpr std::string_view kScriptVariablePrefixes[] = {"MSPROBE_AARCH64_", "MSPROBE_COMPAT_", "MSPROBE_FUZZ_",
-                                                        "MSPROBE_GLIBC_", "MSPROBE_TEST_"};
+                                                        "MSPROBE_GLIBC_",   "MSPROBE_TEST_",   "MSPROBE_TIDY_"};
 
 bool script_variable(std::string_view name) {
   return std::find(std::begin(kScriptVariables), std::end(kScriptVariables), name) != std::end(kScriptVariables) ||
