@@ -264,6 +264,18 @@ CollectorCounters Collector::counters() const {
   return c;
 }
 
+void Collector::adopt_rank(uint32_t rank) {
+  Impl &m = *impl_;
+  m.wait_committed();  // a kernel still queued is mapped by the writer all the same
+  std::unique_lock<std::timed_mutex> cl(m.commit_mu, std::defer_lock);
+  if (!m.lock_commits(cl)) return;
+  try {
+    m.writer->adopt_rank(rank);
+  } catch (const std::exception &e) {
+    report("cannot move the folders written without a rank", e.what());
+  }
+}
+
 bool Collector::complete() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return !impl_->stuck;

@@ -50,6 +50,9 @@ class Collector {
   CollectorCounters counters() const;
   // False once a wait for the writers ran out (the files are left as after a crash).
   bool complete() const;
+  // Waits for everything submitted to be written (the write wait), then has the writer give the kernels without a
+  // rank to `rank` (DumpWriter::adopt_rank).
+  void adopt_rank(uint32_t rank);
   // The retention will write nothing more (overflow_check's and flight's limits): the launching threads stop copying.
   // One atomic load.
   bool write_limit_reached() const noexcept;

@@ -51,6 +51,7 @@ void JsonJournal::begin(const std::filesystem::path &path, std::string_view pref
   entries_ = 0;
   bytes_ = 0;
   suffix_ = suffix;
+  prefix_bytes_ = prefix.size();
   std::string head(prefix);
   head += '\n';
   head += suffix;
@@ -76,6 +77,13 @@ void JsonJournal::append_batch(std::span<const std::string> members) {
   pending_ += suffix_;
   write_at_end(pending_);
   entries_ += members.size();
+}
+
+void JsonJournal::rewrite_prefix(std::string_view prefix) {
+  if (fd_ < 0 || prefix.size() != prefix_bytes_)
+    throw std::logic_error("JsonJournal::rewrite_prefix of another length");
+  if (!format::pwrite_all(fd_, prefix.data(), prefix.size(), 0))
+    throw std::system_error(errno, std::generic_category(), "journal rewrite");
 }
 
 void JsonJournal::finish() {

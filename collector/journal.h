@@ -40,6 +40,8 @@ class JsonJournal {
   void append_batch(std::span<const std::string> members);
   // Closes the file (valid already); does nothing when not open.
   void finish();
+  // Writes `prefix` over the prefix begin() wrote; it must be as long (one pwrite: the file stays valid JSON).
+  void rewrite_prefix(std::string_view prefix);
 
   bool is_open() const { return fd_ >= 0; }
   uint64_t entries() const { return entries_; }
@@ -52,6 +54,7 @@ class JsonJournal {
   int fd_ = -1;
   uint64_t entries_ = 0, bytes_ = 0;
   std::string suffix_, pending_;
+  size_t prefix_bytes_ = 0;
 };
 
 // dump.json: begin() writes the skeleton, append() one kernel entry, finish() closes it.
@@ -60,6 +63,8 @@ class DumpJsonWriter {
   void begin(const std::filesystem::path &path, const DumpHeader &header);
   void append(const KernelEntry &e);
   void finish() { journal_.finish(); }
+  // The header again, as long as the one written (DumpHeader::dump_data_dir_pad keeps room for a change).
+  void rewrite_header(const DumpHeader &header) { journal_.rewrite_prefix(format::dump_json_prefix(header)); }
   JsonJournal &journal() { return journal_; }
 
  private:

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -69,6 +70,7 @@ std::mt19937_64 &thread_rng() {
 // step{N}/rank{R}/: its journals and tensor folder.
 struct RankWriter {
   fs::path dir, tensor_dir;
+  DumpHeader header;  // as begun: rewritten in place when a folder without a rank is given one
   DumpJsonWriter dump;
   ConstructJsonWriter construct;
   // stack.json: groups in order of first use, each with its kernels in write order.
@@ -90,6 +92,7 @@ class MsprobeWriter final : public DumpWriter {
   explicit MsprobeWriter(MsprobeWriterOptions options) : options_(std::move(options)) {}
 
   void encode(PendingKernel &p) override {
+    std::shared_lock<std::shared_mutex> folders_stay(adopting_);  // no folder is renamed under a tensor file's write
     KernelCapture &k = p.k;
     auto e = std::make_unique<Encoded>();
     e->folder = &folder_for(k.step, k.rank);
@@ -218,6 +221,7 @@ class MsprobeWriter final : public DumpWriter {
   // pointers.
   RankWriter &folder_for(uint64_t step, std::optional<uint32_t> rank) {
     std::lock_guard<std::mutex> lk(mu_);
+    if (!rank) rank = adopted_;
     auto key = std::make_pair(step, rank ? (int64_t)*rank : -1);
     if (auto it = folders_.find(key); it != folders_.end()) return it->second;
     RankWriter &w = folders_[key];
@@ -232,6 +236,8 @@ class MsprobeWriter final : public DumpWriter {
       h.run_id = options_.run_id;
       h.run_pid = options_.run_pid;
       if (options_.save_tensors) h.dump_data_dir = fs::absolute(w.tensor_dir).string();
+      if (!rank && h.dump_data_dir) h.dump_data_dir_pad = kRankDigitsRoom;
+      w.header = h;
       w.dump.begin(w.dir / kDumpJson, h);
       w.construct.begin(w.dir / kConstructJson);
     } catch (const std::exception &e) {
@@ -240,6 +246,48 @@ class MsprobeWriter final : public DumpWriter {
       report("cannot write the dump folder", e.what());
     }
     return w;
+  }
+
+  // The folders written without a rank become `rank`'s (step{N}/rank -> step{N}/rank{R}), their headers rewritten in
+  // place; a later kernel without a rank goes there too.
+  void adopt_rank(uint32_t rank) override {
+    std::unique_lock<std::shared_mutex> no_encodes(adopting_);
+    std::lock_guard<std::mutex> lk(mu_);
+    adopted_ = rank;
+    for (auto it = folders_.begin(); it != folders_.end();) {
+      if (it->first.second != -1) {
+        ++it;
+        continue;
+      }
+      auto node = folders_.extract(it++);  // the writer stays where it is: encoded kernels point at it
+      node.key().second = rank;
+      move_folder(node.mapped(), rank);
+      folders_.insert(std::move(node));
+    }
+  }
+
+  void move_folder(RankWriter &w, uint32_t rank) {
+    const fs::path to = w.dir.parent_path() / rank_dir_name(rank);
+    std::error_code ec;
+    fs::rename(w.dir, to, ec);
+    if (ec) {
+      w.broken = true;
+      ++counters_.write_errors;
+      report("cannot move the folder written without a rank", w.dir.string() + ": " + ec.message());
+      return;
+    }
+    w.dir = to;
+    w.tensor_dir = to / kTensorDir;
+    if (w.header.dump_data_dir) {
+      const size_t grew = fs::absolute(w.tensor_dir).string().size() - w.header.dump_data_dir->size();
+      w.header.dump_data_dir = fs::absolute(w.tensor_dir).string();
+      w.header.dump_data_dir_pad -= std::min(grew, w.header.dump_data_dir_pad);
+    }
+    try {
+      w.dump.rewrite_header(w.header);
+    } catch (const std::exception &e) {
+      report("cannot rewrite dump.json's header", e.what());  // only dump_data_dir is stale: msprobe does not read it
+    }
   }
 
   void make_tensor_dir(RankWriter &w) {
@@ -353,6 +401,10 @@ class MsprobeWriter final : public DumpWriter {
   const MsprobeWriterOptions options_;
   mutable std::mutex mu_;
   std::map<std::pair<uint64_t, int64_t>, RankWriter> folders_;
+  std::optional<uint32_t> adopted_;  // under mu_: the rank of kernels without one (adopt_rank)
+  std::shared_mutex adopting_;       // encodes share it; adopt_rank takes it alone
+  // Room in a rank-less folder's header for the digits of a rank it may be given (a rank < 10^10).
+  static constexpr size_t kRankDigitsRoom = 10;
   uint64_t newest_step_ = 0;    // of the kernels appended (append runs in commit order, one at a time)
   CollectorCounters counters_;  // this writer's part
 };

@@ -49,6 +49,9 @@ class DumpWriter {
   virtual void close() = 0;
   // Adds this writer's counts.
   virtual void count(CollectorCounters &c) const = 0;
+  // Kernels without a rank are `rank`'s from now on, and so are those written so far (a process's rank known only
+  // after it began, shim/capture/rank_map.h). Called in submission order's lock, everything before it committed.
+  virtual void adopt_rank(uint32_t rank) { (void)rank; }
 };
 
 }  // namespace msprobe::collector

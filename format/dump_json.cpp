@@ -457,6 +457,7 @@ std::string dump_json_prefix(const DumpHeader &h) {
     append_json_string(s, *h.dump_data_dir);
   else
     s += "null";
+  s.append(h.dump_data_dir_pad, ' ');
   s += ", ";
   if (!h.run_id.empty()) {
     append_key(s, json_key::kRun);

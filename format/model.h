@@ -122,6 +122,9 @@ struct DumpHeader {
   std::optional<std::string> dump_data_dir;  // absolute path of dump_tensor_data/, null without tensor files
   std::string run_id;                        // the writing run's id ("run": {"id", "pid"}; none when empty)
   int64_t run_pid = 0;
+  // Spaces after dump_data_dir's value (JSON allows them): room for the rank a folder without one may be given later,
+  // so that the header can be rewritten in place, at its length.
+  size_t dump_data_dir_pad = 0;
 };
 
 // stack.json groups: {"0": [[kernel names...], [frames...]], "1": ...}; each distinct stack once, frames innermost

@@ -1,5 +1,6 @@
 #include "format/naming.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <stdexcept>
@@ -61,6 +62,18 @@ uint64_t KernelOrdinals::next(uint64_t step, std::optional<uint32_t> rank, std::
 
 void KernelOrdinals::drop_steps_before(uint64_t step) {
   counters_.erase(counters_.begin(), counters_.lower_bound({step, std::numeric_limits<int64_t>::min()}));
+}
+
+void KernelOrdinals::adopt_rank(uint32_t rank) {
+  for (auto it = counters_.begin(); it != counters_.end();) {
+    if (it->first.second != -1) {
+      ++it;
+      continue;
+    }
+    Counters &to = counters_[{it->first.first, static_cast<int64_t>(rank)}];
+    for (auto &[base, next] : it->second) to[base] = std::max(to[base], next);
+    it = counters_.erase(it);
+  }
 }
 
 std::string tensor_file_name(std::string_view kernel, IoKind io, uint32_t slot, std::string_view suffix) {

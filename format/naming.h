@@ -63,6 +63,8 @@ class KernelOrdinals {
   uint64_t next(uint64_t step, std::optional<uint32_t> rank, std::string_view base);
   // Frees the counters of steps < `step` (a finished step never gets new kernels).
   void drop_steps_before(uint64_t step);
+  // The counters of kernels without a rank become `rank`'s (a process's rank adopted after it began: names go on).
+  void adopt_rank(uint32_t rank);
   void clear() { counters_.clear(); }
 
  private:

@@ -547,6 +547,20 @@ void release_rank_outputs(bool as_crashed) noexcept {
   std::erase_if(*g_held, [](const HeldLock &h) { return h.pid == getpid(); });
 }
 
+void release_rank_output(const std::string &root, const std::string &rank_dir) noexcept {
+  std::unique_lock<std::mutex> lk(g_claim_mu, std::try_to_lock);
+  if (!lk.owns_lock()) return;
+  const std::string path = root + "/" + format::rank_lock_name(rank_dir);
+  for (const HeldLock &h : *g_held) {
+    if (h.pid != getpid() || h.path != path) continue;
+    ::unlink(h.path.c_str());
+    unpublish_lock_fd(h.fork_slot);
+    ::close(h.fd);
+  }
+  std::erase_if(*g_held, [&](const HeldLock &h) { return h.pid == getpid() && h.path == path; });
+  g_claims->erase(root + '\0' + rank_dir);
+}
+
 namespace {
 // Right after fork(), in the child: fstat and close only (async-signal-safe).
 void close_inherited_rank_locks() noexcept {

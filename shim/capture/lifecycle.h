@@ -64,6 +64,10 @@ bool claim_rank_output(const std::string &root, const std::string &rank_dir, for
 // The dump is closed: removes this process's rank lock files from the dump root (which then holds only the
 // step folders) and lets go of the locks. A SIGKILLed run leaves its lock files behind, unheld; `msprobe-inspect
 // repair` removes them, and every reader of ours ignores them.
+// Lets go of one rank folder this process claimed in `root` (its kernels went to another rank: the rank adopted for a
+// process on one device), as release_rank_outputs does for all.
+void release_rank_output(const std::string &root, const std::string &rank_dir) noexcept;
+
 // `as_crashed`: the dump could not be finished (a writer was stuck): the lock files stay, unheld, as after a SIGKILL,
 // so that repair knows to complete the folders.
 void release_rank_outputs(bool as_crashed = false) noexcept;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -254,6 +255,16 @@ void claimed(const std::string &root, const std::string &rank_dir, format::Task 
     log_warn("cannot mark the run in %s (%s): a later run into it will not know this one's folders", root.c_str(),
              e.what());
   }
+}
+
+void renamed(const std::string &root, const std::string &from, const std::string &to) noexcept {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (std::none_of(g_written->begin(), g_written->end(),
+                   [&](const Written &w) { return w.root == root && w.rank_dir == to; }))
+    return;  // `to` was not claimed here: keep what says where the folders are
+  std::erase_if(*g_written, [&](const Written &w) { return w.root == root && w.rank_dir == from; });
+  std::error_code ec;
+  fs::remove(fs::path(root) / format::run_marker_name(from), ec);
 }
 
 void ended(const std::string &root, const std::string &rank_dir, format::Task task, std::string_view outcome) noexcept {

@@ -33,6 +33,10 @@ const RunIdentity &this_run();
 // made there): earlier runs' folders are moved aside, and this run's marker for the rank is written.
 void claimed(const std::string &root, const std::string &rank_dir, format::Task task) noexcept;
 
+// This process's folders of `from` became `to`'s (a rank adopted: rank_map.h): its marker for `from` goes, the one for
+// `to` (written when `to` was claimed) stays.
+void renamed(const std::string &root, const std::string &from, const std::string &to) noexcept;
+
 // At the end of the dump: each marker this process wrote gets the end time and `outcome` (one line, may be empty).
 // A run that wrote nothing (flight with no NaN/Inf, filters that selected nothing) leaves its marker all the same,
 // for `rank_dir`, so that `msprobe-inspect summary` on the root can say what came of it.

@@ -19,6 +19,7 @@
 #include "shim/base/problems.h"
 #include "shim/capture/acl_graphs.h"
 #include "shim/capture/lifecycle.h"
+#include "shim/capture/rank_map.h"
 #include "shim/capture/run_marker.h"
 #include "shim/capture/selection_tally.h"
 #include "shim/config/config.h"
@@ -37,8 +38,7 @@ struct Session::Impl {
   bool explicit_steps = false;  // msprobe_shim_step() was called: markers no longer end steps
   bool in_marker_run = false;
   bool scope_open = false, scope_done = false;
-  std::optional<uint32_t> rank, rank_hint;
-  bool rank_resolved = false;
+  RankMap ranks;  // which rank folder each launch goes to (rank_map.h)
   std::unordered_map<const void *, std::pair<uint64_t, uint64_t>> streams;  // stream -> (id, tasks launched)
   format::KernelOrdinals ordinals;  // {n} of {OpType}.{OpName}.{n}.forward, per step and rank
   bool closed = false;
@@ -77,18 +77,6 @@ format::HostFramework detect_host_framework() {
   return found == 1   ? format::HostFramework::PyTorch
          : found == 2 ? format::HostFramework::MindSpore
                       : format::HostFramework::Acl;
-}
-
-std::optional<uint32_t> rank_from_environment() {
-  for (const char *var : {"RANK_ID", "RANK"}) {
-    const char *v = std::getenv(var);
-    if (v == nullptr || *v == '\0') continue;
-    char *end = nullptr;
-    unsigned long r = std::strtoul(v, &end, 10);
-    if (*end == '\0' && r < (1ul << 31)) return (uint32_t)r;
-    log_warn("%s=\"%.32s\" is not a rank number; ignored", var, v);
-  }
-  return std::nullopt;
 }
 
 uint64_t now_us() {
@@ -173,25 +161,16 @@ namespace {
 // Whether a kernel launched from the current step on, on this rank, can still be selected.
 void update_ahead(Session::Impl &m) {
   const Config &c = m.config;
-  bool rank_out = m.rank_resolved && m.rank && !c.ranks.contains((int64_t)*m.rank);
+  const std::optional<uint32_t> rank = m.ranks.process_rank();
+  bool rank_out = rank && !c.ranks.contains((int64_t)*rank);
   bool steps_left = c.steps.all() || (!c.steps.ranges().empty() && c.steps.ranges().back().second >= (int64_t)m.step);
   m.ahead.store(steps_left && !rank_out, std::memory_order_relaxed);
-}
-
-// Under m.mu: the rank, from the environment or else the communicator's hint, once one is known.
-void resolve_rank(Session::Impl &m) {
-  if (m.rank_resolved) return;
-  m.rank = rank_from_environment();
-  if (!m.rank) m.rank = m.rank_hint;
-  m.rank_resolved = m.rank.has_value();
-  if (m.rank_resolved) update_ahead(m);
 }
 
 // Under m.mu, for every launch in launch order: the rank, step markers, launch index, stream and task id.
 void count_launch(Session::Impl &m, std::string_view op_type, const void *stream, LaunchTicket &t,
                   std::optional<bool> is_marker = std::nullopt) {
   const Config &c = m.config;
-  resolve_rank(m);
   // A step ends after a run of optimizer kernels (unless the host marks steps itself).
   // Casts and copies inside the run (mixed precision: the master weights are cast back after each
   // optimizer kernel) belong to it and do not end it.
@@ -204,9 +183,11 @@ void count_launch(Session::Impl &m, std::string_view op_type, const void *stream
   }
   if (!inside_run) m.in_marker_run = marker;
   t.step = m.step;
-  t.rank = m.rank;
+  const bool rank_was_known = m.ranks.process_rank().has_value();
+  t.rank = m.ranks.of_launch();
+  if (!rank_was_known && m.ranks.process_rank()) update_ahead(m);  // RANK_ID, read at the first launch
   m.tally.launched(op_type, m.step, c.steps.contains((int64_t)m.step), !c.list.empty() || c.scope.has_value());
-  if (m.rank) m.tally.rank_known(*m.rank);
+  if (t.rank) m.tally.rank_known(*t.rank);
   t.launch_index = m.launch_index++;
   auto [it, fresh] = m.streams.try_emplace(stream, std::make_pair((uint64_t)m.streams.size(), (uint64_t)0));
   t.stream_id = it->second.first;
@@ -307,9 +288,8 @@ LaunchTicket Session::begin_graph_kernel(std::string_view op_type, std::string_v
   Impl &m = *impl_;
   LaunchTicket t;
   std::lock_guard<std::mutex> lk(m.mu);
-  resolve_rank(m);
   t.step = step;
-  t.rank = m.rank;
+  t.rank = m.ranks.of_launch();
   t.launch_index = m.launch_index++;
   t.stream_id = stream_id;
   t.task_id = task_id;
@@ -352,6 +332,7 @@ void Session::submit(record::KernelCapture kernel) {
   collector::Collector *col;
   {
     std::lock_guard<std::mutex> lk(m.mu);
+    if (!kernel.rank) kernel.rank = m.ranks.adopted();  // begun before the rank was adopted (rank_map.h)
     // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
     if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank), m.config.task)) return;
     if (!m.collector) m.collector = make_collector(m);
@@ -375,9 +356,35 @@ void Session::end_step() {
   update_ahead(*impl_);
 }
 
-void Session::set_rank_hint(uint32_t rank) {
+void Session::set_rank_hint(uint32_t rank, int32_t device) {
+  bool adopt;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    adopt = impl_->ranks.communicator_rank(rank, device);
+    if (adopt) impl_->ordinals.adopt_rank(rank);  // names go on counting where the kernels without a rank left off
+    update_ahead(*impl_);
+  }
+  if (adopt) adopt_unranked(rank);
+}
+
+void Session::thread_device(int32_t device) {
   std::lock_guard<std::mutex> lk(impl_->mu);
-  impl_->rank_hint = rank;
+  impl_->ranks.thread_device(device);
+}
+
+// The kernels recorded without a rank (a process on one device, before its communicator existed) are the rank's: the
+// rank folder is claimed, what was written is moved into it, and later kernels without a rank go there too.
+void Session::adopt_unranked(uint32_t rank) {
+  Impl &m = *impl_;
+  collector::Collector *col = m.current_collector();
+  if (col == nullptr) return;  // nothing written yet: every later kernel has the rank
+  const std::string to = format::rank_dir_name(rank), from = format::rank_dir_name(std::nullopt);
+  if (!lifecycle::claim_rank_output(m.config.dump_path, to, m.config.task)) return;  // another process has the rank
+  col->adopt_rank(rank);
+  lifecycle::release_rank_output(m.config.dump_path, from);
+  run_marker::renamed(m.config.dump_path, from, to);
+  log_info("the kernels recorded before the communicator gave this process its rank moved from %s to %s folders",
+           from.c_str(), to.c_str());
 }
 
 void Session::flush() {
@@ -445,7 +452,7 @@ void Session::shutdown() {
     col = impl_->collector.get();
     steps = impl_->step + 1;
     tally = impl_->tally;
-    rank = impl_->rank;
+    rank = impl_->ranks.process_rank();
   }
   const std::string unselected = tally.nothing_selected(c);
   if (!unselected.empty()) log_note("%s", unselected.c_str());

@@ -82,8 +82,12 @@ class Session {
   void end_step();
   // The host looked msprobe_shim_step up: it marks steps itself, so optimizer kernels no longer do.
   void host_marks_steps();
-  // The rank a communicator was created with (HCCL), used when no environment variable gave one.
-  void set_rank_hint(uint32_t rank);
+  // The rank a communicator gave the calling thread's device (or `device`), used when no environment variable gave
+  // one (shim/capture/rank_map.h). In a process on one device, the kernels recorded without a rank so far are moved
+  // to that rank's folders.
+  void set_rank_hint(uint32_t rank, int32_t device = -1);
+  // The calling thread set its current device (aclrtSetDevice).
+  void thread_device(int32_t device);
   // Everything captured so far is on disk (called at exit, aclFinalize, device reset).
   void flush();
   // aclFinalize / aclrtResetDevice (`call`): flush(), and what the task keeps in device memory, which the runtime
@@ -94,6 +98,7 @@ class Session {
   struct Impl;
 
  private:
+  void adopt_unranked(uint32_t rank);
   Impl *impl_;
 };
 

@@ -41,6 +41,7 @@ namespace vt = msprobe::format::value_type;  // the dump's value types
   X(HcclCommInitRootInfo)       \
   X(HcclCommInitRootInfoConfig) \
   X(HcclCommInitClusterInfo)    \
+  X(HcclCommInitAll)            \
   X(HcclCreateSubCommConfig)    \
   X(HcclCommDestroy)            \
   X(HcclAllReduce)              \
@@ -358,6 +359,26 @@ MSPROBE_HOOK HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_
     std::vector<uint32_t> ranks(query(runtime::HcclGetRankSize, *comm).value_or(0));
     std::iota(ranks.begin(), ranks.end(), 0u);
     register_comm(*comm, "hccl_world_group", ranks.empty() ? std::nullopt : std::optional(std::move(ranks)));
+  });
+  return rc;
+}
+
+// One communicator per device of the list, made by one call (CANN's HCCL samples with a thread per device): rank i
+// is devices[i]'s, so each thread's kernels go to the folder of its device's rank (shim/capture/rank_map.h).
+MSPROBE_HOOK HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms) {
+  auto real = MSPROBE_REAL(HcclCommInitAll);
+  if (!real) return HCCL_E_NOT_FOUND;
+  HcclResult rc = real(ndev, devices, comms);
+  if (rc != HCCL_SUCCESS || !following() || devices == nullptr || comms == nullptr) return rc;
+  guarded(Problem::CommunicatorNotKept, [&] {
+    std::vector<uint32_t> ranks(ndev);
+    std::iota(ranks.begin(), ranks.end(), 0u);
+    std::string key = "commall";
+    for (uint32_t i = 0; i < ndev; ++i) key += "-" + std::to_string(devices[i]);
+    for (uint32_t i = 0; i < ndev; ++i) {
+      session().set_rank_hint(i, devices[i]);
+      register_comm(comms[i], key, ranks);
+    }
   });
   return rc;
 }

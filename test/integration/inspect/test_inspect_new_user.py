@@ -25,7 +25,7 @@ BIN = Path(shimtest.BUILD) / "bin"
 def dumps(tmp_path_factory):
     """dumps(name) -> dump root, made on first use: the README's example ("bad": train.py --steps 3 --overflow-at 1,
     statistics; "clean": the same without the overflow), "gelu" / "plain" (tensor dumps, one with the stand-in's planted
-    Gelu bug), "acl" (examples/acl_app: its HcclAllReduce in rank0, the kernels before HCCL in the folder "rank")."""
+    Gelu bug), "acl" (examples/acl_app: every kernel in rank0, those before HCCL's initialisation included)."""
     root = tmp_path_factory.mktemp("newuser")
     runs = {"bad": (["--steps", "3", "--overflow-at", "1"], "statistics", {}),
             "clean": (["--steps", "3"], "statistics", {}),
@@ -107,32 +107,34 @@ def test_compare_prints_both_stacks_when_they_differ(dumps, tmp_path):
     assert "the same in A and B" not in out
 
 
-# ---- Item 6: the folder "rank" (no number), by name ----------------------------------------------------------------
-def test_the_folder_rank_is_chosen_by_name(dumps):
-    acl = dumps("acl")  # acl_app: the kernels before HCCL knew the rank in step0/rank, its HcclAllReduce in step0/rank0
-    unnumbered, rank0 = load_dump(acl / "step0" / "rank")["data"], load_dump(acl / "step0" / "rank0")["data"]
+# ---- Item 6: one process, one rank folder; the folder "rank" (no number), by name -----------------------------------
+def test_one_process_one_rank_folder_and_the_folder_rank_by_name(dumps):
+    acl = dumps("acl")  # acl_app: kernels before HCCL's initialisation, then its HcclAllReduce: all of one process
+    assert sorted(p.name for p in (acl / "step0").iterdir()) == ["rank0"]  # it wrote step0/rank and step0/rank0
+    rank0 = load_dump(acl / "step0" / "rank0")["data"]
     hccl = first_of(acl / "step0" / "rank0", "HcclAllReduce")
-    assert not any(k.startswith("HcclAllReduce.") for k in unnumbered)
-    # Without --rank every folder of the step is looked in: the collective is found in rank0 (it said "no kernel").
+    first = min(rank0, key=lambda k: rank0[k]["launch"]["index"])
+    assert not first.startswith("Hccl"), first  # the kernels before the communicator are there too
     assert inspect("show", acl, "HcclAllReduce#0", expect=0).stdout.startswith(f"{hccl}  (step0/rank0, ")
-    # --rank takes the folders' names: "rank" (refused before: "not a non-negative integer"), rank0, or the number.
-    first = min(unnumbered, key=lambda k: unnumbered[k]["launch"]["index"])
-    op = first.split(".")[0]
-    assert inspect("show", acl, f"{op}#0", "--rank", "rank", expect=0).stdout.startswith(f"{first}  (step0/rank, ")
-    assert inspect("show", acl, f"{op}#0", "--rank", "rank", "--step", "step0", "--json", expect=0).stdout == \
-        inspect("show", acl, first, "--rank", "rank", "--step", "0", "--json", expect=0).stdout
     for r in ("rank0", "0"):
         out = inspect("show", acl, hccl, "--rank", r, "--json", expect=0).stdout
         assert json.loads(out)["folder"] == "step0/rank0" and json.loads(out)["entry"] == rank0[hccl]
-    assert f"step0/rank: no kernel of op type 'HcclAllReduce'" in \
-        inspect("show", acl, "HcclAllReduce#0", "--rank", "rank", expect=2).stderr
+    # A process with no rank at all (train.py on one device, no HCCL) writes "rank": chosen by that name (refused
+    # before: "not a non-negative integer").
+    bad = dumps("bad")
+    unnumbered = load_dump(bad / "step0" / "rank")["data"]
+    first = min(unnumbered, key=lambda k: unnumbered[k]["launch"]["index"])
+    op = first.split(".")[0]
+    assert inspect("show", bad, f"{op}#0", "--rank", "rank", expect=0).stdout.startswith(f"{first}  (step0/rank, ")
+    assert inspect("show", bad, f"{op}#0", "--rank", "rank", "--step", "step0", "--json", expect=0).stdout == \
+        inspect("show", bad, first, "--rank", "rank", "--step", "0", "--json", expect=0).stdout
+    assert "step0/rank: no kernel of op type 'HcclAllReduce'" in \
+        inspect("show", bad, "HcclAllReduce#0", "--rank", "rank", "--step", "0", expect=2).stderr
     assert "no kernel named or starting with 'Nope'" in inspect("show", acl, "Nope", expect=2).stderr
-    assert "(none in any of the 2 folders looked in: step0/rank, step0/rank0)" in \
-        inspect("show", acl, "Nope", expect=2).stderr
     assert "--rank 'x' is not a rank" in inspect("show", acl, "Add#0", "--rank", "x", expect=2).stderr
     assert "no folder for rank7" in inspect("show", acl, "Add#0", "--rank", "7", expect=2).stderr
     # first-nan / first-diff name it by the same name, not "rank (none)".
-    out = inspect("first-nan", dumps("bad"), expect=1).stdout
+    out = inspect("first-nan", bad, expect=1).stdout
     assert "origin: rank (folder rank, no number), step 1: Muls." in out and "(none)" not in out
 
 
