@@ -18,8 +18,8 @@ its own, such as record/kernel_record.h):
     tools/inspect/cmd_*.cpp). A header-only module is covered by a test that includes it;
   - an integration test (test/integration/, and the benchmarks' smoke tests) covers every module of the programs it
     runs: a program counts as run when its file name (libmsprobe_shim.so, msprobe-inspect, ...) is a string in the
-    test file, in a helper module it imports (test/python/, its own folder) through the names it uses, or in its
-    command line.
+    test file, in a helper module it imports (test/python/, its own folder) through the names it uses, in its command
+    line, or in a markdown page the test names (the doc tests run the pages' commands).
 """
 import argparse
 import ast
@@ -261,10 +261,21 @@ class Reach:
             self.modules[path] = PyModule(path, self.find)
         return self.modules[path]
 
+    def of_page(self, name):
+        """The programs a markdown page names: a doc test runs the commands of the pages it names."""
+        for folder in (ROOT, os.path.join(ROOT, "docs")):
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                return set(re.split(r"[/\s=:`()\[\]]", open(path, encoding="utf-8").read())) & self.programs
+        return set()
+
     def of_nodes(self, mod, nodes, stack):
         out = set()
         for node in nodes:
-            out |= string_tokens(node) & self.programs
+            tokens = string_tokens(node)
+            out |= tokens & self.programs
+            for page in (t for t in tokens if t.endswith(".md")):
+                out |= self.of_page(page)
             for n in ast.walk(node):
                 if isinstance(n, ast.Name):
                     out |= self.of_name(mod, n.id, stack)

@@ -17,8 +17,8 @@ What a doc may hold, and how each is checked:
 import re
 from dataclasses import dataclass
 
-FENCE = re.compile(r"^```([^`\s]*)\s*$")
-MARKER = re.compile(r"^<!--\s*(checked|quoted from|not run):\s*(.*?)\s*-->\s*$")
+FENCE = re.compile(r"^( *)```([^`\s]*)\s*$")  # indented inside a list item, too
+MARKER = re.compile(r"^\s*<!--\s*(checked|quoted from|not run):\s*(.*?)\s*-->\s*$")
 
 
 @dataclass
@@ -37,8 +37,9 @@ def blocks(text):
         marker = (m.group(1), m.group(2)) if m else None
         fence = FENCE.match(lines[i])
         if fence:
-            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
-            out.append(Block(fence.group(1), lines[i + 1:end], i + 2, marker))
+            indent = len(fence.group(1))
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].lstrip().startswith("```")), len(lines))
+            out.append(Block(fence.group(2), [line[indent:] for line in lines[i + 1:end]], i + 2, marker))
             i = end + 1
         elif lines[i].startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
             end = i
@@ -53,25 +54,26 @@ def blocks(text):
 
 def console_examples(text, name="doc"):
     """[(command, expected exit status, [quoted lines])] of a doc's console blocks, in order."""
-    out = []
-    for block in blocks(text):
-        if block.kind != "console":
-            continue
-        lines, i = block.lines, 0
-        while i < len(lines):
-            line = lines[i]
-            assert line.startswith("$ "), f"{name}:{block.line + i}: a console block must start with a command: {line!r}"
-            command = line[2:]
-            while command.endswith("\\"):
-                i += 1
-                command = command[:-1] + "\n" + lines[i]
+    return [step for block in blocks(text) if block.kind == "console" for step in console_steps(block, name)]
+
+
+def console_steps(block, name="doc"):
+    """[(command, expected exit status, [quoted lines])] of one console block."""
+    out, lines, i = [], block.lines, 0
+    while i < len(lines):
+        line = lines[i]
+        assert line.startswith("$ "), f"{name}:{block.line + i}: a console block must start with a command: {line!r}"
+        command = line[2:]
+        while command.endswith("\\"):
             i += 1
-            quoted = []
-            while i < len(lines) and not lines[i].startswith("$ "):
-                quoted.append(lines[i])
-                i += 1
-            m = re.search(r"#\s*exit (\d+)\s*$", command)
-            out.append((command, int(m.group(1)) if m else 0, quoted))
+            command += "\n" + lines[i]  # the backslash stays: bash continues the line
+        i += 1
+        quoted = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            quoted.append(lines[i])
+            i += 1
+        m = re.search(r"#\s*exit (\d+)\s*$", command)
+        out.append((command, int(m.group(1)) if m else 0, quoted))
     return out
 
 
