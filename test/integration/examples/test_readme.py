@@ -111,15 +111,16 @@ def run_page(page, shell, tmp_path, run_sh_blocks):
     return not_run, shell
 
 
-def quick_start_shell(tmp_path):
-    """The state the README's quick start leaves (its blocks run as the README test runs them)."""
-    root = clone(tmp_path)
-    _, shell = run_page(README, newcomers_shell(root), tmp_path, True)
-    return shell
-
-
-def test_the_readme_runs_as_written(tmp_path):
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory):
+    """The README run once, top to bottom: (the blocks not run, the shell it leaves, its folder)."""
+    tmp_path = tmp_path_factory.mktemp("readme")
     not_run, shell = run_page(README, newcomers_shell(clone(tmp_path)), tmp_path, True)
+    return not_run, shell, tmp_path
+
+
+def test_the_readme_runs_as_written(readme_run):
+    not_run, shell, tmp_path = readme_run
     # The quick start ran, from the demo folder, into dumps msprobe-inspect read (the console blocks above).
     assert shell.cwd == str(tmp_path / "msprobe-demo"), shell.cwd
     assert {"bad", "clean", "report.html"} <= set(os.listdir(shell.cwd)), os.listdir(shell.cwd)
@@ -156,8 +157,9 @@ def test_the_readme_settings_are_the_shims():
 
 
 @pytest.mark.parametrize("page", ["examples/README.md", "docs/llm_hosts.md"])
-def test_the_pages_outputs_are_what_the_programs_print(page, tmp_path):
-    shell = quick_start_shell(tmp_path)
-    shell.cwd = shell.env["MSPROBE_SHIM"] if page.startswith("examples") else shell.cwd
+def test_the_pages_outputs_are_what_the_programs_print(page, readme_run):
+    """Run with the variables the README's quick start left, examples/README.md from the clone."""
+    _, shell, tmp_path = readme_run
+    cwd = shell.env["MSPROBE_SHIM"] if page.startswith("examples") else shell.cwd
     assert any(b.kind == "console" for b in blocks((SOURCE / page).read_text())), f"{page} quotes no run"
-    run_page(SOURCE / page, shell, tmp_path, False)
+    run_page(SOURCE / page, Shell(shell.env, cwd), tmp_path, False)
