@@ -102,7 +102,7 @@ export PATH=$toolbin:$PATH
 # (acl_app, msprobe-inspect, format_probe, ...) and check their output with the host's python3 and numpy.
 # MSPROBE_AARCH64_EXCLUDE overrides the list (empty: run everything).
 needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|aclnn_ops|pta_cache)|examples\..*)$'
-needs_target_python+='|^integration\.[a-z]+\.test_(train|graph_train|demo|ms_kbk|pynative|msprobe_rules'
+needs_target_python+='|^integration\.[a-z]+\.test_(train|graph_train|demo|readme|ms_kbk|pynative|msprobe_rules'
 needs_target_python+='|inspect(_compare|_replay|_flight|_ranks|_report|_old_form)?|shim_(config_errors|crash|capture_cost'
 needs_target_python+='|custom_op|describe_faults|device_stats|dump|dump_modes|dump_ranks|flight|graph|hostile|kill_stress|linkage'
 needs_target_python+='|op_launch_path|process|pta_cache|rt_hccl|stacks'

@@ -1,7 +1,8 @@
 // A task, decided once from the configuration: how each captured tensor is taken (the stager, shim/device/stager.h),
 // which kernels reach the dump (the collector's retention, collector/retention.h), and the few facts others need.
-// This is the one place that reads Config::task beyond its parser: adding a task is a stager and a retention (or
-// existing ones), a row in the settings table and a case here.
+// This is the one place that decides what a task does (beyond the configuration, only the session's exit line asks
+// whether a flight ran): adding a task is a stager and a retention (or existing ones), a word in the task tables and
+// a case here (docs/architecture.md, "Where to change what").
 //
 //   task            stager                                retention            dump.json says
 //   statistics      device_statistics (host_copies for    write_all            statistics

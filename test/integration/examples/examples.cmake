@@ -5,6 +5,8 @@ set_target_properties(step_probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BIN
 msprobe_pytest(test_train.py TIMEOUT 180)
 msprobe_pytest(test_acl_app.py TIMEOUT 60)
 msprobe_pytest(test_demo.py TIMEOUT 300)
+# The README's commands as a newcomer types them, and the outputs examples/README.md and docs/llm_hosts.md quote.
+msprobe_pytest(test_readme.py TIMEOUT 300)
 # The graph workloads: graph_app and graph_train.py with libms_hook_runner.so; libhook_probe.so records the hook
 # calls (libhook_probe_no_end.so lacks MS_DbgOnStepEnd, so the runner must refuse it).
 add_library(hook_probe SHARED ${CMAKE_CURRENT_LIST_DIR}/hook_probe.cpp)

@@ -1,16 +1,12 @@
 """The examples of docs/inspect.md and docs/report.md, run as they stand, and the output they quote compared with what
 the commands print (issue 39: the docs quoted counts and kernel names no run of the programs produces).
 
-A doc's ```console blocks are its examples: they run in order, in one working folder per doc where examples/ and build/
-are the repository's (links), build/bin and the test's python3 come first on PATH, ASCEND_HOME_PATH=build/fake_cann
-and PYTHONPATH=examples, as the README sets them. A line `$ COMMAND` (a trailing backslash continues it) runs COMMAND
-with bash; `# exit N` at its end is the exit status it must have (0 when not said). The lines after it, up to the next
-`$ ` line, are output the command must print on stdout, in order and on consecutive lines: a line `...` stands for any
-number of lines, `...` inside a line for any text; lines after the last one quoted are not looked at. Other fenced
-blocks (usage, code, commands that need what a test machine lacks, such as mpirun) are not run.
+A doc's ```console blocks are its examples (test/python/doc_examples.py says how they are read and compared): they
+run in order, in one working folder per doc where examples/ and build/ are the repository's (links), build/bin and the
+test's python3 come first on PATH, ASCEND_HOME_PATH=build/fake_cann and PYTHONPATH=examples. Other fenced blocks
+(usage, code, commands that need what a test machine lacks, such as mpirun) are not run.
 """
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,54 +14,13 @@ from pathlib import Path
 import pytest
 
 import shimtest
+from doc_examples import console_examples, missing
 
 SOURCE, BUILD = Path(shimtest.SOURCE), Path(shimtest.BUILD)
-BLOCK = re.compile(r"^```console\n(.*?)^```", re.M | re.S)
 
 
 def examples(doc):
-    """[(command, expected exit status, [quoted lines])] of a doc's console blocks, in order."""
-    out = []
-    for block in BLOCK.findall(doc.read_text()):
-        lines = block.rstrip("\n").split("\n")
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            assert line.startswith("$ "), f"{doc.name}: a console block must start with a command: {line!r}"
-            command = line[2:]
-            while command.endswith("\\"):
-                i += 1
-                command = command[:-1] + "\n" + lines[i]
-            i += 1
-            quoted = []
-            while i < len(lines) and not lines[i].startswith("$ "):
-                quoted.append(lines[i])
-                i += 1
-            m = re.search(r"#\s*exit (\d+)\s*$", command)
-            out.append((command, int(m.group(1)) if m else 0, quoted))
-    return out
-
-
-def line_matches(quoted, actual):
-    parts = quoted.rstrip().split("...")
-    return re.fullmatch(".*?".join(map(re.escape, parts)), actual.rstrip(), re.S) is not None
-
-
-def missing(quoted, actual):
-    """The first quoted line the output does not hold where it should, or None."""
-    at, free = 0, False  # free: the next quoted line may come after any number of output lines
-    for q in quoted:
-        if q.strip() == "...":
-            free = True
-            continue
-        while at < len(actual) and not line_matches(q, actual[at]):
-            if not free:
-                return q
-            at += 1
-        if at == len(actual):
-            return q
-        at, free = at + 1, False
-    return None
+    return console_examples(doc.read_text(), doc.name)
 
 
 def workdir(tmp_path):
@@ -107,10 +62,5 @@ def test_the_checker_itself():
     assert [q for _, _, q in examples_of("$ true\n$ echo a # exit 0\na\n")] == [[], ["a"]]
 
 
-def examples_of(text, tmp=Path("/tmp")):
-    doc = tmp / f"docs_example_{os.getpid()}.md"
-    doc.write_text("```console\n" + text + "```\n")
-    try:
-        return examples(doc)
-    finally:
-        doc.unlink()
+def examples_of(text):
+    return console_examples("```console\n" + text + "```\n")

@@ -445,3 +445,47 @@ def test_exception_host_is_unchanged_while_stacks_are_taken(tmp_path):
     for names, frames in stacks.values():
         assert any(s.startswith("(anonymous namespace)::launch_mul(") for s in frames), frames
         assert any(s.startswith("main (") for s in frames), frames
+
+
+# ---- very deep scopes (docs/format.md, "Kernel names") ----------------------------------------------------------------
+DEEP = """import sys
+import numpy as np
+import tiny_npu
+from tiny_npu import ops
+
+
+def level(n, x):
+    return ops.gelu(x) if n == 0 else level(n - 1, x)
+
+
+tiny_npu.init()
+level(int(sys.argv[1]), tiny_npu.Tensor.from_numpy(np.ones((2, 2), np.float32))).numpy()
+"""
+
+
+@pytest.mark.parametrize("depth", [10, 200])
+def test_a_very_deep_scope_keeps_its_innermost_frames(tmp_path, depth):
+    """The OpName is made of the innermost kMaxPythonFrames (128) Python frames: a deeper stack loses its outermost
+    ones. Nothing else shortens a name; a tensor file whose name would pass 255 characters is named at random and
+    listed in mapping.csv."""
+    script = tmp_path / "deep.py"
+    script.write_text(DEEP)
+    run = shimtest.run([PYTHON, script, depth], tmp_path / "run", env={"MSPROBE_TASK": "tensor"}).check()
+    [(folder, name, entry)] = [k for k in run.dump.kernels() if op_type(k[1]) == "Gelu"]
+    frames = python_frames(stack_of(load_stacks(folder))[name])
+    # Innermost first: tiny_npu's 5 private dispatch frames, gelu, level x (depth + 1), <module>.
+    assert len(frames) == min(depth + 8, 128), [q for _, _, q, _ in frames]
+    assert name == f"Gelu.{expected_op_name(frames)}.0.forward"
+    scope = name.split(".")[1].split("_")
+    assert scope[-1] == "gelu" and scope[:-1] == ["level"] * min(depth + 1, 128 - 6), name
+    data = os.path.join(folder.path, "dump_tensor_data")
+    written = sorted(t.info["data_name"] for t in shimtest.tensors(entry))
+    if len(name) + len(".output.0.npy") <= 255:
+        assert not os.path.exists(os.path.join(data, "mapping.csv"))
+        assert written == sorted(f"{name}.{io}.0.npy" for io in ("input", "output"))
+        return
+    with open(os.path.join(data, "mapping.csv")) as f:
+        rows = dict(line.rstrip("\n").split(",", 1) for line in f)
+    assert sorted(rows) == written == sorted(n for n in os.listdir(data) if n != "mapping.csv")
+    assert sorted(rows.values()) == sorted(f"{name}.{io}.0.npy" for io in ("input", "output")), rows
+    assert all(re.fullmatch(r"\d{32}\.npy", n) for n in written), written
