@@ -1,7 +1,8 @@
 // A host in the shape of CANN's own HCCL samples (hccl examples/01_point_to_point, 02_collectives): one process drives
 // N devices with a thread per device. The main thread makes one root info on device 0; each thread sets its device,
 // joins the communicator as the rank of its device, and runs the collectives on a stream of its own: an all-reduce,
-// a broadcast, an all-gather, a reduce-scatter and a ring of send/receive, then checks every result.
+// a broadcast, an all-gather, a reduce-scatter, a reduce, a scatter, the three all-to-alls, a barrier and a ring of
+// send/receive, then checks every result.
 //
 //   hccl_threads [--devices N] [--nan-rank R] [--steps S]
 //
@@ -54,7 +55,66 @@ std::vector<float> input(uint32_t r, int s, uint64_t n) {
   return x;
 }
 
-// One step of rank r: the five collectives, each checked against what the ranks sent. Returns "" or what was wrong.
+// The all-to-all-v counts: rank i sends i + j + 1 elements to rank j (so what q sends r is what r expects from q),
+// blocks packed in rank order.
+uint64_t a2a_count(uint32_t from, uint32_t to) { return from + to + 1; }
+uint64_t a2a_offset(uint32_t from, uint32_t to) {
+  uint64_t o = 0;
+  for (uint32_t j = 0; j < to; ++j) o += a2a_count(from, j);
+  return o;
+}
+
+// The rooted collectives and the all-to-alls of rank r at step s (HcclReduce to rank 1, HcclScatter from rank 0,
+// HcclAlltoAll of kBlock elements a pair, HcclAlltoAllV and HcclAlltoAllVC of a2a_count elements, HcclBarrier),
+// each checked. Returns "" or what was wrong.
+constexpr uint64_t kBlock = 8;
+std::string rooted_and_all_to_all(uint32_t r, uint32_t n, int s, HcclComm comm, aclrtStream stream) {
+  const uint32_t reduce_root = 1 % n, scatter_root = 0;
+  void *x = to_device(input(r, s, kCount)), *reduced = to_device(std::vector<float>(kCount, 0.f));
+  void *scattered = to_device(std::vector<float>(kCount, 0.f));
+  void *a2a_in = to_device(input(r, s, kBlock * n)), *a2a_out = to_device(std::vector<float>(kBlock * n, 0.f));
+  std::vector<uint64_t> sc(n), sd(n), rc(n), rd(n), matrix((size_t)n * n);
+  for (uint32_t j = 0; j < n; ++j) {
+    sc[j] = a2a_count(r, j), sd[j] = a2a_offset(r, j), rc[j] = a2a_count(j, r);
+    rd[j] = j == 0 ? 0 : rd[j - 1] + rc[j - 1];
+    for (uint32_t i = 0; i < n; ++i) matrix[(size_t)i * n + j] = a2a_count(i, j);
+  }
+  const uint64_t v_in = a2a_offset(r, n), v_out = rd[n - 1] + rc[n - 1];
+  void *v_send = to_device(input(r, s, v_in)), *v_recv = to_device(std::vector<float>(v_out, 0.f));
+  void *vc_recv = to_device(std::vector<float>(v_out, 0.f));
+  constexpr HcclDataType f32 = HCCL_DATA_TYPE_FP32;
+  bool ok = HcclReduce(x, reduced, kCount, f32, HCCL_REDUCE_SUM, reduce_root, comm, stream) == HCCL_SUCCESS &&
+            HcclScatter(x, scattered, kCount / n, f32, scatter_root, comm, stream) == HCCL_SUCCESS &&
+            HcclAlltoAll(a2a_in, kBlock, f32, a2a_out, kBlock, f32, comm, stream) == HCCL_SUCCESS &&
+            HcclAlltoAllV(v_send, sc.data(), sd.data(), f32, v_recv, rc.data(), rd.data(), f32, comm, stream) ==
+                HCCL_SUCCESS &&
+            HcclAlltoAllVC(v_send, matrix.data(), f32, vc_recv, f32, comm, stream) == HCCL_SUCCESS &&
+            HcclBarrier(comm, stream) == HCCL_SUCCESS && aclrtSynchronizeStream(stream) == ACL_SUCCESS;
+  std::string wrong = ok ? "" : "a call failed";
+  const std::vector<float> got_r = from_device(reduced, kCount), got_s = from_device(scattered, kCount / n);
+  const std::vector<float> got_a = from_device(a2a_out, kBlock * n), got_v = from_device(v_recv, v_out),
+                           got_vc = from_device(vc_recv, v_out);
+  for (uint64_t i = 0; wrong.empty() && r == reduce_root && i < kCount; ++i) {
+    float want = 0;
+    for (uint32_t q = 0; q < n; ++q) want += value(q, s, i);
+    if (got_r[i] != want) wrong = "reduce";
+  }
+  for (uint64_t i = 0; wrong.empty() && i < kCount / n; ++i)
+    if (got_s[i] != value(scatter_root, s, r * (kCount / n) + i)) wrong = "scatter";
+  for (uint32_t q = 0; wrong.empty() && q < n; ++q) {
+    for (uint64_t i = 0; i < kBlock; ++i)
+      if (got_a[q * kBlock + i] != value(q, s, r * kBlock + i)) wrong = "all-to-all";
+    for (uint64_t i = 0; i < rc[q]; ++i) {
+      const float want = value(q, s, a2a_offset(q, r) + i);
+      if (got_v[rd[q] + i] != want) wrong = "all-to-all-v";
+      if (got_vc[rd[q] + i] != want) wrong = "all-to-all-vc";
+    }
+  }
+  for (void *p : {x, reduced, scattered, a2a_in, a2a_out, v_send, v_recv, vc_recv}) aclrtFree(p);
+  return wrong;
+}
+
+// One step of rank r: every collective, each checked against what the ranks sent. Returns "" or what was wrong.
 std::string step(uint32_t r, uint32_t n, int s, bool plant_nan, HcclComm comm, aclrtStream stream) {
   std::vector<float> x = input(r, s, kCount);
   if (plant_nan) x[3] = NAN;
@@ -75,7 +135,7 @@ std::string step(uint32_t r, uint32_t n, int s, bool plant_nan, HcclComm comm, a
                : HcclRecv(ring, kCount, HCCL_DATA_TYPE_FP32, prev, comm, stream) == HCCL_SUCCESS;
   }
   ok = ok && aclrtSynchronizeStream(stream) == ACL_SUCCESS;
-  std::string wrong = ok ? "" : "a call failed";
+  std::string wrong = ok ? rooted_and_all_to_all(r, n, s, comm, stream) : "a call failed";
   const std::vector<float> got_sum = from_device(sum, kCount), got_b = from_device(bcast, kCount);
   const std::vector<float> got_g = from_device(gathered, kCount * n), got_ring = from_device(ring, kCount);
   const std::vector<float> got_s = from_device(scattered, kCount / n);

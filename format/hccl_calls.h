@@ -26,6 +26,12 @@ inline constexpr std::string_view kHcclAllReduce = "HcclAllReduce";
 inline constexpr std::string_view kHcclBroadcast = "HcclBroadcast";
 inline constexpr std::string_view kHcclAllGather = "HcclAllGather";
 inline constexpr std::string_view kHcclReduceScatter = "HcclReduceScatter";
+inline constexpr std::string_view kHcclReduce = "HcclReduce";
+inline constexpr std::string_view kHcclScatter = "HcclScatter";
+inline constexpr std::string_view kHcclBarrier = "HcclBarrier";
+inline constexpr std::string_view kHcclAlltoAll = "HcclAlltoAll";
+inline constexpr std::string_view kHcclAlltoAllV = "HcclAlltoAllV";
+inline constexpr std::string_view kHcclAlltoAllVC = "HcclAlltoAllVC";
 inline constexpr std::string_view kHcclSend = "HcclSend";
 inline constexpr std::string_view kHcclRecv = "HcclRecv";
 inline constexpr HcclCall kHcclCalls[] = {
@@ -33,6 +39,12 @@ inline constexpr HcclCall kHcclCalls[] = {
     {kHcclBroadcast, HcclShape::Rooted},
     {kHcclAllGather, HcclShape::Collective},
     {kHcclReduceScatter, HcclShape::Collective},
+    {kHcclReduce, HcclShape::Rooted},
+    {kHcclScatter, HcclShape::Rooted},
+    {kHcclBarrier, HcclShape::Collective},
+    {kHcclAlltoAll, HcclShape::Collective},
+    {kHcclAlltoAllV, HcclShape::Collective},
+    {kHcclAlltoAllVC, HcclShape::Collective},
     {kHcclSend, HcclShape::Send},
     {kHcclRecv, HcclShape::Recv},
 };

@@ -188,6 +188,9 @@ const void *executor_of(const Binding &b, const RawArgs &a) {
   return out ? *out : nullptr;
 }
 
+// The parameter by which CANN's MC2 ops (aclnnMatmulAllReduce, aclnnAllGatherMatmul...) name their communicator.
+constexpr std::string_view kCommGroupParam = "group";
+
 // A phase-1 call with a prototype: every parameter read from where the ABI put it. `executor`: the executor phase 1
 // returned (executor_of(), read at phase 1); the call is decoded at phase 1 or, from its registers, at phase 2.
 std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding &b, const RawArgs &a,
@@ -208,6 +211,8 @@ std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding
     } else {
       cp.value = value_of(p.kind, a, loc);
       cp.present = cp.value.has_value();
+      if (p.kind == ParamKind::CString && p.name == kCommGroupParam && cp.present)
+        if (const auto *group = std::get_if<std::string>(&cp.value->value)) call.comm_group = *group;
     }
     call.params.push_back(std::move(cp));
   }

@@ -50,6 +50,9 @@ struct OpCall {
   bool repeatable = false;
   uint64_t serial = 0;          // set by CallTable::put: tells this call from a later one at the same executor address
   StackId stack = kEmptyStack;  // taken at phase 1, the call the user's code made; travels to the launch
+  // A fused compute+communication (MC2) op's communicator, its `group` argument: the kernel is numbered with the
+  // communicator's collectives and carries its "comm" as HCCL's kernels do. Empty for every other op.
+  std::string comm_group;
   // Not decoded yet (params empty): the phase-1 call as it arrived, and the executor-cache keys it goes under.
   std::optional<RawCall> raw;
   ExecCacheKey keys[2];

@@ -12,6 +12,7 @@
 #include "shim/base/problems.h"
 #include "shim/base/reentry.h"
 #include "shim/capture/capture_call.h"
+#include "shim/capture/communicators.h"
 #include "shim/config/config.h"
 #include "shim/stacks/stack_python.h"
 
@@ -211,6 +212,7 @@ class AclnnLaunch {
 
   const void *executor_;
   std::optional<OpCall> call_;
+  communicators::Issue comm_;  // an MC2 op's place in its communicator
   CaptureCall capture_;
   bool closed_ = false;
 };
@@ -239,6 +241,8 @@ void AclnnLaunch::prepare(const Binding &b) {
     call_.reset();
     return;
   }
+  // Numbered whether or not it is captured, as HCCL's own kernels are (shim/capture/communicators.h).
+  if (!call_->comm_group.empty()) comm_ = communicators::take_by_group(call_->comm_group);
   if (!capture_.capturing()) return;
   if (decoded_before) read_addresses_now(*call_);
   describe_inputs(b);
@@ -257,6 +261,7 @@ void AclnnLaunch::describe_inputs(const Binding &b) {
   }
   capture_.inputs(
       [&](KernelLaunch &k) {
+        if (comm_.info) k.set_comm(*comm_.info);
         for (const CallParam &p : call_->params) {
           if (p.dir == Direction::Output) continue;
           if (!p.present)
@@ -293,6 +298,7 @@ void AclnnLaunch::close(int32_t rc) noexcept {
   // A kernel the shim has no record of (its phase 1 ran before capture, or it was filtered out) is still named and
   // counted, so that names stay the same whatever the filters; it has no arguments.
   capture_.finish(launched && call_.has_value());
+  if (!launched) communicators::give_back(comm_);
   if (call_ && launched && !call_->repeatable)
     guarded(Problem::LaunchNotTracked, [&] { aclnn_state().calls.erase_if(executor_, call_->serial); });
 }

@@ -62,7 +62,9 @@
   /* HCCL communicators, described for the entries' comm object (HcclComm is a pointer, HcclResult an int) */          \
   X(HcclGetRankSize, int32_t (*)(void *, uint32_t *))                                                                  \
   X(HcclGetRankId, int32_t (*)(void *, uint32_t *))                                                                    \
-  X(HcclGetCommName, int32_t (*)(void *, char *))
+  X(HcclGetCommName, int32_t (*)(void *, char *))                                                                      \
+  /* the communicator an MC2 kernel names by its group (hcom.h) */                                                     \
+  X(HcomGetCommHandleByGroup, int32_t (*)(const char *, void **))
 
 namespace msprobe::shim::runtime {
 

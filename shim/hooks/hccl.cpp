@@ -23,9 +23,11 @@
 
 #include "acl/acl_base.h"
 #include "format/comm_info.h"
+#include "format/hccl_calls.h"
 #include "format/naming.h"
 #include "shim/base/hash.h"
 #include "shim/capture/capture_call.h"
+#include "shim/capture/communicators.h"
 #include "shim/capture/session.h"
 #include "shim/device/handles.h"
 #include "shim/device/runtime_api.h"
@@ -33,7 +35,9 @@
 
 using namespace msprobe::shim;
 using msprobe::format::CommInfo;
+namespace format = msprobe::format;
 using msprobe::format::ValueArg;
+using msprobe::shim::communicators::Issue;
 namespace vt = msprobe::format::value_type;  // the dump's value types
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
@@ -48,6 +52,12 @@ namespace vt = msprobe::format::value_type;  // the dump's value types
   X(HcclBroadcast)              \
   X(HcclAllGather)              \
   X(HcclReduceScatter)          \
+  X(HcclReduce)                 \
+  X(HcclScatter)                \
+  X(HcclBarrier)                \
+  X(HcclAlltoAll)               \
+  X(HcclAlltoAllV)              \
+  X(HcclAlltoAllVC)             \
   X(HcclSend)                   \
   X(HcclRecv)
 MSPROBE_HOOK_SLOTS(MSPROBE_HCCL_HOOKS)
@@ -87,18 +97,8 @@ std::optional<TensorMeta> buffer(void *data, std::optional<uint64_t> count, Hccl
   return m;
 }
 
-// One of the communicator queries (HcclGetRankSize, HcclGetRankId), nullopt when it is missing or fails.
-std::optional<uint32_t> query(runtime::Function<int32_t (*)(void *, uint32_t *)> &fn, HcclComm comm) {
-  auto get = fn.get();
-  if (get == nullptr) return std::nullopt;
-  uint32_t v = 0;
-  ReentryGuard guard;
-  if (get(comm, &v) != HCCL_SUCCESS) return std::nullopt;
-  return v;
-}
-
 std::optional<uint64_t> times_rank_size(uint64_t count, HcclComm comm) {
-  std::optional<uint32_t> n = query(runtime::HcclGetRankSize, comm);
+  std::optional<uint32_t> n = communicators::size_of(comm);
   if (!n || *n == 0 || count > UINT64_MAX / *n) return std::nullopt;
   return count * *n;
 }
@@ -109,22 +109,32 @@ ValueArg reduce_op(HcclReduceOp op) {
   return ValueArg{vt::kStr, std::move(v), "op"};
 }
 
+// `n` uint64_t entries of a host array the caller passed (all-to-all counts and displacements); empty when absent.
+std::vector<uint64_t> host_counts(const void *p, uint64_t n) {
+  std::vector<uint64_t> v;
+  if (p == nullptr || n == 0 || n > (1u << 24)) return v;
+  v.resize(n);
+  std::memcpy(v.data(), p, n * sizeof(uint64_t));
+  return v;
+}
+
+// The elements a buffer of blocks spans: the end of its furthest block; nullopt when the arrays are unknown.
+std::optional<uint64_t> blocks_extent(const std::vector<uint64_t> &counts, const std::vector<uint64_t> &displs) {
+  if (counts.empty() || counts.size() != displs.size()) return std::nullopt;
+  uint64_t end = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > UINT64_MAX - displs[i]) return std::nullopt;
+    if (counts[i] != 0) end = std::max(end, displs[i] + counts[i]);
+  }
+  return end;
+}
+
+ValueArg int_list(const std::vector<uint64_t> &v, const char *name) {
+  std::vector<int64_t> ints(v.begin(), v.end());
+  return ValueArg{vt::kListInt, std::move(ints), name};
+}
+
 // ---- Communicators ------------------------------------------------------------------------------------------------
-// What the shim knows of a live communicator handle.
-struct CommState {
-  std::string key;  // what creation gave: every member derives the same one (used when HCCL names none)
-  std::optional<std::string> name;
-  std::optional<uint32_t> rank, size;
-  std::optional<std::vector<uint32_t>> ranks;  // global ranks of the members, in comm-rank order
-  bool described = false;                      // HCCL was asked for name, rank and size
-  uint64_t next_seq = 0;
-  std::map<std::pair<uint32_t, bool>, uint64_t> next_pair_seq;  // (peer, this rank sends) -> next
-};
-
-std::mutex g_comms_mu;
-// Leaked on purpose: hooks may run while static destructors do.
-auto *g_comms = new std::unordered_map<HcclComm, CommState>;
-
 std::string hex64(uint64_t v) {
   static const char digits[] = "0123456789abcdef";
   std::string s(16, '0');
@@ -137,108 +147,6 @@ std::string config_name(const HcclCommConfig *config) {
   if (config == nullptr) return {};
   const void *nul = std::memchr(config->hcclCommName, '\0', COMM_NAME_MAX_LENGTH);
   return nul ? std::string(config->hcclCommName, static_cast<const char *>(nul)) : std::string();
-}
-
-// Asks HCCL (outside the lock: these calls may take it) and fills in what it answers.
-void describe(HcclComm comm, CommState &s) {
-  s.described = true;
-  s.rank = query(runtime::HcclGetRankId, comm);
-  s.size = query(runtime::HcclGetRankSize, comm);
-  auto get_name = runtime::HcclGetCommName.get();
-  if (get_name != nullptr) {
-    char name[COMM_NAME_MAX_LENGTH + 1] = {};
-    ReentryGuard guard;
-    if (get_name(comm, name) == HCCL_SUCCESS && name[0] != '\0') s.name = std::string(name);
-  }
-}
-
-// A communicator was created: forget what an earlier one at the same address was, learn this one.
-void register_comm(HcclComm comm, std::string key, std::optional<std::vector<uint32_t>> ranks) {
-  CommState s;
-  s.key = std::move(key);
-  s.ranks = std::move(ranks);
-  describe(comm, s);
-  std::lock_guard<std::mutex> lk(g_comms_mu);
-  (*g_comms)[comm] = std::move(s);
-}
-
-std::optional<std::vector<uint32_t>> known_ranks(HcclComm comm) {
-  std::lock_guard<std::mutex> lk(g_comms_mu);
-  auto it = g_comms->find(comm);
-  return it == g_comms->end() ? std::nullopt : it->second.ranks;
-}
-
-std::string key_of(HcclComm comm) {
-  std::lock_guard<std::mutex> lk(g_comms_mu);
-  auto it = g_comms->find(comm);
-  return it == g_comms->end() ? std::string() : it->second.key;
-}
-
-// This call's place in the communicator. The sequence number is taken now and given back by release() when the call
-// fails (nothing was issued), so that every member numbers the same calls.
-struct Issue {
-  HcclComm comm = nullptr;
-  std::optional<CommInfo> info;  // nullopt: the communicator has neither a name nor a key
-  std::optional<std::pair<uint32_t, bool>> pair;
-  uint64_t taken = 0;
-};
-
-Issue take_number(HcclComm comm, std::optional<uint32_t> peer, bool sends) {
-  Issue is;
-  is.comm = comm;
-  if (comm == nullptr) return is;  // HCCL refuses the call
-  bool need_describe = false;
-  {
-    std::lock_guard<std::mutex> lk(g_comms_mu);
-    need_describe = !g_comms->count(comm) || !(*g_comms)[comm].described;
-  }
-  CommState fresh;
-  if (need_describe) describe(comm, fresh);  // a handle the shim did not see created
-  std::lock_guard<std::mutex> lk(g_comms_mu);
-  CommState &s = (*g_comms)[comm];
-  if (!s.described) {
-    s.name = fresh.name;
-    s.rank = fresh.rank;
-    s.size = fresh.size;
-    s.described = true;
-  }
-  if (peer) {
-    is.pair = std::make_pair(*peer, sends);
-    is.taken = s.next_pair_seq[*is.pair]++;
-  } else {
-    is.taken = s.next_seq++;
-  }
-  const std::string &name = s.name ? *s.name : s.key;
-  if (name.empty() || !s.rank || !s.size) return is;
-  CommInfo c;
-  c.name = name;
-  c.rank = *s.rank;
-  c.size = *s.size;
-  if (s.ranks && s.ranks->size() == *s.size) c.ranks = s.ranks;
-  if (peer) {
-    c.peer = *peer;
-    c.pair_seq = is.taken;
-  } else {
-    c.seq = is.taken;
-  }
-  is.info = std::move(c);
-  return is;
-}
-
-// The bookkeeping never throws into the host (shim/capture/capture_call.h's policy): an Issue without a number then.
-Issue take(HcclComm comm, std::optional<uint32_t> peer = std::nullopt, bool sends = false) noexcept {
-  Issue is;
-  guarded(Problem::CommunicatorNotKept, [&] { is = take_number(comm, peer, sends); });
-  return is;
-}
-
-void release(const Issue &is) {
-  if (is.comm == nullptr) return;
-  std::lock_guard<std::mutex> lk(g_comms_mu);
-  auto it = g_comms->find(is.comm);
-  if (it == g_comms->end()) return;
-  uint64_t &next = is.pair ? it->second.next_pair_seq[*is.pair] : it->second.next_seq;
-  if (next == is.taken + 1) next = is.taken;  // no later call took a number since
 }
 
 // Communicator creation and destruction are followed whenever the shim is on (not only past the gate: a communicator
@@ -254,7 +162,7 @@ HcclResult init_comm(Real real, std::optional<uint32_t> rank, HcclComm *comm, st
   if (rc != HCCL_SUCCESS || !following()) return rc;
   guarded(Problem::CommunicatorNotKept, [&] {
     if (rank) session().set_rank_hint(*rank);
-    if (comm != nullptr && *comm != nullptr) register_comm(*comm, std::move(key), std::move(ranks));
+    if (comm != nullptr && *comm != nullptr) communicators::made(*comm, std::move(key), std::move(ranks));
   });
   return rc;
 }
@@ -280,11 +188,11 @@ struct Numbering {
 // or not, so that every member numbers the same calls), `sides(issue)` says what it reads and writes, and it is
 // captured as CaptureCall decides; a call HCCL refuses gives its number back.
 template <typename MakeSides, typename Forward>
-HcclResult hccl_kernel(const char *op_type, aclrtStream stream, HcclComm comm, Numbering numbering, MakeSides sides,
-                       Forward forward) {
+HcclResult hccl_kernel(std::string_view op_type, aclrtStream stream, HcclComm comm, Numbering numbering,
+                       MakeSides sides, Forward forward) {
   Session *session = capture_gate();
   if (session == nullptr) return forward();
-  Issue issue = take(comm, numbering.peer, numbering.sends);
+  Issue issue = communicators::take(comm, numbering.peer, numbering.sends);
   CaptureCall call(*session, op_type, stream);
   Sides io;
   call.inputs([&](KernelLaunch &k) {
@@ -306,15 +214,15 @@ HcclResult hccl_kernel(const char *op_type, aclrtStream stream, HcclComm comm, N
         k.output_null();
     });
   call.finish(rc == HCCL_SUCCESS);
-  if (rc != HCCL_SUCCESS) guarded(Problem::CommunicatorNotKept, [&] { release(issue); });
+  if (rc != HCCL_SUCCESS) communicators::give_back(issue);
   return rc;
 }
 
 // HcclSend / HcclRecv (the same parameters): a send's buffer is its input and it has no output, a receive's buffer
 // is its output and its only input is the peer.
 template <typename Real>
-HcclResult transfer(const char *api, bool send, Real real, void *buf, uint64_t count, HcclDataType type, uint32_t peer,
-                    HcclComm comm, aclrtStream stream) {
+HcclResult transfer(std::string_view api, bool send, Real real, void *buf, uint64_t count, HcclDataType type,
+                    uint32_t peer, HcclComm comm, aclrtStream stream) {
   if (!real) return HCCL_E_NOT_FOUND;
   return hccl_kernel(
       api, stream, comm, {peer, send},
@@ -356,9 +264,9 @@ MSPROBE_HOOK HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_
   guarded(Problem::CommunicatorNotKept, [&] {
     session().set_rank_hint(rank);
     if (comm == nullptr || *comm == nullptr) return;
-    std::vector<uint32_t> ranks(query(runtime::HcclGetRankSize, *comm).value_or(0));
+    std::vector<uint32_t> ranks(communicators::size_of(*comm).value_or(0));
     std::iota(ranks.begin(), ranks.end(), 0u);
-    register_comm(*comm, "hccl_world_group", ranks.empty() ? std::nullopt : std::optional(std::move(ranks)));
+    communicators::made(*comm, "hccl_world_group", ranks.empty() ? std::nullopt : std::optional(std::move(ranks)));
   });
   return rc;
 }
@@ -377,7 +285,7 @@ MSPROBE_HOOK HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclCom
     for (uint32_t i = 0; i < ndev; ++i) key += "-" + std::to_string(devices[i]);
     for (uint32_t i = 0; i < ndev; ++i) {
       session().set_rank_hint(i, devices[i]);
-      register_comm(comms[i], key, ranks);
+      communicators::made(comms[i], key, ranks);
     }
   });
   return rc;
@@ -394,10 +302,10 @@ MSPROBE_HOOK HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum
   guarded(Problem::CommunicatorNotKept, [&] {
     // HCCL's rule for the name: the config's, else "{global communicator's}_sub_{subCommId}".
     std::string key = config_name(config);
-    if (key.empty()) key = key_of(*comm) + "_sub_" + std::to_string(subCommId);
+    if (key.empty()) key = communicators::key_of(*comm) + "_sub_" + std::to_string(subCommId);
     // rankIds are ranks of the global communicator: global ranks when its members are known.
     std::optional<std::vector<uint32_t>> ranks;
-    if (std::optional<std::vector<uint32_t>> outer = known_ranks(*comm)) {
+    if (std::optional<std::vector<uint32_t>> outer = communicators::members(*comm)) {
       ranks.emplace();
       for (uint32_t i = 0; i < rankNum && ranks; ++i) {
         if (rankIds[i] < outer->size())
@@ -406,7 +314,7 @@ MSPROBE_HOOK HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum
           ranks.reset();
       }
     }
-    register_comm(*subComm, std::move(key), std::move(ranks));
+    communicators::made(*subComm, std::move(key), std::move(ranks));
   });
   return rc;
 }
@@ -416,10 +324,7 @@ MSPROBE_HOOK HcclResult HcclCommDestroy(HcclComm comm) {
   if (!real) return HCCL_E_NOT_FOUND;
   HcclResult rc = real(comm);
   if (rc == HCCL_SUCCESS)  // the address may be given to the next communicator
-    guarded(Problem::CommunicatorNotKept, [&] {
-      std::lock_guard<std::mutex> lk(g_comms_mu);
-      g_comms->erase(comm);
-    });
+    communicators::destroyed(comm);
   return rc;
 }
 
@@ -428,7 +333,7 @@ MSPROBE_HOOK HcclResult HcclAllReduce(void *sendBuf, void *recvBuf, uint64_t cou
   auto real = MSPROBE_REAL(HcclAllReduce);
   if (!real) return HCCL_E_NOT_FOUND;
   return hccl_kernel(
-      "HcclAllReduce", stream, comm, {},
+      format::kHcclAllReduce, stream, comm, {},
       [&](const Issue &) {
         return Sides{true, buffer(sendBuf, count, dataType), {reduce_op(op)}, true, buffer(recvBuf, count, dataType)};
       },
@@ -440,7 +345,7 @@ MSPROBE_HOOK HcclResult HcclBroadcast(void *buf, uint64_t count, HcclDataType da
   auto real = MSPROBE_REAL(HcclBroadcast);
   if (!real) return HCCL_E_NOT_FOUND;
   return hccl_kernel(
-      "HcclBroadcast", stream, comm, {},
+      format::kHcclBroadcast, stream, comm, {},
       [&](Issue &issue) {
         if (issue.info) issue.info->root = root;
         auto t = buffer(buf, count, dataType);
@@ -454,7 +359,7 @@ MSPROBE_HOOK HcclResult HcclAllGather(void *sendBuf, void *recvBuf, uint64_t sen
   auto real = MSPROBE_REAL(HcclAllGather);
   if (!real) return HCCL_E_NOT_FOUND;
   return hccl_kernel(
-      "HcclAllGather", stream, comm, {},
+      format::kHcclAllGather, stream, comm, {},
       [&](const Issue &) {
         return Sides{true,
                      buffer(sendBuf, sendCount, dataType),
@@ -470,7 +375,7 @@ MSPROBE_HOOK HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t
   auto real = MSPROBE_REAL(HcclReduceScatter);
   if (!real) return HCCL_E_NOT_FOUND;
   return hccl_kernel(
-      "HcclReduceScatter", stream, comm, {},
+      format::kHcclReduceScatter, stream, comm, {},
       [&](const Issue &) {
         return Sides{true,
                      buffer(sendBuf, times_rank_size(recvCount, comm), dataType),
@@ -481,14 +386,143 @@ MSPROBE_HOOK HcclResult HcclReduceScatter(void *sendBuf, void *recvBuf, uint64_t
       [&] { return real(sendBuf, recvBuf, recvCount, dataType, op, comm, stream); });
 }
 
+// The reduction of every member's send buffer reaches the root's receive buffer: the output is null elsewhere.
+MSPROBE_HOOK HcclResult HcclReduce(void *sendBuf, void *recvBuf, uint64_t count, HcclDataType dataType, HcclReduceOp op,
+                                   uint32_t root, HcclComm comm, aclrtStream stream) {
+  auto real = MSPROBE_REAL(HcclReduce);
+  if (!real) return HCCL_E_NOT_FOUND;
+  return hccl_kernel(
+      format::kHcclReduce, stream, comm, {},
+      [&](Issue &issue) {
+        if (issue.info) issue.info->root = root;
+        const bool at_root = communicators::rank_of(comm) == root;
+        return Sides{true,
+                     buffer(sendBuf, count, dataType),
+                     {reduce_op(op), ValueArg{vt::kInt, (int64_t)root, "root"}},
+                     true,
+                     at_root ? buffer(recvBuf, count, dataType) : std::nullopt};
+      },
+      [&] { return real(sendBuf, recvBuf, count, dataType, op, root, comm, stream); });
+}
+
+// Block r of the root's send buffer reaches member r: the send buffer is read at the root only (null elsewhere).
+MSPROBE_HOOK HcclResult HcclScatter(void *sendBuf, void *recvBuf, uint64_t recvCount, HcclDataType dataType,
+                                    uint32_t root, HcclComm comm, aclrtStream stream) {
+  auto real = MSPROBE_REAL(HcclScatter);
+  if (!real) return HCCL_E_NOT_FOUND;
+  return hccl_kernel(
+      format::kHcclScatter, stream, comm, {},
+      [&](Issue &issue) {
+        if (issue.info) issue.info->root = root;
+        const bool at_root = communicators::rank_of(comm) == root;
+        return Sides{true,
+                     at_root ? buffer(sendBuf, times_rank_size(recvCount, comm), dataType) : std::nullopt,
+                     {ValueArg{vt::kInt, (int64_t)root, "root"}},
+                     true,
+                     buffer(recvBuf, recvCount, dataType)};
+      },
+      [&] { return real(sendBuf, recvBuf, recvCount, dataType, root, comm, stream); });
+}
+
+// No data: a kernel with no arguments, numbered with the communicator's collectives (it is one).
+MSPROBE_HOOK HcclResult HcclBarrier(HcclComm comm, aclrtStream stream) {
+  auto real = MSPROBE_REAL(HcclBarrier);
+  if (!real) return HCCL_E_NOT_FOUND;
+  return hccl_kernel(
+      format::kHcclBarrier, stream, comm, {},
+      [&](const Issue &) {
+        return Sides{false, std::nullopt, {}, false, {}};
+      },
+      [&] { return real(comm, stream); });
+}
+
+// Block j of every member's send buffer (sendCount elements) reaches member j.
+MSPROBE_HOOK HcclResult HcclAlltoAll(const void *sendBuf, uint64_t sendCount, HcclDataType sendType,
+                                     const void *recvBuf, uint64_t recvCount, HcclDataType recvType, HcclComm comm,
+                                     aclrtStream stream) {
+  auto real = MSPROBE_REAL(HcclAlltoAll);
+  if (!real) return HCCL_E_NOT_FOUND;
+  return hccl_kernel(
+      format::kHcclAlltoAll, stream, comm, {},
+      [&](const Issue &) {
+        return Sides{true,
+                     buffer(const_cast<void *>(sendBuf), times_rank_size(sendCount, comm), sendType),
+                     {},
+                     true,
+                     buffer(const_cast<void *>(recvBuf), times_rank_size(recvCount, comm), recvType)};
+      },
+      [&] { return real(sendBuf, sendCount, sendType, recvBuf, recvCount, recvType, comm, stream); });
+}
+
+// Counts and displacements per member (host arrays of rank-size entries, in elements): the buffers span their
+// furthest block, and the four arrays are the kernel's arguments (what expert parallelism sent where).
+MSPROBE_HOOK HcclResult HcclAlltoAllV(const void *sendBuf, const void *sendCounts, const void *sdispls,
+                                      HcclDataType sendType, const void *recvBuf, const void *recvCounts,
+                                      const void *rdispls, HcclDataType recvType, HcclComm comm, aclrtStream stream) {
+  auto real = MSPROBE_REAL(HcclAlltoAllV);
+  if (!real) return HCCL_E_NOT_FOUND;
+  return hccl_kernel(
+      format::kHcclAlltoAllV, stream, comm, {},
+      [&](const Issue &) {
+        const uint64_t n = communicators::size_of(comm).value_or(0);
+        const std::vector<uint64_t> sc = host_counts(sendCounts, n), sd = host_counts(sdispls, n),
+                                    rc = host_counts(recvCounts, n), rd = host_counts(rdispls, n);
+        return Sides{
+            true,
+            buffer(const_cast<void *>(sendBuf), blocks_extent(sc, sd), sendType),
+            {int_list(sc, "sendCounts"), int_list(sd, "sdispls"), int_list(rc, "recvCounts"), int_list(rd, "rdispls")},
+            true,
+            buffer(const_cast<void *>(recvBuf), blocks_extent(rc, rd), recvType)};
+      },
+      [&] {
+        return real(sendBuf, sendCounts, sdispls, sendType, recvBuf, recvCounts, rdispls, recvType, comm, stream);
+      });
+}
+
+// The rank-size x rank-size count matrix (row i: what member i sends to each), blocks packed: this member's row
+// and column are its send and receive counts.
+MSPROBE_HOOK HcclResult HcclAlltoAllVC(const void *sendBuf, const void *sendCountMatrix, HcclDataType sendType,
+                                       const void *recvBuf, HcclDataType recvType, HcclComm comm, aclrtStream stream) {
+  auto real = MSPROBE_REAL(HcclAlltoAllVC);
+  if (!real) return HCCL_E_NOT_FOUND;
+  return hccl_kernel(
+      format::kHcclAlltoAllVC, stream, comm, {},
+      [&](const Issue &) {
+        const uint64_t n = communicators::size_of(comm).value_or(0);
+        const std::optional<uint32_t> me = communicators::rank_of(comm);
+        const std::vector<uint64_t> matrix = n <= 4096 ? host_counts(sendCountMatrix, n * n) : std::vector<uint64_t>{};
+        std::vector<uint64_t> sends, receives;
+        if (me && *me < n && !matrix.empty())
+          for (uint64_t j = 0; j < n; ++j) {
+            sends.push_back(matrix[*me * n + j]);
+            receives.push_back(matrix[j * n + *me]);
+          }
+        auto total = [](const std::vector<uint64_t> &v) -> std::optional<uint64_t> {
+          if (v.empty()) return std::nullopt;
+          uint64_t t = 0;
+          for (uint64_t c : v) {
+            if (c > UINT64_MAX - t) return std::nullopt;
+            t += c;
+          }
+          return t;
+        };
+        return Sides{true,
+                     buffer(const_cast<void *>(sendBuf), total(sends), sendType),
+                     {int_list(sends, "sendCounts"), int_list(receives, "recvCounts")},
+                     true,
+                     buffer(const_cast<void *>(recvBuf), total(receives), recvType)};
+      },
+      [&] { return real(sendBuf, sendCountMatrix, sendType, recvBuf, recvType, comm, stream); });
+}
+
 MSPROBE_HOOK HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32_t destRank, HcclComm comm,
                                  aclrtStream stream) {
-  return transfer("HcclSend", true, MSPROBE_REAL(HcclSend), sendBuf, count, dataType, destRank, comm, stream);
+  return transfer(format::kHcclSend, true, MSPROBE_REAL(HcclSend), sendBuf, count, dataType, destRank, comm, stream);
 }
 
 MSPROBE_HOOK HcclResult HcclRecv(void *recvBuf, uint64_t count, HcclDataType dataType, uint32_t srcRank, HcclComm comm,
                                  aclrtStream stream) {
-  return transfer("HcclRecv", false, MSPROBE_REAL(HcclRecv), recvBuf, count, dataType, srcRank, comm, stream);
+  return transfer(format::kHcclRecv, false, MSPROBE_REAL(HcclRecv), recvBuf, count, dataType, srcRank, comm, stream);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_HCCL_HOOKS, Linked)

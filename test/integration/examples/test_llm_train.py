@@ -244,6 +244,37 @@ def test_shim_changes_nothing_and_captures_every_kernel(plain, tmp_path, task, n
         assert {"BFloat16", "Float32", "Int32", "Int64", "Bool"} <= dtypes
 
 
+COMM_KERNELS = {"MatmulAllReduce", "AllGatherMatmul", "MatmulReduceScatter", "HcclAlltoAllV", "HcclAllGather",
+                "HcclAllReduce"}
+
+
+@pytest.mark.parametrize("mode", ["sequence", "allreduce"])
+def test_mc2_and_all_to_all_kernels_carry_their_communicator(tmp_path, mode):
+    """Two tensor- and expert-parallel ranks: the fused MC2 kernels (named by their group argument) and the
+    all-to-alls carry the communicator as HCCL's kernels do, numbered with its collectives in one sequence that never
+    restarts, the same kernel holding the same number on both ranks; no other kernel has a "comm"."""
+    r = run_llm(tmp_path, "--steps", "2", "--mark-steps", "--ranks", "2", "--moe", "--tp-mode", mode, shim=True,
+                task="statistics")
+    by_rank = {0: {}, 1: {}}
+    ops = set()
+    for f in r.dump.folders():
+        for name, e in f.data.items():
+            op = shimtest.op_type(name)
+            if op not in COMM_KERNELS:
+                assert "comm" not in e, name
+                continue
+            ops.add(op)
+            c = e["comm"]
+            assert (c["rank"], c["size"]) == (f.rank, 2) and c["name"], (f.rank, name, c)
+            by_rank[f.rank][(c["name"], c["seq"])] = (f.step, name)
+    mc2 = {"MatmulAllReduce"} if mode == "allreduce" else {"AllGatherMatmul", "MatmulReduceScatter"}
+    assert ops == mc2 | {"HcclAlltoAllV", "HcclAllGather", "HcclAllReduce"}, ops
+    assert by_rank[0] == by_rank[1]
+    for name in {n for n, _ in by_rank[0]}:
+        seqs = sorted(q for n, q in by_rank[0] if n == name)
+        assert seqs == list(range(len(seqs))), seqs
+
+
 # ---- the planted bugs -------------------------------------------------------------------------------------------
 def first_nan(root):
     p = subprocess.run([INSPECT, "first-nan", "--json", str(root)], capture_output=True, text=True, timeout=120)
