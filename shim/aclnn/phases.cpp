@@ -19,7 +19,14 @@
 namespace msprobe::shim {
 
 PrototypeIndex &AclnnState::prototypes() {
-  if (!index) index = std::make_unique<PrototypeIndex>(PrototypeIndex::from_environment(&std::getenv));
+  if (index) return *index;
+  index = std::make_unique<PrototypeIndex>(PrototypeIndex::from_environment(&std::getenv));
+  // Said once, at the first aclnn op: without headers most ops' arguments cannot be read (docs/prototypes.md).
+  if (index->roots().empty())
+    log_warn(
+        "no CANN op headers found (ASCEND_HOME_PATH, ASCEND_TOOLKIT_HOME, ASCEND_OPP_PATH): aclnn arguments are read "
+        "by the header-less rule, which cannot place ops with by-value arguments; source CANN's set_env.sh or set "
+        "ASCEND_HOME_PATH");
   return *index;
 }
 
@@ -82,6 +89,7 @@ void keep_phase1(Session &session, const Binding &b, const RawArgs &a, const Exe
     return;
   }
   auto rec = b.proto ? call_from_prototype(b, a, executor_of(b, a)) : call_from_slots(b, a);
+  if (!rec && !b.proto) report_problem(Problem::ArgumentsNotFound, ("aclnn" + b.op + "GetWorkspaceSize").c_str());
   if (!rec) return;
   rec->second.stack = launch_stack(session);
   say_when_phase1_has_no_python_frames(session, rec->second.stack, b);

@@ -14,6 +14,7 @@ enum class Problem : uint8_t {
   StackNotTaken,           // a launch's call stack could not be taken: the kernel is named Default, without a stack
   LaunchNotTracked,        // a launch's own bookkeeping failed (aclnn phase 2): passed through, not captured
   ArgumentsNotKept,        // phase 1's arguments could not be kept: its kernel is captured without arguments
+  ArgumentsNotFound,       // no header declares an aclnn op and the header-less rule could not place its arguments
   DescriptorNotKept,       // a tensor, scalar, list, allocation, attribute or binary was not recorded when made
   CommunicatorNotKept,     // an HCCL communicator or call number was not recorded: its kernels lack "comm"
   GraphNotFollowed,        // a model load, execution or graph capture could not be followed

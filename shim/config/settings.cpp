@@ -272,6 +272,8 @@ constexpr std::string_view kScriptVariables[] = {
     "MSPROBE_BUILD_DIR", "MSPROBE_SOURCE_DIR", "MSPROBE_BENCH_BASELINE", "MSPROBE_DEMO_SKIP_BUILD", "MSPROBE_GLIBC_MAX",
     "MSPROBE_INSPECT_ALONE", "MSPROBE_JOBS", "MSPROBE_KILLS", "MSPROBE_KILL_SEED", "MSPROBE_SANITIZE_CTEST_ARGS",
     "MSPROBE_WHEEL_TAG",
+    // the README's quick start exports the checkout's path under this name
+    "MSPROBE_SHIM",
     // CMake options the scripts pass (-DMSPROBE_...=): not read from the environment, named all the same
     "MSPROBE_SANITIZE", "MSPROBE_WERROR", "MSPROBE_BUILD_TESTS", "MSPROBE_FUZZ"};
 constexpr std::string_view kScriptVariablePrefixes[] = {"MSPROBE_AARCH64_", "MSPROBE_COMPAT_", "MSPROBE_FUZZ_",

@@ -445,3 +445,19 @@ def test_the_projects_own_variables_are_not_taken_for_misspelt_settings(tmp_path
     assert p.returncode == 0, describe(p)
     unknown = [line for line in shim_lines(p.stderr) if "is not a variable" in line]
     assert len(unknown) == 1 and "MSPROBE_NOT_A_SCRIPTS_NAME" in unknown[0], unknown
+
+
+def test_a_run_without_cann_headers_says_what_it_cannot_read(tmp_path):
+    """Without ASCEND_HOME_PATH (CANN's set_env.sh not sourced) the shim cannot read most aclnn ops' arguments: it says
+    so at the first op, names the first op it could not read, and counts them at exit; the host is unchanged."""
+    plain = run([PYTHON, TRAIN, "--steps", "2"], clean_env(), cwd=str(tmp_path))
+    env = with_shim(clean_env(MSPROBE_DUMP_PATH=str(tmp_path / "dump")))
+    del env["ASCEND_HOME_PATH"]
+    p = run([PYTHON, TRAIN, "--steps", "2"], env, cwd=str(tmp_path))
+    assert p.returncode == 0 and p.stdout == plain.stdout, describe(p)
+    lines = shim_lines(p.stderr)
+    assert "no CANN op headers found" in lines[0] and "ASCEND_HOME_PATH" in lines[0], lines
+    unread = [line for line in lines if "no CANN header declares an aclnn op" in line]
+    assert len(unread) == 1 and re.search(r"\(aclnn\w+GetWorkspaceSize\)", unread[0]), lines
+    m = re.search(r"(\d+) aclnn calls without readable arguments", lines[-1])
+    assert m and int(m.group(1)) >= 1, lines
