@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "collector/bounded_mutex.h"
 #include "collector/report.h"
 
 namespace msprobe::collector {
@@ -36,8 +37,8 @@ struct Collector::Impl {
   CollectorCounters counters;  // the pipeline's part: submitted, after_close, reorder_high_water
   // Commits happen one at a time and in submission order: a kernel prepared early waits in `ready` for the ones
   // before it.
-  std::timed_mutex commit_mu;  // timed: a writer stuck in a commit must not hold the host's exit
-  uint64_t next_commit = 0;    // under commit_mu
+  BoundedMutex commit_mu;    // bounded: a writer stuck in a commit must not hold the host's exit
+  uint64_t next_commit = 0;  // under commit_mu
   // Under commit_mu; nullopt: the kernel could not be prepared, nothing to commit.
   std::map<uint64_t, std::optional<PendingKernel>> ready;
 
@@ -112,7 +113,7 @@ struct Collector::Impl {
   void commit(uint64_t seq, std::optional<PendingKernel> p) {
     uint64_t committed = 0;
     {
-      std::lock_guard<std::timed_mutex> cl(commit_mu);
+      std::lock_guard<BoundedMutex> cl(commit_mu);
       ready.emplace(seq, std::move(p));
       {
         std::lock_guard<std::mutex> lk(mu);
@@ -141,7 +142,7 @@ struct Collector::Impl {
 
   // Brings the stack files up to date, in submission order's lock (taken within the write wait, else not written).
   void write_stacks() {
-    std::unique_lock<std::timed_mutex> cl(commit_mu, std::defer_lock);
+    std::unique_lock<BoundedMutex> cl(commit_mu, std::defer_lock);
     if (!lock_commits(cl)) return;
     try {
       writer->write_stacks();
@@ -184,7 +185,7 @@ struct Collector::Impl {
   }
 
   // The commit lock, within the write wait (at once when stuck).
-  bool lock_commits(std::unique_lock<std::timed_mutex> &cl) {
+  bool lock_commits(std::unique_lock<BoundedMutex> &cl) {
     bool was_stuck;
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -247,7 +248,7 @@ void Collector::close(bool join_writers) {
     if (t.joinable()) written &&join_writers ? t.join() : t.detach();
   m.workers.clear();
   m.retention->release_kept();  // flight: what was kept and not asked for is let go
-  std::unique_lock<std::timed_mutex> cl(m.commit_mu, std::defer_lock);
+  std::unique_lock<BoundedMutex> cl(m.commit_mu, std::defer_lock);
   if (!written || !m.lock_commits(cl)) return;  // the journals stay open, as after a crash: repair closes them
   m.writer->write_stacks();
   m.writer->close();
@@ -267,7 +268,7 @@ CollectorCounters Collector::counters() const {
 void Collector::adopt_rank(uint32_t rank) {
   Impl &m = *impl_;
   m.wait_committed();  // a kernel still queued is mapped by the writer all the same
-  std::unique_lock<std::timed_mutex> cl(m.commit_mu, std::defer_lock);
+  std::unique_lock<BoundedMutex> cl(m.commit_mu, std::defer_lock);
   if (!m.lock_commits(cl)) return;
   try {
     m.writer->adopt_rank(rank);
@@ -296,7 +297,7 @@ bool Collector::drop_oldest_kept() {
 void Collector::write_kept(const std::string &trigger) {
   Impl &m = *impl_;
   if (!m.wait_committed()) return;  // every kernel submitted so far is checked: kept, or written by its own trigger
-  std::unique_lock<std::timed_mutex> cl(m.commit_mu, std::defer_lock);
+  std::unique_lock<BoundedMutex> cl(m.commit_mu, std::defer_lock);
   if (!m.lock_commits(cl)) return;
   m.retention->write_kept(trigger, *m.writer);
   m.writer->write_stacks();

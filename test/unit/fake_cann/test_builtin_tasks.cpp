@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "half_ref.h"
 
 namespace {
 

@@ -26,11 +26,8 @@
 #include "../time_scale.h"
 #include "acl/acl.h"
 #include "hccl/hccl.h"
+#include "half_ref.h"
 
-// GCC < 13 has _Float16 in C++ on x86-64 only; on aarch64 its __fp16 converts with the same IEEE rounding.
-#if defined(__aarch64__) && !defined(__clang__) && __GNUC__ < 13
-using _Float16 = __fp16;
-#endif
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "acl/acl.h"
+#include "half_ref.h"
 
 namespace {
 
