@@ -45,14 +45,14 @@ uint32_t decode_utf8(std::string_view s, size_t i, size_t &len) {
   return cp;
 }
 
-void append_csv_safe_string(std::string &out, std::string_view s) {
+[[gnu::always_inline]] inline void append_csv_safe_string(std::string &out, std::string_view s) {
   if (is_csv_safe(s))
     append_json_string(out, s);
   else
     append_json_string(out, csv_safe_text(s));
 }
 
-void append_key(std::string &out, std::string_view key) {
+[[gnu::always_inline]] inline void append_key(std::string &out, std::string_view key) {
   append_json_string(out, key);
   out += ": ";
 }

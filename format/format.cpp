@@ -3,39 +3,9 @@
 #include <array>
 
 namespace msprobe::format {
-namespace {
-
-struct DTypeSpelling {
-  std::string_view id, torch, mindspore, descr;
-};
-
-// Indexed by DType. torch and MindSpore spellings are str(dtype) in each framework.
-constexpr std::array<DTypeSpelling, kDTypeCount> kSpellings = {{
-    {"float32", "torch.float32", "Float32", "<f4"},
-    {"float16", "torch.float16", "Float16", "<f2"},
-    {"bfloat16", "torch.bfloat16", "BFloat16", "<f4"},  // npy holds bf16 widened to float32
-    {"float64", "torch.float64", "Float64", "<f8"},
-    {"int8", "torch.int8", "Int8", "|i1"},
-    {"int16", "torch.int16", "Int16", "<i2"},
-    {"int32", "torch.int32", "Int32", "<i4"},
-    {"int64", "torch.int64", "Int64", "<i8"},
-    {"uint8", "torch.uint8", "UInt8", "|u1"},
-    {"uint16", "torch.uint16", "UInt16", "<u2"},
-    {"uint32", "torch.uint32", "UInt32", "<u4"},
-    {"uint64", "torch.uint64", "UInt64", "<u8"},
-    {"bool", "torch.bool", "Bool", "|b1"},
-    {"raw", "unknown", "unknown", ""},
-}};
-
-const DTypeSpelling &spelling(DType t) { return kSpellings[static_cast<size_t>(t)]; }
-
-}  // namespace
-
-std::string_view dtype_id(DType t) { return spelling(t).id; }
-
 std::optional<DType> parse_dtype_id(std::string_view s) {
   for (int i = 0; i < kDTypeCount; ++i)
-    if (kSpellings[i].id == s) return static_cast<DType>(i);
+    if (kDTypeSpellings[i].id == s) return static_cast<DType>(i);
   return std::nullopt;
 }
 
@@ -56,15 +26,9 @@ std::string_view host_framework_name(HostFramework f) {
   return "acl";
 }
 
-std::string_view tensor_type_name(Framework f) { return f == Framework::PyTorch ? "torch.Tensor" : "mindspore.Tensor"; }
-
-std::string_view dtype_name(DType t, Framework f) {
-  return f == Framework::PyTorch ? spelling(t).torch : spelling(t).mindspore;
-}
-
 std::optional<DType> parse_dtype_name(std::string_view s, Framework f) {
   for (int i = 0; i < kDTypeCount - 1; ++i) {  // "unknown" does not name Raw back
-    const auto &sp = kSpellings[i];
+    const auto &sp = kDTypeSpellings[i];
     if ((f == Framework::PyTorch ? sp.torch : sp.mindspore) == s) return static_cast<DType>(i);
   }
   return std::nullopt;
@@ -116,6 +80,6 @@ std::string rank_dir_of_run_marker(std::string_view name) {
 
 std::string_view io_name(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
 
-std::string_view npy_descr(DType t) { return spelling(t).descr; }
+std::string_view npy_descr(DType t) { return dtype_spelling(t).descr; }
 
 }  // namespace msprobe::format

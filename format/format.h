@@ -48,8 +48,31 @@ constexpr bool is_integer(DType t) {
          t == DType::U32 || t == DType::U64;
 }
 
+// The spellings of each DType (indexed by it): the table is here so that every tensor's entry reads it inline.
+struct DTypeSpelling {
+  std::string_view id, torch, mindspore, descr;  // descr: the npy header's
+};
+// torch and MindSpore spellings are str(dtype) in each framework.
+inline constexpr DTypeSpelling kDTypeSpellings[kDTypeCount] = {
+    {"float32", "torch.float32", "Float32", "<f4"},
+    {"float16", "torch.float16", "Float16", "<f2"},
+    {"bfloat16", "torch.bfloat16", "BFloat16", "<f4"},  // npy holds bf16 widened to float32
+    {"float64", "torch.float64", "Float64", "<f8"},
+    {"int8", "torch.int8", "Int8", "|i1"},
+    {"int16", "torch.int16", "Int16", "<i2"},
+    {"int32", "torch.int32", "Int32", "<i4"},
+    {"int64", "torch.int64", "Int64", "<i8"},
+    {"uint8", "torch.uint8", "UInt8", "|u1"},
+    {"uint16", "torch.uint16", "UInt16", "<u2"},
+    {"uint32", "torch.uint32", "UInt32", "<u4"},
+    {"uint64", "torch.uint64", "UInt64", "<u8"},
+    {"bool", "torch.bool", "Bool", "|b1"},
+    {"raw", "unknown", "unknown", ""},
+};
+constexpr const DTypeSpelling &dtype_spelling(DType t) { return kDTypeSpellings[static_cast<size_t>(t)]; }
+
 // A neutral, numpy-like spelling ("float32", "bfloat16", "bool", "raw") for logs, tools and test drivers.
-std::string_view dtype_id(DType t);
+constexpr std::string_view dtype_id(DType t) { return dtype_spelling(t).id; }
 std::optional<DType> parse_dtype_id(std::string_view s);
 
 // ---- Framework conventions -------------------------------------------------------------------------------------
@@ -61,11 +84,16 @@ enum class HostFramework : uint8_t { PyTorch, MindSpore, Acl };
 std::string_view framework_name(Framework f);  // "pytorch" | "mindspore"
 std::optional<Framework> parse_framework(std::string_view s);
 std::string_view host_framework_name(HostFramework f);  // "pytorch" | "mindspore" | "acl"
-std::string_view tensor_type_name(Framework f);         // "torch.Tensor" | "mindspore.Tensor"
+// "torch.Tensor" | "mindspore.Tensor"
+constexpr std::string_view tensor_type_name(Framework f) {
+  return f == Framework::PyTorch ? "torch.Tensor" : "mindspore.Tensor";
+}
 
 // str(dtype) in each framework: "torch.float32", "torch.bfloat16", "torch.bool" / "Float32", "BFloat16", "Bool".
 // Raw has no spelling of its own: "unknown" (callers that know the real type pass their own string).
-std::string_view dtype_name(DType t, Framework f);
+constexpr std::string_view dtype_name(DType t, Framework f) {
+  return f == Framework::PyTorch ? dtype_spelling(t).torch : dtype_spelling(t).mindspore;
+}
 std::optional<DType> parse_dtype_name(std::string_view s, Framework f);
 
 // ---- Tasks --------------------------------------------------------------------------------------------------------

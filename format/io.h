@@ -3,7 +3,9 @@
 // usable from a dying process).
 #pragma once
 #include <sys/types.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -15,8 +17,22 @@ namespace msprobe::format {
 // Every byte of [data, data + bytes) to `fd`. False with errno set on an error; `written`, when given, is
 // increased by what did go out.
 bool write_all(int fd, const void *data, size_t bytes, uint64_t *written = nullptr) noexcept;
-// The same at file offset `offset` (pwrite): the file position does not move.
-bool pwrite_all(int fd, const void *data, size_t bytes, uint64_t offset) noexcept;
+// The same at file offset `offset` (pwrite): the file position does not move. Inline: the journals write every kernel's
+// entry with it.
+inline bool pwrite_all(int fd, const void *data, size_t bytes, uint64_t offset) noexcept {
+  const char *p = static_cast<const char *>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pwrite(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    offset += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
 
 // Up to `bytes` into `buf`, from the file position (offset < 0) or at `offset` (pread): the count read, short only
 // at the end of the file; -1 with errno set on an error.

@@ -17,7 +17,7 @@ bool is_forbidden_ascii(unsigned char c) {
 }
 
 // Length of a forbidden character at text[i]: 1 for + - = % @, 3 for their full-width UTF-8 forms, else 0.
-size_t forbidden_at(std::string_view text, size_t i) {
+[[gnu::always_inline]] inline size_t forbidden_at(std::string_view text, size_t i) {
   if (i >= text.size()) return 0;
   if (is_forbidden_ascii(static_cast<unsigned char>(text[i]))) return 1;
   // U+FF0B ＋, U+FF0D －, U+FF1D ＝, U+FF05 ％, U+FF20 ＠ are EF BC 8B / 8D / 9D / 85 and EF BC A0.

@@ -30,11 +30,6 @@ PrototypeIndex &AclnnState::prototypes() {
   return *index;
 }
 
-AclnnState &aclnn_state() {
-  static auto *state = new AclnnState;  // immortal: wrappers are called until the process ends
-  return *state;
-}
-
 namespace {
 thread_local ExecCacheKey t_cache_keys[2] __attribute__((tls_model("initial-exec")));
 }  // namespace

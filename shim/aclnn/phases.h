@@ -21,7 +21,10 @@ struct AclnnState {
   KeptCalls kept;
   PrototypeIndex &prototypes();
 };
-AclnnState &aclnn_state();
+inline AclnnState &aclnn_state() {
+  static auto *state = new AclnnState;  // immortal: wrappers are called until the process ends
+  return *state;
+}
 
 // The executor-cache keys the host set on this thread (by kind - 1), for the next phase 1 here.
 ExecCacheKey *thread_cache_keys();

@@ -136,10 +136,8 @@ void *find_original(const char *name) {
   return nullptr;
 }
 
-void *HookSlot::resolve() {
-  void *p = original.load(std::memory_order_acquire);
-  if (p) return p;
-  p = find_original(name);
+void *HookSlot::resolve_first() {
+  void *p = find_original(name);
   if (p) {
     void *expected = nullptr;
     if (!original.compare_exchange_strong(expected, p)) p = expected;

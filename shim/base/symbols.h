@@ -35,7 +35,14 @@ void *find_original(const char *name);
 struct HookSlot {
   const char *name;
   std::atomic<void *> original{nullptr};
-  void *resolve();  // the original, looked up once; nullptr if nothing defines it
+  // The original, looked up once; nullptr if nothing defines it. Inline: every hook and runtime call asks.
+  void *resolve() {
+    void *p = original.load(std::memory_order_acquire);
+    return p ? p : resolve_first();
+  }
+
+ private:
+  void *resolve_first();
 };
 
 }  // namespace msprobe::shim

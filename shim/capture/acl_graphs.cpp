@@ -53,8 +53,7 @@ void AclGraphs::destroyed(const void *model_ri) {
   by_model_.erase(model_ri);
 }
 
-std::optional<std::string> AclGraphs::capturing(const void *stream, uint64_t step) {
-  if (capturing_.load(std::memory_order_acquire) == 0) return std::nullopt;
+std::optional<std::string> AclGraphs::capturing_stream(const void *stream, uint64_t step) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = by_stream_.find(stream);
   if (it == by_stream_.end()) return std::nullopt;

@@ -32,8 +32,11 @@ class AclGraphs {
   void destroyed(const void *model_ri);
 
   // The graph `stream` is being captured into ("acl_graph_0"), if any, for a kernel of step `step` launched into it.
-  // One atomic load when no capture is in force.
-  std::optional<std::string> capturing(const void *stream, uint64_t step);
+  // One atomic load when no capture is in force (inline: every launch asks).
+  std::optional<std::string> capturing(const void *stream, uint64_t step) {
+    if (capturing_.load(std::memory_order_acquire) == 0) return std::nullopt;
+    return capturing_stream(stream, step);
+  }
   // The staging of a kernel launched into that graph: nothing taken, the note `acl_graph` in its entry.
   std::unique_ptr<LaunchStaging> staging_for(const std::string &graph);
 
@@ -43,6 +46,7 @@ class AclGraphs {
     uint64_t step = 0, kernels = 0;  // the step of its first kernel
     bool said = false;
   };
+  std::optional<std::string> capturing_stream(const void *stream, uint64_t step);
   std::mutex mu_;
   std::atomic<int> capturing_{0};
   uint64_t next_ = 0;

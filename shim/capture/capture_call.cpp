@@ -45,9 +45,10 @@ bool CaptureCall::only_counted(Session &session, std::string_view op_type, void 
   return true;
 }
 
-void CaptureCall::begin(Session &session, std::string_view op_type, StackId stack, void *stream) noexcept {
+void CaptureCall::begin(Session &session, std::string_view op_type, StackId stack, void *stream,
+                        const OpTypeFacts *facts) noexcept {
   try {
-    launch_.emplace(session, op_type, stack, stream);
+    launch_.emplace(session, op_type, stack, stream, facts ? std::optional<bool>(facts->step_marker) : std::nullopt);
   } catch (...) {
     launch_.reset();
     nested_.emplace();

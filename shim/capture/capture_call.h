@@ -117,11 +117,12 @@ class CaptureCall {
     if (only_counted(session, op_type, stream, facts)) return;
     StackId stack = kEmptyStack;
     guarded(Problem::StackNotTaken, [&] { stack = stack_of(); });
-    begin(session, op_type, stack, stream);
+    begin(session, op_type, stack, stream, facts);
   }
   // A launch no filter can select: counted, not named (true), else false.
   bool only_counted(Session &session, std::string_view op_type, void *stream, const OpTypeFacts *facts) noexcept;
-  void begin(Session &session, std::string_view op_type, StackId stack, void *stream) noexcept;
+  void begin(Session &session, std::string_view op_type, StackId stack, void *stream,
+             const OpTypeFacts *facts) noexcept;
   void drop(const char *why) noexcept;
 
   std::optional<KernelLaunch> launch_;

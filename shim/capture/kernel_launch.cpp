@@ -58,11 +58,12 @@ std::string_view op_name_of(StackId stack) {
 }
 }  // namespace
 
-KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream)
+KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream,
+                           std::optional<bool> is_marker)
     : session_(session),
       stack_(stack),
-      ticket_(scope_names::armed() ? session.begin_unnamed_launch(op_type, stream)
-                                   : session.begin_launch(op_type, op_name_of(stack), stream)) {
+      ticket_(scope_names::armed() ? session.begin_unnamed_launch(op_type, stream, is_marker)
+                                   : session.begin_launch(op_type, op_name_of(stack), stream, is_marker)) {
   ++open_;
   if (ticket_.name_pending) op_type_ = op_type;
   if (auto graph = session.acl_graphs().capturing(stream, ticket_.step)) {
@@ -99,6 +100,10 @@ void KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t i
   t.stride = t.block_strides;
   t.offset = m.offset;
   if (staging_) staging_->take(m, side, slot, item, t);
+}
+
+inline bool KernelLaunch::takes(Side side) const {
+  return ticket_.capture && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
 }
 
 void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {

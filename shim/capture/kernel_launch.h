@@ -26,7 +26,9 @@ class KernelLaunch {
   // The session decides (a ticket: name, indices, whether to capture) here, at construction. `stack` (from
   // launch_stack(), possibly taken earlier: aclnn takes it at phase 1) gives the kernel its OpName and its
   // stack.json group.
-  KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream);
+  // `is_marker`: the op type's step-marker fact when the caller keeps it (Session::begin_launch).
+  KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream,
+               std::optional<bool> is_marker = std::nullopt);
   // Takes the stack now.
   KernelLaunch(Session &session, std::string_view op_type, void *stream)
       : KernelLaunch(session, op_type, launch_stack(session), stream) {}
@@ -76,9 +78,7 @@ class KernelLaunch {
  private:
   // Inputs before the launch, outputs after it: the same rules for both.
   using Side = TensorSide;
-  bool takes(Side side) const {
-    return ticket_.capture && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
-  }
+  bool takes(Side side) const;
   record::CapturedList &list_of(Side side) { return side == Side::Input ? inputs_ : outputs_; }
   void add_tensor(Side side, const TensorMeta &t);
   void add_tensor_list(Side side, const std::vector<TensorMeta> &ts);

@@ -57,9 +57,4 @@ bool RankMap::communicator_rank(uint32_t rank, int32_t device) {
   return true;
 }
 
-std::optional<uint32_t> RankMap::process_rank() const {
-  if (env_rank_) return env_rank_;
-  return devices_.size() > 1 ? std::nullopt : single_rank_;
-}
-
 }  // namespace msprobe::shim

@@ -27,7 +27,10 @@ class RankMap {
   bool communicator_rank(uint32_t rank, int32_t device = -1);
   // The rank every kernel of the process has (RANK_ID / RANK, or a process on one device once it has one): what the
   // MSPROBE_RANK filter is decided on ahead of the launches. nullopt when not known, or when it differs by thread.
-  std::optional<uint32_t> process_rank() const;
+  std::optional<uint32_t> process_rank() const {
+    if (env_rank_) return env_rank_;
+    return devices_.size() > 1 ? std::nullopt : single_rank_;
+  }
   // The rank adopted for the kernels recorded without one (see communicator_rank).
   std::optional<uint32_t> adopted() const { return adopted_; }
 

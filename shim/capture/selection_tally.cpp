@@ -4,11 +4,8 @@
 
 namespace msprobe::shim {
 
-void SelectionTally::launched(std::string_view op_type, uint64_t step, bool step_selected, bool keep_type) {
-  ++launches_;
-  if (step_selected) ++in_selected_steps_;
-  last_step_ = step;
-  if (!keep_type || more_op_types_ || op_types_.find(op_type) != op_types_.end()) return;
+void SelectionTally::keep(std::string_view op_type) {
+  if (op_types_.find(op_type) != op_types_.end()) return;
   if (op_types_.size() < kOpTypesKept)
     op_types_.emplace(op_type);
   else

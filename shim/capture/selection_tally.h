@@ -16,7 +16,12 @@ class SelectionTally {
  public:
   // Every launch, counted or named: its step, and whether MSPROBE_STEP selects that step; its op type is kept for the
   // message when `keep_type` (a list or scope is set).
-  void launched(std::string_view op_type, uint64_t step, bool step_selected, bool keep_type);
+  void launched(std::string_view op_type, uint64_t step, bool step_selected, bool keep_type) {
+    ++launches_;
+    if (step_selected) ++in_selected_steps_;
+    last_step_ = step;
+    if (keep_type && !more_op_types_) keep(op_type);
+  }
   void selected() { ++selected_; }
   void rank_known(uint32_t rank) { rank_ = rank; }
 
@@ -25,6 +30,7 @@ class SelectionTally {
   uint64_t launches() const { return launches_; }
 
  private:
+  void keep(std::string_view op_type);
   static constexpr size_t kOpTypesKept = 64;
   uint64_t launches_ = 0, in_selected_steps_ = 0, selected_ = 0;
   uint64_t last_step_ = 0;

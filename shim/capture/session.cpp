@@ -46,6 +46,9 @@ struct Session::Impl {
   AclGraphs acl_graphs;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
   SelectionTally tally;           // under mu: what the filters let through, said at exit when it is nothing
+  // Under mu: the rank whose folders the last submitted kernel's claim gave this process (the next kernel of that rank
+  // needs no claim); forgotten when the unranked folders are adopted.
+  std::optional<std::optional<uint32_t>> claimed_rank;
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
   collector::Collector *current_collector() {
@@ -123,7 +126,7 @@ constinit std::atomic<Session *> g_active{nullptr};
 Session *active_session() noexcept { return g_active.load(std::memory_order_acquire); }
 void activate_session(Session *session) noexcept { g_active.store(session, std::memory_order_release); }
 
-Session::Session(Config config) : impl_(new Impl) {
+Session::Session(Config config) : impl_(new Impl), config_(&impl_->config), acl_graphs_(&impl_->acl_graphs) {
   impl_->config = std::move(config);
   // A full flight ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels
   // being checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
@@ -139,9 +142,7 @@ Session::~Session() {
   delete impl_;
 }
 
-const Config &Session::config() const { return impl_->config; }
 Stager &Session::stager() { return *impl_->policy.stager; }
-AclGraphs &Session::acl_graphs() { return impl_->acl_graphs; }
 const TaskPolicy &Session::task_policy() const { return impl_->policy; }
 
 namespace {
@@ -250,20 +251,22 @@ void name_and_select(Session::Impl &m, std::string_view op_type, std::string_vie
 
 }  // namespace
 
-LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream) {
+LaunchTicket Session::begin_launch(std::string_view op_type, std::string_view op_name, const void *stream,
+                                   std::optional<bool> is_marker) {
   Impl &m = *impl_;
   LaunchTicket t;
   std::lock_guard<std::mutex> lk(m.mu);
-  count_launch(m, op_type, stream, t);
+  count_launch(m, op_type, stream, t, is_marker);
   name_and_select(m, op_type, op_name, t);
   return t;
 }
 
-LaunchTicket Session::begin_unnamed_launch(std::string_view op_type, const void *stream) {
+LaunchTicket Session::begin_unnamed_launch(std::string_view op_type, const void *stream,
+                                           std::optional<bool> is_marker) {
   Impl &m = *impl_;
   LaunchTicket t;
   std::lock_guard<std::mutex> lk(m.mu);
-  count_launch(m, op_type, stream, t);
+  count_launch(m, op_type, stream, t, is_marker);
   t.timestamp_us = now_us();
   t.name_pending = true;
   t.capture = selected_before_name(m, op_type, t) && !(m.collector && m.collector->write_limit_reached());
@@ -334,7 +337,10 @@ void Session::submit(record::KernelCapture kernel) {
     std::lock_guard<std::mutex> lk(m.mu);
     if (!kernel.rank) kernel.rank = m.ranks.adopted();  // begun before the rank was adopted (rank_map.h)
     // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
-    if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank), m.config.task)) return;
+    if (m.claimed_rank != kernel.rank) {
+      if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank), m.config.task)) return;
+      m.claimed_rank = kernel.rank;
+    }
     if (!m.collector) m.collector = make_collector(m);
     col = m.collector.get();
   }
@@ -381,6 +387,10 @@ void Session::adopt_unranked(uint32_t rank) {
   const std::string to = format::rank_dir_name(rank), from = format::rank_dir_name(std::nullopt);
   if (!lifecycle::claim_rank_output(m.config.dump_path, to, m.config.task)) return;  // another process has the rank
   col->adopt_rank(rank);
+  {
+    std::lock_guard<std::mutex> lk(m.mu);
+    m.claimed_rank.reset();
+  }
   lifecycle::release_rank_output(m.config.dump_path, from);
   run_marker::renamed(m.config.dump_path, from, to);
   log_info("the kernels recorded before the communicator gave this process its rank moved from %s to %s folders",

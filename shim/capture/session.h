@@ -47,11 +47,14 @@ class Session {
   // op type can ever be captured, so phase 1 need not record its arguments.
   bool may_capture(std::string_view op_type) const;
   // Called for every kernel launch, in launch order, on the launching thread.
-  LaunchTicket begin_launch(std::string_view op_type, std::string_view op_name, const void *stream);
+  // `is_marker`: whether the op type ends steps (its OpTypeFacts), when the caller knows it; else looked up.
+  LaunchTicket begin_launch(std::string_view op_type, std::string_view op_name, const void *stream,
+                            std::optional<bool> is_marker = std::nullopt);
   // begin_launch() for a launch whose OpName is known only after it (the framework names its kernels once they are
   // launched: scope_names.h): counted now, in launch order (step, launch index, stream and task ids), and selected by
   // everything but its name; `capture` says whether it may still be captured. name_launch() finishes the ticket.
-  LaunchTicket begin_unnamed_launch(std::string_view op_type, const void *stream);
+  LaunchTicket begin_unnamed_launch(std::string_view op_type, const void *stream,
+                                    std::optional<bool> is_marker = std::nullopt);
   // Names a ticket of begin_unnamed_launch() (call in the order its thread launched) and applies the filters that need
   // the name (MSPROBE_SCOPE, names in MSPROBE_LIST): `capture` stays set only when the kernel is selected.
   void name_launch(LaunchTicket &t, std::string_view op_type, std::string_view op_name);
@@ -75,9 +78,9 @@ class Session {
   // How the task takes each captured tensor (KernelLaunch asks it once per captured launch).
   Stager &stager();
   // The ACL graphs being captured and replayed (aclmdlRI*): a kernel launched into one is described only.
-  AclGraphs &acl_graphs();
+  AclGraphs &acl_graphs() { return *acl_graphs_; }
   const TaskPolicy &task_policy() const;
-  const Config &config() const;
+  const Config &config() const { return *config_; }
   // msprobe_shim_step(): the host says a step ended.
   void end_step();
   // The host looked msprobe_shim_step up: it marks steps itself, so optimizer kernels no longer do.
@@ -100,6 +103,9 @@ class Session {
  private:
   void adopt_unranked(uint32_t rank);
   Impl *impl_;
+  // Parts of *impl_ every launch reads, reachable inline.
+  const Config *config_;
+  AclGraphs *acl_graphs_;
 };
 
 // The session that hooks and wrappers report to: null until the composition root publishes one, and again for good

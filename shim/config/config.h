@@ -46,12 +46,14 @@ class IndexSet {
   }
 
   bool all() const noexcept { return all_; }
-  bool contains(int64_t i) const noexcept;
+  // Inline: asked for every launch, and "all" (the default) needs no search.
+  bool contains(int64_t i) const noexcept { return all_ || in_ranges(i); }
   void add(int64_t lo, int64_t hi);  // inclusive; turns an "all" set into exactly [lo, hi]; ranges are merged
   const std::vector<std::pair<int64_t, int64_t>> &ranges() const noexcept { return ranges_; }
   std::string to_string() const;  // "all" or "0,2,4-6"
 
  private:
+  bool in_ranges(int64_t i) const noexcept;
   bool all_ = true;
   std::vector<std::pair<int64_t, int64_t>> ranges_;  // sorted, disjoint, not adjacent
 };

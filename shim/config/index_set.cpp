@@ -61,8 +61,7 @@ namespace msprobe::shim {
 
 using namespace config_internal;
 
-bool IndexSet::contains(int64_t i) const noexcept {
-  if (all_) return true;
+bool IndexSet::in_ranges(int64_t i) const noexcept {
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), i,
                              [](int64_t v, const std::pair<int64_t, int64_t> &r) { return v < r.first; });
   if (it == ranges_.begin()) return false;

@@ -2,24 +2,6 @@
 
 namespace msprobe::shim {
 
-int64_t TensorMeta::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < ndim; ++i) n *= shape[i];
-  return n;
-}
-
-bool TensorMeta::extent(int64_t *lo, int64_t *hi) const {
-  int64_t a = offset, b = offset;
-  for (int i = 0; i < ndim; ++i) {
-    if (shape[i] <= 0) return false;
-    int64_t span = (shape[i] - 1) * strides[i];
-    (span > 0 ? b : a) += span;
-  }
-  *lo = a;
-  *hi = b;
-  return true;
-}
-
 void HandleTable::widen_range(const void *h) noexcept {
   const auto a = reinterpret_cast<uintptr_t>(h);
   uintptr_t lo = lo_.load(std::memory_order_relaxed);

@@ -28,9 +28,23 @@ struct TensorMeta {
   int64_t offset = 0;    // elements from data
   void *data = nullptr;  // device address of the storage base
 
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return n;
+  }
   // Smallest and largest element offsets (from data) the view touches; false for an empty view.
-  bool extent(int64_t *lo, int64_t *hi) const;
+  bool extent(int64_t *lo, int64_t *hi) const {
+    int64_t a = offset, b = offset;
+    for (int i = 0; i < ndim; ++i) {
+      if (shape[i] <= 0) return false;
+      const int64_t span = (shape[i] - 1) * strides[i];
+      (span > 0 ? b : a) += span;
+    }
+    *lo = a;
+    *hi = b;
+    return true;
+  }
 };
 
 struct ScalarMeta {

@@ -15,7 +15,8 @@ using record::TensorCapture;
 
 // The device range a tensor's view covers, as a copy needs it: first byte and length. False for what the collector
 // cannot read (raw types: complex, 4-bit, fp8), an empty view or no address.
-bool byte_extent(const TensorMeta &m, const TensorCapture &t, const char **first, uint64_t *bytes, int64_t *lo) {
+[[gnu::always_inline]] inline bool byte_extent(const TensorMeta &m, const TensorCapture &t, const char **first,
+                                               uint64_t *bytes, int64_t *lo) {
   int64_t hi = 0;
   const size_t es = acl_dtype_size(m.dtype);
   if (t.dtype == format::DType::Raw || es == 0 || m.data == nullptr || !m.extent(lo, &hi)) return false;

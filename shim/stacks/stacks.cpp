@@ -46,7 +46,7 @@ namespace {
 
 // Four independent multiply lanes (a 70-word key is ~18 dependent multiplies, not 70) and a final avalanche.
 // The hash only picks a slot and rejects most mismatches; equality is always checked on the whole key.
-uint64_t hash_words(const uintptr_t *w, size_t n, uint64_t seed) {
+[[gnu::always_inline]] inline uint64_t hash_words(const uintptr_t *w, size_t n, uint64_t seed) {
   constexpr uint64_t k1 = 0x9E3779B97F4A7C15ull, k2 = 0xff51afd7ed558ccdull, k3 = 0xc4ceb9fe1a85ec53ull,
                      k4 = 0xd6e8feb86659fd93ull;
   uint64_t a = seed ^ k1, b = (seed + n) ^ k2, c = k3, d = k4;
@@ -188,11 +188,6 @@ std::string make_op_name(const std::vector<uint32_t> &py_ids) {
 }
 
 }  // namespace
-
-StackTable &StackTable::global() {
-  static StackTable *t = new StackTable();
-  return *t;
-}
 
 StackTable::StackTable() : groups_(std::make_unique<Groups>()) {
   auto *chunk = new std::atomic<Entry *>[size_t{1} << kChunkBits]();

@@ -54,7 +54,10 @@ enum class OwnFrames {
 class StackTable {
  public:
   // The process-wide table (created on first use, never destroyed: stacks may be rendered by exit handlers).
-  static StackTable &global();
+  static StackTable &global() {  // inline: every captured launch asks
+    static StackTable *t = new StackTable();
+    return *t;
+  }
   StackTable();
   ~StackTable();
   StackTable(const StackTable &) = delete;
