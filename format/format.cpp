@@ -24,6 +24,18 @@ constexpr std::array<DTypeSpelling, kDTypeCount> kSpellings = {{
     {"uint32", "torch.uint32", "UInt32", "<u4"},
     {"uint64", "torch.uint64", "UInt64", "<u8"},
     {"bool", "torch.bool", "Bool", "|b1"},
+    // The narrow floats, held widened to float32 in npy files. torch has float8_e5m2, float8_e4m3fn,
+    // float8_e8m0fnu and float4_e2m1fn_x2; the others are torch_npu's (c10_npu custom dtypes, HiFloat8Tensor for
+    // hifloat8 as msprobe writes it). MindSpore names its types Float8E4M3FN, Float8E5M2, HiFloat8; the rest by the
+    // same pattern.
+    {"hifloat8", "torch_npu.HiFloat8Tensor", "HiFloat8", "<f4"},
+    {"float8_e5m2", "torch.float8_e5m2", "Float8E5M2", "<f4"},
+    {"float8_e4m3fn", "torch.float8_e4m3fn", "Float8E4M3FN", "<f4"},
+    {"float8_e8m0", "torch.float8_e8m0fnu", "Float8E8M0", "<f4"},
+    {"float6_e3m2", "torch_npu.float6_e3m2", "Float6E3M2", "<f4"},
+    {"float6_e2m3", "torch_npu.float6_e2m3", "Float6E2M3", "<f4"},
+    {"float4_e2m1", "torch.float4_e2m1fn_x2", "Float4E2M1", "<f4"},
+    {"float4_e1m2", "torch_npu.float4_e1m2fn_x2", "Float4E1M2", "<f4"},
     {"raw", "unknown", "unknown", ""},
 }};
 
