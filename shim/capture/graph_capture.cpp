@@ -336,12 +336,11 @@ void GraphCapture::host_init_dump() {
       "are captured only from what it dumps to a callback of its own");
 }
 
-namespace {
-
-// Whether aclInit's config turned CANN's data dump on: the file has a "dump" section and the dump has a path now
-// (acldumpGetPath, where the runtime has it). A section that enables nothing leaves no path at the first aclInit; a
-// stale path of an earlier configuration counts as the program's too: leaving a dump alone is the safe mistake.
-bool acl_init_dumps(const char *config_path) {
+// A section that enables nothing leaves no path at the first aclInit; a stale path of an earlier configuration counts
+// as the program's too: leaving a dump alone is the safe mistake.
+bool acl_init_turned_dump_on(const char *config_path) {
+  if (config_path == nullptr || config_path[0] == '\0') return false;
+  ReentryGuard guard;
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(config_path, ec);
   if (ec || size > kMaxAclConfigBytes) return false;
@@ -354,15 +353,7 @@ bool acl_init_dumps(const char *config_path) {
   return path == nullptr || path(kDataDump) != nullptr;
 }
 
-}  // namespace
-
 void GraphCapture::host_acl_init(const char *config_path) {
-  bool dumps = false;
-  {
-    ReentryGuard guard;
-    dumps = acl_init_dumps(config_path);
-  }
-  if (!dumps) return;
   Impl &m = *impl_;
   std::lock_guard<std::mutex> lk(m.mu);
   if (m.host_owns) return;

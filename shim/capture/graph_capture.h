@@ -40,7 +40,7 @@ class GraphCapture {
 
   // The host's own calls into the dump API: what to pass through. host_init_dump returns before the real call.
   void host_init_dump();
-  // A successful aclInit(config_path): the program's dump when the file turned one on.
+  // A successful aclInit(config_path) that turned the dump on (acl_init_turned_dump_on): the dump is the program's.
   void host_acl_init(const char *config_path);
   // acldumpRegCallback / acldumpUnregCallback from the host: `real` is the runtime's function.
   int32_t host_register_callback(ChunkCallback callback, int32_t flag, int32_t (*real)(ChunkCallback, int32_t));
@@ -56,6 +56,10 @@ class GraphCapture {
   friend void activate_graph_capture(GraphCapture *capture) noexcept;
   Impl *impl_;
 };
+
+// Whether a successful aclInit(config_path) turned CANN's data dump on: the file has a "dump" section and CANN has a
+// data dump path now (acldumpGetPath, where the runtime has it). Needs no session: asked before capture starts.
+bool acl_init_turned_dump_on(const char *config_path);
 
 // The process's graph capture (made with the session by the composition root), or null.
 GraphCapture *active_graph_capture() noexcept;

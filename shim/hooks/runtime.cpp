@@ -100,7 +100,8 @@ MSPROBE_HOOK aclError aclInit(const char *configPath) {
   if (rc == kRepeatInitialize) references().add(kAcl);
   if (rc != ACL_SUCCESS) return rc;
   references().set(kAcl, 1);
-  if (configPath != nullptr && configPath[0] != '\0' && capture_enabled())
+  // Capture starts here only for a program whose config turned the dump on: the shim must know before a model loads.
+  if (acl_init_turned_dump_on(configPath) && capture_enabled())
     if (GraphCapture *g = active_graph_capture()) g->host_acl_init(configPath);
   return rc;
 }
