@@ -351,12 +351,14 @@ class MsprobeWriter final : public DumpWriter {
       report("tensor view outside its staged bytes", kernel);
       return s;
     }
-    const uint64_t count = bytes / element_size(t.dtype);
+    uint64_t count = 1;
+    for (int64_t d : t.shape) count *= (uint64_t)(d > 0 ? d : 0);
     if (t.dtype != DType::Raw && !pre) s.stats = compute_stats(t.dtype, data, t.shape, options_.precision);
     if (options_.md5) {
-      const uint32_t crc = (t.dtype == DType::BF16 && options_.framework == Framework::MindSpore)
-                               ? crc32_update_bf16_as_f32(0, reinterpret_cast<const uint16_t *>(data), count)
-                               : crc32_update(0, data, bytes);
+      // msprobe hashes what it saved: bf16 as float32 under MindSpore, the narrow floats as float32 always.
+      const bool as_f32 =
+          is_narrow_float(t.dtype) || (t.dtype == DType::BF16 && options_.framework == Framework::MindSpore);
+      const uint32_t crc = as_f32 ? crc32_update_as_f32(0, t.dtype, data, count) : crc32_update(0, data, bytes);
       s.md5 = crc32_hex(crc);
     }
     if (options_.save_tensors && !w.broken) {

@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "format/minifloat.h"
+
 namespace msprobe::collector {
 
 using record::CapturedArg;
@@ -22,26 +24,62 @@ unsigned char *gather_strided(unsigned char *out, const unsigned char *in, int64
   return out;
 }
 
+// The view's element range in its block, [lo, hi] (hi < lo: empty), and whether it is row-major contiguous.
+struct ViewSpan {
+  int64_t lo, hi;
+  bool contiguous;
+};
+ViewSpan span_of(const TensorCapture &t) {
+  ViewSpan v{t.block_offset, t.block_offset, true};
+  int64_t expect = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    const int64_t span = (t.shape[i] - 1) * t.block_strides[i];
+    (span > 0 ? v.hi : v.lo) += span;
+    if (t.shape[i] != 1 && t.block_strides[i] != expect) v.contiguous = false;
+    expect *= t.shape[i];
+  }
+  return v;
+}
+
+// The sub-byte types (FP4, FP6): their elements packed (format/minifloat.h). A contiguous view that starts on a byte is
+// read in place; any other is packed again, element by element, into `scratch`.
+const unsigned char *materialize_packed(const TensorCapture &t, const unsigned char *base, uint64_t n,
+                                        std::vector<unsigned char> &scratch) {
+  const ViewSpan v = span_of(t);
+  if (v.lo < 0 || format::storage_bytes(t.dtype, (uint64_t)v.hi + 1) > t.block->size()) return nullptr;
+  const auto group = (int64_t)format::whole_byte_elements(t.dtype);
+  if (v.contiguous && t.block_offset % group == 0) return base + format::storage_bytes(t.dtype, t.block_offset);
+  scratch.assign(format::storage_bytes(t.dtype, n), 0);
+  const size_t nd = t.shape.size();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = t.block_offset;
+  for (uint64_t e = 0; e < n; ++e) {
+    format::store_narrow_code(t.dtype, scratch.data(), e, format::narrow_code_at(t.dtype, base, (uint64_t)off));
+    for (size_t d = nd; d-- > 0;) {  // odometer over the dimensions
+      if (++idx[d] < t.shape[d]) {
+        off += t.block_strides[d];
+        break;
+      }
+      off -= t.block_strides[d] * (t.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return scratch.data();
+}
+
 }  // namespace
 
 const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned char> &scratch, uint64_t *bytes) {
   const size_t es = format::element_size(t.dtype);
   uint64_t n = 1;
   for (int64_t d : t.shape) n *= (uint64_t)(d > 0 ? d : 0);
-  *bytes = n * es;
+  *bytes = format::storage_bytes(t.dtype, n);
   if (!t.block) return nullptr;
   const auto *base = static_cast<const unsigned char *>(t.block->data());
   if (base == nullptr) return nullptr;  // the producer could not give the bytes back
   if (n == 0) return base;
-  int64_t lo = t.block_offset, hi = t.block_offset;
-  bool contiguous = true;
-  int64_t expect = 1;
-  for (size_t i = t.shape.size(); i-- > 0;) {
-    int64_t span = (t.shape[i] - 1) * t.block_strides[i];
-    (span > 0 ? hi : lo) += span;
-    if (t.shape[i] != 1 && t.block_strides[i] != expect) contiguous = false;
-    expect *= t.shape[i];
-  }
+  if (format::element_bits(t.dtype) % 8 != 0) return materialize_packed(t, base, n, scratch);
+  const auto [lo, hi, contiguous] = span_of(t);
   if (lo < 0 || (uint64_t)(hi + 1) * es > t.block->size()) return nullptr;
   if (contiguous) return base + t.block_offset * es;
   scratch.resize(*bytes);

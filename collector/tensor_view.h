@@ -11,6 +11,7 @@ namespace msprobe::collector {
 
 // The logical view of a tensor as contiguous bytes: a pointer into the block when the view is already contiguous,
 // else a gathered copy in `scratch`. nullptr when the view does not fit in its block. `bytes` gets the view's size.
+// Sub-byte elements (FP4, FP6) stay packed, the view's first element at bit 0.
 const unsigned char *materialize(const record::TensorCapture &t, std::vector<unsigned char> &scratch, uint64_t *bytes);
 
 // The NaN/Inf in a kernel's outputs ("output.0: 3 NaN, 1 +Inf, 0 -Inf; output.2: ..."), empty when there is none.

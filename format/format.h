@@ -14,34 +14,70 @@ namespace msprobe::format {
 // npy files and the statistics read host memory in its native byte order; msprobe's readers assume little endian.
 static_assert(std::endian::native == std::endian::little, "the collector writes little-endian data only");
 
-// The element types the collector understands. Raw is anything else (complex, int4, fp8...): its bytes can be
-// saved as .bin, but it has no statistics and no npy form.
-enum class DType : uint8_t { F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, Raw };
-inline constexpr int kDTypeCount = 14;
+// The element types the collector understands. The 8-, 6- and 4-bit floats of CANN 9.x (HiF8 ... F4E1M2,
+// format/minifloat.h) are read as float32: statistics in float32, npy files widened to float32 as bf16's are. Raw is
+// anything else (complex, int4...): its bytes can be saved as .bin, but it has no statistics and no npy form.
+enum class DType : uint8_t {
+  F32,
+  F16,
+  BF16,
+  F64,
+  I8,
+  I16,
+  I32,
+  I64,
+  U8,
+  U16,
+  U32,
+  U64,
+  Bool,
+  HiF8,
+  F8E5M2,
+  F8E4M3FN,
+  F8E8M0,
+  F6E3M2,
+  F6E2M3,
+  F4E2M1,
+  F4E1M2,
+  Raw
+};
+inline constexpr int kDTypeCount = 22;
 
-// Bytes per element (Raw counts bytes).
-constexpr size_t element_size(DType t) {
+// Bits per element (Raw counts bytes: 8).
+constexpr unsigned element_bits(DType t) {
   switch (t) {
     case DType::F64:
     case DType::I64:
-    case DType::U64: return 8;
+    case DType::U64: return 64;
     case DType::F32:
     case DType::I32:
-    case DType::U32: return 4;
+    case DType::U32: return 32;
     case DType::F16:
     case DType::BF16:
     case DType::I16:
-    case DType::U16: return 2;
-    case DType::I8:
-    case DType::U8:
-    case DType::Bool:
-    case DType::Raw: return 1;
+    case DType::U16: return 16;
+    case DType::F6E3M2:
+    case DType::F6E2M3: return 6;
+    case DType::F4E2M1:
+    case DType::F4E1M2: return 4;
+    default: return 8;  // 8-bit integers, bool, the 8-bit floats, Raw
   }
-  return 1;
+}
+// Bytes per element, rounded up (1 for the sub-byte types, whose elements are packed: storage_bytes).
+constexpr size_t element_size(DType t) { return (element_bits(t) + 7) / 8; }
+// Bytes that `count` elements take, packed.
+constexpr uint64_t storage_bytes(DType t, uint64_t count) { return (count * element_bits(t) + 7) / 8; }
+// Elements in the smallest run that fills whole bytes (1, 2 for FP4, 4 for FP6): a packed view that starts at a
+// multiple of it starts on a byte.
+constexpr uint64_t whole_byte_elements(DType t) {
+  const unsigned b = element_bits(t);
+  return b % 8 == 0 ? 1 : b == 4 ? 2 : 4;
 }
 
+// The 8-, 6- and 4-bit floats (read as float32).
+constexpr bool is_narrow_float(DType t) { return t >= DType::HiF8 && t <= DType::F4E1M2; }
 constexpr bool is_floating(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64 || is_narrow_float(t);
 }
 constexpr bool is_integer(DType t) {
   return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::U16 ||
@@ -67,6 +103,18 @@ inline constexpr DTypeSpelling kDTypeSpellings[kDTypeCount] = {
     {"uint32", "torch.uint32", "UInt32", "<u4"},
     {"uint64", "torch.uint64", "UInt64", "<u8"},
     {"bool", "torch.bool", "Bool", "|b1"},
+    // The narrow floats, held widened to float32 in npy files. torch has float8_e5m2, float8_e4m3fn,
+    // float8_e8m0fnu and float4_e2m1fn_x2; the others are torch_npu's (c10_npu custom dtypes, HiFloat8Tensor for
+    // hifloat8 as msprobe writes it). MindSpore names its types Float8E4M3FN, Float8E5M2, HiFloat8; the rest by the
+    // same pattern.
+    {"hifloat8", "torch_npu.HiFloat8Tensor", "HiFloat8", "<f4"},
+    {"float8_e5m2", "torch.float8_e5m2", "Float8E5M2", "<f4"},
+    {"float8_e4m3fn", "torch.float8_e4m3fn", "Float8E4M3FN", "<f4"},
+    {"float8_e8m0", "torch.float8_e8m0fnu", "Float8E8M0", "<f4"},
+    {"float6_e3m2", "torch_npu.float6_e3m2", "Float6E3M2", "<f4"},
+    {"float6_e2m3", "torch_npu.float6_e2m3", "Float6E2M3", "<f4"},
+    {"float4_e2m1", "torch.float4_e2m1fn_x2", "Float4E2M1", "<f4"},
+    {"float4_e1m2", "torch_npu.float4_e1m2fn_x2", "Float4E1M2", "<f4"},
     {"raw", "unknown", "unknown", ""},
 };
 constexpr const DTypeSpelling &dtype_spelling(DType t) { return kDTypeSpellings[static_cast<size_t>(t)]; }
@@ -90,7 +138,9 @@ constexpr std::string_view tensor_type_name(Framework f) {
 }
 
 // str(dtype) in each framework: "torch.float32", "torch.bfloat16", "torch.bool" / "Float32", "BFloat16", "Bool".
-// Raw has no spelling of its own: "unknown" (callers that know the real type pass their own string).
+// The narrow floats as msprobe names them: torch's own dtypes where torch has one ("torch.float8_e4m3fn"), torch_npu's
+// otherwise ("torch_npu.HiFloat8Tensor", "torch_npu.float6_e3m2"); MindSpore's type names ("Float8E4M3FN",
+// "HiFloat8"). Raw has no spelling of its own: "unknown" (callers that know the real type pass their own string).
 constexpr std::string_view dtype_name(DType t, Framework f) {
   return f == Framework::PyTorch ? dtype_spelling(t).torch : dtype_spelling(t).mindspore;
 }
@@ -179,9 +229,10 @@ inline constexpr size_t kLongNameDigits = 32;
 inline constexpr std::string_view kForbiddenLeading = "+-=%@";
 
 // ---- npy ----------------------------------------------------------------------------------------------------------
-// What the npy file holds for a tensor of type t: bf16 is widened to float32 (as msprobe); Raw has no npy form.
+// What the npy file holds for a tensor of type t: bf16 and the narrow floats are widened to float32 (as msprobe); Raw
+// has no npy form.
 constexpr bool npy_can_store(DType t) { return t != DType::Raw; }
-constexpr DType npy_storage_dtype(DType t) { return t == DType::BF16 ? DType::F32 : t; }
+constexpr DType npy_storage_dtype(DType t) { return t == DType::BF16 || is_narrow_float(t) ? DType::F32 : t; }
 // numpy's descr for the stored type ("<f4", "|b1", "|i1", "<i8"...); empty for Raw.
 std::string_view npy_descr(DType t);
 inline constexpr size_t kNpyAlign = 64;  // numpy's ARRAY_ALIGN: the data starts at a multiple of this

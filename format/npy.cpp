@@ -13,6 +13,7 @@
 
 #include "format/half.h"
 #include "format/io.h"
+#include "format/minifloat.h"
 
 namespace msprobe::format {
 
@@ -120,22 +121,26 @@ std::string npy_header(DType dtype, std::span<const int64_t> shape, NpyOptions o
 }
 
 uint64_t write_npy_data(ByteSink &sink, DType dtype, const void *data, uint64_t count) {
-  if (dtype != DType::BF16) {
+  if (npy_storage_dtype(dtype) == dtype) {
     const uint64_t bytes = count * element_size(dtype);
     sink.write(data, bytes);
     return bytes;
   }
-  // Widen through a bounded buffer: no copy of the whole tensor.
+  // bf16 and the narrow floats: widened through a bounded buffer, no copy of the whole tensor.
   constexpr uint64_t kChunk = uint64_t{1} << 20;  // 4 MiB of float32 per write
   const uint64_t chunk = count < kChunk ? count : kChunk;
   std::unique_ptr<float[]> buf(new float[chunk ? chunk : 1]);
   const auto *in = static_cast<const unsigned char *>(data);
   for (uint64_t done = 0; done < count;) {
     const uint64_t n = count - done < chunk ? count - done : chunk;
-    for (uint64_t i = 0; i < n; ++i) {
-      uint16_t b;
-      std::memcpy(&b, in + 2 * (done + i), 2);
-      buf[i] = bf16_to_float(b);
+    if (dtype == DType::BF16) {
+      for (uint64_t i = 0; i < n; ++i) {
+        uint16_t b;
+        std::memcpy(&b, in + 2 * (done + i), 2);
+        buf[i] = bf16_to_float(b);
+      }
+    } else {
+      widen_to_float(dtype, data, done, n, buf.get());
     }
     sink.write(buf.get(), n * sizeof(float));
     done += n;

@@ -71,14 +71,16 @@ struct NpyOptions {
 // The whole preamble (magic, version, header length, header dict, padding, '\n'); its size is a multiple of 64.
 // Throws std::invalid_argument for Raw or a negative dimension.
 std::string npy_header(DType dtype, std::span<const int64_t> shape, NpyOptions options = {});
-// Bytes of the data part for this dtype and shape (bf16 counted as float32). Throws on negative dims or overflow.
+// Bytes of the data part for this dtype and shape (bf16 and the narrow floats counted as float32). Throws on negative
+// dims or overflow.
 uint64_t npy_data_bytes(DType dtype, std::span<const int64_t> shape);
 
-// Header then data; `data` holds prod(shape) elements of `dtype`. Returns the bytes written.
+// Header then data; `data` holds prod(shape) elements of `dtype` (packed, for the sub-byte types). Returns the bytes
+// written.
 uint64_t write_npy(ByteSink &sink, DType dtype, std::span<const int64_t> shape, const void *data,
                    NpyOptions options = {});
 // Only the data part, for writers that stream a tensor in chunks after npy_header(): `count` elements,
-// bf16 widened through a bounded buffer. Returns the bytes written.
+// bf16 and the narrow floats widened to float32 through a bounded buffer. Returns the bytes written.
 uint64_t write_npy_data(ByteSink &sink, DType dtype, const void *data, uint64_t count);
 // Convenience for tools and tests: creates or truncates `path` (mode kFileMode) and writes the file.
 void write_npy_file(const std::filesystem::path &path, DType dtype, std::span<const int64_t> shape, const void *data,

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "format/half.h"
+#include "format/minifloat.h"
 
 namespace msprobe::format {
 namespace {
@@ -243,6 +244,14 @@ MSPROBE_FLOAT_CLONES void accumulate_floats(DType t, const unsigned char *p, uin
     case DType::U16: accumulate_as_floats<uint16_t>(p, n, out, cast); break;
     case DType::U32: accumulate_as_floats<uint32_t>(p, n, out, cast); break;
     case DType::U64: accumulate_as_floats<uint64_t>(p, n, out, cast); break;
+    case DType::HiF8:
+    case DType::F8E5M2:
+    case DType::F8E4M3FN:
+    case DType::F8E8M0:
+    case DType::F6E3M2:
+    case DType::F6E2M3:
+    case DType::F4E2M1:
+    case DType::F4E1M2:  // widened to F32 first (StatsAccumulator::update)
     case DType::F64:
     case DType::Bool:
     case DType::Raw: break;
@@ -307,6 +316,14 @@ StatValue scalar_value(DType t, const unsigned char *p) {
     case DType::U16: return StatValue::of_integer(load(uint16_t{}));
     case DType::U32: return StatValue::of_integer(load(uint32_t{}));
     case DType::U64: return StatValue::of_unsigned(load(uint64_t{}));
+    case DType::HiF8:
+    case DType::F8E5M2:
+    case DType::F8E4M3FN:
+    case DType::F8E8M0:
+    case DType::F6E3M2:
+    case DType::F6E2M3:
+    case DType::F4E2M1:
+    case DType::F4E1M2: return StatValue::of_real(narrow_to_float(t, narrow_code_at(t, p, 0)));
     case DType::Bool:
     case DType::Raw: break;
   }
@@ -342,10 +359,7 @@ void StatsAccumulator::update(const void *data, uint64_t count) {
   if (count == 0) return;
   const auto *p = static_cast<const unsigned char *>(data);
   if (count_ == 0) std::memcpy(first_, p, element_size(dtype_));
-  if (dtype_ == DType::Bool) {
-    nonzero_ += count_nonzero(p, count);
-  } else if (dtype_ != DType::Raw) {
-    const Partial a = accumulate_any(dtype_, p, count);
+  auto add = [this](const Partial &a) {
     sum_ += a.sum;
     sumsq_ += a.sumsq;
     max_ = a.max > max_ ? a.max : max_;
@@ -353,6 +367,20 @@ void StatsAccumulator::update(const void *data, uint64_t count) {
     nan_ += a.nan;
     pinf_ += a.pinf;
     ninf_ += a.ninf;
+  };
+  if (dtype_ == DType::Bool) {
+    nonzero_ += count_nonzero(p, count);
+  } else if (is_narrow_float(dtype_)) {
+    // Read as float32 (every value of theirs is one), a block at a time.
+    float block[1024];
+    for (uint64_t done = 0; done < count;) {
+      const uint64_t n = std::min<uint64_t>(count - done, 1024);
+      widen_to_float(dtype_, p, done, n, block);
+      add(accumulate_any(DType::F32, reinterpret_cast<const unsigned char *>(block), n));
+      done += n;
+    }
+  } else if (dtype_ != DType::Raw) {
+    add(accumulate_any(dtype_, p, count));
   }
   count_ += count;
 }
@@ -438,6 +466,19 @@ uint32_t crc32_update_bf16_as_f32(uint32_t crc, const uint16_t *data, size_t cou
     crc = crc32_update(crc, buf, n * sizeof(float));
     data += n;
     count -= n;
+  }
+  return crc;
+}
+
+uint32_t crc32_update_as_f32(uint32_t crc, DType t, const void *data, uint64_t count) {
+  if (t == DType::BF16) return crc32_update_bf16_as_f32(crc, static_cast<const uint16_t *>(data), count);
+  if (!is_narrow_float(t)) return crc32_update(crc, data, storage_bytes(t, count));
+  float buf[1024];
+  for (uint64_t done = 0; done < count;) {
+    const uint64_t n = std::min<uint64_t>(count - done, 1024);
+    widen_to_float(t, data, done, n, buf);
+    crc = crc32_update(crc, buf, n * sizeof(float));
+    done += n;
   }
   return crc;
 }

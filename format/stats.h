@@ -6,7 +6,8 @@
 // - empty tensor: Max/Min/Mean/Norm null.            - bool: Max = any, Min = all (JSON true/false), Mean/Norm null.
 // - 0-d tensor: all four are the value itself, in its own type (an int stays an int, a negative value gives a
 //   negative "Norm": msprobe clones the scalar into all four fields).
-// - integers and float64 are cast to float32 first (so is everything with StatPrecision::High).
+// - integers and float64 are cast to float32 first (so is everything with StatPrecision::High), the 8-, 6- and 4-bit
+//   floats read as float32 (msprobe casts them to float: their Mean and Norm are float32 numbers).
 // - NaN propagates: any NaN makes Max, Min, Mean and Norm NaN. Inf is ordinary arithmetic (Mean of +inf and -inf
 //   is NaN). The counts of NaN/+Inf/-Inf are extra (for overflow checks) and count the original values.
 //
@@ -62,7 +63,8 @@ struct TensorStats {
 class StatsAccumulator {
  public:
   explicit StatsAccumulator(DType dtype, StatPrecision precision = StatPrecision::Low);
-  // `count` elements of the accumulator's dtype (bytes for Raw) at `data`, which needs no particular alignment.
+  // `count` elements of the accumulator's dtype (bytes for Raw) at `data`, which needs no particular alignment. The
+  // narrow floats are read as float32; a chunk of packed sub-byte elements starts on a byte (its element 0 at bit 0).
   void update(const void *data, uint64_t count);
   // zero_dim: the tensor has shape () (then it holds one element and its stats are that element).
   TensorStats finish(bool zero_dim = false) const;
@@ -88,6 +90,9 @@ double round_to_dtype(double v, DType dtype);
 uint32_t crc32_update(uint32_t crc, const void *data, size_t bytes);
 // The CRC of bf16 data widened to float32 (MindSpore hashes bf16 as fp32), without a full copy.
 uint32_t crc32_update_bf16_as_f32(uint32_t crc, const uint16_t *data, size_t count);
+// The CRC of `count` elements of t as float32 when msprobe hashes them so (bf16 under MindSpore; the narrow floats,
+// which msprobe casts to float), else of their bytes.
+uint32_t crc32_update_as_f32(uint32_t crc, DType t, const void *data, uint64_t count);
 // msprobe's "md5" field: f"{crc:08x}".
 std::string crc32_hex(uint32_t crc);
 

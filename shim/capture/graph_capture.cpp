@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -29,7 +30,9 @@ namespace msprobe::shim {
 namespace {
 
 constexpr int32_t kAclSuccess = 0, kRepeatInitialize = 100002;
-constexpr uint64_t kMaxReports = 10;  // bad files reported one by one, then counted
+constexpr int32_t kDataDump = 4;                     // acldumpType DATA_DUMP
+constexpr uintmax_t kMaxAclConfigBytes = 16u << 20;  // aclInit's config: a few KiB in practice
+constexpr uint64_t kMaxReports = 10;                 // bad files reported one by one, then counted
 
 // A tensor's bytes, copied out of its dump file (the file's offsets are not aligned for typed reads).
 class OwnedBytes final : public record::HostBlock {
@@ -107,6 +110,7 @@ struct GraphCapture::Impl {
   bool ours_on = false;      // the shim's aclmdlInitDump is in force
   bool callback_on = false;  // the shim's callback is registered
   bool host_owns = false;    // the host turned the dump on itself: the shim configures nothing
+  bool owner_said = false;   // which graph kernels a host-owned dump gives the shim, said at the first model load
   bool unavailable = false;  // no dump API, or the shim's config refused: said once, graph kernels left alone
   // Steps and stacks, read on CANN's record thread: their own lock (the record thread must never wait for `mu`,
   // which turn_off holds while aclmdlFinalizeDump waits for that thread).
@@ -138,6 +142,7 @@ struct GraphCapture::Impl {
   void capture(const graph::DumpFile &f);
   void flush_stats();
   void report(std::string what);
+  void say_owner();
   StackId stack_for(std::optional<uint64_t> model_id);
   uint64_t step_for(std::optional<uint64_t> dump_number);
   bool hook_mode() {
@@ -276,6 +281,7 @@ void GraphCapture::Impl::turn_off() {
 void GraphCapture::before_model_load() {
   if (!impl_->session.captures_ahead()) return;  // every selected step is past, or this rank is not selected
   std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->host_owns) return impl_->say_owner();
   impl_->turn_on();
 }
 
@@ -328,6 +334,46 @@ void GraphCapture::host_init_dump() {
   log_warn(
       "the program turns CANN's data dump on itself: its dump is left as it configures it; graph-sunk kernels "
       "are captured only from what it dumps to a callback of its own");
+}
+
+// A section that enables nothing leaves no path at the first aclInit; a stale path of an earlier configuration counts
+// as the program's too: leaving a dump alone is the safe mistake.
+bool acl_init_turned_dump_on(const char *config_path) {
+  if (config_path == nullptr || config_path[0] == '\0') return false;
+  ReentryGuard guard;
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(config_path, ec);
+  if (ec || size > kMaxAclConfigBytes) return false;
+  std::ifstream in(config_path, std::ios::binary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  auto dump = j.find("dump");
+  if (dump == j.end() || !dump->is_object() || dump->empty()) return false;
+  auto path = runtime::acldumpGetPath.get();
+  return path == nullptr || path(kDataDump) != nullptr;
+}
+
+void GraphCapture::host_acl_init(const char *config_path) {
+  Impl &m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (m.host_owns) return;
+  m.host_owns = true;
+  log_warn(
+      "the program turned CANN's data dump on in aclInit's config (%s): its dump settings are left as they are; "
+      "graph-sunk kernels are captured only from what its dump gives a callback of its own",
+      config_path);
+}
+
+// Caller holds mu. Once, at the first model load under a dump the host owns: what the shim gets from it.
+void GraphCapture::Impl::say_owner() {
+  if (owner_said) return;
+  owner_said = true;
+  if (host_callback.load(std::memory_order_acquire) != nullptr)
+    log_info("graph dump: the program's own dump callback receives the dump; graph-sunk kernels are captured from it");
+  else
+    log_warn(
+        "graph dump: the program's own dump writes its files (no callback of its own): graph-sunk kernels are not "
+        "captured");
 }
 
 int32_t GraphCapture::host_register_callback(ChunkCallback callback, int32_t flag,
@@ -453,6 +499,8 @@ uint64_t GraphCapture::Impl::step_for(std::optional<uint64_t> dump_number) {
 // false when the configuration does not select it.
 bool GraphCapture::Impl::begin_kernel(const graph::DumpName &name, std::string_view op_name,
                                       const graph::DumpPlace &place, LaunchTicket &t, record::KernelCapture &k) {
+  // A single-op dump's file ({time}/{device}/file: a host's dump_op_switch): the hooks captured that kernel already.
+  if (place.device_id && place.model_name.empty() && !place.model_id) return false;
   t = session.begin_graph_kernel(name.op_type, op_name, step_for(place.dump_number), name.stream_id, name.task_id);
   if (!t.capture) return false;
   static_cast<format::KernelHeader &>(k) = t;

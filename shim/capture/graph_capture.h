@@ -10,8 +10,10 @@
 // (the dump's {dump_number}). Stacks: the frames of the aclmdlExecute call, or of the step hook.
 //
 // The host's own use of the dump is never broken: a host that registers its own callback gets every chunk too; a host
-// that turns the dump on itself (aclmdlInitDump) keeps it, with its files where its config puts them, and the shim
-// steps back from graph kernels, saying so once.
+// that turns the dump on itself (aclmdlInitDump, or aclInit with a config whose "dump" section enables one) keeps it,
+// with its settings and its files where its config puts them, and the shim steps back: it configures nothing and
+// captures graph kernels only from the chunks the host's own callback receives, saying which at the first model load.
+// Single-op dump files (a host's dump_op_switch) are left out: the shim's hooks capture those kernels themselves.
 #pragma once
 #include <cstdint>
 
@@ -38,6 +40,8 @@ class GraphCapture {
 
   // The host's own calls into the dump API: what to pass through. host_init_dump returns before the real call.
   void host_init_dump();
+  // A successful aclInit(config_path) that turned the dump on (acl_init_turned_dump_on): the dump is the program's.
+  void host_acl_init(const char *config_path);
   // acldumpRegCallback / acldumpUnregCallback from the host: `real` is the runtime's function.
   int32_t host_register_callback(ChunkCallback callback, int32_t flag, int32_t (*real)(ChunkCallback, int32_t));
   void host_unregister_callback(void (*real)());
@@ -52,6 +56,10 @@ class GraphCapture {
   friend void activate_graph_capture(GraphCapture *capture) noexcept;
   Impl *impl_;
 };
+
+// Whether a successful aclInit(config_path) turned CANN's data dump on: the file has a "dump" section and CANN has a
+// data dump path now (acldumpGetPath, where the runtime has it). Needs no session: asked before capture starts.
+bool acl_init_turned_dump_on(const char *config_path);
 
 // The process's graph capture (made with the session by the composition root), or null.
 GraphCapture *active_graph_capture() noexcept;

@@ -26,7 +26,17 @@ size_t acl_dtype_size(int32_t t) {
     case 35:
     case 36:
     case 37: return 1;  // HIFLOAT8, FLOAT8_*
-    default: return 0;
+    default: return 0;  // FLOAT6_*, FLOAT4_* (acl_dtype_bits), unknown
+  }
+}
+
+unsigned acl_dtype_bits(int32_t t) {
+  switch (t) {
+    case 38:
+    case 39: return 6;  // FLOAT6_E3M2, FLOAT6_E2M3
+    case 40:
+    case 41: return 4;  // FLOAT4_E2M1, FLOAT4_E1M2
+    default: return (unsigned)(8 * acl_dtype_size(t));
   }
 }
 
@@ -45,6 +55,14 @@ DType acl_to_dtype(int32_t t) {
     case 8: return DType::U32;
     case 10: return DType::U64;
     case 12: return DType::Bool;
+    case 34: return DType::HiF8;
+    case 35: return DType::F8E5M2;
+    case 36: return DType::F8E4M3FN;
+    case 37: return DType::F8E8M0;
+    case 38: return DType::F6E3M2;
+    case 39: return DType::F6E2M3;
+    case 40: return DType::F4E2M1;
+    case 41: return DType::F4E1M2;
     default: return DType::Raw;
   }
 }
@@ -57,10 +75,6 @@ std::string acl_dtype_label(int32_t t) {
     case 29: return "int4";
     case 30: return "uint1";
     case 33: return "complex32";
-    case 34: return "hifloat8";
-    case 35: return "float8_e5m2";
-    case 36: return "float8_e4m3fn";
-    case 37: return "float8_e8m0";
     default: return "acl_dtype_" + std::to_string(t);
   }
 }

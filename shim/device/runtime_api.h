@@ -52,6 +52,7 @@
   X(aclmdlFinalizeDump, int32_t (*)())                                                                                 \
   X(acldumpRegCallback, int32_t (*)(int32_t(*)(const void *, int32_t), int32_t))                                       \
   X(acldumpUnregCallback, void (*)())                                                                                  \
+  X(acldumpGetPath, const char *(*)(int32_t))                                                                          \
   X(aclrtSynchronizeDevice, int32_t (*)())                                                                             \
   /* aclop's tensor descriptors and data buffers, read to describe an aclop kernel's arguments */                      \
   X(aclGetTensorDescType, int32_t (*)(const void *))                                                                   \

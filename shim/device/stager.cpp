@@ -13,15 +13,16 @@ namespace {
 using record::Completion;
 using record::TensorCapture;
 
-// The device range a tensor's view covers, as a copy needs it: first byte and length. False for what the collector
-// cannot read (raw types: complex, 4-bit, fp8), an empty view or no address.
-[[gnu::always_inline]] inline bool byte_extent(const TensorMeta &m, const TensorCapture &t, const char **first,
-                                               uint64_t *bytes, int64_t *lo) {
+// The device range a tensor's view covers, as a copy needs it: first byte and length, and the element at the first byte
+// (*lo). False for what the collector cannot read (raw types: complex, int4), an empty view or no address. Packed
+// sub-byte elements (FP4, FP6) are copied from the byte their run of whole bytes starts on.
+[[gnu::always_inline]] inline bool byte_extent(const TensorMeta &m, const TensorCapture &t, const char **first, uint64_t *bytes, int64_t *lo) {
   int64_t hi = 0;
-  const size_t es = acl_dtype_size(m.dtype);
-  if (t.dtype == format::DType::Raw || es == 0 || m.data == nullptr || !m.extent(lo, &hi)) return false;
-  *first = static_cast<const char *>(m.data) + *lo * (int64_t)es;
-  *bytes = (uint64_t)(hi - *lo + 1) * es;
+  const unsigned bits = acl_dtype_bits(m.dtype);
+  if (t.dtype == format::DType::Raw || bits == 0 || m.data == nullptr || !m.extent(lo, &hi)) return false;
+  *lo -= *lo % (int64_t)format::whole_byte_elements(t.dtype);
+  *first = static_cast<const char *>(m.data) + (int64_t)format::storage_bytes(t.dtype, (uint64_t)*lo);
+  *bytes = format::storage_bytes(t.dtype, (uint64_t)(hi - *lo + 1));
   return true;
 }
 

@@ -1,12 +1,13 @@
 // Which device each thread works on: a process that drives several devices (a thread per device, as CANN's own HCCL
 // samples run) writes one rank folder per rank, each thread's kernels in its device's (shim/capture/rank_map.h).
 // aclrtSetDevice and aclrtSetCurrentContext change the calling thread's device; the hooks tell the session, after the
-// runtime accepted the call.
+// runtime accepted the call. aclrtSetDevice also adds a reference to the device (shim/hooks/references.h).
 #include "acl/acl.h"
 #include "shim/capture/capture_call.h"
 #include "shim/capture/session.h"
 #include "shim/device/runtime_api.h"
 #include "shim/hooks/hook.h"
+#include "shim/hooks/references.h"
 
 using namespace msprobe::shim;
 
@@ -29,7 +30,9 @@ MSPROBE_HOOK aclError aclrtSetDevice(int32_t deviceId) {
   auto real = MSPROBE_REAL(aclrtSetDevice);
   if (!real) return ACL_ERROR_INVALID_DEVICE;
   const aclError rc = real(deviceId);
-  if (rc == ACL_SUCCESS) thread_device(deviceId);
+  if (rc != ACL_SUCCESS) return rc;
+  if (!ReentryGuard::active()) references().add(deviceId);  // the reset that really ends it flushes first
+  thread_device(deviceId);
   return rc;
 }
 

@@ -64,8 +64,8 @@ MSPROBE_HOOK_SLOTS(MSPROBE_HCCL_HOOKS)
 
 namespace {
 
-// aclDataType of an HcclDataType (reference/cann_abi.md §3); -1 (described, not copied) for INT128 and
-// values HCCL does not name.
+// aclDataType of an HcclDataType (reference/cann_abi.md §3, cann_source.md §3.7); -1 (described, not copied) for
+// INT128 and values HCCL does not name.
 int32_t acl_dtype_of(HcclDataType t) {
   switch ((int)t) {
     case 0: return ACL_INT8;
@@ -80,6 +80,10 @@ int32_t acl_dtype_of(HcclDataType t) {
     case 9: return ACL_UINT32;
     case 10: return ACL_DOUBLE;
     case 11: return ACL_BF16;
+    case 14: return ACL_HIFLOAT8;
+    case 15: return ACL_FLOAT8_E4M3FN;
+    case 16: return ACL_FLOAT8_E5M2;
+    case 17: return ACL_FLOAT8_E8M0;
     default: return ACL_DT_UNDEFINED;
   }
 }

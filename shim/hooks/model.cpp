@@ -1,6 +1,7 @@
 // Models (.om inference, MindSpore's sunk graphs) and CANN's data dump: the calls around which graph-sunk kernels are
 // captured (shim/capture/graph_capture.h); ACL graph capture (aclmdlRI*: shim/capture/acl_graphs.h). Loading a model
-// turns the shim's dump on first; executing one gives its kernels their stack; the host's own dump calls are passed on
+// (from a file or memory, in the caller's memory, with queues, with a config handle) turns the shim's dump on first;
+// executing one (aclmdlExecute*, V2 included) gives its kernels their stack; the host's own dump calls are passed on
 // so that its dump keeps working. MindSpore's step hook (MS_DbgOnStepBegin / MS_DbgOnStepEnd, reference/cann_dump.md
 // §5) is exported here too: the shim is the hook tool.
 #include <cstdint>
@@ -19,8 +20,15 @@ using namespace msprobe::shim;
 #define MSPROBE_MODEL_HOOKS(X) \
   X(aclmdlLoadFromFile)        \
   X(aclmdlLoadFromMem)         \
+  X(aclmdlLoadFromFileWithMem) \
+  X(aclmdlLoadFromMemWithMem)  \
+  X(aclmdlLoadFromFileWithQ)   \
+  X(aclmdlLoadFromMemWithQ)    \
+  X(aclmdlLoadWithConfig)      \
   X(aclmdlExecute)             \
   X(aclmdlExecuteAsync)        \
+  X(aclmdlExecuteV2)           \
+  X(aclmdlExecuteAsyncV2)      \
   X(aclmdlInitDump)            \
   X(acldumpRegCallback)        \
   X(acldumpUnregCallback)      \
@@ -41,35 +49,75 @@ GraphCapture *graph() {
 using DumpCallback = int32_t (*)(const acldumpChunk *, int32_t);
 using RawCallback = GraphCapture::ChunkCallback;
 
+// Every way of loading a model turns the dump on first; every way of running one gives its kernels their stack.
+template <typename Real, typename... Args>
+aclError loading(Real real, Args... args) {
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->before_model_load();
+  return real(args...);
+}
+
+template <typename Real, typename... Args>
+aclError executing(Real real, uint32_t modelId, Args... args) {
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  if (GraphCapture *g = graph()) g->model_executing(modelId);
+  return real(modelId, args...);
+}
+
 }  // namespace
 
 MSPROBE_HOOK aclError aclmdlLoadFromFile(const char *modelPath, uint32_t *modelId) {
-  auto real = MSPROBE_REAL(aclmdlLoadFromFile);
-  if (!real) return ACL_ERROR_INTERNAL_ERROR;
-  if (GraphCapture *g = graph()) g->before_model_load();
-  return real(modelPath, modelId);
+  return loading(MSPROBE_REAL(aclmdlLoadFromFile), modelPath, modelId);
 }
 
 MSPROBE_HOOK aclError aclmdlLoadFromMem(const void *model, size_t modelSize, uint32_t *modelId) {
-  auto real = MSPROBE_REAL(aclmdlLoadFromMem);
-  if (!real) return ACL_ERROR_INTERNAL_ERROR;
-  if (GraphCapture *g = graph()) g->before_model_load();
-  return real(model, modelSize, modelId);
+  return loading(MSPROBE_REAL(aclmdlLoadFromMem), model, modelSize, modelId);
+}
+
+MSPROBE_HOOK aclError aclmdlLoadFromFileWithMem(const char *modelPath, uint32_t *modelId, void *workPtr,
+                                                size_t workSize, void *weightPtr, size_t weightSize) {
+  return loading(MSPROBE_REAL(aclmdlLoadFromFileWithMem), modelPath, modelId, workPtr, workSize, weightPtr, weightSize);
+}
+
+MSPROBE_HOOK aclError aclmdlLoadFromMemWithMem(const void *model, size_t modelSize, uint32_t *modelId, void *workPtr,
+                                               size_t workSize, void *weightPtr, size_t weightSize) {
+  return loading(MSPROBE_REAL(aclmdlLoadFromMemWithMem), model, modelSize, modelId, workPtr, workSize, weightPtr,
+                 weightSize);
+}
+
+MSPROBE_HOOK aclError aclmdlLoadFromFileWithQ(const char *modelPath, uint32_t *modelId, const uint32_t *inputQ,
+                                              size_t inputQNum, const uint32_t *outputQ, size_t outputQNum) {
+  return loading(MSPROBE_REAL(aclmdlLoadFromFileWithQ), modelPath, modelId, inputQ, inputQNum, outputQ, outputQNum);
+}
+
+MSPROBE_HOOK aclError aclmdlLoadFromMemWithQ(const void *model, size_t modelSize, uint32_t *modelId,
+                                             const uint32_t *inputQ, size_t inputQNum, const uint32_t *outputQ,
+                                             size_t outputQNum) {
+  return loading(MSPROBE_REAL(aclmdlLoadFromMemWithQ), model, modelSize, modelId, inputQ, inputQNum, outputQ,
+                 outputQNum);
+}
+
+MSPROBE_HOOK aclError aclmdlLoadWithConfig(const aclmdlConfigHandle *handle, uint32_t *modelId) {
+  return loading(MSPROBE_REAL(aclmdlLoadWithConfig), handle, modelId);
 }
 
 MSPROBE_HOOK aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output) {
-  auto real = MSPROBE_REAL(aclmdlExecute);
-  if (!real) return ACL_ERROR_INTERNAL_ERROR;
-  if (GraphCapture *g = graph()) g->model_executing(modelId);
-  return real(modelId, input, output);
+  return executing(MSPROBE_REAL(aclmdlExecute), modelId, input, output);
 }
 
 MSPROBE_HOOK aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
                                          aclrtStream stream) {
-  auto real = MSPROBE_REAL(aclmdlExecuteAsync);
-  if (!real) return ACL_ERROR_INTERNAL_ERROR;
-  if (GraphCapture *g = graph()) g->model_executing(modelId);
-  return real(modelId, input, output, stream);
+  return executing(MSPROBE_REAL(aclmdlExecuteAsync), modelId, input, output, stream);
+}
+
+MSPROBE_HOOK aclError aclmdlExecuteV2(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                                      aclrtStream stream, const aclmdlExecConfigHandle *handle) {
+  return executing(MSPROBE_REAL(aclmdlExecuteV2), modelId, input, output, stream, handle);
+}
+
+MSPROBE_HOOK aclError aclmdlExecuteAsyncV2(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                                           aclrtStream stream, const aclmdlExecConfigHandle *handle) {
+  return executing(MSPROBE_REAL(aclmdlExecuteAsyncV2), modelId, input, output, stream, handle);
 }
 
 MSPROBE_HOOK aclError aclmdlInitDump(void) {

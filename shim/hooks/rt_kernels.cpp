@@ -1,9 +1,7 @@
 // Raw runtime kernels (runtime/kernel.h): AKG, custom and hand-written Ascend C kernels that bypass
 // aclnn and aclop. Registration calls name them (shim/device/kernel_binaries.h); each launch is one kernel whose
-// OpType is that name and whose arguments come from the opaque blob: an 8-byte slot pointing into a live
-// device allocation is a raw byte buffer from that pointer to the allocation's end (an input, copied
-// before the launch, and again an output, after it), any other slot a raw value. No dtype or shape is
-// known at this level (docs/capture.md).
+// OpType is that name and whose arguments come from the opaque blob (shim/hooks/raw_kernel_args.h). The ACL's own
+// kernel API (aclrtBinaryLoad*, aclrtLaunchKernel*) is shim/hooks/acl_kernels.cpp.
 //
 // The runtime copies the blob at launch, so it is read before forwarding. A launch made while another
 // one is being captured on the thread (the aclnn, aclop or HCCL library launching its own kernel) belongs
@@ -29,93 +27,15 @@
 #include "shim/device/kernel_binaries.h"
 #include "shim/graph/aicpu_task.h"
 #include "shim/hooks/hook.h"
+#include "shim/hooks/raw_kernel_args.h"
 
 using namespace msprobe::shim;
 
 namespace {
 
-constexpr int32_t kAclUint8 = 4, kAclFormatNd = 2;
+constexpr int32_t kAclFormatNd = 2;
 
 bool registering() { return !ReentryGuard::active() && capture_enabled(); }
-
-// A device byte range as the one-dimensional UInt8 tensor the dump describes it as.
-TensorMeta raw_bytes(uint64_t addr, uint64_t bytes) {
-  TensorMeta m;
-  m.dtype = kAclUint8;
-  m.format = kAclFormatNd;
-  m.ndim = 1;
-  m.shape[0] = (int64_t)bytes;
-  m.strides[0] = 1;
-  m.data = reinterpret_cast<void *>(addr);
-  return m;
-}
-
-msprobe::format::ValueArg raw_value(const RtArgSlot &s) {
-  msprobe::format::ValueArg v;
-  v.type = "uint" + std::to_string(8 * s.bytes);
-  // JSON integers of the writer are signed 64-bit: the rare larger value is written as its decimal string.
-  if (s.value <= (uint64_t)INT64_MAX)
-    v.value = (int64_t)s.value;
-  else
-    v.value = std::to_string(s.value);
-  return v;
-}
-
-// What a launch hands the kernel: the host blob (or, with isNoNeedH2DCopy, a blob already in device
-// memory) and how much of it is argument slots.
-struct Blob {
-  const void *args = nullptr;
-  uint32_t size = 0;        // argsSize
-  uint32_t slot_bytes = 0;  // the leading part that holds argument slots
-  bool on_device = false;
-};
-
-Blob plain_blob(const void *args, uint32_t size) { return Blob{args, size, size, false}; }
-
-Blob blob_of(const rtArgsEx_t *info) {
-  Blob b;
-  if (info == nullptr) return b;
-  b.args = info->args;
-  b.size = b.slot_bytes = info->argsSize;
-  b.on_device = info->isNoNeedH2DCopy != 0;
-  // Tiling data and host inputs are copied into the blob behind the slots; their slots get patched.
-  if (info->hasTiling && info->tilingDataOffset < b.slot_bytes) b.slot_bytes = info->tilingDataOffset;
-  if (info->hostInputInfoPtr != nullptr)
-    for (uint16_t i = 0; i < info->hostInputInfoNum; ++i)
-      if (info->hostInputInfoPtr[i].dataOffset < b.slot_bytes) b.slot_bytes = info->hostInputInfoPtr[i].dataOffset;
-  return b;
-}
-
-// A launch's arguments as the dump describes them: read before the real launch (the runtime copies the blob then),
-// device buffers again after it.
-class BlobArgs {
- public:
-  explicit BlobArgs(const Blob &blob) : blob_(blob) {}
-  void inputs(KernelLaunch &k) {
-    if (blob_.on_device) {
-      // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
-      auto addr = reinterpret_cast<uint64_t>(blob_.args);
-      if (auto r = device_allocations().find(addr))
-        k.input_tensor(raw_bytes(addr, std::min<uint64_t>(blob_.size, r->end() - addr)));
-      return;
-    }
-    slots_ = scan_args_blob(blob_.args, blob_.slot_bytes, device_allocations());
-    for (const RtArgSlot &s : slots_) {
-      if (s.device_extent)
-        k.input_tensor(raw_bytes(s.value, *s.device_extent));
-      else
-        k.input_value(raw_value(s));
-    }
-  }
-  void outputs(KernelLaunch &k) const {
-    for (const RtArgSlot &s : slots_)
-      if (s.device_extent) k.output_tensor(raw_bytes(s.value, *s.device_extent));
-  }
-
- private:
-  Blob blob_;
-  std::vector<RtArgSlot> slots_;
-};
 
 bool launched(rtError_t rc) { return rc == RT_ERROR_NONE; }
 
@@ -157,7 +77,6 @@ struct ByHandle {
   std::string op_type() const { return handle_op_type(handle, tiling_key); }
 };
 
-Blob blob_of(const Blob &b) { return b; }
 // The launch variants' shared body: `real` gets `args` untouched; a launch of the host's is captured as the kernel
 // `kernel` names, with the arguments `blob` (a Blob, or the rtArgsEx_t read only then) describes.
 template <typename Real, typename Kernel, typename BlobSource, typename... Args>
@@ -200,13 +119,7 @@ void aicpu_raw(KernelLaunch &k, uint64_t addr, bool input) {
     else
       k.output_tensor(raw_bytes(addr, r->end() - addr));
   } else if (input) {
-    msprobe::format::ValueArg v;
-    v.type = "uint64";
-    if (addr <= (uint64_t)INT64_MAX)
-      v.value = (int64_t)addr;
-    else
-      v.value = std::to_string(addr);
-    k.input_value(v);
+    k.input_value(raw_address_value(addr));
   }
 }
 

@@ -157,7 +157,7 @@ std::string convert_file(const fs::path &tensor_dir, const Job &j) {
   std::string data;
   data.reserve(static_cast<size_t>(f.data_bytes));
   read_tensor_chunks(f, [&](const void *p, uint64_t n) {
-    data.append(static_cast<const char *>(p), n * format::element_size(f.file_dtype));
+    data.append(static_cast<const char *>(p), format::storage_bytes(f.file_dtype, n));
   });
   const std::string new_name = with_npy_suffix(old_name);
   const fs::path tmp = tensor_dir / (new_name + ".tmp");

@@ -11,7 +11,18 @@ double relative_zero_eps(std::optional<format::DType> t) {
   if (t == DType::F16) return 0x1p-10;  // np.finfo(np.float16).eps
   if (t == DType::BF16) return 0x1p-7;  // torch.finfo(torch.bfloat16).eps
   if (t == DType::F64) return std::numeric_limits<double>::epsilon();
-  return std::numeric_limits<float>::epsilon();
+  // The narrow floats: the step after 1 (2^-mantissa bits; HiF8 has 3 around 1, E8M0 none).
+  switch (t.value_or(DType::F32)) {
+    case DType::HiF8:
+    case DType::F8E4M3FN:
+    case DType::F6E2M3: return 0x1p-3;
+    case DType::F8E5M2:
+    case DType::F6E3M2:
+    case DType::F4E1M2: return 0x1p-2;
+    case DType::F4E2M1: return 0x1p-1;
+    case DType::F8E8M0: return 1.0;
+    default: return std::numeric_limits<float>::epsilon();
+  }
 }
 
 TensorMetrics tensor_metrics(std::span<const double> npu, std::span<const double> bench, double zero_eps) {

@@ -12,6 +12,7 @@
 #include "format/half.h"
 #include "format/io.h"
 #include "format/lz4.h"
+#include "format/minifloat.h"
 #include "format/npy.h"
 
 namespace msprobe::tools {
@@ -63,8 +64,21 @@ double element_as_double(DType t, const unsigned char *p) {
     case DType::U64: return static_cast<double>(load<uint64_t>(p));
     case DType::Bool: return *p != 0 ? 1.0 : 0.0;
     case DType::Raw: return *p;
+    default: return format::narrow_to_float(t, *p);  // the 8-bit floats (the sub-byte ones are read packed)
   }
-  return 0.0;
+}
+
+// The bytes of a chunk of whole elements: a multiple of the run of elements that fills whole bytes (3 bytes of FP6).
+uint64_t chunk_bytes(DType t) {
+  const uint64_t run = format::storage_bytes(t, format::whole_byte_elements(t));
+  return std::max<uint64_t>(run, kChunkBytes / run * run);
+}
+
+// Elements in a chunk of `bytes` bytes, `before` bytes into the data (the last chunk may end inside a byte).
+uint64_t chunk_elements(const TensorFile &f, uint64_t before, uint64_t bytes) {
+  const unsigned bits = format::element_bits(f.file_dtype);
+  const uint64_t first = before * 8 / bits;
+  return std::min<uint64_t>(bytes * 8 / bits, f.element_count > first ? f.element_count - first : 0);
 }
 
 }  // namespace
@@ -102,7 +116,7 @@ void fill_from_bin(TensorFile &f, const TensorInfo &t, uint64_t size) {
   f.file_dtype = *t.dtype;
   f.shape = t.shape;
   f.element_count = t.element_count();
-  f.data_bytes = f.element_count * format::element_size(f.file_dtype);
+  f.data_bytes = format::storage_bytes(f.file_dtype, f.element_count);
   if (size != f.data_bytes)
     throw TensorFileError("size " + std::to_string(size) + " bytes, but " + t.dtype_text + " " + shape_text(t.shape) +
                           " needs " + std::to_string(f.data_bytes));
@@ -184,8 +198,7 @@ namespace {
 
 // The data part of a compressed file, streamed: the content before data_offset skipped, whole elements handed on.
 void read_compressed_chunks(const TensorFile &f, const std::function<void(const void *, uint64_t)> &fn) {
-  const uint64_t esize = format::element_size(f.file_dtype);
-  const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
+  const uint64_t chunk = chunk_bytes(f.file_dtype);
   std::vector<unsigned char> buf;
   buf.reserve(static_cast<size_t>(chunk));
   uint64_t pos = 0, delivered = 0;
@@ -203,7 +216,7 @@ void read_compressed_chunks(const TensorFile &f, const std::function<void(const 
           q += m;
           take -= m;
           if (buf.size() == chunk) {
-            fn(buf.data(), buf.size() / esize);
+            fn(buf.data(), chunk_elements(f, delivered, buf.size()));
             delivered += buf.size();
             buf.clear();
           }
@@ -215,7 +228,7 @@ void read_compressed_chunks(const TensorFile &f, const std::function<void(const 
     throw TensorFileError(e.what());
   }
   if (!buf.empty()) {
-    fn(buf.data(), buf.size() / esize);
+    fn(buf.data(), chunk_elements(f, delivered, buf.size()));
     delivered += buf.size();
   }
   if (delivered != f.data_bytes) throw TensorFileError("file shorter than its header says (changed while reading?)");
@@ -227,9 +240,8 @@ void read_tensor_chunks(const TensorFile &f, const std::function<void(const void
   if (f.compressed) return read_compressed_chunks(f, fn);
   Fd fd(f.path);
   if (fd.get() < 0) throw TensorFileError(std::string("cannot open: ") + std::strerror(errno));
-  const uint64_t esize = format::element_size(f.file_dtype);
-  const uint64_t chunk = std::max<uint64_t>(esize, kChunkBytes / esize * esize);
-  std::vector<unsigned char> buf(static_cast<size_t>(std::min(chunk, std::max<uint64_t>(f.data_bytes, esize))));
+  const uint64_t chunk = chunk_bytes(f.file_dtype);
+  std::vector<unsigned char> buf(static_cast<size_t>(std::min(chunk, std::max<uint64_t>(f.data_bytes, 1))));
   uint64_t done = 0;
   while (done < f.data_bytes) {
     const uint64_t want = std::min<uint64_t>(buf.size(), f.data_bytes - done);
@@ -237,7 +249,7 @@ void read_tensor_chunks(const TensorFile &f, const std::function<void(const void
     if (r < 0) throw TensorFileError(std::string("read error: ") + std::strerror(errno));
     if (static_cast<uint64_t>(r) < want)
       throw TensorFileError("file shorter than its header says (changed while reading?)");
-    fn(buf.data(), want / esize);
+    fn(buf.data(), chunk_elements(f, done, want));
     done += want;
   }
 }
@@ -248,9 +260,12 @@ std::vector<double> read_tensor_values(const TensorFile &f) {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(f.element_count));
   const uint64_t esize = format::element_size(f.file_dtype);
+  const bool packed = format::element_bits(f.file_dtype) % 8 != 0;
   read_tensor_chunks(f, [&](const void *data, uint64_t count) {
     const auto *p = static_cast<const unsigned char *>(data);
-    for (uint64_t i = 0; i < count; ++i) out.push_back(element_as_double(f.file_dtype, p + i * esize));
+    for (uint64_t i = 0; i < count; ++i)
+      out.push_back(packed ? format::narrow_to_float(f.file_dtype, format::narrow_code_at(f.file_dtype, p, i))
+                           : element_as_double(f.file_dtype, p + i * esize));
   });
   return out;
 }
@@ -277,8 +292,8 @@ Recomputed recompute(const TensorFile &f, DType entry_dtype, bool zero_dim, form
     }
     low.update(data, count);
     high.update(data, count);
-    if (bf16_as_f32 && f.file_dtype == DType::BF16)
-      crc = format::crc32_update_bf16_as_f32(crc, static_cast<const uint16_t *>(data), count);
+    if ((bf16_as_f32 && f.file_dtype == DType::BF16) || format::is_narrow_float(f.file_dtype))
+      crc = format::crc32_update_as_f32(crc, f.file_dtype, data, count);
     else
       crc = format::crc32_update(crc, data, count * format::element_size(f.file_dtype));
   });

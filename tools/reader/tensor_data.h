@@ -44,15 +44,17 @@ struct TensorFile {
 // It does NOT compare shape or dtype with `t` (the caller reports those as mismatches of their own).
 TensorFile open_tensor_file(const std::filesystem::path &path, const TensorInfo &t);
 
-// Feeds the data part in chunks of whole elements of file_dtype. Throws TensorFileError on a read error.
+// Feeds the data part in chunks of whole elements of file_dtype (packed sub-byte elements: each chunk starts on a
+// byte). Throws TensorFileError on a read error.
 void read_tensor_chunks(const TensorFile &f, const std::function<void(const void *data, uint64_t count)> &fn);
 
-// Every element as a double (bf16, fp16 and integers converted exactly; bool as 0/1).
+// Every element as a double (bf16, fp16, the narrow floats and integers converted exactly; bool as 0/1).
 std::vector<double> read_tensor_values(const TensorFile &f);
 
 // What the collector recorded for a tensor, recomputed from its file. Statistics are computed in the entry's dtype
-// (an npy of a bf16 tensor holds float32 widened from bf16: it is narrowed back, exactly). The CRC covers what the
-// collector hashed: the tensor's own bytes, except bf16 under the mindspore convention, hashed as float32.
+// (an npy of a bf16 tensor holds float32 widened from bf16: it is narrowed back, exactly; the narrow floats' are
+// float32 statistics either way). The CRC covers what the collector hashed: the tensor's own bytes, except bf16 under
+// the mindspore convention and the narrow floats always, hashed as float32.
 struct Recomputed {
   format::TensorStats low, high;  // StatPrecision Low and High (dump.json does not record which one was used)
   std::string crc;                // crc32_hex

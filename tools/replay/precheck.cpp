@@ -40,7 +40,9 @@ Status binary_consistency(std::span<const double> device, std::span<const double
   return differ ? Status::Error : Status::Pass;
 }
 
-bool is_low_precision(format::DType dtype) { return dtype == format::DType::F16 || dtype == format::DType::BF16; }
+bool is_low_precision(format::DType dtype) {
+  return dtype == format::DType::F16 || dtype == format::DType::BF16 || format::is_narrow_float(dtype);
+}
 
 // The pre-check's columns: relative-error shares, small values, error balance, RMSE, max / mean relative error.
 // Returns how many elements are finite on both sides.

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "format/half.h"
+#include "format/minifloat.h"
 #include "tools/reader/dump_reader.h"
 
 namespace msprobe::tools::replay {
@@ -178,7 +179,9 @@ double round_to_dtype(double x, format::DType t) {
     case DType::BF16: return format::bf16_to_float(format::float_to_bf16(static_cast<float>(x)));
     case DType::Bool: return x != 0 ? 1.0 : 0.0;
     case DType::Raw: return x;
-    default: return std::isfinite(x) ? std::trunc(x) : x;  // integers: C's float -> int conversion
+    default:
+      if (format::is_narrow_float(t)) return format::narrow_to_float(t, format::float_to_narrow(t, x));
+      return std::isfinite(x) ? std::trunc(x) : x;  // integers: C's float -> int conversion
   }
 }
 

@@ -135,7 +135,8 @@ Tensor unary(const Tensor &a, F f) {
 }
 // `dim` in [-rank, rank) (a 0-d tensor accepts 0 and -1) -> [0, rank).
 int64_t wrap_dim(int64_t dim, int64_t rank);
-// The value as the output dtype stores it (round to nearest even; integers truncate; bool is != 0).
+// The value as the output dtype stores it (round to nearest even; integers truncate; bool is != 0; the narrow floats
+// as Ascend's Cast rounds them, in its SATURATION mode).
 double round_to_dtype(double x, format::DType t);
 
 // The tables of the op families (refs_*.cpp), collected by refs.cpp.

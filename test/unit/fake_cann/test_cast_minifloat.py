@@ -22,8 +22,9 @@ INVALID = 161002
 # ---- the formats, decoded independently ----
 
 def ieee_like(code, ebits, mbits):
-    """Magnitude of a sign-less code with `ebits` exponent and `mbits` mantissa bits (subnormals, no specials)."""
-    bias = 2 ** (ebits - 1) - 1
+    """Magnitude of a sign-less code with `ebits` exponent and `mbits` mantissa bits (subnormals, no specials); E1M2's
+    one exponent bit has bias 1 (opbase float4_e1m2.h: 0 1 11 is the largest value, 1.75)."""
+    bias = 1 if ebits == 1 else 2 ** (ebits - 1) - 1
     e, m = code >> mbits, code & (2 ** mbits - 1)
     return np.where(e == 0, m * 2.0 ** (1 - bias - mbits), (1 + m / 2.0 ** mbits) * 2.0 ** (e - bias))
 

@@ -1,6 +1,8 @@
 // The format facts: spellings msprobe's readers expect, sizes, folder names, npy descrs.
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include "format/format.h"
 
 namespace mc = msprobe::format;
@@ -9,13 +11,54 @@ using mc::Framework;
 
 namespace {
 
-constexpr DType kAll[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I8,  DType::I16,  DType::I32,
-                          DType::I64, DType::U8,  DType::U16,  DType::U32, DType::U64, DType::Bool, DType::Raw};
+constexpr DType kAll[] = {DType::F32,    DType::F16,    DType::BF16,   DType::F64,      DType::I8,     DType::I16,
+                          DType::I32,    DType::I64,    DType::U8,     DType::U16,      DType::U32,    DType::U64,
+                          DType::Bool,   DType::HiF8,   DType::F8E5M2, DType::F8E4M3FN, DType::F8E8M0, DType::F6E3M2,
+                          DType::F6E2M3, DType::F4E2M1, DType::F4E1M2, DType::Raw};
+static_assert(std::size(kAll) == mc::kDTypeCount);
 
 TEST(Format, ElementSizes) {
-  const size_t expected[] = {4, 2, 2, 8, 1, 2, 4, 8, 1, 2, 4, 8, 1, 1};
-  for (int i = 0; i < mc::kDTypeCount; ++i) EXPECT_EQ(mc::element_size(kAll[i]), expected[i]) << mc::dtype_id(kAll[i]);
+  const unsigned bits[] = {32, 16, 16, 64, 8, 16, 32, 64, 8, 16, 32, 64, 8, 8, 8, 8, 8, 6, 6, 4, 4, 8};
+  for (int i = 0; i < mc::kDTypeCount; ++i) {
+    EXPECT_EQ(mc::element_bits(kAll[i]), bits[i]) << mc::dtype_id(kAll[i]);
+    EXPECT_EQ(mc::element_size(kAll[i]), (bits[i] + 7) / 8) << mc::dtype_id(kAll[i]);
+  }
   static_assert(mc::element_size(DType::BF16) == 2 && mc::npy_storage_dtype(DType::BF16) == DType::F32);
+  // Sub-byte elements are packed: sized by bit width.
+  EXPECT_EQ(mc::storage_bytes(DType::F4E2M1, 5), 3u);
+  EXPECT_EQ(mc::storage_bytes(DType::F6E3M2, 4), 3u);
+  EXPECT_EQ(mc::storage_bytes(DType::F6E2M3, 5), 4u);
+  EXPECT_EQ(mc::storage_bytes(DType::HiF8, 5), 5u);
+  EXPECT_EQ(mc::whole_byte_elements(DType::F4E1M2), 2u);
+  EXPECT_EQ(mc::whole_byte_elements(DType::F6E3M2), 4u);
+  EXPECT_EQ(mc::whole_byte_elements(DType::F8E4M3FN), 1u);
+}
+
+TEST(Format, NarrowFloatsAreFloatsHeldAsFloat32) {
+  for (DType t : kAll) {
+    const bool narrow = t >= DType::HiF8 && t <= DType::F4E1M2;
+    EXPECT_EQ(mc::is_narrow_float(t), narrow) << mc::dtype_id(t);
+    if (!narrow) continue;
+    EXPECT_TRUE(mc::is_floating(t));
+    EXPECT_TRUE(mc::npy_can_store(t));
+    EXPECT_EQ(mc::npy_storage_dtype(t), DType::F32);
+    EXPECT_EQ(mc::npy_descr(t), "<f4");
+  }
+}
+
+// As msprobe writes them (reference/cann_source.md §4): torch's own dtype where torch has one, torch_npu's otherwise;
+// MindSpore's type names.
+TEST(Format, NarrowFloatSpellings) {
+  EXPECT_EQ(mc::dtype_name(DType::F8E4M3FN, Framework::PyTorch), "torch.float8_e4m3fn");
+  EXPECT_EQ(mc::dtype_name(DType::F8E5M2, Framework::PyTorch), "torch.float8_e5m2");
+  EXPECT_EQ(mc::dtype_name(DType::F8E8M0, Framework::PyTorch), "torch.float8_e8m0fnu");
+  EXPECT_EQ(mc::dtype_name(DType::HiF8, Framework::PyTorch), "torch_npu.HiFloat8Tensor");
+  EXPECT_EQ(mc::dtype_name(DType::F4E2M1, Framework::PyTorch), "torch.float4_e2m1fn_x2");
+  EXPECT_EQ(mc::dtype_name(DType::F4E1M2, Framework::PyTorch), "torch_npu.float4_e1m2fn_x2");
+  EXPECT_EQ(mc::dtype_name(DType::F6E3M2, Framework::PyTorch), "torch_npu.float6_e3m2");
+  EXPECT_EQ(mc::dtype_name(DType::F8E4M3FN, Framework::MindSpore), "Float8E4M3FN");
+  EXPECT_EQ(mc::dtype_name(DType::F8E5M2, Framework::MindSpore), "Float8E5M2");
+  EXPECT_EQ(mc::dtype_name(DType::HiF8, Framework::MindSpore), "HiFloat8");
 }
 
 TEST(Format, DtypeSpellingsOfBothFrameworks) {

@@ -18,9 +18,10 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// An IEEE-like code without its sign: `ebits` exponent and `mbits` mantissa bits, bias 2^(ebits-1) - 1, subnormals.
+// An IEEE-like code without its sign: `ebits` exponent and `mbits` mantissa bits, bias 2^(ebits-1) - 1 (1 for
+// FLOAT4_E1M2's one exponent bit: opbase float4_e1m2.cpp's EXP_BIAS, largest value 1.75), subnormals.
 double ieee_like(uint32_t code, int ebits, int mbits) {
-  const int bias = (1 << (ebits - 1)) - 1;
+  const int bias = ebits == 1 ? 1 : (1 << (ebits - 1)) - 1;
   const uint32_t e = code >> mbits, m = code & ((1u << mbits) - 1);
   if (e == 0) return std::ldexp((double)m, 1 - bias - mbits);
   return std::ldexp((double)((1u << mbits) | m), (int)e - bias - mbits);
