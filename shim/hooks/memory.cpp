@@ -1,12 +1,13 @@
 // Device memory: the live allocations, so that raw kernels' argument blobs can be read (which 64-bit
 // values are device pointers, and how far their data reaches).
 //
-// aclrtMalloc calls rtMalloc inside, as do ACL's other allocators (aclrtMallocAlign32, aclrtMallocCached:
-// not interposed, their inner rtMalloc records them): both hooks see one aclrtMalloc, which is recorded once, by
-// the outer call (its size), and likewise aclrtFree's inner rtFree forgets nothing more (a table update fewer on
-// the host's thread for each). Frees drop the record before
-// the memory goes back, so that an allocation another thread gets at the same address is never dropped
-// by a late erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
+// aclrtMalloc calls rtMalloc inside, and ACL's other allocators (aclrtMallocAlign32, aclrtMallocCached,
+// aclrtMallocWithCfg) call aclrtMalloc or the runtime: an allocation is recorded once, by the outermost hook (its
+// size), and likewise aclrtFree's inner rtFree forgets nothing more (a table update fewer on the host's thread for
+// each). The other allocators are hooked themselves because their inner calls need not reach a hook: CANN 9's libacl_rt
+// is linked -Bsymbolic and keeps its runtime calls inside libruntime (test_shim_layouts.py). Frees drop the record
+// before the memory goes back, so that an allocation another thread gets at the same address is never dropped by a late
+// erase. The shim's own allocations (under ReentryGuard) are not the host's and stay out.
 #include "acl/acl.h"
 #include "runtime/mem.h"
 #include "shim/capture/capture_call.h"
@@ -20,8 +21,8 @@ namespace {
 
 bool tracking() { return !ReentryGuard::active() && capture_enabled(); }
 
-// True on a thread inside an interposed ACL allocator's real call (aclrtMalloc, aclrtFree): the rtMalloc or rtFree it
-// makes is the outer call's allocation, recorded or forgotten by the outer hook.
+// True on a thread inside an interposed ACL allocator's real call (aclrtMalloc and the others, aclrtFree): the
+// aclrtMalloc, rtMalloc or rtFree it makes is the outer call's allocation, recorded or forgotten by the outer hook.
 thread_local bool t_in_acl_call __attribute__((tls_model("initial-exec"))) = false;
 
 struct InAclCall {
@@ -46,6 +47,9 @@ void freeing(void *devPtr) {
 // The hooks of this family, one a line (shim/hooks/hook.h).
 #define MSPROBE_MEMORY_HOOKS(X) \
   X(aclrtMalloc)                \
+  X(aclrtMallocAlign32)         \
+  X(aclrtMallocCached)          \
+  X(aclrtMallocWithCfg)         \
   X(aclrtFree)                  \
   X(rtMalloc)                   \
   X(rtFree)
@@ -54,11 +58,11 @@ MSPROBE_HOOK_SLOTS(MSPROBE_MEMORY_HOOKS)
 namespace {
 
 // The allocators' shared body: `missing` when nothing defines `real`; a made allocation is recorded, by the outermost
-// hook (`acl`: an ACL allocator, whose inner rtMalloc records nothing).
+// hook (`acl`: an ACL allocator, whose inner aclrtMalloc or rtMalloc records nothing).
 template <bool acl, typename Real, typename Rc, typename Size, typename... Rest>
 Rc allocate(Real real, Rc missing, void **devPtr, Size size, Rest... rest) {
   if (!real) return missing;
-  if (!acl && t_in_acl_call) return real(devPtr, size, rest...);
+  if (t_in_acl_call) return real(devPtr, size, rest...);
   Rc rc;
   if constexpr (acl) {
     InAclCall inside;
@@ -88,6 +92,19 @@ Rc release(Real real, Rc missing, void *devPtr) {
 
 MSPROBE_HOOK aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
   return allocate<true>(MSPROBE_REAL(aclrtMalloc), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
+}
+
+MSPROBE_HOOK aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  return allocate<true>(MSPROBE_REAL(aclrtMallocAlign32), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
+}
+
+MSPROBE_HOOK aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  return allocate<true>(MSPROBE_REAL(aclrtMallocCached), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy);
+}
+
+MSPROBE_HOOK aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                                         aclrtMallocConfig *cfg) {
+  return allocate<true>(MSPROBE_REAL(aclrtMallocWithCfg), aclError{ACL_ERROR_BAD_ALLOC}, devPtr, size, policy, cfg);
 }
 
 MSPROBE_HOOK aclError aclrtFree(void *devPtr) {
