@@ -12,9 +12,9 @@ AscendC kernel (ascendc_library, a .asc file) is listed as skipped; one that lin
 not provide (profiling, TDT channels and queues, libc_sec) as `no link`. Every other sample is compiled with g++ from the sources its
 CMakeLists.txt / Makefile names, against BUILD/fake_cann/include, and linked against the stand-in's libraries: on the
 CANN 9.x install (--fake-cann BUILD/fake_cann9) as the sample names them; on the 8.x one (BUILD/fake_cann) the 9.x names
-the samples link (libacl_rt, libascend_dump, ...) are the stand-in's libascendcl, which holds the same functions. It then runs with a timeout in a scratch copy of its folder (all its programs at once, for the
-two-process IPC samples; with the arguments its run.sh gives, where RUN_PLANS lists them) and passes when every
-process exits 0.
+the samples link (libacl_rt, libascend_dump, ...) are the stand-in's libascendcl, which holds the same functions. It
+then runs with a timeout in a scratch copy of its folder (all its programs at once, for the two-process IPC samples;
+with the arguments its run.sh gives, where RUN_PLANS lists them) and passes when every process exits 0.
 
 Prints one line per sample on stderr: `runs`, `links, fails` (and why), `no build` / `no link` (the first compiler or
 linker error, or the library the stand-in lacks) or `skipped`; with --markdown the same as a table on stdout.

@@ -23,8 +23,8 @@ import pytest
 BUILD = os.environ.get("MSPROBE_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "..", "build"))
 LIB64 = {"8.x": os.path.join(BUILD, "fake_cann", "lib64"), "9.x": os.path.join(BUILD, "fake_cann9", "lib64")}
 LIBS = {"8.x": ["ascendcl", "acl_op_compiler", "nnopbase", "opapi", "runtime", "hccl"],
-        "9.x": ["acl_rt", "ascend_dump", "acl_mdl", "acl_op_executor", "acl_op_compiler", "nnopbase", "opapi", "runtime",
-                "hcomm", "hccl"]}
+        "9.x": ["acl_rt", "ascend_dump", "acl_mdl", "acl_op_executor", "acl_op_compiler", "nnopbase", "opapi",
+                "runtime", "hcomm", "hccl"]}
 # function: (its 8.x library, its 9.x library)
 HOME = {
     "aclInit": ("ascendcl", "acl_rt"), "aclFinalize": ("ascendcl", "acl_rt"), "aclrtMalloc": ("ascendcl", "acl_rt"),
