@@ -63,10 +63,13 @@ def needed(binary):
     return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines() if "(NEEDED)" in line]
 
 
-@pytest.mark.parametrize("task,steps", [("statistics", 3), ("tensor", 2)])
-def test_train_py_is_captured_alike_on_both_layouts(tmp_path, task, steps):
-    runs = [run_on(layout, [shimtest.PYTHON, TRAIN, "--steps", str(steps)], tmp_path / layout, task)
-            for layout in shimtest.LAYOUTS]
+# Every task; overflow_check and flight need a NaN/Inf to write anything: train.py plants an overflow at step 1.
+@pytest.mark.parametrize("task,args", [("statistics", ["--steps", "3"]), ("tensor", ["--steps", "2"]),
+                                       ("structure", ["--steps", "2"]),
+                                       ("overflow_check", ["--steps", "2", "--overflow-at", "1"]),
+                                       ("flight", ["--steps", "2", "--overflow-at", "1"])])
+def test_train_py_is_captured_alike_on_both_layouts(tmp_path, task, args):
+    runs = [run_on(layout, [shimtest.PYTHON, TRAIN, *args], tmp_path / layout, task) for layout in shimtest.LAYOUTS]
     assert runs[0].stdout == runs[1].stdout  # the host's own results, too
     assert_same_dumps(runs)
 
