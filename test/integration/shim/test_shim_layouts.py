@@ -23,8 +23,8 @@ MS_KBK = os.path.join(shimtest.SOURCE, "examples", "ms_kbk_train.py")
 
 
 def run_on(layout, cmd, workdir, task, env=None):
-    """`cmd` under the shim on `layout`, the loader's list of the files it opened kept (LD_DEBUG=files: one file per
-    process, every rank's too), and checked: CANN's libraries came from that layout's install only."""
+    """`cmd` under the shim on `layout`, with the loader's account of the objects it initialised (LD_DEBUG=files: one
+    file per process, every rank's too), checked: CANN's libraries came from that layout's install only."""
     e = {**layout_env(layout), "MSPROBE_TASK": task, "LD_DEBUG": "files",
          "LD_DEBUG_OUTPUT": os.path.join(str(workdir), "ld"), **(env or {})}
     r = shimtest.run(cmd, workdir, env=e).check()
