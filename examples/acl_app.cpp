@@ -1,7 +1,8 @@
 // acl_app: a plain ACL C++ program, linked directly against the CANN libraries (no dlsym), that runs
 // one kernel of each launch family and checks the results itself:
 //   1. aclop:  aclopCompileAndExecute("Add")                                 z = x + y
-//   2. rt:     rtDevBinaryRegister + rtFunctionRegister + rtKernelLaunch      z = x + y  (fake_vector_add)
+//   2. rt:     rtDevBinaryRegister + rtFunctionRegister + rtKernelLaunch      z = x + y  (fake_vector_add; z from
+//              aclrtMallocAlign32, torch_npu's allocator, the others from aclrtMalloc)
 //   3. aclnn:  aclnnMulGetWorkspaceSize + aclnnMul                           z = x * y
 //   4. HCCL:   HcclAllReduce (sum) over a one-rank communicator               z unchanged
 // Exit status 0 when every result matches, 1 on a mismatch, 2 on an API error.
@@ -45,10 +46,16 @@ bool ok(long rc, const char *what) {
   return false;
 }
 
+// Device memory from aclrtMalloc, or from aclrtMallocAlign32 (torch_npu's caching allocator) when `align32`.
 struct DeviceBuffer {
   void *ptr = nullptr;
   size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) { ok(aclrtMalloc(&ptr, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc"); }
+  explicit DeviceBuffer(size_t n, bool align32 = false) : bytes(n) {
+    if (align32)
+      ok(aclrtMallocAlign32(&ptr, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMallocAlign32");
+    else
+      ok(aclrtMalloc(&ptr, n, ACL_MEM_MALLOC_HUGE_FIRST), "aclrtMalloc");
+  }
   ~DeviceBuffer() {
     if (ptr) aclrtFree(ptr);
   }
@@ -183,7 +190,7 @@ int main(int argc, char **argv) {
   bool all_ok = true;
   {
     const size_t bytes = kN * sizeof(float);
-    DeviceBuffer x(bytes), y(bytes), z_op(bytes), z_rt(bytes), z_nn(bytes), workspace(1 << 20);
+    DeviceBuffer x(bytes), y(bytes), z_op(bytes), z_rt(bytes, true), z_nn(bytes), workspace(1 << 20);
     upload(x, hx);
     upload(y, hy);
 

@@ -94,6 +94,23 @@ class Run:
         return self
 
 
+# ---- the stand-in's two CANN library layouts (test/fake_cann/README.md "Two layouts") ------------------------------
+LAYOUTS = {"8.x": os.path.join(BUILD, "fake_cann"), "9.x": os.path.join(BUILD, "fake_cann9")}
+
+
+def layout_env(layout):
+    """What CANN's set_env.sh sets for the install of `layout`: ASCEND_HOME_PATH, and its lib64 first on
+    LD_LIBRARY_PATH (a program linked against the other layout then loads this one's libraries)."""
+    home = LAYOUTS[layout]
+    rest = os.environ.get("LD_LIBRARY_PATH")
+    return {"ASCEND_HOME_PATH": home, "LD_LIBRARY_PATH": os.path.join(home, "lib64") + (":" + rest if rest else "")}
+
+
+def program(name, layout="8.x"):
+    """A C++ example as it is built on `layout` (examples/CMakeLists.txt): bin/<name>, bin/cann9/<name>."""
+    return os.path.join(BUILD, "bin", *(["cann9"] if layout == "9.x" else []), name)
+
+
 def run(cmd, workdir, shim=True, env=None, timeout=300):
     """Runs `cmd` (a list) in `workdir` (created), under the shim unless shim=False.
 
@@ -130,6 +147,53 @@ def run_train(workdir, *args, shim=True, task=None, env=None, check=True, timeou
 def op_type(kernel_name):
     """{OpType}.{OpName}.{n}.forward -> OpType (both parts are sanitized: no dots inside)."""
     return kernel_name.split(".", 1)[0]
+
+
+RANDOM_COMM_NAME = re.compile(r"^[0-9a-f]+-[0-9a-f]+-[0-9a-f]+$")  # HcclGetRootInfo's identifier: pid, time, random
+CODE_OFFSET = re.compile(r"\+0x[0-9a-f]+\)$")
+
+
+def comparable(dump, offsets=True):
+    """What two runs of the same workload must agree on in a dump: {path relative to the root: content} for every
+    dump.json, stack.json and construct.json (parsed) and every tensor file (its bytes), without what differs from
+    run to run by nature: the run's id and pid, launch time stamps, random communicator names (HcclGetRootInfo's),
+    the dump root's own path, the run markers beside the step folders. offsets=False also drops the code offsets of
+    native frames ("main (app+0x48e7)" -> "main (app)"), for two builds of one program."""
+    out = {}
+    for folder in dump.folders():
+        rel = os.path.relpath(folder.path, dump.root)
+        for name in ("dump.json", "stack.json", "construct.json"):
+            with open(os.path.join(folder.path, name)) as f:
+                out[f"{rel}/{name}"] = _run_independent(json.load(f), os.path.abspath(dump.root), offsets)
+        for name in folder.files():
+            with open(folder.file_path(name), "rb") as f:
+                out[f"{rel}/dump_tensor_data/{name}"] = f.read()
+    return out
+
+
+def _run_independent(value, root, offsets):
+    if isinstance(value, dict):
+        return {k: ("<comm>" if k == "name" and isinstance(v, str) and RANDOM_COMM_NAME.match(v) else
+                    _run_independent(v, root, offsets))
+                for k, v in value.items() if k not in ("run", "timestamp")}
+    if isinstance(value, list):
+        return [_run_independent(v, root, offsets) for v in value]
+    if isinstance(value, str):
+        value = value.replace(root, "<dump>")
+        return value if offsets else CODE_OFFSET.sub(")", value)
+    return value
+
+
+def differences(a, b, limit=10):
+    """Readable differences between two comparable() results (empty when equal)."""
+    out = [f"only in the first: {k}" for k in sorted(set(a) - set(b))]
+    out += [f"only in the second: {k}" for k in sorted(set(b) - set(a))]
+    for k in sorted(set(a) & set(b)):
+        if a[k] != b[k]:
+            shown = [json.dumps(x, sort_keys=True)[:400] if not isinstance(x, bytes) else f"{len(x)} bytes"
+                     for x in (a[k], b[k])]
+            out.append(f"{k} differs:\n  {shown[0]}\n  {shown[1]}")
+    return out[:limit]
 
 
 def entry_without_time(entry):

@@ -10,11 +10,11 @@ Usage: check_cann_samples.py --fake-cann BUILD/fake_cann [--runtime DIR] [--hccl
 Which samples: runtime example/ and hccl examples/01_point_to_point, 02_collectives. A sample whose CMakeLists builds an
 AscendC kernel (ascendc_library, a .asc file) is listed as skipped; one that links a CANN library the stand-in does
 not provide (profiling, TDT channels and queues, libc_sec) as `no link`. Every other sample is compiled with g++ from the sources its
-CMakeLists.txt / Makefile names, against BUILD/fake_cann/include, and linked against the stand-in's libraries: the CANN
-9.x names the samples link (libacl_rt, libascend_dump) are the stand-in's libascendcl, which holds the same functions
-(CANN 8.x layout). It then runs with a timeout in a scratch copy of its folder (all its programs at once, for the
-two-process IPC samples; with the arguments its run.sh gives, where RUN_PLANS lists them) and passes when every
-process exits 0.
+CMakeLists.txt / Makefile names, against BUILD/fake_cann/include, and linked against the stand-in's libraries: on the
+CANN 9.x install (--fake-cann BUILD/fake_cann9) as the sample names them; on the 8.x one (BUILD/fake_cann) the 9.x names
+the samples link (libacl_rt, libascend_dump, ...) are the stand-in's libascendcl, which holds the same functions. It
+then runs with a timeout in a scratch copy of its folder (all its programs at once, for the two-process IPC samples;
+with the arguments its run.sh gives, where RUN_PLANS lists them) and passes when every process exits 0.
 
 Prints one line per sample on stderr: `runs`, `links, fails` (and why), `no build` / `no link` (the first compiler or
 linker error, or the library the stand-in lacks) or `skipped`; with --markdown the same as a table on stdout.
@@ -113,8 +113,9 @@ def hccl_samples(repo: Path):
     return out
 
 
-def link_names(libs):
-    """The stand-in libraries for the names a sample links, or (None, reason)."""
+def link_names(libs, nine_x):
+    """The stand-in libraries for the names a sample links, or (None, reason). nine_x: the install has CANN 9.x's
+    libraries (the aclrt implementation's own library, libacl_rt_impl, is libacl_rt there)."""
     names = set()
     for lib in sorted(libs):
         if lib in SYSTEM_LIBS:
@@ -122,8 +123,8 @@ def link_names(libs):
         if lib in NOT_IN_STAND_IN:
             return None, f"links lib{lib}.so (not in the stand-in)"
         if lib in NINE_X_IN_ASCENDCL:
-            names.add("ascendcl")
-        elif lib in STAND_IN_LIBS:
+            names.add(("acl_rt" if lib == "acl_rt_impl" else lib) if nine_x else "ascendcl")
+        elif lib in STAND_IN_LIBS or (nine_x and lib == "hcomm"):
             names.add(lib)
         else:
             return None, f"links {lib} (unknown)"
@@ -138,7 +139,7 @@ def first_error(text: str) -> str:
 
 
 def build(s: Sample, fake: Path, work: Path):
-    names, why = link_names(s.libs)
+    names, why = link_names(s.libs, (fake / "lib64" / "libacl_rt.so").exists())
     if why:
         return why
     inc = fake / "include"

@@ -10,3 +10,5 @@ msprobe_pytest(test_dump_leaves.py TIMEOUT 900)
 # The two rules every msprobe applies to an entry (direction token, nothing truthy but strings, lists, bools and
 # objects at its top level; issue 27), read by a checker of our own on real dumps of every task and host.
 msprobe_pytest(test_msprobe_rules.py TIMEOUT 600)
+# The capture on both of the stand-in's CANN library layouts (8.x, 9.x): the same dumps (issue 40, item 2).
+msprobe_pytest(test_shim_layouts.py TIMEOUT 600)

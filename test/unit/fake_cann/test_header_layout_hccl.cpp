@@ -11,7 +11,10 @@ TEST(HeaderLayout, HcclHeaderBringsTheAclRuntimeAndCommunicatorManagement) {
   // Declared by acl/acl_rt.h, reached through hccl/hccl.h -> hccl/hccl_comm.h -> acl/acl.h.
   aclError (*set_device)(int32_t) = &aclrtSetDevice;
   aclError (*malloc_fn)(void **, size_t, aclrtMemMallocPolicy) = &aclrtMalloc;
-  // Communicator management is hccl_comm.h's (hcomm), collectives hccl.h's.
+  // Communicator management is hccl_comm.h's (hcomm), declared weak as CANN's is, collectives hccl.h's. A weak
+  // function is bound only if its library is loaded: a collective's call (strong) puts libhccl in DT_NEEDED, as in
+  // CANN's samples, and libhccl brings the communicators (its own on 8.x, libhcomm's on 9.x).
+  EXPECT_EQ(HcclAllReduce(nullptr, nullptr, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, nullptr, nullptr), HCCL_E_PTR);
   HcclResult (*root_info)(HcclRootInfo *) = &HcclGetRootInfo;
   HcclResult (*barrier)(HcclComm, aclrtStream) = &HcclBarrier;
   HcclResult (*all_reduce)(void *, void *, uint64_t, HcclDataType, HcclReduceOp, HcclComm, aclrtStream) =

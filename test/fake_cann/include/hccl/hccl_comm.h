@@ -13,25 +13,30 @@ extern "C" {
 #endif
 
 #define HCCL_API __attribute__((visibility("default")))
+/* Declared weak, as CANN's are (cann_source.md §1): CANN 9.x keeps these in libhcomm, which libhccl needs, so that a
+   program linked against libhccl alone (CANN's own HCCL samples: -lhccl -lascendcl) links, and they bind at load. */
+#define HCCL_COMM_API HCCL_API __attribute__((weak))
 
-HCCL_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm);
+HCCL_COMM_API HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm);
 /* A sub-communicator of a global one: rankIds are ranks of `comm` in ascending order, the index of each is its rank
    in the sub-communicator; a rank not in it passes rankIds == NULL and subCommId == 0xFFFFFFFF. */
-HCCL_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,
-                                            uint32_t subCommRankId, HcclCommConfig *config, HcclComm *subComm);
-HCCL_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
-HCCL_API HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm);
-HCCL_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
-                                               const HcclCommConfig *config, HcclComm *comm);
+HCCL_COMM_API HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
+                                                 uint64_t subCommId, uint32_t subCommRankId, HcclCommConfig *config,
+                                                 HcclComm *subComm);
+HCCL_COMM_API HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo);
+HCCL_COMM_API HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                              HcclComm *comm);
+HCCL_COMM_API HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                                    const HcclCommConfig *config, HcclComm *comm);
 /* The communicator's name as every member sees it; commName holds at least COMM_NAME_MAX_LENGTH bytes. */
-HCCL_API HcclResult HcclGetCommName(HcclComm comm, char *commName);
-HCCL_API HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize);
-HCCL_API HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
-HCCL_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
+HCCL_COMM_API HcclResult HcclGetCommName(HcclComm comm, char *commName);
+HCCL_COMM_API HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize);
+HCCL_COMM_API HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank);
+HCCL_COMM_API HcclResult HcclBarrier(HcclComm comm, aclrtStream stream);
 /* One process, one communicator per device of `devices` (rank i on devices[i]); comms gets ndev handles. */
-HCCL_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms);
-HCCL_API HcclResult HcclCommDestroy(HcclComm comm);
-HCCL_API const char *HcclGetErrorString(HcclResult code);
+HCCL_COMM_API HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms);
+HCCL_COMM_API HcclResult HcclCommDestroy(HcclComm comm);
+HCCL_COMM_API const char *HcclGetErrorString(HcclResult code);
 
 /* Defined inline, as CANN's is: the reserved bytes say which layout the caller was built with. */
 static inline void HcclCommConfigInit(HcclCommConfig *config) {

@@ -17,3 +17,5 @@ find_package(nlohmann_json 3 REQUIRED)
 add_executable(prototype_census ${CMAKE_SOURCE_DIR}/scripts/prototype_census.cpp)
 target_link_libraries(prototype_census PRIVATE msprobe_shim_aclnn nlohmann_json::nlohmann_json)
 set_target_properties(prototype_census PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+# Which objects are CANN's (shim/aclnn/plt_redirect.h): their place under the install's roots, not their names.
+msprobe_gtest(shim_plt_redirect SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plt_redirect.cpp LINK msprobe_shim_aclnn)

@@ -29,5 +29,8 @@ struct aclopAttr {
 };
 
 namespace fakecann {
+// The live ACL handles (data buffers, tensor descriptors): made, destroyed (false if not live), alive.
+FAKECANN_API void acl_handle_track(const void *p);
+FAKECANN_API bool acl_handle_untrack(const void *p);
 FAKECANN_API bool acl_handle_live(const void *p);
 }  // namespace fakecann
