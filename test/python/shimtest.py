@@ -404,9 +404,27 @@ def check_files(dump):
     return problems, seen
 
 
+def collective_members(dump, folder, name, entry):
+    """The folders of this step holding the same collective (every rank runs the same program, so the same name is
+    the same collective), in comm-rank order, and the comm rank of `folder`'s: the members of the entry's "comm",
+    or every rank folder for an entry without one. (None, None) when a member's folder lacks it."""
+    folders = [dump.folder(folder.step, r) for r in dump.ranks()]
+    comm = entry.get("comm")
+    if comm is None:
+        return (folders, folders.index(folder)) if all(name in p.data for p in folders) else (None, None)
+    members = {}
+    for p in folders:
+        c = p.data.get(name, {}).get("comm")
+        if c is not None and c["name"] == comm["name"]:
+            members[c["rank"]] = p
+    if sorted(members) != list(range(comm["size"])):
+        return None, None
+    return [members[r] for r in range(comm["size"])], comm["rank"]
+
+
 def check_recomputation(dump):
     """Tensor task: every kernel's outputs recomputed from its dumped inputs by npu_refs (collectives from
-    the same-named kernel of every rank). Returns (problems, Counter of op types checked)."""
+    the same-named kernel of every member, collective_members). Returns (problems, Counter of op types checked)."""
     import npu_refs
     problems, checked = [], collections.Counter()
     for f, name, e in dump.kernels():
@@ -414,14 +432,13 @@ def check_recomputation(dump):
         dtypes = [arg_dtype(a) for a in e["input_args"]]
         try:
             if op in npu_refs.COLLECTIVE_REFS:
-                # Every rank runs the same program, so the same name is the same collective on each rank.
-                peers = [dump.folder(f.step, rank) for rank in dump.ranks()]
-                if any(name not in p.data for p in peers):
-                    problems.append(f"{name}: not in every rank's step{f.step} folder")
+                members, rank = collective_members(dump, f, name, e)
+                if members is None:
+                    problems.append(f"{name}: not in every member's step{f.step} folder")
                     continue
-                per_rank = [[arg_value(p, a) for a in p.data[name]["input_args"]] for p in peers]
+                per_rank = [[arg_value(p, a) for a in p.data[name]["input_args"]] for p in members]
                 with np.errstate(all="ignore"):
-                    expected = npu_refs.COLLECTIVE_REFS[op](per_rank, dtypes)
+                    expected = npu_refs.COLLECTIVE_REFS[op](per_rank, dtypes, rank)
             elif op in npu_refs.REFS:
                 args = [arg_value(f, a) for a in e["input_args"]]
                 with np.errstate(all="ignore"):
