@@ -4,8 +4,8 @@ torch definitions, as test/fake_cann documents them), not from the stand-in's co
 A reference takes the dumped phase-1 arguments of one kernel, in declaration order (`input_args` of a
 dump.json entry: tensors as float64 arrays read from their files, None for an absent optional tensor,
 plain Python values for scalars, int/bool arrays and by-value numbers) and returns the values the
-kernel must have written to its `output` tensors, in order (None where nothing is written), computed
-in float64. `round_to(values, dtype)` then rounds them the way a kernel stores them, and
+kernel must have written to its `output` tensors, in order (None where nothing is written, UNSPECIFIED where the
+op's docs leave the value open), computed in float64. `round_to(values, dtype)` then rounds them the way a kernel stores them, and
 `compare(actual, expected, dtype)` checks a dumped output against it within the dtype's precision.
 
 In-place tensors (`*Ref` parameters: ApplyAdamWV2's varRef/mRef/vRef, InplaceZero, InplaceCopy,
@@ -150,6 +150,7 @@ def _reduction(loss, reduction):
 # ---- the references: op type -> fn(args, dtypes) -> outputs ---------------------------------------------
 # `args` are the input_args values; `dtypes` their dump.json dtypes (None for non-tensors).
 REFS = {}
+UNSPECIFIED = "unspecified"  # an output the kernel writes with a value the op's docs do not define: not compared
 
 
 def ref(*names):
@@ -759,10 +760,10 @@ def _rotary_position_embedding_grad(a, d):
 
 @ref("NLLLoss")
 def _nll_loss(a, d):
-    """totalWeightOut is valid for reduction mean and sum only (the docs): NaN (no value to expect) with none."""
+    """totalWeightOut is valid for reduction mean and sum only (the docs): unspecified with none."""
     logp, target, weight, reduction, ignore = a
     loss, total = nll_loss(logp, target, weight, reduction, ignore)
-    return [loss, np.reshape(total if reduction != REDUCTION_NONE else np.nan, ())]
+    return [loss, total if reduction != REDUCTION_NONE else UNSPECIFIED]
 
 
 def _formula(fn, outputs=1):
