@@ -150,19 +150,26 @@ def test_overflow_check_writes_the_planted_kernel(runs, kind):
             assert np.array_equal(a[kept], b[kept]), (name, t.side, t.slot)
 
 
+def launches(dump, rank):
+    """(launch index, folder, kernel name, entry) of one rank's kernels, in launch order."""
+    return sorted(((e["launch"]["index"], f, name, e) for f in dump.folders() if f.rank == rank
+                   for name, e in f.entries()), key=lambda row: row[0])
+
+
 def test_flight_record_is_the_kernels_before_the_planted_one(runs):
     """--nan-kind kernel at step 1 on rank 1, MSPROBE_FLIGHT_KERNELS=K: rank 1's record is its K launches before the
     planted FlashAttentionScore and that kernel, as the tensor task numbers them, every tensor before the trigger equal
-    to the clean tensor run's bit for bit, every entry marked with the trigger."""
+    to the clean tensor run's bit for bit, every entry marked with the trigger. Rank 0's record ends with the
+    collective that brought the NaN over."""
     k, plant = 12, ("--nan-at", "1", "--nan-rank", "1", "--nan-kind", "kernel")
     r = runs("2rank-sequence-moe", "flight", (("MSPROBE_FLIGHT_KERNELS", str(k)),), plant)
     clean = runs("2rank-sequence-moe", "tensor")
     problems, _ = shimtest.check_files(r.dump)
     assert not problems, fail_report(problems)
-    rows = sorted((e["launch"]["index"], f, name, e) for f in r.dump.folders() if f.rank == 1 for name, e in f.entries())
+    assert "comm" in launches(r.dump, 0)[-1][3]
+    rows = launches(r.dump, 1)
     assert len(rows) == k + 1, [n for _, _, n, _ in rows]
-    order = {e["launch"]["index"]: (f.step, name) for f in clean.dump.folders() if f.rank == 1
-             for name, e in f.entries()}
+    order = {i: (f.step, name) for i, f, name, _ in launches(clean.dump, 1)}
     first, trigger = rows[0][0], rows[-1][2]
     assert [i for i, _, _, _ in rows] == list(range(first, first + k + 1))
     assert [(f.step, n) for _, f, n, _ in rows] == [order[i] for i in range(first, first + k + 1)]
