@@ -51,6 +51,9 @@ def assert_every_launch_captured(r):
 def test_tensor_task_every_output_is_numpys(runs, config):
     r = runs(config, "tensor")
     assert_every_launch_captured(r)
+    # Named from the Python stack (the other tasks' names are these): main() -> train() -> the model or optimizer.
+    unnamed = [n for _, n, _ in r.dump.kernels() if not n.split(".")[1].startswith("main_train_")]
+    assert not unnamed, unnamed[:5]
     problems, _ = shimtest.check_files(r.dump)
     assert not problems, fail_report(problems)
     problems, checked = shimtest.check_recomputation(r.dump)
