@@ -4,8 +4,8 @@ torch definitions, as test/fake_cann documents them), not from the stand-in's co
 A reference takes the dumped phase-1 arguments of one kernel, in declaration order (`input_args` of a
 dump.json entry: tensors as float64 arrays read from their files, None for an absent optional tensor,
 plain Python values for scalars, int/bool arrays and by-value numbers) and returns the values the
-kernel must have written to its `output` tensors, in order (None where nothing is written), computed
-in float64. `round_to(values, dtype)` then rounds them the way a kernel stores them, and
+kernel must have written to its `output` tensors, in order (None where nothing is written, UNSPECIFIED where the
+op's docs leave the value open), computed in float64. `round_to(values, dtype)` then rounds them the way a kernel stores them, and
 `compare(actual, expected, dtype)` checks a dumped output against it within the dtype's precision.
 
 In-place tensors (`*Ref` parameters: ApplyAdamWV2's varRef/mRef/vRef, InplaceZero, InplaceCopy,
@@ -13,6 +13,7 @@ InplaceAdd) are in `input_args` with their PRE-kernel values and in `output` wit
 values: the references compute the latter from the former, which is what proves the capture order.
 """
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -68,6 +69,8 @@ def compare(actual, expected, dtype):
     """
     a = np.asarray(actual, dtype=np.float64)
     e = round_to(expected, dtype)
+    if a.size == e.size == 1:
+        e = e.reshape(a.shape)  # one value: the caller makes its tensor () or (1,) (NLLLoss's totalWeight)
     if a.shape != e.shape:
         return f"shape {a.shape} != expected {e.shape}"
     if dtype not in EPS:
@@ -96,7 +99,7 @@ def _gelu_grad(x):
     return 0.5 * (1.0 + _erf(x / _SQRT2)) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
 
-def _sigmoid(x):
+def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
@@ -106,7 +109,7 @@ def _softmax(x, dim):
     return e / np.sum(e, axis=dim, keepdims=True)
 
 
-def _log_softmax(x, dim):
+def log_softmax(x, dim):
     m = np.max(x, axis=dim, keepdims=True)
     return x - m - np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))
 
@@ -147,6 +150,7 @@ def _reduction(loss, reduction):
 # ---- the references: op type -> fn(args, dtypes) -> outputs ---------------------------------------------
 # `args` are the input_args values; `dtypes` their dump.json dtypes (None for non-tensors).
 REFS = {}
+UNSPECIFIED = "unspecified"  # an output the kernel writes with a value the op's docs do not define: not compared
 
 
 def ref(*names):
@@ -209,7 +213,7 @@ def _gelu_ref(a, d):
 
 @ref("Silu")
 def _silu(a, d):
-    return [a[0] * _sigmoid(a[0])]
+    return [a[0] * sigmoid(a[0])]
 
 
 @ref("Exp")
@@ -243,7 +247,7 @@ def _gelu_backward(a, d):
 @ref("SiluBackward")
 def _silu_backward(a, d):
     g, x = a
-    s = _sigmoid(x)
+    s = sigmoid(x)
     return [g * s * (1.0 + x * (1.0 - s))]
 
 
@@ -282,7 +286,7 @@ def _softmax_ref(a, d):
 @ref("LogSoftmax")
 def _log_softmax_ref(a, d):
     x, dim = a
-    return [_log_softmax(x, dim)]
+    return [log_softmax(x, dim)]
 
 
 @ref("SoftmaxBackward")
@@ -323,11 +327,9 @@ def _layer_norm_backward(a, d):
 
 
 @ref("RmsNorm")
-def _rms_norm(a, d):
+def _rms_norm_ref(a, d):
     x, gamma, eps = a
-    axes = tuple(range(x.ndim - gamma.ndim, x.ndim))
-    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
-    return [x * rstd * gamma, rstd]
+    return list(rms_norm(x, gamma, eps))
 
 
 @ref("Cast")
@@ -496,9 +498,288 @@ def _apply_adamw_v2(a, d):
     return [var, m, v, kept]
 
 
+# ---- transformer ops (issue 41): attention, RoPE, SwiGlu, RmsNorm, cross entropy --------------------------------
+# The formulas of the ops' docs pages (ops-transformer attention/flash_attention_score*/docs,
+# posembedding/rotary_position_embedding*/docs; ops-nn activation/swi_glu*/docs, norm/rms_norm*/docs,
+# loss/nll_loss*/docs, activation/log_softmax_grad/docs), in float64. The stand-in's own unit tests
+# (test_aclnn_transformer_ops.py) check its kernels with these same functions: one copy of each formula.
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def rms_norm(x, gamma, eps):
+    """y = x / Rms(x) * gamma over gamma's trailing dims, and rstd = 1 / Rms(x) (dims kept)."""
+    axes = tuple(range(x.ndim - gamma.ndim, x.ndim))
+    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
+    return x * rstd * gamma, rstd
+
+
+def rms_norm_grad(dy, x, rstd, gamma):
+    """dx = (dy g - rstd x mean(dy g x rstd)) rstd, dgamma = the rows' sum of rstd x dy. rstd holds one value per row
+    (x's dims before gamma's), in whatever shape the caller gave it."""
+    k = gamma.ndim
+    r = np.reshape(rstd, x.shape[:x.ndim - k] + (1,) * k)
+    mean = np.mean(dy * gamma * x * r, axis=tuple(range(x.ndim - k, x.ndim)), keepdims=True)
+    return (dy * gamma - r * x * mean) * r, np.sum(r * x * dy, axis=tuple(range(x.ndim - k)))
+
+
+def swiglu(x, dim):
+    """Swish(A) * B, A and B the first and second half of x along dim."""
+    a, b = np.split(x, 2, axis=dim)
+    return a * sigmoid(a) * b
+
+
+def swiglu_grad(g, x, dim):
+    """[g (s + s (1 - s) A) B, g s A] along dim, s = sigmoid(A)."""
+    a, b = np.split(x, 2, axis=dim)
+    s = sigmoid(a)
+    return np.concatenate([g * (s + s * (1.0 - s) * a) * b, g * s * a], axis=dim)
+
+
+def _rope_halves(t, mode):
+    """The two operands of a rotation: the chunks (half, mode 0) or the even and odd lanes (interleave, mode 1), the
+    modes the Atlas A2/A3 kernels run."""
+    if mode == 0:
+        return np.split(t, 2, axis=-1)
+    if mode == 1:
+        return t[..., 0::2], t[..., 1::2]
+    raise ValueError(f"rotary mode {mode}: the reference has half (0) and interleave (1), the modes of Atlas A2/A3")
+
+
+def _rope_join(first, second, mode):
+    """The inverse of _rope_halves."""
+    if mode == 0:
+        return np.concatenate([first, second], axis=-1)
+    return np.stack([first, second], axis=-1).reshape(first.shape[:-1] + (2 * first.shape[-1],))
+
+
+def rope_rotate(x, mode):
+    """x_rotate of the docs: (-x2, x1) put back in the mode's places."""
+    x1, x2 = _rope_halves(x, mode)
+    return _rope_join(-x2, x1, mode)
+
+
+def rope(x, cos, sin, mode):
+    return x * cos + rope_rotate(x, mode) * sin
+
+
+def rope_grad(dy, cos, sin, x, mode):
+    """dx = (cos1 dy1 + sin2 dy2, cos2 dy2 - sin1 dy1) in the mode's places; dcos and dsin are dy * x and
+    dy * x_rotate summed over the dims cos and sin broadcast over (kept, as cos's shape)."""
+    (dy1, dy2), (c1, c2), (s1, s2) = (_rope_halves(t, mode) for t in (dy, cos, sin))
+    dx = _rope_join(c1 * dy1 + s2 * dy2, c2 * dy2 - s1 * dy1, mode)
+    dims = tuple(i for i in range(dy.ndim - 1) if cos.shape[i] != dy.shape[i])
+    return dx, np.sum(dy * x, axis=dims, keepdims=True), np.sum(dy * rope_rotate(x, mode), axis=dims, keepdims=True)
+
+
+def nll_loss(logp, target, weight, reduction, ignore):
+    """torch's nll_loss, (C) with a 0-d target or (N, C) with (N) targets: the loss and the total weight (the summed
+    weights of the targets; ignoreIndex weighs nothing)."""
+    lp, t = np.atleast_2d(logp), np.atleast_1d(target).astype(np.int64)
+    kept = t != ignore
+    cls = np.where(kept, t, 0)
+    w = np.where(kept, weight[cls], 0.0)
+    loss = -w * lp[np.arange(t.size), cls]
+    total = np.sum(w)
+    if reduction == REDUCTION_NONE:
+        return (loss if logp.ndim == 2 else loss.reshape(())), total
+    return (np.sum(loss) / total if reduction == REDUCTION_MEAN else np.sum(loss)), total
+
+
+def nll_loss_backward(g, logp, target, weight, reduction, ignore, total):
+    """d(loss)/d(self): -g w[target] at each sample's target (divided by the total weight for mean), 0 elsewhere and
+    for ignoreIndex; g is per sample with reduction none, one value otherwise."""
+    lp, t = np.atleast_2d(logp), np.atleast_1d(target).astype(np.int64)
+    kept = t != ignore
+    cls = np.where(kept, t, 0)
+    up = np.reshape(g, -1) if reduction == REDUCTION_NONE else np.full(t.shape, np.reshape(g, -1)[0])
+    scale = np.where(kept, weight[cls] * up, 0.0)
+    if reduction == REDUCTION_MEAN:
+        scale = scale / np.reshape(total, -1)[0]
+    out = np.zeros(lp.shape)
+    out[np.arange(t.size), cls] = -scale
+    return out.reshape(np.shape(logp))
+
+
+def log_softmax_backward(g, y, dim):
+    """gradOutput - sum(gradOutput) * exp(output) along dim."""
+    return g - np.sum(g, axis=dim, keepdims=True) * np.exp(y)
+
+
+# FlashAttention works on [B, N, S, D] here; the layouts are views of it.
+def to_layout(x, layout):
+    """[B, N, S, D] -> the layout's shape."""
+    b, n, s, d = x.shape
+    return {"BNSD": x, "BSND": x.transpose(0, 2, 1, 3), "BSH": x.transpose(0, 2, 1, 3).reshape(b, s, n * d),
+            "SBH": x.transpose(2, 0, 1, 3).reshape(s, b, n * d)}[layout]
+
+
+def from_layout(x, layout, heads):
+    """The layout's shape -> [B, N, S, D] (`heads` splits H = N * D of BSH and SBH)."""
+    if layout == "BNSD":
+        return x
+    if layout == "BSND":
+        return x.transpose(0, 2, 1, 3)
+    if layout == "BSH":
+        b, s, h = x.shape
+        return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
+    if layout == "SBH":
+        s, b, h = x.shape
+        return x.reshape(s, b, heads, h // heads).transpose(1, 2, 0, 3)
+    raise ValueError(f"inputLayout {layout!r}: the reference has BSH, SBH, BSND and BNSD")
+
+
+def attention_band(sq, skv, pre, nxt, shift=0):
+    """The scores outside the band of preTokens before and nextTokens after the diagonal, its origin `shift` columns
+    right of the top-left (sparse mode 4 counts from the bottom-right: shift Skv - Sq); True = masked."""
+    i, j = np.arange(sq)[:, None], np.arange(skv)[None, :]
+    return (j - i > nxt + shift) | (i - j > pre - shift)
+
+
+def attention_hidden(mask, sparse, pre, nxt, sq, skv):
+    """The scores sparseMode masks (True), broadcastable to [B, N, Sq, Skv] (docs/context/sparse_mode参数说明.md): 0
+    the mask within the preTokens/nextTokens band, 1 and 5 the mask as given, 2 and 3 causal from the top-left and
+    from the bottom-right, 4 the band from the bottom-right (the compressed [2048, 2048] mask of 2-4 only stands for
+    its geometry). Without a mask nothing is masked, whatever the mode (the docs: "固定为全计算")."""
+    if mask is None:
+        return None
+    given = np.asarray(mask) != 0
+    never = sq + skv  # a band this wide masks nothing on its side
+    if sparse == 0:
+        return given | attention_band(sq, skv, pre, nxt)
+    if sparse in (1, 5):
+        return given
+    if sparse in (2, 3):
+        return attention_band(sq, skv, never, 0, 0 if sparse == 2 else skv - sq)
+    if sparse == 4:
+        return attention_band(sq, skv, pre, nxt, skv - sq)
+    raise ValueError(f"sparseMode {sparse}: the reference has modes 0-5 (6 needs prefix geometry, 7 and 8 are varlen)")
+
+
+def attention_scores(q, k, scale, pse=None, pse_first=True):
+    """[B, N1, Sq, Skv]: scale * (q k^T + pse) (pse first: V1, pseType 1) or scale * q k^T + pse (pseType 0), key
+    head n2 read by its group of N1 / N2 query heads."""
+    kk = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
+    s = q @ np.swapaxes(kk, -1, -2)
+    if pse is None:
+        return scale * s
+    return scale * (s + pse) if pse_first else scale * s + pse
+
+
+def attention_forward(q, k, v, scale, hidden=None, pse=None, pse_first=True, keep=None):
+    """Out, scores, row max and row sum on [B, N, S, D] arrays; keep: each score's dropout factor (0 or 1/keepProb). A
+    row whose scores are all masked (an invalid line) gives 0, max -FLT_MAX and sum Skv (CANN's invalid-line
+    handling)."""
+    s = attention_scores(q, k, scale, pse, pse_first)
+    hidden = np.zeros(s.shape, bool) if hidden is None else np.broadcast_to(hidden, s.shape)
+    valid = ~hidden.all(axis=-1, keepdims=True)
+    mx = np.where(valid, np.where(hidden, -np.inf, s).max(axis=-1, keepdims=True), -FLT_MAX)
+    e = np.where(hidden, 0.0, np.exp(np.where(hidden, 0.0, s - np.where(valid, mx, 0.0))))
+    total = np.where(valid, e.sum(axis=-1, keepdims=True), s.shape[-1])
+    p = e / total if keep is None else e / total * keep
+    return p @ np.repeat(v, q.shape[1] // v.shape[1], axis=1), s, mx[..., 0], total[..., 0]
+
+
+def attention_backward(q, k, v, dy, out, s, hidden, mx, total, scale, keep=None):
+    """dq, dk, dv, the probabilities rebuilt from the forward's row max and sum as the kernel rebuilds them:
+    dV = P^T dY, dS = P (dP - rowsum(dY * out)), dQ = scale dS K, dK = scale dS^T Q, a key head's gradient summed over
+    its query heads."""
+    g = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    hidden = np.broadcast_to(np.zeros(s.shape, bool) if hidden is None else hidden, s.shape)
+    p = np.where(hidden, 0.0, np.exp(np.where(hidden, 0.0, s - mx[..., None])) / total[..., None])
+    keep = np.ones(s.shape) if keep is None else keep
+    dp = (dy @ np.swapaxes(vv, -1, -2)) * keep
+    ds = p * (dp - np.sum(dy * out, axis=-1, keepdims=True))
+
+    def fold(x):
+        b, n1, skv, d = x.shape
+        return x.reshape(b, n1 // g, g, skv, d).sum(axis=2)
+    return scale * ds @ kk, fold(scale * np.swapaxes(ds, -1, -2) @ q), fold(np.swapaxes(p * keep, -1, -2) @ dy)
+
+
+def dropout_keep(drop_mask, keep_prob, shape):
+    """Each score's dropout factor from the caller's dropMask (a bit per score of [B, N, Sq, Skv], LSB first, 1 =
+    kept) over keepProb; None at keepProb 1, where the mask is not read."""
+    if keep_prob >= 1.0:
+        return None
+    bits = np.unpackbits(np.asarray(drop_mask).astype(np.uint8).reshape(-1), bitorder="little")
+    return bits[:int(np.prod(shape))].reshape(shape) / keep_prob
+
+
+def _flash_attention(a, grad):
+    """The [B, N, S, D] problem of a FlashAttentionScore(Grad)(V2) call, from its dumped arguments (V2's have three
+    more: qStartIdx, kvStartIdx and pseType)."""
+    a = list(a)
+    v2 = len(a) == (24 if grad else 19)
+    pse_type = a.pop() if v2 else 1
+    if v2:
+        del a[-10:-8]  # qStartIdx, kvStartIdx: positions for the alibi pse types, which the ops refuse
+    scale, keep_prob, pre, nxt, heads, layout, _, sparse = a[-8:]
+    names = ("dy",) * grad + ("pse", "drop", "padding", "mask", "max", "sum", "softmax_in", "out")
+    t = dict(zip(names, a[3:-9]))  # the optional tensors (and the grad's inputs), up to prefixOptional
+    n2 = a[1].shape[-1] // (a[0].shape[-1] // heads) if layout in ("BSH", "SBH") else None
+    p = SimpleNamespace(layout=layout, scale=scale, pse=t["pse"], pse_first=pse_type == 1,
+                        q=from_layout(a[0], layout, heads), k=from_layout(a[1], layout, n2),
+                        v=from_layout(a[2], layout, n2))
+    b, n1, sq, _ = p.q.shape
+    skv = p.k.shape[2]
+    p.hidden = attention_hidden(t["mask"], sparse, pre, nxt, sq, skv)
+    p.keep = dropout_keep(t["drop"], keep_prob, (b, n1, sq, skv))
+    if grad:
+        p.dy, p.out = from_layout(t["dy"], layout, heads), from_layout(t["out"], layout, heads)
+        p.max, p.sum = t["max"][..., 0], t["sum"][..., 0]  # [B, N, Sq, 8]: each value 8 times
+    return p
+
+
+def _flash_attention_forward(a, d):
+    p = _flash_attention(a, grad=False)
+    out, _, mx, total = attention_forward(p.q, p.k, p.v, p.scale, p.hidden, p.pse, p.pse_first, p.keep)
+    return [np.repeat(mx[..., None], 8, axis=-1), np.repeat(total[..., None], 8, axis=-1),
+            None, to_layout(out, p.layout)]  # softmaxOutOut is not written
+
+
+def _flash_attention_backward(a, d):
+    p = _flash_attention(a, grad=True)
+    s = attention_scores(p.q, p.k, p.scale, p.pse, p.pse_first)
+    grads = attention_backward(p.q, p.k, p.v, p.dy, p.out, s, p.hidden, p.max, p.sum, p.scale, p.keep)
+    return [to_layout(g, p.layout) for g in grads] + [None]  # dpseOut is not written
+
+
+REFS["FlashAttentionScore"] = REFS["FlashAttentionScoreV2"] = _flash_attention_forward
+REFS["FlashAttentionScoreGrad"] = REFS["FlashAttentionScoreGradV2"] = _flash_attention_backward
+
+
+@ref("RotaryPositionEmbeddingGrad")
+def _rotary_position_embedding_grad(a, d):
+    """Without x the kernel writes dx only (dcos, dsin are the caller's placeholders): those are not recomputed."""
+    dy, cos, sin, x, mode = a
+    if x is None:
+        raise ValueError("RotaryPositionEmbeddingGrad without x leaves dcos and dsin unwritten: not recomputed")
+    return list(rope_grad(dy, cos, sin, x, mode))
+
+
+@ref("NLLLoss")
+def _nll_loss(a, d):
+    """totalWeightOut is valid for reduction mean and sum only (the docs): unspecified with none."""
+    logp, target, weight, reduction, ignore = a
+    loss, total = nll_loss(logp, target, weight, reduction, ignore)
+    return [loss, total if reduction != REDUCTION_NONE else UNSPECIFIED]
+
+
+def _formula(fn, outputs=1):
+    """The reference of an op whose outputs are `fn` of its arguments in declaration order (a tuple for several)."""
+    return (lambda a, d: [fn(*a)]) if outputs == 1 else (lambda a, d: list(fn(*a)))
+
+
+REFS.update({"RotaryPositionEmbedding": _formula(rope), "SwiGlu": _formula(swiglu), "SwiGluGrad": _formula(swiglu_grad),
+             "RmsNormGrad": _formula(rms_norm_grad, 2), "NLLLossBackward": _formula(nll_loss_backward),
+             "LogSoftmaxBackward": _formula(log_softmax_backward)})
+
+
 # ---- collectives: one kernel per rank, recomputed from every rank's inputs -----------------------------------
-# fn(per_rank, dtypes) with per_rank[r] = the input_args values of rank r's kernel of the same name (and
-# dtypes those of rank 0) -> the outputs every rank must hold.
+# fn(per_rank, dtypes, rank) -> the outputs of the kernel of comm rank `rank`, with per_rank[r] = the input_args
+# values of the same collective on comm rank r (every member of the communicator, in comm-rank order) and dtypes
+# those of the kernel checked. A collective's outputs may differ from rank to rank (an all-to-all, a reduce-scatter).
 COLLECTIVE_REFS = {}
 
 
@@ -514,10 +795,32 @@ _REDUCE_OPS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 
 @collective("HcclAllReduce")
-def _all_reduce(per_rank, d):
+def _all_reduce(per_rank, d, rank):
     op = per_rank[0][1]
-    assert all(a[1] == op for a in per_rank), "ranks disagree on the reduce op"
+    if any(a[1] != op for a in per_rank):
+        raise ValueError(f"the ranks disagree on the reduce op: {[a[1] for a in per_rank]}")
     return [_REDUCE_OPS[op](np.stack([a[0] for a in per_rank]), axis=0)]
+
+
+@collective("HcclAllGather")
+def _all_gather(per_rank, d, rank):
+    """Every member's send buffer, in comm-rank order."""
+    return [np.concatenate([a[0] for a in per_rank])]
+
+
+@collective("HcclAlltoAllV")
+def _all_to_all_v(per_rank, d, rank):
+    """Member q's block for this rank (its sendCounts[rank] elements from sdispls[rank]) lands at rdispls[q]. The
+    receive buffer spans the furthest block (as the shim dumps it); elements between blocks are not written: NaN."""
+    recv_counts, rdispls = per_rank[rank][3], per_rank[rank][4]
+    out = np.full(max([o + c for o, c in zip(rdispls, recv_counts) if c] or [0]), np.nan)
+    for q, (send, send_counts, sdispls, _, _) in enumerate(per_rank):
+        n = send_counts[rank]
+        if n != recv_counts[q]:
+            raise ValueError(f"rank {q} sends {n} elements to rank {rank}, which receives {recv_counts[q]}")
+        if n:
+            out[rdispls[q]:rdispls[q] + n] = send[sdispls[rank]:sdispls[rank] + n]
+    return [out]
 
 
 # ---- MoE and MC2 ops (issue 41; ops-transformer moe/*/docs, gmm/grouped_matmul/docs, mc2/*/docs) -------------
@@ -722,21 +1025,19 @@ def _mc2_partials(per_rank, d):
 
 
 @collective("MatmulAllReduce")
-def _matmul_all_reduce(per_rank, d):
+def _matmul_all_reduce(per_rank, d, rank):
     return [np.sum(_mc2_partials(per_rank, d), axis=0)]
 
 
 @collective("AllGatherMatmul")
-def _all_gather_matmul(per_rank, d):
-    """Every rank's output is gatherOut @ its own x2 + bias: the same on every rank when they pass the same x2."""
+def _all_gather_matmul(per_rank, d, rank):
+    """gatherOut holds every member's x1 in comm-rank order; the output is gatherOut @ this rank's own x2 + bias."""
     gathered = np.concatenate([r[0] for r in per_rank])
-    x2, bias = per_rank[0][1], per_rank[0][2]
+    x2, bias = per_rank[rank][1], per_rank[rank][2]
     return [gathered @ x2 + (0 if bias is None else bias), gathered]
 
 
 @collective("MatmulReduceScatter")
-def _matmul_reduce_scatter(per_rank, d):
-    """Rank r holds rows [r * m / ranks, (r + 1) * m / ranks) of the sum: one reference for every rank only with one."""
-    if len(per_rank) != 1:
-        raise ValueError("each rank holds its own rows of a MatmulReduceScatter: recomputed for one rank only")
-    return [np.sum(_mc2_partials(per_rank, d), axis=0)]
+def _matmul_reduce_scatter(per_rank, d, rank):
+    """Rows [rank * m / ranks, (rank + 1) * m / ranks) of the members' summed x1 @ x2 + bias."""
+    return [np.split(np.sum(_mc2_partials(per_rank, d), axis=0), len(per_rank))[rank]]

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -468,9 +469,27 @@ def check_files(dump):
     return problems, seen
 
 
+def collective_members(dump, folder, name, entry):
+    """The folders of this step holding the same collective (every rank runs the same program, so the same name is
+    the same collective), in comm-rank order, and the comm rank of `folder`'s: the members of the entry's "comm",
+    or every rank folder for an entry without one. (None, None) when a member's folder lacks it."""
+    folders = [dump.folder(folder.step, r) for r in dump.ranks()]
+    comm = entry.get("comm")
+    if comm is None:
+        return (folders, folders.index(folder)) if all(name in p.data for p in folders) else (None, None)
+    members = {}
+    for p in folders:
+        c = p.data.get(name, {}).get("comm")
+        if c is not None and c["name"] == comm["name"]:
+            members[c["rank"]] = p
+    if sorted(members) != list(range(comm["size"])):
+        return None, None
+    return [members[r] for r in range(comm["size"])], comm["rank"]
+
+
 def check_recomputation(dump):
     """Tensor task: every kernel's outputs recomputed from its dumped inputs by npu_refs (collectives from
-    the same-named kernel of every rank). Returns (problems, Counter of op types checked)."""
+    the same-named kernel of every member, collective_members). Returns (problems, Counter of op types checked)."""
     import npu_refs
     problems, checked = [], collections.Counter()
     for f, name, e in dump.kernels():
@@ -478,14 +497,13 @@ def check_recomputation(dump):
         dtypes = [arg_dtype(a) for a in e["input_args"]]
         try:
             if op in npu_refs.COLLECTIVE_REFS:
-                # Every rank runs the same program, so the same name is the same collective on each rank.
-                peers = [dump.folder(f.step, rank) for rank in dump.ranks()]
-                if any(name not in p.data for p in peers):
-                    problems.append(f"{name}: not in every rank's step{f.step} folder")
+                members, rank = collective_members(dump, f, name, e)
+                if members is None:
+                    problems.append(f"{name}: not in every member's step{f.step} folder")
                     continue
-                per_rank = [[arg_value(p, a) for a in p.data[name]["input_args"]] for p in peers]
+                per_rank = [[arg_value(p, a) for a in p.data[name]["input_args"]] for p in members]
                 with np.errstate(all="ignore"):
-                    expected = npu_refs.COLLECTIVE_REFS[op](per_rank, dtypes)
+                    expected = npu_refs.COLLECTIVE_REFS[op](per_rank, dtypes, rank)
             elif op in npu_refs.REFS:
                 args = [arg_value(f, a) for a in e["input_args"]]
                 with np.errstate(all="ignore"):
@@ -501,6 +519,8 @@ def check_recomputation(dump):
             problems.append(f"{f.path}: {name}: {len(outs)} outputs dumped, the reference makes {len(expected)}")
             continue
         for i, (want, out) in enumerate(zip(expected, outs)):
+            if want is npu_refs.UNSPECIFIED:
+                continue
             if out is None or want is None:
                 if (out is None) != (want is None):
                     problems.append(f"{f.path}: {name}: output {i} is {'absent' if out is None else 'present'}, "
@@ -521,21 +541,56 @@ def check_recomputation(dump):
     return problems, checked
 
 
-def check_statistics(dump):
-    """Tensor task: Max/Min (exact elements) and Mean/Norm (stat_close) of every tensor equal numpy's on its
-    file. Returns (problems, number of tensors checked)."""
-    problems, n = [], 0
+def tensor_data(dump, files=None):
+    """(folder, kernel name, TensorRef, its data) for every tensor of `dump`, the data read from the same tensor's file
+    in `files`: a tensor-task dump of the same deterministic program, for a dump without files (statistics, md5);
+    `dump`'s own files by default. A kernel or tensor `files` lacks is a problem. Returns (problems, the tuples)."""
+    problems, out = [], []
+    files = files or dump
     for f, name, e in dump.kernels():
-        for t in tensors(e):
-            want = expected_stats(f.load(t.info), t.info["dtype"])
-            got = tuple(t.info.get(k) for k in STAT_KEYS)
-            for k, g, w in zip(STAT_KEYS, got, want):
-                ok = (g == w or (w != w and g != g)) if k in ("Max", "Min") else stat_close(g, w, t.info["dtype"])
-                if not ok:
-                    problems.append(f"step{f.step} {name} {t.side}.{t.slot} ({t.info['dtype']} {t.info['shape']}): "
-                                    f"{k} {g!r}, numpy {w!r}")
-            n += 1
-    return problems, n
+        try:
+            other = files.folder(f.step, f.rank)
+        except AssertionError as exc:
+            problems.append(str(exc))
+            continue
+        w = other.data.get(name)
+        if w is None:
+            problems.append(f"step{f.step} {name}: not in {other.path}")
+            continue
+        ts, tw = list(tensors(e)), list(tensors(w))
+        if [(t.side, t.slot) for t in ts] != [(t.side, t.slot) for t in tw]:
+            problems.append(f"step{f.step} {name}: tensors {[(t.side, t.slot) for t in ts]}, the files' kernel has "
+                            f"{[(t.side, t.slot) for t in tw]}")
+            continue
+        out += [(f, name, t, other.load(t2.info)) for t, t2 in zip(ts, tw)]
+    return problems, out
+
+
+def check_statistics(dump, files=None):
+    """Max/Min (exact elements) and Mean/Norm (stat_close) of every tensor equal numpy's on its file (in `files`,
+    tensor_data). Returns (problems, number of tensors checked)."""
+    problems, found = tensor_data(dump, files)
+    for f, name, t, data in found:
+        want = expected_stats(data, t.info["dtype"])
+        got = tuple(t.info.get(k) for k in STAT_KEYS)
+        for k, g, w in zip(STAT_KEYS, got, want):
+            ok = (g == w or (w != w and g != g)) if k in ("Max", "Min") else stat_close(g, w, t.info["dtype"])
+            if not ok:
+                problems.append(f"step{f.step} {name} {t.side}.{t.slot} ({t.info['dtype']} {t.info['shape']}): "
+                                f"{k} {g!r}, numpy {w!r}")
+    return problems, len(found)
+
+
+def check_md5(dump, files=None):
+    """MSPROBE_SUMMARY_MODE=md5: every tensor's "md5" is the CRC-32 (8 hex digits) of its data's bytes as its file
+    holds them (in `files`, tensor_data; bf16 as float32, MindSpore's rule). Returns (problems, tensors checked)."""
+    problems, found = tensor_data(dump, files)
+    for f, name, t, data in found:
+        want = f"{zlib.crc32(np.ascontiguousarray(data).tobytes()):08x}"
+        if t.info.get("md5") != want:
+            problems.append(f"step{f.step} {name} {t.side}.{t.slot} ({t.info['dtype']}): md5 {t.info.get('md5')!r}, "
+                            f"CRC-32 of the data {want}")
+    return problems, len(found)
 
 
 def fail_report(problems, limit=15):

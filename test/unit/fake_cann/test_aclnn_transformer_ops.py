@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 
 import test_aclnn_ops as base
+from npu_refs import (FLT_MAX, attention_backward, attention_band, attention_forward, from_layout, log_softmax,
+                      log_softmax_backward, nll_loss, nll_loss_backward, rms_norm, rms_norm_grad, rope, rope_grad,
+                      sigmoid, swiglu, swiglu_grad, to_layout)
 from test_aclnn_ops import INVALID, NULLPTR, as_dtype, close, ident, rand
 from tiny_npu.acl import BF16, BOOL, FLOAT, FLOAT16, INT8, INT32, INT64, UINT8, UINT16
 
 FP = [FLOAT, FLOAT16, BF16]
 TILING = 561002  # ACLNN_ERR_INNER_TILING_ERROR: the shape checks of ops whose aclnn layer is generated
-FLT_MAX = float(np.finfo(np.float32).max)
 
 
 @pytest.fixture(scope="module")
@@ -57,64 +59,6 @@ def rounded(got, want, dtype):
 
 # ------------------------------------------------------------------------------------------ attention
 
-def to_layout(x, layout):
-    """[B, N, S, D] -> the layout's shape."""
-    b, n, s, d = x.shape
-    return {"BNSD": x, "BSND": x.transpose(0, 2, 1, 3), "BSH": x.transpose(0, 2, 1, 3).reshape(b, s, n * d),
-            "SBH": x.transpose(2, 0, 1, 3).reshape(s, b, n * d)}[layout]
-
-
-def from_layout(x, layout, heads):
-    """The layout's shape -> [B, N, S, D]."""
-    if layout == "BNSD":
-        return x
-    if layout == "BSND":
-        return x.transpose(0, 2, 1, 3)
-    if layout == "BSH":
-        b, s, h = x.shape
-        return x.reshape(b, s, heads, h // heads).transpose(0, 2, 1, 3)
-    s, b, h = x.shape
-    return x.reshape(s, b, heads, h // heads).transpose(1, 2, 0, 3)
-
-
-def attention_ref(q, k, v, scale, hidden=None, pse=None, pse_first=True, keep=None):
-    """Forward in float64 on [B, N, S, D] arrays: out, probabilities, row max and row sum (invalid rows: 0 out)."""
-    g = q.shape[1] // k.shape[1]
-    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
-    s = q @ kk.transpose(0, 1, 3, 2)
-    if pse is not None:
-        s = scale * (s + pse) if pse_first else scale * s + pse
-    else:
-        s = scale * s
-    hidden = np.zeros(s.shape, bool) if hidden is None else np.broadcast_to(hidden, s.shape)
-    valid = ~hidden.all(axis=-1, keepdims=True)
-    mx = np.where(valid, np.where(hidden, -np.inf, s).max(axis=-1, keepdims=True), -FLT_MAX)
-    e = np.where(hidden, 0.0, np.exp(np.where(hidden, 0.0, s - np.where(valid, mx, 0.0))))
-    total = np.where(valid, e.sum(axis=-1, keepdims=True), s.shape[-1])
-    p = e / total
-    keep = np.ones(s.shape) if keep is None else keep
-    return (p * keep) @ vv, s, mx[..., 0], total[..., 0]
-
-
-def attention_grad_ref(q, k, v, dy, out, s, hidden, mx, total, scale, keep=None):
-    """FlashAttention's analytic backward from the statistics the kernel is given: dq, dk, dv."""
-    g = q.shape[1] // k.shape[1]
-    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
-    hidden = np.broadcast_to(np.zeros(s.shape, bool) if hidden is None else hidden, s.shape)
-    p = np.where(hidden, 0.0, np.exp(np.where(hidden, 0.0, s - mx[..., None])) / total[..., None])
-    keep = np.ones(s.shape) if keep is None else keep
-    dp = (dy @ vv.transpose(0, 1, 3, 2)) * keep
-    ds = p * (dp - (dy * out).sum(axis=-1, keepdims=True))
-    dq = scale * ds @ kk
-    dk = scale * ds.transpose(0, 1, 3, 2) @ q
-    dv = (p * keep).transpose(0, 1, 3, 2) @ dy
-
-    def fold(x):  # a key/value head's gradient is the sum over its query heads
-        b, n1, sq, d = x.shape
-        return x.reshape(b, n1 // g, g, sq, d).sum(axis=2)
-    return dq, fold(dk), fold(dv)
-
-
 class Attn:
     """One attention problem on the device: q, k, v in a layout (through the given views) and their values."""
 
@@ -154,7 +98,7 @@ LAYOUTS = ["BSND", "BNSD", "BSH", "SBH"]
 def test_flash_attention_layouts_and_grouped_heads(dev, layout, dtype):
     at = Attn(dev, dtype, layout, views=("transposed", "offset", "strided"), dv=6)
     mx, sm, out = at.forward()
-    want, _, wmax, wsum = attention_ref(at.q, at.k, at.v, at.scale)
+    want, _, wmax, wsum = attention_forward(at.q, at.k, at.v, at.scale)
     rounded(at.read_out(out), want, dtype)
     rounded(mx.read(), np.repeat(wmax[..., None], 8, -1), FLOAT)
     rounded(sm.read(), np.repeat(wsum[..., None], 8, -1), FLOAT)
@@ -163,12 +107,6 @@ def test_flash_attention_layouts_and_grouped_heads(dev, layout, dtype):
 def causal_compressed(rows=2048):
     """The optimized lower-triangle mask of the causal sparse modes (1 above the diagonal = masked)."""
     return np.triu(np.ones((rows, 2048), np.uint8), 1)
-
-
-def band(s1, s2, pre, nxt, origin_shift=0):
-    """Masked outside preTokens/nextTokens of the diagonal (shifted to the bottom-right origin for mode 4)."""
-    i, j = np.arange(s1)[:, None], np.arange(s2)[None, :]
-    return (j - i > nxt + origin_shift) | (i - j > pre - origin_shift)
 
 
 MASK_CASES = {
@@ -190,7 +128,7 @@ def mask_case(name, s1, s2, b):
         return m, m
     if name == "mode0_band":
         m = np.zeros((s1, s2), bool)
-        return m, band(s1, s2, 1, 0)
+        return m, attention_band(s1, s2, 1, 0)
     if name == "mode1_all_mask_batched":
         m = rng.random((b, 1, s1, s2)) < 0.4
         return m, m
@@ -198,7 +136,7 @@ def mask_case(name, s1, s2, b):
         return causal_compressed(), j > i
     if name == "mode3_right_down_causal":
         return causal_compressed(), j > i + (s2 - s1)
-    return causal_compressed(), band(s1, s2, 2, 1, s2 - s1)
+    return causal_compressed(), attention_band(s1, s2, 2, 1, s2 - s1)
 
 
 @pytest.mark.parametrize("dtype", [FLOAT, BF16], ids=ident)
@@ -210,7 +148,7 @@ def test_flash_attention_masks_and_sparse_modes(dev, case, s1, s2, dtype):
     mtype = BOOL if values.dtype == bool else UINT8
     kw = MASK_CASES[case]
     mx, _, out = at.forward(mask=dev.tensor(values, mtype), **kw)
-    want, _, wmax, _ = attention_ref(at.q, at.k, at.v, at.scale, hidden)
+    want, _, wmax, _ = attention_forward(at.q, at.k, at.v, at.scale, hidden)
     rounded(at.read_out(out), want, dtype)
     rounded(mx.read()[..., 0], wmax, FLOAT)
     invalid = np.broadcast_to(hidden, want.shape[:2] + hidden.shape[-2:]).all(axis=-1)
@@ -220,7 +158,7 @@ def test_flash_attention_masks_and_sparse_modes(dev, case, s1, s2, dtype):
 def test_flash_attention_without_a_mask_ignores_the_sparse_mode(dev):
     at = Attn(dev, FLOAT, "BSND")
     _, _, out = at.forward(sparse=3, pre=0, nxt=0)
-    rounded(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale)[0], FLOAT)
+    rounded(at.read_out(out), attention_forward(at.q, at.k, at.v, at.scale)[0], FLOAT)
 
 
 def test_flash_attention_pse_before_and_after_the_scale(dev):
@@ -228,11 +166,12 @@ def test_flash_attention_pse_before_and_after_the_scale(dev):
     b, n1, _, s1, s2, _, _ = at.shape
     full, row = dev.tensor(rand((b, n1, s1, s2)), FLOAT), dev.tensor(rand((b, n1, 1, s2)), FLOAT, "strided")
     _, _, out = at.forward(pse=full)  # V1: scale * (qk + pse)
-    rounded(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, pse=f64(full.host))[0], FLOAT)
+    rounded(at.read_out(out), attention_forward(at.q, at.k, at.v, at.scale, pse=f64(full.host))[0], FLOAT)
     _, _, out = at.forward(pse=row, op="FlashAttentionScoreV2", pse_type=0)  # scale * qk + pse
-    rounded(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, pse=f64(row.host), pse_first=False)[0], FLOAT)
+    want = attention_forward(at.q, at.k, at.v, at.scale, pse=f64(row.host), pse_first=False)[0]
+    rounded(at.read_out(out), want, FLOAT)
     _, _, out = at.forward(pse=row, op="FlashAttentionScoreV2", pse_type=1)
-    rounded(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, pse=f64(row.host))[0], FLOAT)
+    rounded(at.read_out(out), attention_forward(at.q, at.k, at.v, at.scale, pse=f64(row.host))[0], FLOAT)
 
 
 def drop_mask(shape, keep_prob):
@@ -246,14 +185,14 @@ def test_flash_attention_dropout_uses_the_callers_mask(dev):
     b, n1, _, s1, s2, _, _ = at.shape
     bits, keep = drop_mask((b, n1, s1, s2), 0.75)
     _, _, out = at.forward(keep_prob=0.75, drop=dev.tensor(bits, UINT8))
-    rounded(at.read_out(out), attention_ref(at.q, at.k, at.v, at.scale, keep=keep)[0], FLOAT)
+    rounded(at.read_out(out), attention_forward(at.q, at.k, at.v, at.scale, keep=keep)[0], FLOAT)
 
 
 def grad_case(dev, dtype, layout, hidden=None, keep=None, **fw):
     """Runs FlashAttentionScoreGrad on a problem whose forward statistics come from the float64 reference."""
     at = Attn(dev, dtype, layout, views=("strided", "transposed", "offset"))
     b, n1, n2, s1, s2, d, dv = at.shape
-    want, s, mx, total = attention_ref(at.q, at.k, at.v, at.scale, hidden, keep=keep)
+    want, s, mx, total = attention_forward(at.q, at.k, at.v, at.scale, hidden, keep=keep)
     tout = dev.tensor(to_layout(want, layout), dtype)
     tdy = dev.tensor(to_layout(rand((b, n1, s1, dv)), layout), dtype, "transposed")
     tmx = dev.tensor(np.repeat(mx[..., None], 8, -1), FLOAT)
@@ -262,7 +201,7 @@ def grad_case(dev, dtype, layout, hidden=None, keep=None, **fw):
     dev.run("FlashAttentionScoreGrad", at.tq, at.tk, at.tv, tdy, None, fw.get("drop"), None, fw.get("mask"), tmx,
             tsum, None, tout, None, at.scale, fw.get("keep_prob", 1.0), 2147483647, 2147483647, n1,
             layout.encode(), 0, fw.get("sparse", 0), dq, dk, dv_, None)
-    ref = attention_grad_ref(at.q, at.k, at.v, f64(from_layout(tdy.host, layout, n1)),
+    ref = attention_backward(at.q, at.k, at.v, f64(from_layout(tdy.host, layout, n1)),
                              f64(from_layout(tout.host, layout, n1)),
                              s, hidden, mx.astype(np.float32), total.astype(np.float32), at.scale, keep)
     for got, r, heads in zip((dq, dk, dv_), ref, (n1, n2, n2)):
@@ -306,12 +245,12 @@ def test_flash_attention_grad_refusals(dev):
 def test_the_analytic_reference_is_the_derivative_of_the_forward():
     """Guards the reference itself: its dq matches finite differences of sum(dy * out) in float64."""
     q, k, v, dy = rand((1, 2, 3, 4)), rand((1, 1, 5, 4)), rand((1, 1, 5, 4)), rand((1, 2, 3, 4))
-    out, s, mx, total = attention_ref(q, k, v, 0.5)
-    dq = attention_grad_ref(q, k, v, dy, out, s, None, mx, total, 0.5)[0]
+    out, s, mx, total = attention_forward(q, k, v, 0.5)
+    dq = attention_backward(q, k, v, dy, out, s, None, mx, total, 0.5)[0]
     h, num = 1e-6, np.zeros_like(q)
 
     def loss(x):
-        return (dy * attention_ref(x, k, v, 0.5)[0]).sum()
+        return (dy * attention_forward(x, k, v, 0.5)[0]).sum()
     for idx in np.ndindex(q.shape):
         e = np.zeros_like(q)
         e[idx] = h
@@ -355,26 +294,6 @@ def test_flash_attention_refusals(dev):
 
 # ------------------------------------------------------------------------------------------------ RoPE
 
-def rotate_ref(x, mode):
-    """The docs' x_rotate: half cat(-x2, x1); interleave (-x[2k+1], x[2k]) pairs."""
-    if mode == 0:
-        x1, x2 = np.split(x, 2, axis=-1)
-        return np.concatenate([-x2, x1], axis=-1)
-    return np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
-
-
-def rope_grad_ref(dy, cos, sin, x, mode):
-    """The grad docs' formulas: dx from the chunks (half) or the even/odd lanes (interleave); dcos, dsin summed."""
-    if mode == 0:
-        (dy1, dy2), (c1, c2), (s1, s2) = (np.split(t, 2, axis=-1) for t in (dy, cos, sin))
-        dx = np.concatenate([c1 * dy1 + s2 * dy2, c2 * dy2 - s1 * dy1], axis=-1)
-    else:
-        (dy1, dy2), (c1, c2), (s1, s2) = ((t[..., 0::2], t[..., 1::2]) for t in (dy, cos, sin))
-        dx = np.stack([c1 * dy1 + s2 * dy2, c2 * dy2 - s1 * dy1], axis=-1).reshape(dy.shape)
-    dims = tuple(i for i in range(3) if cos.shape[i] != dy.shape[i])
-    return dx, (dy * x).sum(axis=dims, keepdims=True), (dy * rotate_ref(x, mode)).sum(axis=dims, keepdims=True)
-
-
 X_SHAPE = (2, 3, 4, 8)  # (B, S, N, D) read as BSND; the layouts only differ in which dims cos broadcasts over
 ROPE_CASES = [(0, (1, 3, 1, 8)), (0, (2, 3, 4, 8)), (0, (2, 1, 4, 8)), (0, (1, 1, 1, 8)), (1, (1, 3, 1, 8)),
               (1, (1, 1, 4, 8)), (1, (2, 1, 1, 8))]
@@ -389,7 +308,7 @@ def test_rotary_position_embedding(dev, mode, cshape, dtype):
     out = dev.empty(X_SHAPE, dtype, "strided")
     dev.run("RotaryPositionEmbedding", tx, tc, ts, mode, out)
     x, c, s = (f64(t.host) for t in (tx, tc, ts))
-    rounded(out.read(), x * c + rotate_ref(x, mode) * s, dtype)
+    rounded(out.read(), rope(x, c, s, mode), dtype)
 
 
 @pytest.mark.parametrize("dtype", FP, ids=ident)
@@ -400,7 +319,7 @@ def test_rotary_position_embedding_grad(dev, mode, cshape, dtype):
     tc, ts = dev.tensor(np.cos(angles), dtype), dev.tensor(np.sin(angles), dtype, "strided")
     dx, dcos, dsin = dev.empty(X_SHAPE, dtype), dev.empty(cshape, dtype, "strided"), dev.empty(cshape, dtype)
     dev.run("RotaryPositionEmbeddingGrad", tdy, tc, ts, tx, mode, dx, dcos, dsin)
-    want = rope_grad_ref(*(f64(t.host) for t in (tdy, tc, ts, tx)), mode)
+    want = rope_grad(*(f64(t.host) for t in (tdy, tc, ts, tx)), mode)
     for got, w in zip((dx, dcos, dsin), want):
         rounded(got.read(), w, dtype)
 
@@ -410,7 +329,7 @@ def test_rotary_position_embedding_grad_without_x_leaves_dcos_dsin(dev):
     tdy, tc, ts = (dev.tensor(rand((1, 1, 1, 8)), FLOAT) for _ in range(3))
     dx, dcos, dsin = dev.empty((1, 1, 1, 8), FLOAT), dev.empty((1, 1, 1, 0), FLOAT), dev.empty((1, 1, 1, 0), FLOAT)
     dev.run("RotaryPositionEmbeddingGrad", tdy, tc, ts, None, 1, dx, dcos, dsin)
-    rounded(dx.read(), rope_grad_ref(*(f64(t.host) for t in (tdy, tc, ts)), np.zeros((1, 1, 1, 8)), 1)[0], FLOAT)
+    rounded(dx.read(), rope_grad(*(f64(t.host) for t in (tdy, tc, ts)), np.zeros((1, 1, 1, 8)), 1)[0], FLOAT)
     assert dev.phase1("RotaryPositionEmbeddingGrad", tdy, tc, ts, None, 1, dx, None, dsin) == NULLPTR
 
 
@@ -436,10 +355,6 @@ def test_rotary_position_embedding_refusals(dev):
 
 # ---------------------------------------------------------------------------------------------- SwiGlu
 
-def sigmoid(x):
-    return 1 / (1 + np.exp(-x))
-
-
 @pytest.mark.parametrize("dtype", FP, ids=ident)
 @pytest.mark.parametrize("dim", [-1, 1, 0])
 def test_swiglu_and_its_grad(dev, dim, dtype):
@@ -449,13 +364,10 @@ def test_swiglu_and_its_grad(dev, dim, dtype):
     tx = dev.tensor(rand(shape, -3, 3), dtype, "transposed")
     out = dev.empty(half, dtype, "strided")
     dev.run("SwiGlu", tx, dim, out)
-    a, b = np.split(f64(tx.host), 2, axis=dim)
-    rounded(out.read(), a * sigmoid(a) * b, dtype)
+    rounded(out.read(), swiglu(f64(tx.host), dim), dtype)
     tg, dx = dev.tensor(rand(half), dtype, "offset"), dev.empty(shape, dtype)
     dev.run("SwiGluGrad", tg, tx, dim, dx)
-    g, sg = f64(tg.host), sigmoid(a)
-    want = np.concatenate([g * (sg + sg * (1 - sg) * a) * b, g * sg * a], axis=dim)
-    rounded(dx.read(), want, dtype)
+    rounded(dx.read(), swiglu_grad(f64(tg.host), f64(tx.host), dim), dtype)
 
 
 def test_swiglu_refusals(dev):
@@ -476,28 +388,15 @@ def test_swiglu_refusals(dev):
 RMS_DTYPES = [(FLOAT, FLOAT), (FLOAT16, FLOAT16), (FLOAT16, FLOAT), (BF16, BF16), (BF16, FLOAT)]
 
 
-def rms_ref(x, g, eps, k):
-    axes = tuple(range(x.ndim - k, x.ndim))
-    rstd = 1 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
-    return x * rstd * g, rstd
-
-
 @pytest.mark.parametrize("xdt,gdt", RMS_DTYPES, ids=lambda v: base.DTYPE_NAMES[v])
 @pytest.mark.parametrize("gshape,rshape", [((16,), (2, 3, 1)), ((3, 16), (2, 1, 1)), ((16,), (2, 3))])
 def test_rms_norm_dtype_pairs_and_rstd_shapes(dev, xdt, gdt, gshape, rshape):
     tx, tg = dev.tensor(rand((2, 3, 16)), xdt, "strided"), dev.tensor(rand(gshape, 0.5, 1.5), gdt, "offset")
     y, rstd = dev.empty((2, 3, 16), xdt), dev.empty(rshape, FLOAT, "strided")
     dev.run("RmsNorm", tx, tg, 1e-5, y, rstd)
-    want, r = rms_ref(f64(tx.host), f64(tg.host), 1e-5, len(gshape))
+    want, r = rms_norm(f64(tx.host), f64(tg.host), 1e-5)
     rounded(y.read(), want, xdt)
     rounded(rstd.read(), r.reshape(rshape), FLOAT)
-
-
-def rms_grad_ref(dy, x, rstd, g, k):
-    """The docs' formulas: dx = (dy g - rstd x mean(dy g x rstd)) rstd; dgamma summed over the rows."""
-    axes = tuple(range(x.ndim - k, x.ndim))
-    mean = (dy * g * x * rstd).mean(axis=axes, keepdims=True)
-    return (dy * g - rstd * x * mean) * rstd, (rstd * x * dy).sum(axis=tuple(range(x.ndim - k)))
 
 
 @pytest.mark.parametrize("xdt,gdt", RMS_DTYPES, ids=lambda v: base.DTYPE_NAMES[v])
@@ -505,13 +404,12 @@ def rms_grad_ref(dy, x, rstd, g, k):
                                                   ((2, 3, 16), (3, 16), (2,))])
 def test_rms_norm_grad(dev, xdt, gdt, xshape, gshape, rshape):
     x, g = rand(xshape), rand(gshape, 0.5, 1.5)
-    _, r = rms_ref(x, g, 1e-6, len(gshape))
+    _, r = rms_norm(x, g, 1e-6)
     tx, tdy = dev.tensor(x, xdt, "transposed"), dev.tensor(rand(xshape), xdt, "offset")
     tr, tg = dev.tensor(r.reshape(rshape), FLOAT), dev.tensor(g, gdt, "strided")
     dx, dg = dev.empty(xshape, xdt, "strided"), dev.empty(gshape, FLOAT)
     dev.run("RmsNormGrad", tdy, tx, tr, tg, dx, dg)
-    rows = f64(tr.host).reshape(xshape[:len(xshape) - len(gshape)] + (1,) * len(gshape))
-    want_dx, want_dg = rms_grad_ref(f64(tdy.host), f64(tx.host), rows, f64(tg.host), len(gshape))
+    want_dx, want_dg = rms_norm_grad(f64(tdy.host), f64(tx.host), f64(tr.host), f64(tg.host))
     rounded(dx.read(), want_dx, xdt)
     rounded(dg.read(), want_dg, FLOAT)
 
@@ -527,7 +425,7 @@ def test_rms_norm_grad_is_the_derivative_of_rms_norm(dev):
     xs, gs, ds, h, num = f64(tx.host), f64(tg.host), f64(tdy.host), 1e-6, np.zeros((3, 8))
 
     def loss(v):
-        return (ds * rms_ref(v, gs, 1e-6, 1)[0]).sum()
+        return (ds * rms_norm(v, gs, 1e-6)[0]).sum()
     for idx in np.ndindex(xs.shape):
         e = np.zeros_like(xs)
         e[idx] = h
@@ -554,22 +452,6 @@ def test_rms_norm_refusals(dev):
 
 # ------------------------------------------------------------------------------------------ cross entropy
 
-def log_softmax_ref(x):
-    m = x.max(axis=-1, keepdims=True)
-    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
-
-
-def nll_ref(logp, target, w, reduction, ignore):
-    """torch.nn.functional.nll_loss, written out: per-sample loss, the reduced loss and the total weight."""
-    logp2, t = np.atleast_2d(logp), np.atleast_1d(target)
-    keep = t != ignore
-    wt = np.where(keep, w[np.where(keep, t, 0)], 0.0)
-    loss = -wt * logp2[np.arange(len(t)), np.where(keep, t, 0)]
-    if reduction == 0:
-        return loss if logp.ndim == 2 else loss.reshape(()), wt.sum()
-    return (loss.sum() / wt.sum() if reduction == 1 else loss.sum()), wt.sum()
-
-
 @pytest.mark.parametrize("dtype", FP, ids=ident)
 @pytest.mark.parametrize("ttype", [INT64, INT32, UINT8], ids=ident)
 @pytest.mark.parametrize("reduction", [0, 1, 2])
@@ -585,7 +467,7 @@ def test_cross_entropy_forward_and_backward_as_torch_npu_runs_it(dev, dtype, tty
     loss, total = dev.empty((n,) if reduction == 0 else (), dtype), dev.empty((1,), dtype)
     dev.run("NLLLoss", logp, tt, tw, reduction, ignore, loss, total)
     x, w = f64(tx.host), f64(tw.host)
-    want_loss, want_total = nll_ref(f64(logp.read()), target, w, reduction, ignore)
+    want_loss, want_total = nll_loss(f64(logp.read()), target, w, reduction, ignore)
     rounded(loss.read(), want_loss, dtype)
     if reduction:
         rounded(total.read(), want_total, dtype)
@@ -593,21 +475,17 @@ def test_cross_entropy_forward_and_backward_as_torch_npu_runs_it(dev, dtype, tty
     dlogp, dx = dev.empty((n, c), dtype, "strided"), dev.empty((n, c), dtype)
     dev.run("NLLLossBackward", tg, logp, tt, tw, reduction, ignore, total, dlogp)
     dev.run("LogSoftmaxBackward", dlogp, logp, -1, dx)
-    # d/dx of the loss: (softmax(x) - onehot(t)) * w[t] * g, over the total weight for mean; ignored rows 0.
-    g = np.broadcast_to(f64(tg.host), (n,))
-    scale = np.where(target != ignore, w[target] * g, 0.0) / (f64(total.read())[0] if reduction == 1 else 1.0)
-    want_dlogp = -np.eye(c)[target] * scale[:, None]
+    want_dlogp = nll_loss_backward(f64(tg.host), f64(logp.read()), target, w, reduction, ignore, f64(total.read()))
     rounded(dlogp.read(), want_dlogp, dtype)
-    p = np.exp(f64(logp.read()))
-    want_dx = f64(dlogp.read()) - p * f64(dlogp.read()).sum(axis=1, keepdims=True)
-    rounded(dx.read(), want_dx, dtype)
-    if dtype == FLOAT:  # and the chain is the gradient of cross entropy itself
-        sm = np.exp(log_softmax_ref(x))
-        close(dx.read(), (sm - np.eye(c)[target]) * scale[:, None], FLOAT, scale=20)
+    rounded(dx.read(), log_softmax_backward(f64(dlogp.read()), f64(logp.read()), -1), dtype)
+    if dtype == FLOAT:  # and the chain is the gradient of cross entropy itself: (softmax(x) - onehot(t)) times the
+        # weight each sample's loss carries (w[t] g, over the total weight for mean: minus its dlogp entry)
+        carried = -want_dlogp.sum(axis=1, keepdims=True)
+        close(dx.read(), (np.exp(log_softmax(x, -1)) - np.eye(c)[target]) * carried, FLOAT, scale=20)
 
 
 def test_nll_loss_of_one_sample_and_empty_batch(dev):
-    tx, tw = dev.tensor(log_softmax_ref(rand((4,))), FLOAT), dev.tensor(np.ones(4), FLOAT)
+    tx, tw = dev.tensor(log_softmax(rand((4,)), -1), FLOAT), dev.tensor(np.ones(4), FLOAT)
     out, total = dev.empty((), FLOAT), dev.empty((1,), FLOAT)
     dev.run("NLLLoss", tx, dev.tensor(np.array(2), INT64), tw, 0, -100, out, total)  # (C) with a 0-d target
     rounded(out.read(), -f64(tx.host[2]), FLOAT)
