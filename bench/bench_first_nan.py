@@ -5,6 +5,10 @@ one planted origin that spreads through group and world all-reduces), then first
 run gives the same answer and that it is the planted origin.
 
     python3 bench/bench_first_nan.py [--ranks 256] [--kernels 6000] [--rounds 3] [--scratch DIR] [--keep] [--quick]
+                                     [--llm]
+
+--llm: an LLM step's shape (gen_multirank.py --llm: MC2 and all-to-all kernels in every tensor-parallel group of 8;
+issue 42's figure is `--llm --kernels 20000`, run outside CI: 2.7 GiB of dump.json).
 
 The dump is big (0.81 GiB of dump.json for 256 x 6,000, about 1 GB with stack.json and construct.json): it goes to
 --scratch (default: a folder in /tmp), never the repo, and is removed at the end unless --keep (a kept dump of the
@@ -77,25 +81,29 @@ def main():
     ap.add_argument("--scratch", default=None, help="where the dump goes (default: a folder in /tmp)")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--quick", action="store_true", help="64 ranks, one round")
+    ap.add_argument("--llm", action="store_true", help="MC2 and all-to-all kernels in every group (an LLM's step)")
     a = ap.parse_args()
     if a.quick:
         a.ranks, a.rounds = 64, 1
     if not INSPECT.exists():
         sys.exit(f"{INSPECT} is not built")
     mpi = shutil.which("mpirun") and (BUILD / "bin" / "msprobe-inspect-mpi").exists()
-    scratch = Path(a.scratch or tempfile.gettempdir()) / f"msprobe-first-nan-{a.ranks}x{a.kernels}"
+    shape = "-llm" if a.llm else ""
+    scratch = Path(a.scratch or tempfile.gettempdir()) / f"msprobe-first-nan-{a.ranks}x{a.kernels}{shape}"
     origin = (a.ranks * 5 // 8, 0, a.kernels * 2 // 3 + 1)  # a compute kernel two thirds into the step
     if not (scratch / "done").exists():
         shutil.rmtree(scratch, ignore_errors=True)
         t0 = time.perf_counter()
         subprocess.run([sys.executable, str(HERE / "gen_multirank.py"), str(scratch / "dump"), "--ranks",
                         str(a.ranks), "--kernels", str(a.kernels), "--group", "8", "--every", "12",
-                        "--world-every", "4", "--origin", "%d:%d:%d" % origin], check=True)
+                        "--world-every", "4", "--origin", "%d:%d:%d" % origin] + (["--llm"] if a.llm else []),
+                       check=True)
         (scratch / "done").write_text("")
         print(f"generated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     root = scratch / "dump"
     size = sum(f.stat().st_size for f in root.rglob("dump.json"))
-    print(f"dump: {a.ranks} ranks x {a.kernels} kernels = {a.ranks * a.kernels:,} kernels, dump.json "
+    print(f"dump{' (LLM shape)' if a.llm else ''}: {a.ranks} ranks x {a.kernels} kernels = "
+          f"{a.ranks * a.kernels:,} kernels, dump.json "
           f"{size / 2**30:.2f} GiB, planted origin rank {origin[0]} step {origin[1]} kernel {origin[2]}")
     configs = [1, 2] if mpi else [1]
     results = {p: [] for p in configs}

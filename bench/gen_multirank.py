@@ -5,7 +5,8 @@ msprobe-inspect first-nan's benchmark (bench/bench_first_nan.py) and tests.
 
     python3 bench/gen_multirank.py OUT --ranks 256 --kernels 6000 [--steps 1] [--group 8] [--every 12]
                                    [--world-every 4] [--origin R:S:K[:nan|inf]] ... [--overflow S:K] [--mask N]
-                                   [--groups-only | --across] [--clock R:NS] [--jobs N]
+                                   [--groups-only | --across] [--clock R:NS] [--llm] [--rooted S:K:KIND:ROOT]
+                                   [--jobs N]
 
 Every rank runs the same program (SPMD): per step, kernels 0..K-1, of which every `--every`-th is an
 HcclAllReduce; the collectives alternate between the rank's data-parallel group (consecutive ranks, `--group` per
@@ -15,6 +16,13 @@ out; `--across` puts in its place a collective across the groups among the ranks
 (docs/format.md). Launch indexes count on across steps; time stamps step with them, the same on every rank but for
 `--clock R:NS`, which moves rank R's by NS nanoseconds (may be negative: the clocks of different nodes, or a rank
 that launched ahead of the others).
+
+`--llm` shapes the step as an LLM's (examples/llm_train.py with --moe, tensor- and expert-parallel in each group):
+the compute kernels are a decoder layer's aclnn ops, and the group collectives alternate between the output
+projection's MC2 kernel (MatmulAllReduce, an aclnn op with a "comm" object) and the experts' HcclAlltoAllV, on the
+group's communicator "tp{g}"; the collectives over all ranks stay gradient HcclAllReduce's. `--rooted S:K:KIND:ROOT`
+makes the collective at kernel K of step S rooted: `reduce` (HcclReduce: every member's input, output only at comm
+rank ROOT, null elsewhere) or `scatter` (HcclScatter: input only at ROOT, null elsewhere; every member's output).
 
 Planted values (all finite otherwise):
 - `--origin R:S:K[:kind]`: compute kernel K of step S on rank R writes NaN (`nan`, default) or +Inf (`inf`) from
@@ -42,6 +50,9 @@ INF_T = '{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [64, 64], "Ma
 MASK_T = '{"type": "mindspore.Tensor", "dtype": "Float32", "shape": [64, 64], "Max": 0.0, "Min": -Infinity, ' \
          '"Mean": -Infinity, "Norm": Infinity}'
 OPS = ["Matmul", "Add", "Gelu", "LayerNorm", "Mul", "Softmax"]
+LLM_OPS = ["RmsNorm", "Matmul", "RotaryPositionEmbedding", "FlashAttentionScore", "MoeGatingTopKSoftmaxV2",
+           "MoeInitRoutingV2", "GroupedMatmulV5", "SwiGlu", "MoeFinalizeRoutingV2"]
+LLM_SCOPE = "main_train_Decoder_forward_Layer%d_forward_MoeExpertParallelWithTensorParallelAttention_forward"
 
 
 def clean(i):
@@ -81,7 +92,13 @@ class Program:
         if self.is_world(j):
             return "world", r, self.world
         g = self.group_of[r]
-        return "dp%d" % g, self.members[g].index(r), self.members[g]
+        return ("tp%d" if self.a.llm else "dp%d") % g, self.members[g].index(r), self.members[g]
+
+    def collective_op(self, j):
+        """(op type, scope) of the j-th collective of a step."""
+        if self.a.llm and not self.is_world(j):
+            return ("MatmulAllReduce", "matmul_all_reduce") if j % 2 == 0 else ("HcclAlltoAllV", "all_to_all_v")
+        return "HcclAllReduce", "average_gradients"
 
 
 def simulate(p, origins, overflows):
@@ -100,10 +117,12 @@ def simulate(p, origins, overflows):
                 tainted[r], how[r] = L, kind
         if j is None:
             continue
+        kind, root = p.a.rooted.get((L // p.K, i), (None, None))
         for members in ((p.across if p.a.across else [p.world]) if p.is_world(j) else p.members):
             overflow = (L // p.K, i) in overflows
-            if overflow or any(tainted[m] is not None and tainted[m] < L for m in members):
-                for m in members:
+            senders = [members[root]] if kind == "scatter" else members
+            if overflow or any(tainted[m] is not None and tainted[m] < L for m in senders):
+                for m in ([members[root]] if kind == "reduce" else members):
                     if tainted[m] is None:
                         tainted[m], how[m] = L, "inf" if overflow else "nan"
     return tainted, how
@@ -127,8 +146,9 @@ def write_rank(args):
             ts = 1733900000000000 + L * 25 + (r * 7) % 11 + a.clock.get(r, 0)
             launch = '"launch": {"index": %d, "task_id": %d, "stream_id": 0, "timestamp": %d}' % (L, L, ts)
             if j is None:
-                op = OPS[i % len(OPS)]
-                scope = "main_train_Model_forward_layer%d" % (i // len(OPS) % 50)
+                ops = LLM_OPS if a.llm else OPS
+                op = ops[i % len(ops)]
+                scope = (LLM_SCOPE if a.llm else "main_train_Model_forward_layer%d") % (i // len(ops) % 50)
                 key = (op, scope)
                 n = counts.get(key, 0)
                 counts[key] = n + 1
@@ -141,17 +161,23 @@ def write_rank(args):
                                                                           out, launch)
             else:
                 cname, crank, members = p.comm(r, j)
-                key = ("HcclAllReduce", "main_train_average_gradients")
-                n = counts.get(key, 0)
-                counts[key] = n + 1
-                name = "HcclAllReduce.main_train_average_gradients.%d.forward" % n
-                kind = "dp" if cname.startswith("dp") else "world"
+                rooted, root = a.rooted.get((s, i), (None, None))
+                op, what = ("HcclReduce", "reduce") if rooted == "reduce" else \
+                    ("HcclScatter", "scatter") if rooted == "scatter" else p.collective_op(j)
+                scope = (LLM_SCOPE % (i // len(LLM_OPS) % 50) if a.llm else "main_train") + "_" + what
+                n = counts.get((op, scope), 0)
+                counts[(op, scope)] = n + 1
+                name = "%s.%s.%d.forward" % (op, scope, n)
+                kind = "world" if p.is_world(j) else "dp"
                 seq = s * p.per_step[kind] + seq_base.get((s, kind), 0)
                 seq_base[(s, kind)] = seq_base.get((s, kind), 0) + 1
-                inp = NAN_T if bad_in else clean(i)
-                out = out_t if bad_out else clean(i + 1)
-                comm = '"comm": {"name": "%s", "rank": %d, "size": %d, "ranks": [%s], "seq": %d}' % (
-                    cname, crank, len(members), ", ".join(map(str, members)), seq)
+                inp = "null" if rooted == "scatter" and crank != root else NAN_T if bad_in else clean(i)
+                out = "null" if rooted == "reduce" and crank != root else out_t if bad_out else clean(i + 1)
+                if op.startswith("Matmul"):
+                    inp += ", " + (NAN_T if bad_in else clean(i + 5))  # x and the weight
+                comm = '"comm": {"name": "%s", "rank": %d, "size": %d, "ranks": [%s], "seq": %d%s}' % (
+                    cname, crank, len(members), ", ".join(map(str, members)), seq,
+                    "" if rooted is None else ', "root": %d' % root)
                 entry = '"input_args": [%s, {"type": "str", "value": "sum", "name": "op"}], "output": [%s], %s, %s' \
                         % (inp, out, launch, comm)
             names.append(name)
@@ -161,8 +187,8 @@ def write_rank(args):
                     '"dump_data_dir": null, "data": {\n')
             f.write(",\n".join(lines))
             f.write("\n}}\n")
-        compute = [n for n in names if not n.startswith("Hccl")]
-        hccl = [n for n in names if n.startswith("Hccl")]
+        hccl = [n for n in names if n.startswith(("Hccl", "MatmulAllReduce"))]
+        compute = [n for n in names if not n.startswith(("Hccl", "MatmulAllReduce"))]
         stacks = {"0": [compute, ['File "train.py", line 120, in forward', 'File "train.py", line 200, in main']],
                   "1": [hccl, ['File "distributed.py", line 80, in all_reduce', 'File "train.py", line 190, in main']]}
         with open(os.path.join(folder, "stack.json"), "w") as f:
@@ -189,6 +215,8 @@ def main():
     ap.add_argument("--origin", action="append", default=[], metavar="R:S:K[:nan|inf]")
     ap.add_argument("--overflow", action="append", default=[], metavar="S:K")
     ap.add_argument("--mask", type=int, default=0, metavar="N")
+    ap.add_argument("--llm", action="store_true", help="an LLM's step: MC2 and all-to-all kernels in every group")
+    ap.add_argument("--rooted", action="append", default=[], metavar="S:K:reduce|scatter:ROOT")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--truth", action="store_true", help="print each rank's first anomaly (launch index) as JSON")
     a = ap.parse_args()
@@ -199,6 +227,13 @@ def main():
     for o in a.origin:
         parts = o.split(":")
         origins.append((int(parts[0]), int(parts[1]), int(parts[2]), parts[3] if len(parts) > 3 else "nan"))
+    rooted = {}
+    for o in a.rooted:
+        s, k, kind, root = o.split(":")
+        if kind not in ("reduce", "scatter"):
+            ap.error(f"--rooted {o}: the kind is reduce or scatter")
+        rooted[(int(s), int(k))] = (kind, int(root))
+    a.rooted = rooted
     overflows = set()
     for o in a.overflow:
         s, k = map(int, o.split(":"))
@@ -207,6 +242,9 @@ def main():
     for (r, s, k, _) in origins:
         if p.collective(k) is not None:
             sys.exit(f"--origin {r}:{s}:{k}: kernel {k} is a collective")
+    for (s, k), (_, root) in a.rooted.items():
+        if p.collective(k) is None or p.is_world(p.collective(k)) or not 0 <= root < min(map(len, p.members)):
+            sys.exit(f"--rooted {s}:{k}: kernel {k} is no group collective, or {root} no comm rank of every group")
     tainted, how = simulate(p, origins, overflows)
     jobs = [(a, r, tainted, how) for r in range(a.ranks)]
     if a.jobs > 1:

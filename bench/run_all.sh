@@ -85,5 +85,7 @@ for extra in bench_writer.py bench_device_stats.py bench_flight.py bench_graph.p
   fi
 done
 run md "msprobe-inspect first-nan at scale (bench_first_nan.py)" $python "$here/bench/bench_first_nan.py" "${quick[@]}"
+run md "msprobe-inspect first-nan at scale, an LLM step's shape (bench_first_nan.py --llm)" \
+  $python "$here/bench/bench_first_nan.py" --llm --kernels 20000 "${quick[@]}"
 echo "results: $out" >&2
 exit $failed

@@ -7,10 +7,13 @@
 
 namespace msprobe::format {
 
-// How an HCCL call moves data between ranks.
+// How an HCCL call moves data between ranks. Every kind but Send / Recv is joined across ranks by (communicator, seq);
+// the MC2 kernels (MatmulAllReduce, AllGatherMatmul, MatmulReduceScatter: aclnn ops with a "comm") are Collective.
 enum class HcclShape : unsigned char {
-  Collective,  // every member takes part; joined across ranks by (communicator, seq)
-  Rooted,      // a collective whose data starts at (or ends on) one member, the "root" of the comm object
+  Collective,  // every member's output may hold every member's input (all-reduce, all-gather, reduce-scatter,
+               // the all-to-alls, the barrier)
+  FromRoot,    // the root's input alone reaches the members (broadcast; scatter: block r to member r)
+  ToRoot,      // every member's input reaches the root's output alone (reduce: the others write nothing)
   Send,        // point to point, this rank's side sends; joined by (communicator, sender, receiver, pair_seq)
   Recv,        // point to point, this rank's side receives
 };
@@ -36,11 +39,11 @@ inline constexpr std::string_view kHcclSend = "HcclSend";
 inline constexpr std::string_view kHcclRecv = "HcclRecv";
 inline constexpr HcclCall kHcclCalls[] = {
     {kHcclAllReduce, HcclShape::Collective},
-    {kHcclBroadcast, HcclShape::Rooted},
+    {kHcclBroadcast, HcclShape::FromRoot},
     {kHcclAllGather, HcclShape::Collective},
     {kHcclReduceScatter, HcclShape::Collective},
-    {kHcclReduce, HcclShape::Rooted},
-    {kHcclScatter, HcclShape::Rooted},
+    {kHcclReduce, HcclShape::ToRoot},
+    {kHcclScatter, HcclShape::FromRoot},
     {kHcclBarrier, HcclShape::Collective},
     {kHcclAlltoAll, HcclShape::Collective},
     {kHcclAlltoAllV, HcclShape::Collective},

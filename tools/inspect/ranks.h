@@ -91,7 +91,7 @@ struct Anomaly {
   int32_t comm = -1;   // index in RankDigest::comms (kind != Compute)
   uint64_t seq = 0;    // its seq (collective) or pair_seq (send / recv)
   uint32_t peer = 0;   // send / recv: the other side's comm rank
-  int64_t root = -1;   // broadcast (reduce, scatter): the root's comm rank, whose input alone is sent
+  int64_t root = -1;   // broadcast, scatter: the root's comm rank, whose input alone is sent (-1: every member's)
   std::vector<std::string> stack;
   std::string verdict;  // "kernel", "data" or "" (not decided)
   std::string verdict_reason;

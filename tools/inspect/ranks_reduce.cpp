@@ -20,6 +20,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "format/hccl_calls.h"
+#include "format/naming.h"
 #include "tools/inspect/ranks.h"
 
 namespace msprobe::tools::ranks {
@@ -192,14 +194,22 @@ class Reducer {
       pending_[i] = std::move(r);
       return;
     }
-    o.notes.push_back(a.kind == Kind::Collective
-                          ? "every member's input to this collective was clean and its output is not: the "
-                            "reduction itself left the range, or the transfer broke"
-                          : "the matching send's input was clean: the transfer broke");
+    o.notes.push_back(communication_note(a));
     if (absent_.count(c.name))
       o.notes.push_back("members without data (their input is unknown, the values may come from them): " +
                         std::to_string(absent_[c.name].size()) + ", e.g. " + absent_[c.name].front());
     add_origin(i, std::move(o));
+  }
+
+  // Why a collective whose every input was clean is an origin. An MC2 kernel (an aclnn op with a "comm": it computes
+  // and communicates in one kernel) may also have left the range in its own computation.
+  static std::string communication_note(const Anomaly &a) {
+    if (a.kind != Kind::Collective) return "the matching send's input was clean: the transfer broke";
+    if (!format::hccl_call(format::op_type_of(a.kernel)))
+      return "every member's input to this fused kernel (it computes and communicates in one kernel, as MC2's do) was "
+             "clean and its output is not: its computation or its reduction left the range, or the transfer broke";
+    return "every member's input to this collective was clean and its output is not: the reduction itself left the "
+           "range, or the transfer broke";
   }
 
   // A kernel that made the values itself ("compute"), took them from outside the dump ("input"), or that only one
@@ -237,7 +247,7 @@ class Reducer {
     r.key = {c.name, static_cast<int>(a.kind), a.seq, -1, -1};
     std::vector<size_t> presumed;
     for (const auto &[cr, j] : m.by_comm_rank) {
-      if (a.root >= 0 && cr != static_cast<uint64_t>(a.root)) continue;  // a broadcast sends the root's input
+      if (a.root >= 0 && cr != static_cast<uint64_t>(a.root)) continue;  // broadcast, scatter: the root's input
       const CommEntry *e = j == i ? nullptr : entry(j, c.name);
       if (e && e->bad_inputs.contains(a.seq)) r.carriers.push_back(j);
       // A member whose record ended before this instance, after its own first anomaly: its input is unknown here,
@@ -343,8 +353,8 @@ class Reducer {
     for (const Unknown &u : p.unknown) {
       for (const auto &[name, mm] : comms_) {
         // In the instance's own communicator only sends count: a bad input to one of its collectives would have
-        // reached rank i too, as its first anomaly. (Not so for a reduce or a gather, whose output reaches only the
-        // root; the digest does not record which bad inputs were rooted, so those are not taken: uncertain.)
+        // reached rank i too, as its first anomaly. (Not so for a reduce, whose output reaches only its root; the
+        // digest does not record which bad inputs went to a reduce, so those are not taken: uncertain.)
         const bool own_comm = name == own;
         const std::optional<uint32_t> ucr = member_rank(u, name, mm, own_comm);
         if (!ucr) continue;  // not a member

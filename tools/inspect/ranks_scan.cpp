@@ -107,7 +107,8 @@ class RankScan {
     a.comm = e.comm;
     a.peer = e.peer;
     a.seq = e.seq;
-    if (k.comm && k.comm->root) a.root = *k.comm->root;
+    // Only where the root's input alone is sent; a reduce takes every member's input (to the root's output).
+    if (k.comm && k.comm->root && hccl && hccl->shape == format::HcclShape::FromRoot) a.root = *k.comm->root;
     details(a);
     first_ = std::move(a);
     first_dir_ = &folder;

@@ -282,12 +282,14 @@ def first_nan(root):
     return json.loads(p.stdout)
 
 
-@pytest.mark.parametrize("kind,rank,op,values", [("kernel", 1, "FlashAttentionScore", ["NaN"]),
-                                                 ("data", 0, "Muls", ["+Inf", "-Inf"])])
-def test_planted_nan_is_found_where_it_was_planted(tmp_path, kind, rank, op, values):
+@pytest.mark.parametrize("kind,rank,op,values,carrier", [("kernel", 1, "FlashAttentionScore", ["NaN"], "HcclAllReduce"),
+                                                         ("data", 0, "Muls", ["+Inf", "-Inf"], "MatmulAllReduce")])
+def test_planted_nan_is_found_where_it_was_planted(tmp_path, kind, rank, op, values, carrier):
     """--nan-at 1 --nan-rank R on two tensor-parallel ranks: msprobe-inspect first-nan names that rank's kernel at
     step 1 (FlashAttentionScore's softmax max for the kernel kind, the stand-in's first floating-point output; the
-    overflowing Muls for the data kind), and the other rank as reached through an HCCL all-reduce."""
+    overflowing Muls for the data kind), and the other rank as reached through the collective that carried it: the
+    kernel kind's softmax max is read only by the backward, whose gradients an HCCL all-reduce sums; the data kind's
+    infinities go through attention (NaN rows) into the output projection's MatmulAllReduce."""
     r = run_llm(tmp_path, "--steps", "2", "--ranks", "2", "--moe", "--mark-steps", "--nan-at", "1", "--nan-rank", rank,
                 "--nan-kind", kind, shim=True, task="statistics", check=False)
     assert r.returncode == 0, r.stderr
@@ -296,7 +298,7 @@ def test_planted_nan_is_found_where_it_was_planted(tmp_path, kind, rank, op, val
     assert doc["kind"] == "compute" and doc["values"] == values
     assert len(doc["origins"]) == 1
     roles = {p["rank"]: (p["role"], p["kernel"].split(".")[0]) for p in doc["per_rank"]}
-    assert roles == {rank: ("origin", op), 1 - rank: ("reached", "HcclAllReduce")}, roles
+    assert roles == {rank: ("origin", op), 1 - rank: ("reached", carrier)}, roles
 
 
 def test_bad_arguments_are_refused(tmp_path):

@@ -10,3 +10,6 @@ msprobe_pytest(test_inspect_ranks.py TIMEOUT 900)
 msprobe_pytest(test_inspect_new_user.py TIMEOUT 900)
 # The examples of docs/inspect.md and docs/report.md, run as they stand: their quoted output is what the commands print.
 msprobe_pytest(test_inspect_docs.py TIMEOUT 900)
+# first-nan / first-diff through the LLM's MC2 kernels and expert all-to-alls: llm_train.py --moe on two ranks,
+# alone and under mpirun -n 2 (issue 42).
+msprobe_pytest(test_inspect_llm.py TIMEOUT 900)

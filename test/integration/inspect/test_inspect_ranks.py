@@ -328,6 +328,54 @@ def test_reduction_overflow_is_a_communication_origin(tmp_path):
     assert sorted(o["rank"] for o in doc["origins"]) == [0, 1, 2, 3]
 
 
+def test_reduce_reaches_only_its_root(tmp_path):
+    """An HcclReduce to comm rank 1 after rank 2's NaN: rank 1's output is the only one that holds it (the others
+    write nothing), so rank 1 is reached through the reduce, from rank 2 alone, though its own input was clean (before:
+    the reduce was taken as a broadcast from its root, and rank 1 became an origin of kind "communication"); ranks 0
+    and 3 are reached by the next all-reduce."""
+    root = generate(tmp_path / "r", "--ranks", 4, "--group", 4, "--kernels", 60, "--origin", "2:0:5",
+                    "--rooted", "0:11:reduce:1")
+    doc, _ = first_nan(root)
+    assert [(o["rank"], o["launch_index"], o["kind"]) for o in doc["origins"]] == [(2, 5, "compute")]
+    hops = [(h["kernel"].split(".")[0], h["from"], h["to"], h["launch_index"]) for h in doc["spread"]]
+    assert hops == [("HcclReduce", [2], [1], 11), ("HcclAllReduce", [1, 2], [0, 3], 23)], hops
+    reduce = entry(root, 0, 1, doc["spread"][0]["kernel"])
+    assert reduce["comm"]["root"] == 1 and entry(root, 0, 0, doc["spread"][0]["kernel"])["output"] == [None]
+
+
+def test_scatter_sends_only_the_roots_input(tmp_path):
+    """An HcclScatter from comm rank 3: rank 3's NaN reaches ranks 1 and 2 through it; rank 0's own NaN, made before
+    the scatter, is an origin of its own and does not make the others reached through it."""
+    root = generate(tmp_path / "s", "--ranks", 4, "--group", 4, "--kernels", 60, "--origin", "3:0:5",
+                    "--origin", "0:0:7", "--rooted", "0:11:scatter:3")
+    doc, _ = first_nan(root)
+    assert sorted((o["rank"], o["launch_index"]) for o in doc["origins"]) == [(0, 7), (3, 5)]
+    (hop,) = doc["spread"]
+    assert (hop["kernel"].split(".")[0], hop["from"], hop["to"]) == ("HcclScatter", [3], [1, 2]), hop
+
+
+def test_llm_shaped_step_mc2_and_all_to_all(tmp_path):
+    """--llm: the group collectives are MatmulAllReduce (MC2) and HcclAlltoAllV on "tp{g}". Rank 9's NaN reaches its
+    group through the next MC2 kernel and the other groups through the gradient all-reduce over all ranks; an MC2
+    kernel that overflows from clean inputs on every member is a communication origin whose note says it computes
+    too."""
+    root = generate(tmp_path / "l", "--ranks", 16, "--group", 4, "--kernels", 120, "--llm", "--origin", "9:0:30")
+    doc, _ = first_nan(root)
+    assert (doc["rank"], doc["launch_index"], doc["kind"]) == (9, 30, "compute")
+    assert doc["kernel"].startswith("FlashAttentionScore.")
+    hops = [(h["kernel"].split(".")[0], h["comm"], h["from"], h["to"]) for h in doc["spread"]]
+    assert hops == [("MatmulAllReduce", "tp2", [9], [8, 10, 11]),
+                    ("HcclAllReduce", "world", [8, 9, 10, 11], [r for r in range(16) if r // 4 != 2])], hops
+    root = generate(tmp_path / "o", "--ranks", 4, "--group", 4, "--kernels", 60, "--llm", "--overflow", "0:23")
+    doc, _ = first_nan(root)
+    assert doc["kernel"].startswith("HcclAlltoAllV.") and doc["kind"] == "communication", doc["kernel"]
+    root = generate(tmp_path / "m", "--ranks", 4, "--group", 4, "--kernels", 60, "--llm", "--overflow", "0:11")
+    doc, _ = first_nan(root)
+    assert doc["kernel"].startswith("MatmulAllReduce.") and doc["kind"] == "communication", doc["kernel"]
+    assert sorted(o["rank"] for o in doc["origins"]) == [0, 1, 2, 3]
+    assert any("fused kernel" in n for n in doc["notes"]), doc["notes"]
+
+
 def test_neg_inf_masks(tmp_path):
     """-inf attention masks: by default the first mask is an origin (-Inf from finite inputs); --nan-only ignores
     infinities and finds the planted NaN."""

@@ -599,3 +599,65 @@ def test_browser_screenshot_is_not_blank(browser, reports, tmp_path):
     near = lambda p, c: all(abs(a - b) <= 24 for a, b in zip(p, c))  # noqa: E731
     assert sum(1 for p in pixels if near(p, (0x1f, 0x77, 0xb4))) > 100
     assert sum(1 for p in pixels if near(p, (0xd6, 0x27, 0x28))) > 20
+
+
+# ---- An LLM's dump (issue 42) -----------------------------------------------------------------------------------------
+LLM_DRIVER = r"""<script>
+window.addEventListener("load", function () {
+  const out = {};
+  const $ = (id) => document.getElementById(id);
+  const chart = () => Chart.getChart($("series-chart"));
+  try {
+    out.options = [...$("optype").options].map((o) => [o.value, o.textContent]);
+    out.marks = chart().options.plugins.markLines.lines.map((m) => m.label || "");
+    for (const op of ["MatmulAllReduce", "FlashAttentionScore"]) {
+      $("optype").value = op;
+      $("optype").dispatchEvent(new Event("change"));
+      const c = chart(), points = c.data.datasets.find((d) => d.data.length && d.data[0].k !== undefined).data;
+      out[op] = { shown: document.querySelector("#series-summary .sum-kernels").textContent,
+                  title: c.options.plugins.tooltip.callbacks.title([{ raw: points[0] }]) };
+    }
+  } catch (e) {
+    out.error = String((e && e.stack) || e);
+  }
+  document.body.setAttribute("data-drive", JSON.stringify(out));
+});
+</script>"""
+
+
+def test_browser_llm_dump(browser, tmp_path):
+    """examples/llm_train.py --moe on two ranks, rank 0's attention overflowing at step 1: the op-type selector lists
+    the drawn folder's op types with their counts from dump.json (attention, MoE and MC2 kernels among them) and
+    draws one op type alone; a long name is shortened in the chart's mark and whole, in lines, on hover; the first
+    NaN's route lists the MatmulAllReduce that carried it to rank 1, as an all-reduce's hop is listed."""
+    run = shimtest.run([shimtest.PYTHON, str(shimtest.SOURCE) + "/examples/llm_train.py", "--steps", "2", "--ranks",
+                        "2", "--moe", "--mark-steps", "--nan-at", "1", "--nan-rank", "0"], tmp_path / "run", shim=True,
+                       env={"MSPROBE_TASK": "statistics", "HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "60"},
+                       timeout=300).check()
+    root = Path(run.dump.root)
+    path = tmp_path / "llm.html"
+    inspect("report", root, "-o", path, expect=0)
+    driven = tmp_path / "driven.html"
+    driven.write_text(path.read_text().replace("</body>", LLM_DRIVER + "</body>"))
+    dom = rendered(browser, driven)
+    out = json.loads(dom.find("body").attrs["data-drive"])
+    assert "error" not in out, out["error"]
+    data = load_dump(root / "step1" / "rank0")["data"]  # the first NaN's folder, drawn first
+    counts = {}
+    for name in data:
+        counts[name.split(".")[0]] = counts.get(name.split(".")[0], 0) + 1
+    assert out["options"][0] == ["", f"all op types ({len(counts)})"]
+    assert {v: t for v, t in out["options"][1:]} == {op: f"{op} ({n})" for op, n in counts.items()}
+    assert {"FlashAttentionScore", "GroupedMatmulV5", "HcclAlltoAllV", "MatmulAllReduce"} <= set(counts)
+    muls = next(n for n in data if n.startswith("Muls."))
+    mark = next(m for m in out["marks"] if m.startswith("first NaN: "))
+    short = mark[len("first NaN: "):]
+    assert len(muls) > 40 and len(short) <= 40 and short.startswith("Muls.\u2026") and muls.endswith(short[6:]), mark
+    for op in ("MatmulAllReduce", "FlashAttentionScore"):
+        assert int(out[op]["shown"]) == counts[op]
+        title = out[op]["title"]
+        assert "".join(title) in data and "".join(title).startswith(op + ".") and max(map(len, title)) <= 60, title
+        assert len(title) > 1  # these names are longer than a line
+    hops = [li.text() for li in dom.by_id("first-nan-spread").find_all("li")]
+    mc2 = [h for h in hops if h.startswith("step1/rank1 MatmulAllReduce.")]
+    assert len(mc2) == 1 and mc2[0].endswith(": rank 0 -> rank 1"), hops

@@ -188,6 +188,32 @@ def test_flash_attention_dropout_uses_the_callers_mask(dev):
     rounded(at.read_out(out), attention_forward(at.q, at.k, at.v, at.scale, keep=keep)[0], FLOAT)
 
 
+@pytest.mark.parametrize("dtype", [FLOAT, BF16], ids=ident)
+def test_flash_attention_propagates_nan_as_softmax_does(dev, dtype):
+    """A NaN in query makes its own row NaN (output, softmax max and sum); a NaN in a key row makes NaN every query
+    row that sees it under the causal mask, and none that the mask hides. The rest is the reference (numpy's max,
+    like softmax's formula, keeps NaN): real CANN propagates NaN through the softmax, and a max that drops it would
+    turn a row of NaN scores into an "invalid" row of zeros, hiding the NaN from every later kernel."""
+    at = Attn(dev, dtype, "BNSD", s1=6, s2=6)
+    q, k = at.q.copy(), at.k.copy()
+    q[0, 1, 2, 3] = np.nan  # batch 0, query head 1, row 2
+    k[1, 0, 3, 0] = np.nan  # batch 1, key head 0 (query heads 0 and 1), row 3
+    at.tq, at.tk = dev.tensor(q, dtype, "strided"), dev.tensor(k, dtype)
+    at.q, at.k = f64(at.tq.host), f64(at.tk.host)
+    values, hidden = mask_case("mode2_left_up_causal", 6, 6, 2)
+    mx, sm, out = at.forward(mask=dev.tensor(values, UINT8), sparse=2)
+    want, _, wmax, wsum = attention_ref(at.q, at.k, at.v, at.scale, hidden)
+    rows = np.zeros(want.shape[:3], bool)
+    rows[0, 1, 2] = True
+    rows[1, 0:2, 3:] = True  # rows 3-5 see key row 3; rows 0-2 do not
+    got = at.read_out(out)
+    assert (np.isnan(got).any(-1) == rows).all() and (np.isnan(got).all(-1) == rows).all()
+    assert (np.isnan(mx.read()[..., 0]) == rows).all() and (np.isnan(sm.read()[..., 0]) == rows).all()
+    rounded(got, want, dtype)
+    rounded(mx.read()[..., 0], wmax, FLOAT)
+    rounded(sm.read()[..., 0], wsum, FLOAT)
+
+
 def grad_case(dev, dtype, layout, hidden=None, keep=None, **fw):
     """Runs FlashAttentionScoreGrad on a problem whose forward statistics come from the float64 reference."""
     at = Attn(dev, dtype, layout, views=("strided", "transposed", "offset"))

@@ -55,6 +55,27 @@
     if (v === -Infinity) return "-Infinity";
     return String(v);
   }
+  // An LLM's kernel names run to 200 characters (their scopes): where the chart draws one it is shortened to its op
+  // type and its end (the call count and direction); the tooltip shows it whole, in lines of at most NAME_LINE.
+  const opType = (name) => (name.indexOf(".") < 0 ? name : name.slice(0, name.indexOf(".")));
+  const SHORT_NAME = 40, NAME_LINE = 60;
+  function shortName(name) {
+    if (name.length <= SHORT_NAME) return name;
+    const op = opType(name);
+    return op + ".\u2026" + name.slice(-Math.max(12, SHORT_NAME - op.length - 2));
+  }
+  function nameLines(name) {
+    const lines = [];
+    let rest = name;
+    while (rest.length > NAME_LINE) {
+      const cut = Math.max(rest.lastIndexOf("_", NAME_LINE - 1), rest.lastIndexOf(".", NAME_LINE - 1));
+      const at = cut > NAME_LINE / 2 ? cut + 1 : NAME_LINE;  // after a separator, else at the width
+      lines.push(rest.slice(0, at));
+      rest = rest.slice(at);
+    }
+    lines.push(rest);
+    return lines;
+  }
   function short(v) {
     if (typeof v !== "number" || !Number.isFinite(v)) return exact(v);
     const a = Math.abs(v);
@@ -110,7 +131,7 @@
   // ---- Views: the kernels of one rank, for one step or all of them, in launch order --------------------------------
   // x is launch_index; when a later step's launch_index does not go on from the step before, its kernels are shifted
   // to follow it.
-  function makeView(rank, step, filter) {
+  function makeView(rank, step, filter, op) {
     const idx = folders.map((f, i) => i).filter((i) => folders[i].rank === rank && (step === "all" || folders[i].step === step));
     let n = 0;
     for (const i of idx) n += folder(i).n;
@@ -120,7 +141,7 @@
       const f = folder(i);
       if (f.n && f.x[0] + offset <= last) offset = last + 1 - f.x[0];
       for (let p = 0; p < f.n; p++) {
-        if (filter && !filter.test(kernelName(f, p))) continue;
+        if ((filter || op) && !named(kernelName(f, p), filter, op)) continue;
         v.fi[v.n] = i;
         v.pos[v.n] = p;
         v.x[v.n] = f.x[p] + offset;
@@ -130,6 +151,7 @@
     }
     return v;
   }
+  const named = (name, filter, op) => (!op || opType(name) === op) && (!filter || filter.test(name));
   function viewIndexOf(v, fi, pos) {
     for (let k = 0; k < v.n; k++) if (v.fi[k] === fi && v.pos[k] === pos) return k;
     return -1;
@@ -251,7 +273,7 @@
   }
   function kernelTooltip(v) {
     return {
-      title: (items) => (items.length ? kernelName(folder(v.fi[items[0].raw.k]), v.pos[items[0].raw.k]) : ""),
+      title: (items) => (items.length ? nameLines(kernelName(folder(v.fi[items[0].raw.k]), v.pos[items[0].raw.k])) : ""),
       label: (item) => {
         const k = item.raw.k, f = folder(v.fi[k]), p = v.pos[k];
         const lines = [`${f.info.label}, launch_index ${f.x[p]}`,
@@ -285,8 +307,8 @@
       const k = viewIndexOf(v, at.fi, at.pos);
       if (k >= 0) lines.push({ x: v.x[k], color, label, row });
     };
-    add(data.first_nan, COLORS.mark, "first NaN", 0);
-    add(data.first_diff, COLORS.divergence, "first divergence", 1);
+    add(data.first_nan, COLORS.mark, data.first_nan && "first NaN: " + shortName(data.first_nan.kernel), 0);
+    add(data.first_diff, COLORS.divergence, data.first_diff && "first divergence: " + shortName(data.first_diff.kernel), 1);
     if (state.selected) {
       const k = viewIndexOf(v, state.selected.fi, state.selected.pos);
       if (k >= 0) lines.push({ x: v.x[k], color: COLORS.selected, dash: [4, 3], width: 1 });
@@ -352,11 +374,27 @@
       return null;
     }
   }
+  // The op types of a rank and step with their kernel counts, most kernels first (an LLM's attention and MoE kernels
+  // among a few dozen types); the one chosen stays chosen while the rank or step it is in has it.
+  function fillOpTypes(rank, step) {
+    const sel = $("optype"), keep = sel.value, counts = new Map();
+    const v = makeView(rank, step, null, null);
+    for (let k = 0; k < v.n; k++) {
+      const op = opType(kernelName(folder(v.fi[k]), v.pos[k]));
+      counts.set(op, (counts.get(op) || 0) + 1);
+    }
+    sel.textContent = "";
+    sel.append(el("option", { value: "", text: `all op types (${counts.size})` }));
+    const sorted = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    for (const [op, n] of sorted) sel.append(el("option", { value: op, text: `${op} (${n})` }));
+    sel.value = counts.has(keep) ? keep : "";
+  }
   // Draws a rank and step (or "all"), with `kernel` ({fi, pos}) shown when given.
   function select(rank, step, kernel) {
     $("rank").value = rank;
     fillSteps(rank, step);
-    state.view = makeView(rank, step, currentFilter());
+    fillOpTypes(rank, step);
+    state.view = makeView(rank, step, currentFilter(), $("optype").value);
     phase("view");
     if (kernel) state.selected = kernel;  // drawn with the charts' marks
     drawSeries();
@@ -685,6 +723,7 @@
       timer = setTimeout(refilter, 250);
     });
     $("filter").addEventListener("change", refilter);  // Enter, or leaving the field: at once
+    $("optype").addEventListener("change", refilter);
     $("whole").addEventListener("click", () => { unzoom(state.seriesChart); unzoom(state.diffChart); });
     drawFirstNan();
     drawAgainstStatic();

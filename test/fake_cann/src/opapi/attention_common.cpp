@@ -260,9 +260,13 @@ Softmax softmax_rows(const Problem &pb, const Logits &lg) {
   Softmax sm{Values((size_t)(s1 * s2), 0.0), Values((size_t)s1, -FLT_MAX), Values((size_t)s1, (double)s2)};
   for (int64_t i = 0; i < s1; ++i) {
     const size_t row = (size_t)(i * s2);
+    // A NaN score makes the row's max NaN, and so its probabilities and sum (softmax's formula, torch's and the
+    // kernel's exp(s - max)): std::max would drop it and turn a row of NaN scores into an "invalid" row of zeros.
     double mx = -INFINITY;
-    for (int64_t j = 0; j < s2; ++j)
-      if (!lg.masked[row + (size_t)j]) mx = std::max(mx, lg.s[row + (size_t)j]);
+    for (int64_t j = 0; j < s2; ++j) {
+      const double s = lg.s[row + (size_t)j];
+      if (!lg.masked[row + (size_t)j] && (std::isnan(s) || s > mx)) mx = s;
+    }
     if (mx == -INFINITY) continue;  // an invalid row
     double sum = 0;
     for (int64_t j = 0; j < s2; ++j)
