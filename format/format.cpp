@@ -78,8 +78,4 @@ std::string rank_dir_of_run_marker(std::string_view name) {
       name.substr(kRankLockPrefix.size(), name.size() - kRankLockPrefix.size() - kRunMarkerSuffix.size()));
 }
 
-std::string_view io_name(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
-
-std::string_view npy_descr(DType t) { return dtype_spelling(t).descr; }
-
 }  // namespace msprobe::format

@@ -209,7 +209,7 @@ inline constexpr std::string_view kEarlierRunsDir = "earlier_runs";
 
 // ---- Tensor files: {kernel}.{input|output}.{slot}.{npy|bin} --------------------------------------------------
 enum class IoKind : uint8_t { Input, Output };
-std::string_view io_name(IoKind io);  // "input" | "output"
+constexpr std::string_view io_name(IoKind io) { return io == IoKind::Input ? "input" : "output"; }
 
 enum class FileFormat : uint8_t { Npy, Bin };
 constexpr std::string_view file_suffix(FileFormat f) { return f == FileFormat::Npy ? "npy" : "bin"; }
@@ -234,7 +234,7 @@ inline constexpr std::string_view kForbiddenLeading = "+-=%@";
 constexpr bool npy_can_store(DType t) { return t != DType::Raw; }
 constexpr DType npy_storage_dtype(DType t) { return t == DType::BF16 || is_narrow_float(t) ? DType::F32 : t; }
 // numpy's descr for the stored type ("<f4", "|b1", "|i1", "<i8"...); empty for Raw.
-std::string_view npy_descr(DType t);
+constexpr std::string_view npy_descr(DType t) { return dtype_spelling(t).descr; }
 inline constexpr size_t kNpyAlign = 64;  // numpy's ARRAY_ALIGN: the data starts at a multiple of this
 
 // ---- JSON keys --------------------------------------------------------------------------------------------------

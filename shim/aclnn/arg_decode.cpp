@@ -55,7 +55,7 @@ std::string dtype_value_name(int32_t acl_dtype) {
   return d == format::DType::Raw ? acl_dtype_label(acl_dtype) : std::string(format::dtype_id(d));
 }
 
-ValueArg scalar_value(const void *handle) {
+[[gnu::always_inline]] inline ValueArg scalar_value(const void *handle) {
   ScalarMeta scalar;
   bool known = false;
   handles().read(handle, [&](const HandleMeta &m) {
@@ -97,7 +97,7 @@ ValueArg c_string_value(const char *s) {
 }
 
 // A by-value or handle argument that is not a tensor.
-std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation loc) {
+[[gnu::always_inline]] inline std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation loc) {
   switch (kind) {
     case ParamKind::Double: return ValueArg{vt::kFloat, read_f64(a, loc)};
     case ParamKind::Float: return ValueArg{vt::kFloat, (double)read_f32(a, loc)};
@@ -154,7 +154,7 @@ std::optional<ValueArg> value_of(ParamKind kind, const RawArgs &a, ArgLocation l
   }
 }
 
-void add_tensor(CallParam &p, const void *handle) {
+[[gnu::always_inline]] inline void add_tensor(CallParam &p, const void *handle) {
   if (auto m = tensor_meta(handle)) {
     p.tensors.push_back(*m);
     p.handles.push_back(handle);

@@ -46,6 +46,14 @@ struct RawCall {
 };
 
 struct OpCall {
+  // Copied and moved in op_call.cpp, with the table that keeps them.
+  OpCall() = default;
+  OpCall(const OpCall &);
+  OpCall(OpCall &&) noexcept;
+  OpCall &operator=(const OpCall &);
+  OpCall &operator=(OpCall &&) noexcept;
+  ~OpCall();
+
   std::vector<CallParam> params;
   bool repeatable = false;
   uint64_t serial = 0;          // set by CallTable::put: tells this call from a later one at the same executor address

@@ -35,7 +35,7 @@ void RankMap::thread_device(int32_t device) {
   if (device >= 0) devices_.insert(device);
 }
 
-std::optional<uint32_t> RankMap::of_launch() {
+std::optional<uint32_t> RankMap::of_thread_launch() {
   resolve_environment();
   if (env_rank_) return env_rank_;
   if (t_device >= 0)

@@ -21,7 +21,14 @@ class RankMap {
   // The calling thread set `device` as its current one (aclrtSetDevice, a context's device).
   void thread_device(int32_t device);
   // The rank of a launch made now on the calling thread; records that a launch went without one.
-  std::optional<uint32_t> of_launch();
+  std::optional<uint32_t> of_launch() {
+    // Inline for the common process (one device, or ranks from the environment): no thread's device to look up.
+    if (!environment_read_ || !device_rank_.empty() || devices_.size() > 1) return of_thread_launch();
+    if (env_rank_) return env_rank_;
+    if (single_rank_) return single_rank_;
+    unranked_launches_ = true;
+    return std::nullopt;
+  }
   // A communicator gave the calling thread's device `rank` (device -1: the calling thread's). True when kernels were
   // recorded without a rank before and this rank is to be adopted for them (once, in a process on one device).
   bool communicator_rank(uint32_t rank, int32_t device = -1);
@@ -36,6 +43,7 @@ class RankMap {
 
  private:
   void resolve_environment();
+  std::optional<uint32_t> of_thread_launch();  // of_launch() by the calling thread's device
   bool environment_read_ = false;
   std::optional<uint32_t> env_rank_;
   std::set<int32_t> devices_;

@@ -169,8 +169,8 @@ void update_ahead(Session::Impl &m) {
 }
 
 // Under m.mu, for every launch in launch order: the rank, step markers, launch index, stream and task id.
-void count_launch(Session::Impl &m, std::string_view op_type, const void *stream, LaunchTicket &t,
-                  std::optional<bool> is_marker = std::nullopt) {
+[[gnu::always_inline]] inline void count_launch(Session::Impl &m, std::string_view op_type, const void *stream,
+                                                LaunchTicket &t, std::optional<bool> is_marker = std::nullopt) {
   const Config &c = m.config;
   // A step ends after a run of optimizer kernels (unless the host marks steps itself).
   // Casts and copies inside the run (mixed precision: the master weights are cast back after each
@@ -210,7 +210,7 @@ void Session::skip_launch(std::string_view op_type, const void *stream, bool mar
 namespace {
 
 // Under m.mu: the selection by what a launch is counted with (open dump, step, rank).
-bool selected_by_step_and_rank(const Session::Impl &m, const LaunchTicket &t) {
+[[gnu::always_inline]] inline bool selected_by_step_and_rank(const Session::Impl &m, const LaunchTicket &t) {
   const Config &c = m.config;
   return !m.closed && c.steps.contains((int64_t)t.step) && (!t.rank || c.ranks.contains((int64_t)*t.rank)) &&
          (c.ranks.all() || t.rank.has_value());
@@ -222,7 +222,8 @@ bool selected_before_name(Session::Impl &m, std::string_view op_type, const Laun
 
 // Under m.mu, after the ticket's step and rank are known: its name ({n} per step, rank and base name) and whether the
 // configuration selects it (closed, step, rank, scope, list, the overflow limit), and what of it to take.
-void name_and_select(Session::Impl &m, std::string_view op_type, std::string_view op_name, LaunchTicket &t) {
+[[gnu::always_inline]] inline void name_and_select(Session::Impl &m, std::string_view op_type, std::string_view op_name,
+                                                   LaunchTicket &t) {
   const Config &c = m.config;
   if (!t.name_pending) t.timestamp_us = now_us();
   t.name_pending = false;

@@ -16,7 +16,8 @@ using record::TensorCapture;
 // The device range a tensor's view covers, as a copy needs it: first byte and length, and the element at the first byte
 // (*lo). False for what the collector cannot read (raw types: complex, int4), an empty view or no address. Packed
 // sub-byte elements (FP4, FP6) are copied from the byte their run of whole bytes starts on.
-[[gnu::always_inline]] inline bool byte_extent(const TensorMeta &m, const TensorCapture &t, const char **first, uint64_t *bytes, int64_t *lo) {
+[[gnu::always_inline]] inline bool byte_extent(const TensorMeta &m, const TensorCapture &t, const char **first,
+                                               uint64_t *bytes, int64_t *lo) {
   int64_t hi = 0;
   const unsigned bits = acl_dtype_bits(m.dtype);
   if (t.dtype == format::DType::Raw || bits == 0 || m.data == nullptr || !m.extent(lo, &hi)) return false;

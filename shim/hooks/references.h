@@ -9,8 +9,8 @@ namespace msprobe::shim {
 
 inline constexpr int32_t kAclReference = -1;  // the key of ACL's own count beside the devices'
 
-// The references the host holds, by device (kAclReference: aclInit's). Made on first use and never destroyed: hooks run after
-// exit handlers.
+// The references the host holds, by device (kAclReference: aclInit's). Made on first use and never destroyed: hooks run
+// after exit handlers.
 class References {
  public:
   void add(int32_t key) {
@@ -41,6 +41,5 @@ inline References &references() {
   static References *r = new References;
   return *r;
 }
-
 
 }  // namespace msprobe::shim

@@ -3,10 +3,11 @@
 //
 // ACL and devices are reference counted (runtime src/acl/aclrt_impl/acl.cpp): aclInit adds a reference (a repeated one
 // answers ACL_ERROR_REPEAT_INITIALIZE), aclFinalizeReference drops one and finalizes with the last, aclFinalize
-// finalizes whatever the count; aclrtSetDevice adds a reference to its device (shim/hooks/devices.cpp), aclrtResetDevice drops one and resets
-// with the last, aclrtResetDeviceForce resets whatever the count. The shim keeps the same counts, so that it flushes
-// (and drains CANN's data dump, which would otherwise be off for the models still loaded) only before the call that
-// really ends them; a count it never saw grow (the device opened before the shim looked) ends at the first call.
+// finalizes whatever the count; aclrtSetDevice adds a reference to its device (shim/hooks/devices.cpp),
+// aclrtResetDevice drops one and resets with the last, aclrtResetDeviceForce resets whatever the count. The shim keeps
+// the same counts, so that it flushes (and drains CANN's data dump, which would otherwise be off for the models still
+// loaded) only before the call that really ends them; a count it never saw grow (the device opened before the shim
+// looked) ends at the first call.
 //
 // aclInit(config) may turn CANN's data dump on from the file's "dump" section: the program's dump then stays the
 // program's (shim/capture/graph_capture.h).
