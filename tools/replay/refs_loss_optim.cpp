@@ -1,8 +1,7 @@
-// Losses, the optimizer step and collectives: MseLoss(+Backward), ApplyAdamWV2, HcclAllReduce.
+// Losses and the optimizer step: MseLoss(+Backward), ApplyAdamWV2.
 #include <algorithm>
 #include <cmath>
 
-#include "format/hccl_calls.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -60,39 +59,10 @@ Outputs apply_adamw_v2(const Call &c) {
   return {std::move(var), std::move(m), std::move(v), std::move(kept)};
 }
 
-// (input, op): every rank's output is the reduction of every rank's input (peer_inputs, in rank order).
-Outputs all_reduce(const Call &c) {
-  c.expect_at_least(2);
-  if (c.args[1].kind != Arg::Kind::Text) throw RefError("HcclAllReduce: the reduce op is not recorded");
-  const std::string &op = c.args[1].text;
-  if (c.peer_inputs.empty()) throw RefError("HcclAllReduce: no rank's input found");
-  Tensor out = *c.peer_inputs[0];
-  for (size_t r = 1; r < c.peer_inputs.size(); ++r) {
-    const Tensor &p = *c.peer_inputs[r];
-    if (p.shape != out.shape) throw RefError("HcclAllReduce: ranks' inputs differ in shape");
-    for (size_t k = 0; k < out.size(); ++k) {
-      double &o = out.v[k];
-      if (op == "sum")
-        o += p.v[k];
-      else if (op == "prod")
-        o *= p.v[k];
-      else if (op == "max")
-        o = std::max(o, p.v[k]);
-      else if (op == "min")
-        o = std::min(o, p.v[k]);
-      else
-        throw RefError("HcclAllReduce: unknown reduce op '" + op + "'");
-    }
-  }
-  out.dtype.reset();
-  return {std::move(out)};
-}
-
 const RefEntry kRefs[] = {
     {"MseLoss", mse_loss},
     {"MseLossBackward", mse_loss_backward},
     {"ApplyAdamWV2", apply_adamw_v2},
-    {format::kHcclAllReduce, all_reduce, false, true},
 };
 
 }  // namespace
