@@ -218,8 +218,8 @@ double round_to_dtype(double x, format::DType t) {
 namespace {
 std::vector<RefEntry> all_entries() {
   std::vector<RefEntry> all;
-  for (auto part :
-       {elementwise_refs(), matmul_refs(), norm_refs(), tensor_refs(), loss_optim_refs(), collective_refs()})
+  for (auto part : {elementwise_refs(), matmul_refs(), norm_refs(), tensor_refs(), loss_optim_refs(), collective_refs(),
+                    attention_refs(), transformer_refs(), moe_refs()})
     all.insert(all.end(), part.begin(), part.end());
   std::sort(all.begin(), all.end(), [](const RefEntry &a, const RefEntry &b) { return a.op_type < b.op_type; });
   return all;

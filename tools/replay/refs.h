@@ -167,5 +167,8 @@ std::span<const RefEntry> norm_refs();
 std::span<const RefEntry> tensor_refs();
 std::span<const RefEntry> loss_optim_refs();
 std::span<const RefEntry> collective_refs();
+std::span<const RefEntry> attention_refs();
+std::span<const RefEntry> transformer_refs();
+std::span<const RefEntry> moe_refs();
 
 }  // namespace msprobe::tools::replay
