@@ -175,7 +175,9 @@ class MemberIndex {
     if (f.step != step_) index_step(f.step);
     const std::optional<format::CommInfo> comm = comm_of(k.entry);
     const bool by_comm = comm && comm->seq;
-    const std::string key = by_comm ? comm->name + "#" + std::to_string(*comm->seq) : k.name;
+    // The op type is part of the key: an instance is one collective, whatever numbering the communicator uses.
+    const std::string key =
+        by_comm ? std::string(op_type_of(k.name)) + "|" + comm->name + "#" + std::to_string(*comm->seq) : k.name;
     std::shared_ptr<Decoded> &d = decoded_[key];
     if (!d) d = by_comm ? decode(k.name, matching_comm(*comm, k.name)) : decode(k.name, matching_name(k.name));
     Members m;
@@ -224,11 +226,12 @@ class MemberIndex {
     }
   }
 
-  // The instance (name, seq) of the communicator, one kernel per comm rank, in comm-rank order.
+  // The instance (name, seq) of the communicator of op type `name`'s, one kernel per comm rank, in comm-rank order.
   std::vector<const Kept *> matching_comm(const format::CommInfo &comm, const std::string &name) const {
     std::vector<const Kept *> by_rank(comm.size, nullptr);
     for (const Kept &k : kept_)
-      if (k.comm && k.comm->name == comm.name && k.comm->seq == comm.seq && k.comm->rank < comm.size)
+      if (k.comm && k.comm->name == comm.name && k.comm->seq == comm.seq && k.comm->rank < comm.size &&
+          op_type_of(k.kernel.name) == op_type_of(name))
         by_rank[k.comm->rank] = &k;
     std::string missing;
     for (size_t r = 0; r < by_rank.size(); ++r)

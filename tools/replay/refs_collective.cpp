@@ -1,10 +1,11 @@
 // Collectives and the MC2 kernels (a matmul fused with a collective): HcclAllReduce, HcclAllGather, HcclReduceScatter,
-// HcclBroadcast, HcclAlltoAll, HcclAlltoAllV, HcclAlltoAllVC, MatmulAllReduce, AllGatherMatmul, MatmulReduceScatter.
-// Each rank's output is computed from the arguments every member recorded (Call::members, in comm-rank order), so every
-// member's rank folder must be in the dump. Definitions: HCCL's hccl.h comments and the collectives' semantics; the
-// MC2 ops' docs pages (ops-transformer mc2/*/docs): output = allreduce(x1 @ x2 + bias), allgather(x1) @ x2 + bias,
-// reducescatter(x1 @ x2 + bias). A fused kernel hands its matmul result to the collective in the output's dtype (the
-// communication buffer holds that dtype), so each member's x1 @ x2 + bias is rounded to it before the reduction.
+// HcclBroadcast, HcclReduce, HcclScatter, HcclAlltoAll, HcclAlltoAllV, HcclAlltoAllVC, MatmulAllReduce,
+// AllGatherMatmul, MatmulReduceScatter. Each rank's output is computed from the arguments every member recorded
+// (Call::members, in comm-rank order), so every member's rank folder must be in the dump. Definitions: HCCL's hccl.h
+// comments and the collectives' semantics; the MC2 ops' docs pages (ops-transformer mc2/*/docs): output = allreduce(x1
+// @ x2 + bias), allgather(x1) @ x2 + bias, reducescatter(x1 @ x2 + bias). A fused kernel hands its matmul result to the
+// collective in the output's dtype (the communication buffer holds that dtype), so each member's x1 @ x2 + bias is
+// rounded to it before the reduction.
 #include <algorithm>
 #include <cmath>
 
@@ -83,6 +84,33 @@ Outputs broadcast(const Call &c) {  // (buf, root): the root's buffer
   return {std::move(out)};
 }
 
+// The root's comm rank (argument i) among the members.
+size_t root_of(const Call &c, size_t i, const char *op) {
+  const int64_t root = c.integer(i);
+  if (root < 0 || static_cast<size_t>(root) >= c.member_calls().size())
+    throw RefError(std::string(op) + ": root " + std::to_string(root) + " is not a member");
+  return static_cast<size_t>(root);
+}
+
+// (sendBuf, op, root): the root receives the reduction (the other members' output is null: nothing to judge).
+Outputs reduce_to_root(const Call &c) {
+  c.expect_at_least(3);
+  root_of(c, 2, "HcclReduce");
+  return {reduce_all("HcclReduce", c.text(1), member_inputs(c))};
+}
+
+// (sendBuf, root): member r receives block r of the root's send buffer (null on the other members), a block being
+// the receive buffer's size.
+Outputs scatter(const Call &c) {
+  c.expect_at_least(2);
+  const Tensor &buf = c.member_calls()[root_of(c, 1, "HcclScatter")]->tensor(0);
+  const size_t n = c.member_calls().size(), share = buf.size() / n;
+  if (share * n != buf.size()) throw RefError("HcclScatter: the root's buffer does not split into the members' blocks");
+  const auto from = buf.v.begin() + static_cast<long>(c.members.self * share);
+  return {Tensor(output_shape(c, 0, {static_cast<int64_t>(share)}, share),
+                 std::vector<double>(from, from + static_cast<long>(share)))};
+}
+
 // ---- All-to-all -----------------------------------------------------------------------------------------------------
 // What one member sends to each member (counts and offsets in elements of its send buffer) and where this rank puts
 // what it receives from each.
@@ -113,26 +141,39 @@ Exchange exchange_v(const Call &m, size_t members) {
   return {lists[0], lists[1], lists[2], lists[3]};
 }
 
-// HcclAlltoAll: sendCount elements to each member, recvCount from each, packed in member order.
+// HcclAlltoAll: sendCount elements to each member, recvCount from each, packed in member order. The counts are the
+// recorded Int arguments when there are any, else the send buffer's share per member (the shim records the buffers
+// only, and HCCL takes sendCount == recvCount).
 Exchange exchange_even(const Call &m, size_t members) {
   std::vector<int64_t> counts;
   for (size_t i = 1; i < m.count() && counts.size() < 2; ++i)
     if (m.args[i].kind == Arg::Kind::Int) counts.push_back(m.args[i].i);
-  if (counts.size() < 2) throw RefError("HcclAlltoAll: sendCount and recvCount are not recorded");
+  if (counts.empty()) {
+    const size_t n = m.tensor(0).size();
+    if (members == 0 || n % members != 0)
+      throw RefError("HcclAlltoAll: the send buffer does not split into one block per member");
+    counts.assign(2, static_cast<int64_t>(n / members));
+  }
+  if (counts.size() < 2) throw RefError("HcclAlltoAll: sendCount and recvCount are not both recorded");
   const std::vector<int64_t> send(members, counts[0]), recv(members, counts[1]);
   return {send, prefix_sums(send), recv, prefix_sums(recv)};
 }
 
-// HcclAlltoAllVC: the members x members matrix of counts (row: sender), packed in member order on both sides.
+// HcclAlltoAllVC: the members x members matrix of counts (row: sender), packed in member order on both sides; recorded
+// either whole or as this member's row and column (sendCounts, recvCounts: what the shim writes).
 Exchange exchange_vc(const Call &m, size_t members, size_t self) {
   const auto lists = int_lists(m);
-  if (lists.empty() || lists[0].size() != members * members)
-    throw RefError("HcclAlltoAllVC: the count matrix is not recorded (members x members)");
-  const std::vector<int64_t> &mat = lists[0];
   Exchange e;
-  for (size_t p = 0; p < members; ++p) {
-    e.send_counts.push_back(mat[self * members + p]);
-    e.recv_counts.push_back(mat[p * members + self]);
+  if (lists.size() >= 2 && lists[0].size() == members && lists[1].size() == members) {
+    e.send_counts = lists[0], e.recv_counts = lists[1];
+  } else if (!lists.empty() && lists[0].size() == members * members) {
+    const std::vector<int64_t> &mat = lists[0];
+    for (size_t p = 0; p < members; ++p) {
+      e.send_counts.push_back(mat[self * members + p]);
+      e.recv_counts.push_back(mat[p * members + self]);
+    }
+  } else {
+    throw RefError("HcclAlltoAllVC: neither the count matrix nor this member's send and receive counts are recorded");
   }
   e.send_offsets = prefix_sums(e.send_counts);
   e.recv_offsets = prefix_sums(e.recv_counts);
@@ -253,6 +294,8 @@ const RefEntry kRefs[] = {
     {format::kHcclAllGather, all_gather, false, true},
     {format::kHcclReduceScatter, reduce_scatter, false, true},
     {format::kHcclBroadcast, broadcast, false, true},
+    {"HcclReduce", reduce_to_root, false, true},
+    {"HcclScatter", scatter, false, true},
     {"HcclAlltoAll", all_to_all_even, false, true},
     {"HcclAlltoAllV", all_to_all_v, false, true},
     {"HcclAlltoAllVC", all_to_all_vc, false, true},

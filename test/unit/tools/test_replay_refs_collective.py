@@ -126,3 +126,53 @@ def test_a_member_missing_from_the_dump_is_a_skip(tmp_path):
         msg = r.message("HcclAllReduce.partial.0.forward", rank=rank)
         assert "communicator world, seq 5: no kernel of comm rank(s) 2 in step 0" in msg, msg
     assert "0 compared (0 pass, 0 warning, 0 error), 2 skipped" in r.stdout
+
+
+def test_rooted_collectives_and_all_to_all_as_the_shim_records_them(tmp_path):
+    """The arguments as shim/hooks/hccl.cpp records them: HcclAlltoAll with its buffers only (block j of every member's
+    send buffer reaches member j), HcclAlltoAllVC with this member's row and column of the count matrix (sendCounts,
+    recvCounts), HcclReduce (sendBuf, op, root) whose output is at the root only, HcclScatter (sendBuf at the root only,
+    root): member r receives block r of the root's buffer."""
+    n = 3
+    d = Dump(tmp_path / "dump")
+    send = [RNG.normal(size=2 * n) for _ in range(n)]
+    matrix = RNG.integers(0, 3, size=(n, n))  # matrix[s, t]: from s to t
+    vc_send = [RNG.normal(size=matrix[s].sum()) for s in range(n)]
+    vc_off = [np.concatenate([[0], np.cumsum(matrix[s])[:-1]]) for s in range(n)]
+    x = [RNG.normal(size=5) for _ in range(n)]
+    root_buf = RNG.normal(size=4 * n)
+    root = 2
+    for r in range(n):
+        mine = np.concatenate([send[s][2 * r:2 * r + 2] for s in range(n)])
+        d.kernel("HcclAlltoAll", "even", [T(send[r])], [T(mine)], rank=r, comm=comm("world", r, n, 0))
+        vc_recv = np.concatenate([vc_send[s][vc_off[s][r]:vc_off[s][r] + matrix[s, r]] for s in range(n)])
+        d.kernel("HcclAlltoAllVC", "vc", [T(vc_send[r]), [int(c) for c in matrix[r]], [int(c) for c in matrix[:, r]]],
+                 [T(vc_recv)], rank=r, comm=comm("world", r, n, 1))
+        d.kernel("HcclReduce", "max", [T(x[r]), "max", root], [T(np.maximum.reduce(x)) if r == root else None],
+                 rank=r, comm=comm("world", r, n, 2))
+        d.kernel("HcclScatter", "sc", [T(root_buf) if r == root else None, root], [T(root_buf[4 * r:4 * r + 4])],
+                 rank=r, comm=comm("world", r, n, 3))
+    d.close()
+    r = Replay(d.root, tmp_path / "out")
+    for rank in range(n):
+        for name in ("HcclAlltoAll.even.0.forward", "HcclAlltoAllVC.vc.0.forward", "HcclScatter.sc.0.forward"):
+            r.expect_close(name, [0], rank=rank)
+    r.expect_close("HcclReduce.max.0.forward", [0], rank=root)
+    assert r.status("HcclReduce.max.0.forward", rank=0) == "SKIP"  # no output off the root: nothing to judge
+
+
+def test_an_instance_is_one_op_type(tmp_path):
+    """An MC2 kernel and an HCCL collective on one communicator with the same (name, seq) (a numbering that does not
+    tell them apart) are still two instances: each pairs with its own op type."""
+    n = 2
+    d = Dump(tmp_path / "dump")
+    x = [RNG.normal(size=4) for _ in range(n)]
+    y = [RNG.normal(size=3) for _ in range(n)]
+    for r in range(n):
+        d.kernel("HcclAllReduce", "a", [T(x[r]), "sum"], [T(sum(x))], rank=r, comm=comm("world", r, n, 0))
+        d.kernel("HcclAllGather", "b", [T(y[r])], [T(np.concatenate(y))], rank=r, comm=comm("world", r, n, 0))
+    d.close()
+    r = Replay(d.root, tmp_path / "out")
+    for rank in range(n):
+        r.expect_close("HcclAllReduce.a.0.forward", [0], rank=rank)
+        r.expect_close("HcclAllGather.b.0.forward", [0], rank=rank)
