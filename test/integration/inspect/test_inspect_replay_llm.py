@@ -1,7 +1,7 @@
 """msprobe-inspect replay on REAL tensor dumps of examples/llm_train.py made by the shim: every kernel the LLM step
 launches has a CPU reference (FlashAttention, RoPE, SwiGlu, RmsNorm, cross entropy, the MoE ops, the MC2 kernels and
 the collectives, each with its grad), so a clean run of 1 or 2 ranks, dense or --moe, in either tensor-parallel mode,
-is judged kernel by kernel with no SKIP and every kernel passes. A planted wrong kernel is named, alone, and every
+in bf16 (and fp16, fp32), is judged kernel by kernel with no SKIP and every kernel passes. A planted wrong kernel is named, alone, and every
 kernel launched before it passes: a NaN written into FlashAttentionScore's first output at one step of one rank
 (llm_train.py --nan-kind kernel: FAKE_CANN_NAN_OP for that launch), and one element of NLLLoss's loss made 1 % too
 large (FAKE_CANN_PERTURB_ELEMENT, the stand-in's seam for a kernel wrong in one place).
@@ -19,7 +19,8 @@ from inspect_support import PYTHON, SHIM, SRC, clean_env, folders, inspect
 LLM = SRC / "examples" / "llm_train.py"
 HCCL = {"HCCL_CONNECT_TIMEOUT": "60", "HCCL_EXEC_TIMEOUT": "60"}
 RUNS = {"1rank": [], "1rank-moe": ["--moe"], "2rank": ["--ranks", "2"], "2rank-moe": ["--ranks", "2", "--moe"],
-        "2rank-sequence-moe": ["--ranks", "2", "--tp-mode", "sequence", "--moe"]}
+        "2rank-sequence-moe": ["--ranks", "2", "--tp-mode", "sequence", "--moe"],
+        "1rank-moe-fp32": ["--moe", "--dtype", "fp32"], "2rank-moe-fp16": ["--ranks", "2", "--moe", "--dtype", "fp16"]}
 
 
 def llm_dump(dest, *args, steps=2, **env):
