@@ -163,54 +163,123 @@ ReplayPlan make_plan(const ReplayOptions &o) {
 }
 
 // ---- Run ------------------------------------------------------------------------------------------------------------
-// Collectives read input 0 of the same kernel in the other rank folders of the step (loaded once per step).
-class PeerInputs {
+// Collectives: a kernel's members in the folders of its step. Each folder's collective kernels are read once per step
+// and each instance's members decoded once (every member's kernel asks for the same ones); the step replayed last is
+// kept, the folders being replayed in step order.
+class MemberIndex {
  public:
-  explicit PeerInputs(const std::vector<Folder> &folders) : folders_(folders) {}
+  explicit MemberIndex(const std::vector<Folder> &folders) : folders_(folders) {}
 
-  std::vector<const Tensor *> of(const Folder &f, const std::string &name) {
+  Members of(const Folder &f, const EntryRead &k) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto &slot = cache_[{f.step, name}];
-    if (slot.empty())
-      for (const Folder &p : folders_)
-        if (p.step == f.step) load_input0(p, f, name, slot);
-    std::vector<const Tensor *> out;
-    for (const auto &t : slot) out.push_back(t.get());
-    return out;
+    if (f.step != step_) index_step(f.step);
+    const std::optional<format::CommInfo> comm = comm_of(k.entry);
+    const bool by_comm = comm && comm->seq;
+    // The op type is part of the key: an instance is one collective, whatever numbering the communicator uses.
+    const std::string key =
+        by_comm ? std::string(op_type_of(k.name)) + "|" + comm->name + "#" + std::to_string(*comm->seq) : k.name;
+    std::shared_ptr<Decoded> &d = decoded_[key];
+    if (!d) d = by_comm ? decode(k.name, matching_comm(*comm, k.name)) : decode(k.name, matching_name(k.name));
+    Members m;
+    m.owner = d;
+    for (const Call &c : d->calls) m.calls.push_back(&c);
+    const size_t here = static_cast<size_t>(&f - folders_.data());
+    for (size_t i = 0; i < d->folders.size(); ++i)
+      if (d->folders[i] == here) m.self = i;
+    return m;
   }
 
  private:
-  // Input 0 of kernel `name` in folder p (the folder being replayed, f, has its kernels in memory).
-  static void load_input0(const Folder &p, const Folder &f, const std::string &name,
-                          std::vector<std::unique_ptr<Tensor>> &slot) {
-    std::optional<EntryRead> found;
-    const Folder *src = &p;
-    Folder loaded;
-    if (&p == &f) {
-      for (const EntryRead &k : f.kernels)
-        if (k.name == name) found = k;
-    } else {
+  struct Kept {
+    size_t folder = 0;
+    EntryRead kernel;
+    std::optional<format::CommInfo> comm;
+  };
+  // The members' calls, their tensors, and the folder of each.
+  struct Decoded {
+    std::vector<std::unique_ptr<Tensor>> store;
+    std::vector<Call> calls;
+    std::vector<size_t> folders;
+  };
+
+  static std::optional<format::CommInfo> comm_of(const Json &entry) {
+    auto it = entry.find(std::string(format::comm_key::kComm));
+    return it == entry.end() ? std::nullopt : comm_from_json(*it);
+  }
+
+  void index_step(const std::string &step) {
+    step_ = step;
+    kept_.clear();
+    decoded_.clear();
+    for (size_t i = 0; i < folders_.size(); ++i) {
+      if (folders_[i].step != step) continue;
       DumpCallbacks cb;
       cb.on_kernel = [&](EntryRead &&k) {
-        if (k.name != name) return true;
-        found = std::move(k);
-        return false;
+        const RefEntry *ref = find_reference(op_type_of(k.name));
+        if (ref && ref->collective) {
+          std::optional<format::CommInfo> comm = comm_of(k.entry);
+          kept_.push_back({i, std::move(k), std::move(comm)});
+        }
+        return true;
       };
-      loaded.dir = p.dir;
-      read_dump_json_partial(*p.dir, cb, &loaded.header);
-      src = &loaded;
+      read_dump_json_partial(*folders_[i].dir, cb);
     }
-    if (!found) return;
-    for (const TensorInfo &t : entry_tensors(found->entry, src->header))
-      if (t.io == format::IoKind::Input && t.slot == "0") {
-        slot.push_back(std::make_unique<Tensor>(load_tensor(*src, t)));
-        return;
-      }
+  }
+
+  // The instance (name, seq) of the communicator of op type `name`'s, one kernel per comm rank, in comm-rank order.
+  std::vector<const Kept *> matching_comm(const format::CommInfo &comm, const std::string &name) const {
+    std::vector<const Kept *> by_rank(comm.size, nullptr);
+    for (const Kept &k : kept_)
+      if (k.comm && k.comm->name == comm.name && k.comm->seq == comm.seq && k.comm->rank < comm.size &&
+          op_type_of(k.kernel.name) == op_type_of(name))
+        by_rank[k.comm->rank] = &k;
+    std::string missing;
+    for (size_t r = 0; r < by_rank.size(); ++r)
+      if (!by_rank[r]) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    if (!missing.empty())
+      throw RefError(std::string(op_type_of(name)) + ": communicator " + comm.name + ", seq " +
+                     std::to_string(*comm.seq) + ": no kernel of comm rank(s) " + missing + " in step " + step_ +
+                     " (every member's rank folder must be in the dump)");
+    return by_rank;
+  }
+
+  // The kernel of the same name in every folder of the step (kernels without a "comm" object), in rank order.
+  std::vector<const Kept *> matching_name(const std::string &name) const {
+    std::vector<const Kept *> out;
+    for (const Kept &k : kept_)
+      if (k.kernel.name == name) out.push_back(&k);
+    return out;
+  }
+
+  std::shared_ptr<Decoded> decode(const std::string &name, const std::vector<const Kept *> &members) const {
+    auto d = std::make_shared<Decoded>();
+    const std::string_view op = op_type_of(name);
+    for (const Kept *k : members) {
+      if (op_type_of(k->kernel.name) != op)
+        throw RefError(std::string(op) + ": its instance on another rank is a " +
+                       std::string(op_type_of(k->kernel.name)));
+      const Folder &f = folders_[k->folder];
+      const std::vector<TensorInfo> tensors = entry_tensors(k->kernel.entry, f.header);
+      std::unordered_map<std::string, const TensorInfo *> inputs;
+      for (const TensorInfo &t : tensors)
+        if (t.io == format::IoKind::Input) inputs.emplace(t.slot, &t);
+      Call c;
+      c.op = find_reference(op)->op_type;
+      auto it = k->kernel.entry.find(std::string(format::json_key::kInputArgs));
+      if (it != k->kernel.entry.end() && it->is_array())
+        for (size_t i = 0; i < it->size(); ++i)
+          c.args.push_back(make_arg(f, (*it)[i], std::to_string(i), inputs, d->store));
+      d->calls.push_back(std::move(c));
+      d->folders.push_back(k->folder);
+    }
+    return d;
   }
 
   const std::vector<Folder> &folders_;
   std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::vector<std::unique_ptr<Tensor>>> cache_;
+  std::string step_ = "\n";  // no step indexed yet
+  std::vector<Kept> kept_;
+  std::map<std::string, std::shared_ptr<Decoded>> decoded_;
 };
 
 // A kernel as the report lists it.
@@ -339,7 +408,7 @@ uint64_t progress_bytes(const Folder &f) {
 class ReplayRun {
  public:
   ReplayRun(ReplayPlan &p, const ReplayOptions &o, ReplayTally &tally)
-      : plan_(p), jobs_(o.jobs), budget_(o.max_kernels.value_or(UINT64_MAX)), tally_(tally), peers_(p.folders) {
+      : plan_(p), jobs_(o.jobs), budget_(o.max_kernels.value_or(UINT64_MAX)), tally_(tally), members_(p.folders) {
     const CsvAppender::Open how = p.resuming ? CsvAppender::Open::Existing : CsvAppender::Open::New;
     open_csv(result_csv_, p.result_path, how);
     open_csv(details_csv_, p.details_path, how);
@@ -348,7 +417,7 @@ class ReplayRun {
       append_csv(*details_csv_, csv_row(kDetailColumns));
     }
     ctx_.th = o.th;
-    ctx_.peers = [this](const Folder &f, const std::string &name) { return peers_.of(f, name); };
+    ctx_.members = [this](const Folder &f, const EntryRead &k) { return members_.of(f, k); };
   }
 
   void run() {
@@ -370,7 +439,7 @@ class ReplayRun {
         progress.update(done_bytes + folder_bytes * (i + 1) / todo.size());
       });
       done_bytes += folder_bytes;
-      if (fi + 1 < plan_.folders.size()) std::vector<EntryRead>().swap(f.kernels);  // peers re-read what they need
+      if (fi + 1 < plan_.folders.size()) std::vector<EntryRead>().swap(f.kernels);
     }
     progress.finish();
   }
@@ -443,7 +512,7 @@ class ReplayRun {
   size_t jobs_;
   uint64_t budget_;  // kernels --max-kernels still allows
   ReplayTally &tally_;
-  PeerInputs peers_;
+  MemberIndex members_;
   Context ctx_;
   std::optional<CsvAppender> result_csv_, details_csv_;
 };

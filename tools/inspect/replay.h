@@ -61,8 +61,9 @@ struct KernelResult {
 
 struct Context {
   PrecheckThresholds th;
-  // Collectives: (step, kernel name) -> input 0 of that kernel in every rank folder of the step.
-  std::function<std::vector<const Tensor *>(const Folder &, const std::string &)> peers;
+  // Collectives: the kernel's members in the folders of the step (refs.h, Members); RefError when they cannot all be
+  // found. Unset: no member is known (the collective's references cannot run).
+  std::function<Members(const Folder &, const EntryRead &)> members;
 };
 
 // Re-runs kernel `k` with its op type's reference and judges each dumped output; a kernel whose reference is

@@ -126,8 +126,24 @@ Outputs run_reference(const RefEntry &ref, const Folder &f, const EntryRead &k, 
     }
     call.outputs.push_back(std::move(s));
   }
-  if (ref.collective) call.peer_inputs = ctx.peers(f, k.name);
+  if (ref.collective && ctx.members) call.members = ctx.members(f, k);
   return ref.fn(call);
+}
+
+// Keeps only the elements the kernel writes (Tensor::written) in both; returns how many were left out.
+size_t judged_elements(Tensor &bench, Tensor &device) {
+  if (bench.written.empty()) return 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < bench.v.size(); ++i)
+    if (bench.written[i]) bench.v[kept] = bench.v[i], device.v[kept] = device.v[i], ++kept;
+  const size_t left_out = bench.v.size() - kept;
+  bench.v.resize(kept);
+  device.v.resize(kept);
+  return left_out;
+}
+
+void note_unwritten(std::string &message, size_t n) {
+  message += (message.empty() ? "" : " ") + std::to_string(n) + " element(s) the kernel does not write not judged.";
 }
 
 // Output `t` of the kernel against the reference's value for it; *compared says whether it could be judged.
@@ -141,7 +157,7 @@ OutputRow judge_output(const Folder &f, const TensorInfo &t, std::optional<Tenso
   }
   Tensor bench = std::move(*want);
   try {
-    const Tensor device = load_tensor(f, t);
+    Tensor device = load_tensor(f, t);
     const format::DType dt = *t.dtype;
     // The benchmark: float64, or the value a correct kernel stores where the output dtype is coarser than the
     // reference's error (half types, integers, bool) or the op is a conversion (Cast).
@@ -158,7 +174,9 @@ OutputRow judge_output(const Folder &f, const TensorInfo &t, std::optional<Tenso
       row.m.message =
           "The shape of bench" + shape_text(bench.shape) + " and npu" + shape_text(device.shape) + " not equal.";
     } else {
+      const size_t unwritten = judged_elements(bench, device);
       row.status = precheck(device.v, bench.v, dt, eps, th, row.m);
+      if (unwritten) note_unwritten(row.m.message, unwritten);
     }
     *compared = true;
   } catch (const RefError &e) {
@@ -249,7 +267,7 @@ NonFiniteCheck check_nonfinite(const Folder &f, const EntryRead &k, const Contex
     if (device.size() != want[i]->size()) continue;
     const format::DType dt = *kt.outputs[i]->dtype;
     for (size_t j = 0; j < device.size(); ++j) {
-      if (std::isfinite(device.v[j])) continue;
+      if (std::isfinite(device.v[j]) || (!want[i]->written.empty() && !want[i]->written[j])) continue;
       ++device_bad;
       if (!std::isfinite(replay::round_to_dtype(want[i]->v[j], dt)))
         ++both_bad;

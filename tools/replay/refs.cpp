@@ -114,6 +114,17 @@ std::vector<double> Call::number_list(size_t i) const {
   return out;
 }
 
+std::string Call::text(size_t i) const {
+  if (i >= args.size() || args[i].kind != Arg::Kind::Text) throw wrong_kind(*this, i, "a string");
+  return args[i].text;
+}
+
+const std::vector<const Call *> &Call::member_calls() const {
+  if (members.calls.empty())
+    throw RefError(std::string(op) + ": a collective, and the kernels of its other ranks were not found");
+  return members.calls;
+}
+
 // ---- Helpers --------------------------------------------------------------------------------------------------------
 Shape strides_of(const Shape &s) {
   Shape st(s.size(), 1);
@@ -163,6 +174,27 @@ std::vector<double> broadcast_to(const Tensor &t, const Shape &to) {
   return out;
 }
 
+Tensor sum_to(const Tensor &t, const Shape &to) {
+  if (t.shape == to) return t;
+  if (broadcast_shapes(to, t.shape) != t.shape)
+    throw RefError("cannot sum " + shape_text(t.shape) + " to " + shape_text(to));
+  // Each element of `t` adds to the element of `to` it was broadcast from: broadcast the indices of `to`.
+  Tensor idx(to, std::vector<double>(static_cast<size_t>(numel(to))));
+  for (size_t i = 0; i < idx.v.size(); ++i) idx.v[i] = static_cast<double>(i);
+  const std::vector<double> from = broadcast_to(idx, t.shape);
+  Tensor out = Tensor::zeros(to);
+  for (size_t k = 0; k < t.v.size(); ++k) out.v[static_cast<size_t>(from[k])] += t.v[k];
+  return out;
+}
+
+void gemm(const double *a, const double *b, double *c, size_t m, size_t k, size_t n) {
+  for (size_t i = 0; i < m; ++i)
+    for (size_t kk = 0; kk < k; ++kk) {
+      const double x = a[i * k + kk];
+      for (size_t j = 0; j < n; ++j) c[i * n + j] += x * b[kk * n + j];
+    }
+}
+
 int64_t wrap_dim(int64_t dim, int64_t rank) {
   const int64_t r = std::max<int64_t>(rank, 1);
   if (dim < -r || dim >= r)
@@ -189,7 +221,8 @@ double round_to_dtype(double x, format::DType t) {
 namespace {
 std::vector<RefEntry> all_entries() {
   std::vector<RefEntry> all;
-  for (auto part : {elementwise_refs(), matmul_refs(), norm_refs(), tensor_refs(), loss_optim_refs()})
+  for (auto part : {elementwise_refs(), matmul_refs(), norm_refs(), tensor_refs(), loss_optim_refs(), collective_refs(),
+                    attention_refs(), transformer_refs(), moe_refs()})
     all.insert(all.end(), part.begin(), part.end());
   std::sort(all.begin(), all.end(), [](const RefEntry &a, const RefEntry &b) { return a.op_type < b.op_type; });
   return all;

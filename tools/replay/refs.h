@@ -7,6 +7,7 @@
 // nothing with the shim. The table from OpType to reference is in refs.cpp; each refs_*.cpp holds one op family.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -34,6 +35,9 @@ struct Tensor {
   Shape shape;
   std::vector<double> v;
   std::optional<format::DType> dtype;  // of the dumped tensor; nullopt for a computed result
+  // A result only: the elements the kernel writes, when it leaves some untouched (GroupedMatmul's rows past its
+  // groups): those hold whatever the memory held and are not judged. Empty: every element is written.
+  std::vector<bool> written;
 
   Tensor() = default;
   Tensor(Shape s, std::vector<double> values) : shape(std::move(s)), v(std::move(values)) {}
@@ -69,12 +73,22 @@ struct OutSpec {
   std::optional<format::DType> dtype;
 };
 
+struct Call;
+
+// A collective's members: the same instance of the kernel in the folder of every member of its communicator, in
+// comm-rank order (the entries' "comm" objects agree on name and seq; without one, the kernel of the same name in every
+// rank folder of the step, in rank order), each with its recorded arguments. `self` is this kernel's place among them.
+struct Members {
+  std::vector<const Call *> calls;
+  size_t self = 0;
+  std::shared_ptr<const void> owner;  // keeps `calls` alive
+};
+
 struct Call {
   std::string_view op;
   std::vector<Arg> args;
   std::vector<OutSpec> outputs;
-  // Collectives only: input 0 of the kernel of the same name in every rank folder of the step, in rank order.
-  std::vector<const Tensor *> peer_inputs;
+  Members members;  // collectives only (RefEntry::collective)
 
   size_t count() const { return args.size(); }
   // Typed access; RefError naming the op and the position when the argument is of another kind.
@@ -89,7 +103,10 @@ struct Call {
   std::vector<bool> bool_list(size_t i) const;
   // Any sequence of numbers (IntList, BoolList, ScalarList): each member's value as a number.
   std::vector<double> number_list(size_t i) const;
+  std::string text(size_t i) const;  // a string argument
   void expect_at_least(size_t n) const;
+  // The members of a collective; RefError when there are none (replay found no folder of the other ranks).
+  const std::vector<const Call *> &member_calls() const;
 };
 
 // The outputs in `output` order, the members of a tensor list output each in its place ("output.0.1"); nullopt where
@@ -103,7 +120,7 @@ struct RefEntry {
   // Results are rounded to the output dtype before comparing (Cast: the exact value in the new dtype is the
   // benchmark). Integer and bool outputs are always rounded.
   bool round_to_output = false;
-  // A collective: the result depends on every rank's input (Call::peer_inputs).
+  // A collective: the result depends on every member rank's arguments (Call::members).
   bool collective = false;
 };
 
@@ -115,6 +132,11 @@ std::vector<std::string_view> reference_op_types();
 // ---- Shared helpers of the refs_*.cpp files -------------------------------------------------------------------
 // Row-major strides of a shape.
 Shape strides_of(const Shape &s);
+// The sum of `t` over the dims along which it was broadcast to `t.shape` from `to` (the gradient of broadcast_to):
+// `to` broadcasts to t.shape; the result has shape `to`.
+Tensor sum_to(const Tensor &t, const Shape &to);
+// The matrix product of [m, k] and [k, n] blocks in C order (the refs' one GEMM): c[m, n] += a @ b.
+void gemm(const double *a, const double *b, double *c, size_t m, size_t k, size_t n);
 // numpy broadcasting; RefError when the shapes do not broadcast.
 Shape broadcast_shapes(const Shape &a, const Shape &b);
 // The values of `t` broadcast to `to` (C order).
@@ -145,5 +167,9 @@ std::span<const RefEntry> matmul_refs();
 std::span<const RefEntry> norm_refs();
 std::span<const RefEntry> tensor_refs();
 std::span<const RefEntry> loss_optim_refs();
+std::span<const RefEntry> collective_refs();
+std::span<const RefEntry> attention_refs();
+std::span<const RefEntry> transformer_refs();
+std::span<const RefEntry> moe_refs();
 
 }  // namespace msprobe::tools::replay

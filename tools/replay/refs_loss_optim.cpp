@@ -1,8 +1,7 @@
-// Losses, the optimizer step and collectives: MseLoss(+Backward), ApplyAdamWV2, HcclAllReduce.
+// Losses and the optimizer step: MseLoss(+Backward), NLLLoss(+Backward), ApplyAdamWV2.
 #include <algorithm>
 #include <cmath>
 
-#include "format/hccl_calls.h"
 #include "tools/replay/refs.h"
 
 namespace msprobe::tools::replay {
@@ -60,39 +59,84 @@ Outputs apply_adamw_v2(const Call &c) {
   return {std::move(var), std::move(m), std::move(v), std::move(kept)};
 }
 
-// (input, op): every rank's output is the reduction of every rank's input (peer_inputs, in rank order).
-Outputs all_reduce(const Call &c) {
-  c.expect_at_least(2);
-  if (c.args[1].kind != Arg::Kind::Text) throw RefError("HcclAllReduce: the reduce op is not recorded");
-  const std::string &op = c.args[1].text;
-  if (c.peer_inputs.empty()) throw RefError("HcclAllReduce: no rank's input found");
-  Tensor out = *c.peer_inputs[0];
-  for (size_t r = 1; r < c.peer_inputs.size(); ++r) {
-    const Tensor &p = *c.peer_inputs[r];
-    if (p.shape != out.shape) throw RefError("HcclAllReduce: ranks' inputs differ in shape");
-    for (size_t k = 0; k < out.size(); ++k) {
-      double &o = out.v[k];
-      if (op == "sum")
-        o += p.v[k];
-      else if (op == "prod")
-        o *= p.v[k];
-      else if (op == "max")
-        o = std::max(o, p.v[k]);
-      else if (op == "min")
-        o = std::min(o, p.v[k]);
-      else
-        throw RefError("HcclAllReduce: unknown reduce op '" + op + "'");
-    }
+// ---- NLLLoss (ops-nn loss/nll_loss*/docs) --------------------------------------------------------------------------
+// self [N, C] (or [C], one sample), its target class per sample, and the weight each sample takes: weight[target],
+// 0 where the target is ignoreIndex.
+struct Samples {
+  size_t n = 1, classes = 0;
+  std::vector<size_t> target;
+  std::vector<double> w;
+};
+
+Samples samples(const Call &c, size_t self_at) {
+  const Tensor &x = c.tensor(self_at), &target = c.tensor(self_at + 1), &weight = c.tensor(self_at + 2);
+  const int64_t ignore = c.integer(self_at + 4);
+  if (x.rank() != 1 && x.rank() != 2) throw RefError(std::string(c.op) + ": self is not [N, C] or [C]");
+  Samples s;
+  s.classes = static_cast<size_t>(x.shape.back());
+  s.n = x.rank() == 2 ? static_cast<size_t>(x.shape[0]) : 1;
+  if (target.size() != s.n || weight.size() != s.classes)
+    throw RefError(std::string(c.op) + ": target is not one per sample or weight not one per class");
+  for (double t : target.v) {
+    const bool ignored = t == static_cast<double>(ignore);
+    if (!ignored && !(t >= 0 && t < static_cast<double>(s.classes)))
+      throw RefError(std::string(c.op) + ": target " + std::to_string(t) + " is not a class");
+    s.target.push_back(ignored ? 0 : static_cast<size_t>(t));
+    s.w.push_back(ignored ? 0.0 : weight.v[static_cast<size_t>(t)]);
   }
-  out.dtype.reset();
+  return s;
+}
+
+// The shape output `slot` was dumped with when it holds n elements; [n] otherwise.
+Shape dumped_shape(const Call &c, size_t slot, size_t n) {
+  if (slot < c.outputs.size() && c.outputs[slot].present && static_cast<size_t>(numel(c.outputs[slot].shape)) == n)
+    return c.outputs[slot].shape;
+  return {static_cast<int64_t>(n)};
+}
+
+// (self, target, weight, reduction, ignoreIndex) -> out, totalWeight: l_n = -w_n * self[n, target_n]; none: l,
+// mean: sum(l) / sum(w), sum: sum(l); totalWeight = sum(w), defined only when reduced (not judged for none).
+Outputs nll_loss(const Call &c) {
+  c.expect_at_least(5);
+  const Tensor &x = c.tensor(0);
+  const Samples s = samples(c, 0);
+  const int64_t reduction = c.integer(3);
+  if (reduction != kNone && reduction != kMean && reduction != kSum)
+    throw RefError("NLLLoss: unknown reduction " + std::to_string(reduction));
+  std::vector<double> loss(s.n);
+  double sum = 0, total = 0;
+  for (size_t i = 0; i < s.n; ++i) {
+    loss[i] = -s.w[i] * x.v[i * s.classes + s.target[i]];
+    sum += loss[i], total += s.w[i];
+  }
+  if (reduction == kNone) return {Tensor(dumped_shape(c, 0, s.n), std::move(loss)), std::nullopt};
+  return {Tensor(dumped_shape(c, 0, 1), {reduction == kMean ? sum / total : sum}),
+          Tensor(dumped_shape(c, 1, 1), {total})};
+}
+
+// (gradOutput, self, target, weight, reduction, ignoreIndex, totalWeight) -> dself: -g * w_n at [n, target_n]
+// (mean: divided by the given totalWeight; none: g per sample), 0 elsewhere.
+Outputs nll_loss_backward(const Call &c) {
+  c.expect_at_least(7);
+  const Tensor &g = c.tensor(0), &x = c.tensor(1), &total = c.tensor(6);
+  const Samples s = samples(c, 1);
+  const int64_t reduction = c.integer(4);
+  if (reduction == kNone ? g.size() != s.n : g.size() != 1 || total.size() != 1)
+    throw RefError("NLLLossBackward: gradOutput or totalWeight does not fit the reduction");
+  Tensor out = Tensor::zeros(x.shape);
+  for (size_t i = 0; i < s.n; ++i) {
+    const double gi = reduction == kNone ? g.v[i] : g.v[0];
+    out.v[i * s.classes + s.target[i]] = -gi * s.w[i] / (reduction == kMean ? total.v[0] : 1.0);
+  }
   return {std::move(out)};
 }
 
 const RefEntry kRefs[] = {
     {"MseLoss", mse_loss},
     {"MseLossBackward", mse_loss_backward},
+    {"NLLLoss", nll_loss},
+    {"NLLLossBackward", nll_loss_backward},
     {"ApplyAdamWV2", apply_adamw_v2},
-    {format::kHcclAllReduce, all_reduce, false, true},
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Softmax family and normalizations: Softmax, LogSoftmax, SoftmaxBackward, LayerNorm(+Backward), RmsNorm.
+// Softmax family and normalizations: Softmax, LogSoftmax, SoftmaxBackward, LogSoftmaxBackward, LayerNorm(+Backward),
+// RmsNorm(+Grad).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -54,6 +55,22 @@ Outputs softmax_backward(const Call &c) {  // (gradOutput, output, dim): y * (g 
       double dot = 0;
       for (size_t i = 0; i < sp.len; ++i) dot += g.v[sp.at(o, i, j)] * y.v[sp.at(o, i, j)];
       for (size_t i = 0; i < sp.len; ++i) out.v[sp.at(o, i, j)] = y.v[sp.at(o, i, j)] * (g.v[sp.at(o, i, j)] - dot);
+    }
+  return {std::move(out)};
+}
+
+// (gradOutput, output, dim): g - exp(output) * sum(g) (aclnnLogSoftmaxBackward's formula).
+Outputs log_softmax_backward(const Call &c) {
+  const Tensor &g = c.tensor(0), &y = c.tensor(1);
+  if (g.shape != y.shape) throw RefError("LogSoftmaxBackward: gradOutput and output shapes differ");
+  const Split sp = split_at(y.shape, c.integer(2));
+  Tensor out(y.shape, y.v);
+  for (size_t o = 0; o < sp.outer; ++o)
+    for (size_t j = 0; j < sp.inner; ++j) {
+      double sum = 0;
+      for (size_t i = 0; i < sp.len; ++i) sum += g.v[sp.at(o, i, j)];
+      for (size_t i = 0; i < sp.len; ++i)
+        out.v[sp.at(o, i, j)] = g.v[sp.at(o, i, j)] - std::exp(y.v[sp.at(o, i, j)]) * sum;
     }
   return {std::move(out)};
 }
@@ -163,13 +180,38 @@ Outputs rms_norm(const Call &c) {
   return {std::move(y), std::move(rstd)};
 }
 
+// (dy, x, rstd, gamma) -> dx, dgamma, from the forward's rstd as given (aclnnRmsNormGrad's formula):
+// dx = (dy * g - rstd * x * mean(dy * g * x * rstd)) * rstd, dgamma = sum over rows of rstd * x * dy.
+Outputs rms_norm_grad(const Call &c) {
+  c.expect_at_least(4);
+  const Tensor &dy = c.tensor(0), &x = c.tensor(1), &rstd = c.tensor(2), &gamma = c.tensor(3);
+  const Rows r = norm_rows(x, gamma.shape);
+  if (dy.shape != x.shape) throw RefError("RmsNormGrad: dy and x shapes differ");
+  if (rstd.size() != r.rows) throw RefError("RmsNormGrad: rstd is not one value per row of x");
+  Tensor dx(x.shape, x.v), dgamma = Tensor::zeros(gamma.shape);
+  for (size_t row = 0; row < r.rows; ++row) {
+    const double rs = rstd.v[row];
+    const size_t at = row * r.len;
+    double mean = 0;
+    for (size_t i = 0; i < r.len; ++i) mean += dy.v[at + i] * gamma.v[i] * x.v[at + i] * rs;
+    mean /= static_cast<double>(r.len);
+    for (size_t i = 0; i < r.len; ++i) {
+      dx.v[at + i] = (dy.v[at + i] * gamma.v[i] - rs * x.v[at + i] * mean) * rs;
+      dgamma.v[i] += rs * x.v[at + i] * dy.v[at + i];
+    }
+  }
+  return {std::move(dx), std::move(dgamma)};
+}
+
 const RefEntry kRefs[] = {
     {"Softmax", softmax_op},
     {"LogSoftmax", log_softmax_op},
     {"SoftmaxBackward", softmax_backward},
+    {"LogSoftmaxBackward", log_softmax_backward},
     {"LayerNorm", layer_norm},
     {"LayerNormBackward", layer_norm_backward},
     {"RmsNorm", rms_norm},
+    {"RmsNormGrad", rms_norm_grad},
 };
 
 }  // namespace

@@ -1136,6 +1136,26 @@ def test_perturb_switch_plants_a_wrong_kernel(dev, monkeypatch):
     close(out.read(), as_dtype(exact, FLOAT), FLOAT)
 
 
+def test_perturb_element_switch_changes_one_element(dev, monkeypatch):
+    """FAKE_CANN_PERTURB_ELEMENT=Op[:index]: one element (C order, default 0) of the op's first floating-point output
+    multiplied by 1.01; a malformed index fails phase 1 with the variable named."""
+    a, b = dev.tensor(rand((3, 4)), FLOAT), dev.tensor(rand((3, 4)), FLOAT)
+    exact = as_dtype(a.host.astype(np.float64) * b.host, FLOAT)
+    out = dev.empty((3, 4), FLOAT)
+    for setting, index in (("Mul", 0), ("Mul:7", 7)):
+        monkeypatch.setenv("FAKE_CANN_PERTURB_ELEMENT", setting)
+        dev.run("Mul", a, b, out)
+        want = exact.copy()
+        want.flat[index] = as_dtype(np.float64(exact.flat[index]) * 1.01, FLOAT)
+        np.testing.assert_array_equal(out.read(), want)
+    monkeypatch.setenv("FAKE_CANN_PERTURB_ELEMENT", "Muls:0")  # another op: untouched
+    dev.run("Mul", a, b, out)
+    np.testing.assert_array_equal(out.read(), exact)
+    monkeypatch.setenv("FAKE_CANN_PERTURB_ELEMENT", "Mul:x1")
+    assert dev.phase1("Mul", a, b, out) == INVALID
+    assert b"FAKE_CANN_PERTURB_ELEMENT='Mul:x1'" in dev.a.aclGetRecentErrMsg()
+
+
 # ------------------------------------------------------------------------------------------ ForeachNorm
 
 @pytest.mark.parametrize("dtype", [FLOAT, FLOAT16, BF16])

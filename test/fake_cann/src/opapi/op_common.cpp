@@ -2,10 +2,12 @@
 #include "op_common.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "fakecann/call_counters.h"
@@ -75,6 +77,39 @@ nn::Kernel with_nan(nn::Kernel kernel) {
   return then_outputs(std::move(kernel), [](Values &x) {
     if (x.empty()) return true;
     x[0] = std::numeric_limits<double>::quiet_NaN();
+    return false;
+  });
+}
+
+// Test-only planted bug: FAKE_CANN_PERTURB_ELEMENT=<OpName>[:<index>] (read at each phase 1) multiplies one element
+// (index in C order, default 0) of that op's first floating-point output by 1.01 after computing it: a kernel wrong by
+// a relative 1e-2 in one place, for tools that judge each kernel against a reference. A malformed index fails phase 1;
+// an index past that output changes nothing and says so on stderr. Unset normally.
+std::optional<size_t> perturbed_element(const char *op) {
+  const char *p = std::getenv("FAKE_CANN_PERTURB_ELEMENT");
+  if (p == nullptr) return std::nullopt;
+  const std::string v(p);
+  const size_t colon = v.find(':');
+  if (v.compare(0, colon, op) != 0 || (colon == std::string::npos ? v.size() : colon) != std::strlen(op))
+    return std::nullopt;
+  if (colon == std::string::npos) return 0;
+  const std::string index = v.substr(colon + 1);
+  char *end = nullptr;
+  const unsigned long long at = std::strtoull(index.c_str(), &end, 10);
+  if (index.empty() || index[0] == '-' || *end != '\0')
+    fail("FAKE_CANN_PERTURB_ELEMENT='" + v + "': the index after ':' is not a non-negative integer");
+  return static_cast<size_t>(at);
+}
+
+nn::Kernel with_element_perturbed(nn::Kernel kernel, const char *op, size_t index) {
+  return then_outputs(std::move(kernel), [op = std::string(op), index](Values &x) {
+    if (index < x.size())
+      x[index] *= 1.01;
+    else
+      std::fprintf(stderr,
+                   "fake_cann: FAKE_CANN_PERTURB_ELEMENT: %s's first floating-point output has %zu elements, "
+                   "index %zu changes nothing\n",
+                   op.c_str(), x.size(), index);
     return false;
   });
 }
@@ -243,6 +278,8 @@ aclnnStatus phase1(const char *op, uint64_t *workspaceSize, aclOpExecutor **exec
     spec.op = op;
     if (perturbed(op)) spec.kernel = with_perturbation(std::move(spec.kernel));
     if (nan_planted(op)) spec.kernel = with_nan(std::move(spec.kernel));
+    if (std::optional<size_t> at = perturbed_element(op))
+      spec.kernel = with_element_perturbed(std::move(spec.kernel), op, *at);
     return nn::create_executor(std::move(spec), workspaceSize, executor);
   } catch (const ParamError &e) {
     set_error_message(std::string("aclnn") + op + "GetWorkspaceSize: " + e.message);
