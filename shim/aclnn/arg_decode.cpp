@@ -45,7 +45,7 @@ std::optional<TensorMeta> query_tensor(const void *t) {
   return ok ? std::optional<TensorMeta>(m) : std::nullopt;
 }
 
-std::optional<TensorMeta> tensor_meta(const void *t) {
+[[gnu::always_inline]] inline std::optional<TensorMeta> tensor_meta(const void *t) {
   if (auto m = handles().tensor(t)) return m;
   return query_tensor(t);
 }

@@ -5,10 +5,8 @@
 namespace msprobe::shim {
 
 OpCall::OpCall(const OpCall &) = default;
-OpCall::OpCall(OpCall &&) noexcept = default;
 OpCall &OpCall::operator=(const OpCall &) = default;
 OpCall &OpCall::operator=(OpCall &&) noexcept = default;
-OpCall::~OpCall() = default;
 
 void CallTable::put(const void *ex, OpCall call) {
   std::lock_guard<std::mutex> lk(mu_);

@@ -46,13 +46,13 @@ struct RawCall {
 };
 
 struct OpCall {
-  // Copied and moved in op_call.cpp, with the table that keeps them.
+  // Copies and move assignments in op_call.cpp, with the table that makes them.
   OpCall() = default;
   OpCall(const OpCall &);
-  OpCall(OpCall &&) noexcept;
+  OpCall(OpCall &&) noexcept = default;
   OpCall &operator=(const OpCall &);
   OpCall &operator=(OpCall &&) noexcept;
-  ~OpCall();
+  ~OpCall() = default;
 
   std::vector<CallParam> params;
   bool repeatable = false;

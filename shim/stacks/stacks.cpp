@@ -64,7 +64,7 @@ namespace {
   return h ^ (h >> 32);
 }
 
-uint64_t stack_hash(const uintptr_t *words, int n_native, int n_python) {
+[[gnu::always_inline]] inline uint64_t stack_hash(const uintptr_t *words, int n_native, int n_python) {
   const uint64_t seed = (static_cast<uint64_t>(n_native) << 32) | static_cast<uint32_t>(n_python);
   return hash_words(words, static_cast<size_t>(n_native) + kPyFrameWords * static_cast<size_t>(n_python), seed);
 }
