@@ -1,0 +1,91 @@
+"""Inside ACL graph replays (issue 43): acl_graph_host.py captures out = x + alpha * y (aclnnAdd, in a task group) and
+res = out * w (aclnnMul) into an ACL graph and replays it once per step, x new each step; at step 3 a task update
+gives the Add alpha 2.5. Under the shim every replay's kernels are in the dump as kernels of that step, named as the
+eager run names them (the capture step has none: nothing ran), with values equal to numpy's (statistics, tensor files) and to the eager run's; the updated
+alpha is what the Add records from the update's replay on."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from shimtest import PYTHON, SOURCE, expected_stats, run, stat_close, tensors
+
+HOST = os.path.join(SOURCE, "test", "integration", "shim", "acl_graph_host.py")
+STEPS, UPDATE_AT = 4, 3
+
+
+def run_host(workdir, mode, task, env=None, n=6):
+    out = os.path.join(str(workdir), "values.json")
+    e = {"MSPROBE_TASK": task, **(env or {})}
+    cmd = [PYTHON, HOST, "--mode", mode, "--steps", STEPS, "--update-at", UPDATE_AT, "--n", n, out]
+    r = run(cmd, workdir, env=e).check()
+    with open(out) as f:
+        return r, json.load(f)
+
+
+def expected(values, s):
+    """{kernel op type: [input arrays], [output arrays]} of step s (1-based) by numpy, from the host's inputs."""
+    st = values["steps"][s - 1]
+    x, y, w = (np.asarray(v, dtype=np.float32) for v in (st["x"], values["y"], values["w"]))
+    alpha = np.float32(values["alpha2"] if st["updated"] else 1.0)
+    out = (x + alpha * y).astype(np.float32)
+    res = (out * w).astype(np.float32)
+    return {"Add": ([x, y], [out]), "Mul": ([out, w], [res])}
+
+
+def kernels_of(folder):
+    return {name.split(".")[0]: (name, entry) for name, entry in folder.entries()}
+
+
+@pytest.fixture(scope="module")
+def eager(tmp_path_factory):
+    return run_host(tmp_path_factory.mktemp("eager"), "eager", "statistics")
+
+
+@pytest.mark.parametrize("task", ["statistics", "tensor"])
+def test_every_replayed_kernel_has_numpys_values_and_the_eager_runs_names(tmp_path, task, eager):
+    r, values = run_host(tmp_path, "graph", task)
+    e_run, e_values = eager
+    assert values["steps"] == e_values["steps"], "the graph computed other values than the eager run"
+    # The capture step ran nothing: the launches into the capture are no kernels of it (its replays' are).
+    assert 0 not in r.dump.steps(), r.dump.steps()
+    for s in range(1, STEPS + 1):
+        got, want = kernels_of(r.dump.folder(s)), expected(values, s)
+        assert sorted(n for n, _ in got.values()) == sorted(e_run.dump.folder(s).names()), f"step {s}"
+        for op, (name, entry) in got.items():
+            assert entry["acl_graph"] == f"replay {s - 1} of ACL graph acl_graph_0 (stack from the capture)", entry
+            arrays = want[op][0] + want[op][1]
+            refs = list(tensors(entry))
+            assert len(refs) == len(arrays), (name, entry)
+            for ref, a in zip(refs, arrays):
+                if task == "tensor":
+                    np.testing.assert_array_equal(r.dump.folder(s).load(ref.info), a, err_msg=f"{name} {ref.slot}")
+                    continue
+                for key, v in zip(("Max", "Min", "Mean", "Norm"), expected_stats(a, "Float32")):
+                    assert stat_close(ref.info[key], v, "Float32"), (s, name, ref.side, ref.slot, key, ref.info, v)
+
+
+def test_task_update_changes_what_the_replays_record_from_then_on(tmp_path):
+    r, _ = run_host(tmp_path, "graph", "statistics")
+    for s in range(1, STEPS + 1):
+        name, entry = kernels_of(r.dump.folder(s))["Add"]
+        alpha = [a for a in entry["input_args"] if not (isinstance(a, dict) and "shape" in a)]
+        assert [a["value"] for a in alpha] == [2.5 if s >= UPDATE_AT else 1.0], (s, entry)
+    # The update's own launch ran nowhere: no step counts it.
+    for s in range(1, STEPS + 1):
+        assert sorted(kernels_of(r.dump.folder(s))) == ["Add", "Mul"]
+
+
+def test_over_the_budget_the_shim_names_the_kernels_it_describes_without_data(tmp_path):
+    # Tensors of 400 000 bytes: two fit in 1 MiB of snapshots, the Add's output and the Mul's tensors do not.
+    r, _ = run_host(tmp_path, "graph", "statistics", env={"MSPROBE_BUFFER_MB": "1"}, n=100000)
+    lines = [ln for ln in r.stderr.splitlines() if "ACL graph acl_graph_0" in ln and "MSPROBE_BUFFER_MB" in ln]
+    assert len(lines) == 1 and "aclnnAdd" not in lines[0], r.stderr
+    assert "Add (kernel 0)" in lines[0] and "Mul (kernel 1)" in lines[0], lines[0]
+    for s in range(1, STEPS + 1):
+        add, mul = (kernels_of(r.dump.folder(s))[op][1] for op in ("Add", "Mul"))
+        x, y, out = (ref.info for ref in tensors(add))
+        assert x["Max"] is not None and y["Max"] is not None and out["Max"] is None, add
+        assert all(ref.info["Max"] is None for ref in tensors(mul)), mul
+        assert "without data" in add["acl_graph"] and "without data" in mul["acl_graph"]
