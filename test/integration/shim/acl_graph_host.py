@@ -4,7 +4,7 @@ every step; from step --update-at on, a task update (aclmdlRICaptureTaskUpdateBe
 an event) gives the Add alpha 2.5 (as vLLM-Ascend updates the attention's sequence lengths); the eager run launches
 that Add from then on.
 
-    acl_graph_host.py --mode graph|eager --steps N --update-at U [--n ELEMENTS] OUT.json
+    acl_graph_host.py --mode graph|eager --steps N --update-at U [--n ELEMENTS] [--inf-at S] OUT.json
 
 Step 0 is the warm-up (eager: the kernels once; graph: the capture, nothing runs); steps 1..N run. OUT.json holds
 the inputs and results of every step, for the test's numpy."""
@@ -27,6 +27,7 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--update-at", type=int, default=3)
     ap.add_argument("--n", type=int, default=6, help="elements of each tensor")
+    ap.add_argument("--inf-at", type=int, default=-1, help="a step whose x holds +Inf (overflow_check)")
     ap.add_argument("out")
     args = ap.parse_args()
     global N
@@ -117,6 +118,8 @@ def main():
               "alpha2": ALPHA2, "steps": []}
     for s in range(1, args.steps + 1):
         x = rng.randn(N).astype(np.float32)
+        if s == args.inf_at:
+            x[1] = np.inf
         upload(dev["x"], x)
         updated = s >= args.update_at
         if args.mode == "graph":

@@ -5,6 +5,7 @@ eager run names them (the capture step has none: nothing ran), with values equal
 alpha is what the Add records from the update's replay on."""
 import json
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -15,10 +16,10 @@ HOST = os.path.join(SOURCE, "test", "integration", "shim", "acl_graph_host.py")
 STEPS, UPDATE_AT = 4, 3
 
 
-def run_host(workdir, mode, task, env=None, n=6):
+def run_host(workdir, mode, task, env=None, n=6, extra=()):
     out = os.path.join(str(workdir), "values.json")
     e = {"MSPROBE_TASK": task, **(env or {})}
-    cmd = [PYTHON, HOST, "--mode", mode, "--steps", STEPS, "--update-at", UPDATE_AT, "--n", n, out]
+    cmd = [PYTHON, HOST, "--mode", mode, "--steps", STEPS, "--update-at", UPDATE_AT, "--n", n, *extra, out]
     r = run(cmd, workdir, env=e).check()
     with open(out) as f:
         return r, json.load(f)
@@ -43,9 +44,12 @@ def eager(tmp_path_factory):
     return run_host(tmp_path_factory.mktemp("eager"), "eager", "statistics")
 
 
-@pytest.mark.parametrize("task", ["statistics", "tensor"])
+@pytest.mark.parametrize("task", ["statistics", "tensor", "md5"])
 def test_every_replayed_kernel_has_numpys_values_and_the_eager_runs_names(tmp_path, task, eager):
-    r, values = run_host(tmp_path, "graph", task)
+    if task == "md5":
+        r, values = run_host(tmp_path, "graph", "statistics", env={"MSPROBE_SUMMARY_MODE": "md5"})
+    else:
+        r, values = run_host(tmp_path, "graph", task)
     e_run, e_values = eager
     assert values["steps"] == e_values["steps"], "the graph computed other values than the eager run"
     # The capture step ran nothing: the launches into the capture are no kernels of it (its replays' are).
@@ -62,6 +66,8 @@ def test_every_replayed_kernel_has_numpys_values_and_the_eager_runs_names(tmp_pa
                 if task == "tensor":
                     np.testing.assert_array_equal(r.dump.folder(s).load(ref.info), a, err_msg=f"{name} {ref.slot}")
                     continue
+                if task == "md5":  # msprobe's "md5": the CRC-32 of the tensor's bytes
+                    assert ref.info["md5"] == f"{zlib.crc32(a.tobytes()):08x}", (s, name, ref.slot, ref.info)
                 for key, v in zip(("Max", "Min", "Mean", "Norm"), expected_stats(a, "Float32")):
                     assert stat_close(ref.info[key], v, "Float32"), (s, name, ref.side, ref.slot, key, ref.info, v)
 
@@ -89,3 +95,17 @@ def test_over_the_budget_the_shim_names_the_kernels_it_describes_without_data(tm
         assert x["Max"] is not None and y["Max"] is not None and out["Max"] is None, add
         assert all(ref.info["Max"] is None for ref in tensors(mul)), mul
         assert "without data" in add["acl_graph"] and "without data" in mul["acl_graph"]
+
+
+def test_overflow_check_reports_the_replay_that_overflowed(tmp_path):
+    # x holds +Inf at step 2 only: that replay's Add is the first kernel to overflow, the only one written
+    # (overflow_nums 1), as in the eager run.
+    r, _ = run_host(tmp_path, "graph", "overflow_check", extra=("--inf-at", "2"))
+    e, _ = run_host(tmp_path / "eager", "eager", "overflow_check", extra=("--inf-at", "2"))
+    assert r.dump.steps() == [2] == e.dump.steps(), r.dump.steps()
+    got = kernels_of(r.dump.folder(2))
+    assert list(got) == ["Add"] and r.dump.folder(2).names() == e.dump.folder(2).names(), got
+    name, entry = got["Add"]
+    assert entry["acl_graph"] == "replay 1 of ACL graph acl_graph_0 (stack from the capture)", entry
+    x = next(tensors(entry)).info
+    assert x["Max"] == float("inf"), x
