@@ -76,6 +76,28 @@ void AclGraphs::capture_ended(const void *stream, const void *model_ri) {
   capturing_.fetch_sub(1);
 }
 
+void AclGraphs::capture_failed(void *stream) {
+  int32_t status = ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+  void *model = nullptr;
+  auto info = runtime::aclmdlRICaptureGetInfo.get();
+  if (info == nullptr || info(stream, &status, &model) != ACL_SUCCESS || status != ACL_MODEL_RI_CAPTURE_STATUS_NONE)
+    return;
+  std::unique_ptr<Graph> g;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = by_stream_.find(stream);
+    if (it == by_stream_.end()) return;
+    g = std::move(it->second);
+    by_stream_.erase(it);
+    open_groups_.erase(stream);
+    deferred_.erase(stream);
+    capturing_.fetch_sub(1);
+    snapshot_bytes_ -= std::min(snapshot_bytes_, g->bytes);
+  }
+  if (auto free_device = runtime::aclrtFree.get())
+    for (void *b : g->buffers) free_device(b);  // the dropped graph's copies never run
+}
+
 void AclGraphs::say_over_budget(Graph &g) {
   std::string kernels;
   for (const std::string &k : g.over_budget) kernels += (kernels.empty() ? "" : ", ") + k;

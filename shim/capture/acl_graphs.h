@@ -40,6 +40,9 @@ class AclGraphs {
   // The hooks report the host's successful calls.
   void capture_began(const void *stream);
   void capture_ended(const void *stream, const void *model_ri);
+  // aclmdlRICaptureEnd failed: when the runtime dropped the capture (CANN does on the wrong thread, unjoined streams,
+  // an open task group), so does the shim.
+  void capture_failed(void *stream);
   // Before the host's aclmdlRIExecuteAsync: the replay stream waits for the last readback of the graph when that ran
   // on another stream. After it: the replay's kernels, read back and handed to the collector.
   void replaying(const void *model_ri, void *stream);

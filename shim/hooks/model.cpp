@@ -120,8 +120,11 @@ MSPROBE_HOOK aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) 
   auto real = MSPROBE_REAL(aclmdlRICaptureEnd);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   aclError rc = real(stream, modelRI);
-  if (rc == ACL_SUCCESS && modelRI != nullptr)
-    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->capture_ended(stream, *modelRI); });
+  AclGraphs *g = acl_graphs();
+  if (g && rc == ACL_SUCCESS && modelRI != nullptr)
+    guarded(Problem::GraphNotFollowed, [&] { g->capture_ended(stream, *modelRI); });
+  else if (g && rc != ACL_SUCCESS)
+    guarded(Problem::GraphNotFollowed, [&] { g->capture_failed(stream); });
   return rc;
 }
 

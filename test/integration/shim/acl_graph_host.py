@@ -11,6 +11,8 @@ the inputs and results of every step, for the test's numpy."""
 import argparse
 import ctypes
 import json
+import threading
+import time
 
 import numpy as np
 
@@ -28,6 +30,9 @@ def main():
     ap.add_argument("--update-at", type=int, default=3)
     ap.add_argument("--n", type=int, default=6, help="elements of each tensor")
     ap.add_argument("--inf-at", type=int, default=-1, help="a step whose x holds +Inf (overflow_check)")
+    ap.add_argument("--drop-a-capture", action="store_true",
+                    help="eager mode: first a GLOBAL capture of the Add that another thread ends (CANN drops it)")
+    ap.add_argument("--tasks-json", help="graph mode: aclmdlRIDebugJsonPrint of the graph to this file (the bench)")
     ap.add_argument("out")
     args = ap.parse_args()
     global N
@@ -37,7 +42,8 @@ def main():
     for fn, types in [(a.aclmdlRICaptureBegin, [P, ctypes.c_int]), (a.aclmdlRICaptureEnd, [P, P]),
                       (a.aclmdlRIExecuteAsync, [P, P]), (a.aclmdlRIDestroy, [P]),
                       (a.aclmdlRICaptureTaskGrpBegin, [P]), (a.aclmdlRICaptureTaskGrpEnd, [P, P]),
-                      (a.aclmdlRICaptureTaskUpdateBegin, [P, P]), (a.aclmdlRICaptureTaskUpdateEnd, [P])]:
+                      (a.aclmdlRICaptureTaskUpdateBegin, [P, P]), (a.aclmdlRICaptureTaskUpdateEnd, [P]),
+                      (a.aclmdlRIDebugJsonPrint, [P, ctypes.c_char_p, ctypes.c_uint32])]:
         fn.argtypes, fn.restype = types, ctypes.c_int
     acl.check(a.aclInit(None), "aclInit")
     acl.check(a.aclrtSetDevice(0), "aclrtSetDevice")
@@ -99,6 +105,20 @@ def main():
         acl.check(mul.phase2(None, 0, mul_ex, s), "aclnnMul")
 
     ri, grp = P(), P()
+    if args.drop_a_capture:
+        acl.check(a.aclmdlRICaptureBegin(stream, 0), "aclmdlRICaptureBegin")
+        run_add(add_ex, stream)
+        ended = []
+
+        def end_elsewhere():
+            acl.check(a.aclrtSetDevice(0), "aclrtSetDevice")
+            ended.append(a.aclmdlRICaptureEnd(stream, ctypes.byref(ri)))
+
+        t = threading.Thread(target=end_elsewhere)
+        t.start()
+        t.join()
+        assert ended == [107038], ended  # ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD: the capture is dropped
+    began = time.perf_counter()
     if args.mode == "graph":  # step 0: the capture (RELAXED: vLLM's mode)
         acl.check(a.aclmdlRICaptureBegin(stream, 2), "aclmdlRICaptureBegin")
         acl.check(a.aclmdlRICaptureTaskGrpBegin(stream), "aclmdlRICaptureTaskGrpBegin")
@@ -106,10 +126,13 @@ def main():
         acl.check(a.aclmdlRICaptureTaskGrpEnd(stream, ctypes.byref(grp)), "aclmdlRICaptureTaskGrpEnd")
         run_mul(stream)
         acl.check(a.aclmdlRICaptureEnd(stream, ctypes.byref(ri)), "aclmdlRICaptureEnd")
+        if args.tasks_json:
+            acl.check(a.aclmdlRIDebugJsonPrint(ri, args.tasks_json.encode(), 0), "aclmdlRIDebugJsonPrint")
     else:
         run_add(add_ex, stream)
         run_mul(stream)
     acl.check(a.aclrtSynchronizeStream(stream), "aclrtSynchronizeStream")
+    warmup_s, run_s = time.perf_counter() - began, 0.0
     if step:
         step()
     event = P()
@@ -122,6 +145,7 @@ def main():
             x[1] = np.inf
         upload(dev["x"], x)
         updated = s >= args.update_at
+        began = time.perf_counter()
         if args.mode == "graph":
             if s == args.update_at:  # the update, ordered before the replay by an event
                 acl.check(a.aclmdlRICaptureTaskUpdateBegin(side, grp), "aclmdlRICaptureTaskUpdateBegin")
@@ -134,12 +158,14 @@ def main():
             run_add(add2_ex if updated else add_ex, stream)
             run_mul(stream)
         acl.check(a.aclrtSynchronizeStream(stream), "aclrtSynchronizeStream")
+        run_s += time.perf_counter() - began
         record["steps"].append({"x": x.tolist(), "out": download(dev["out"]).tolist(),
                                 "res": download(dev["res"]).tolist(), "updated": updated})
         if step:
             step()
     if args.mode == "graph":
         acl.check(a.aclmdlRIDestroy(ri), "aclmdlRIDestroy")
+    record["seconds"] = {"warmup": warmup_s, "steps": run_s}  # step 0 (the capture), steps 1..N (the replays)
     with open(args.out, "w") as f:
         json.dump(record, f)
     acl.check(a.aclrtSynchronizeStream(side), "aclrtSynchronizeStream")

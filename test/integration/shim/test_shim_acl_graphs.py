@@ -109,3 +109,11 @@ def test_overflow_check_reports_the_replay_that_overflowed(tmp_path):
     assert entry["acl_graph"] == "replay 1 of ACL graph acl_graph_0 (stack from the capture)", entry
     x = next(tensors(entry)).info
     assert x["Max"] == float("inf"), x
+
+
+def test_a_capture_the_runtime_drops_leaves_the_stream_eager(tmp_path, eager):
+    # aclmdlRICaptureEnd on another thread fails and CANN drops the capture: the stream's later launches are eager
+    # kernels again, in the dump as the plain eager run has them.
+    r, _ = run_host(tmp_path, "eager", "statistics", extra=("--drop-a-capture",))
+    e_run, _ = eager
+    assert r.dump.names_by_folder() == e_run.dump.names_by_folder()
