@@ -3,7 +3,8 @@
 
 Runs test/integration/shim/acl_graph_host.py (an ACL graph of aclnnAdd in a task group and aclnnMul over tensors of
 --n float32 elements, captured once and replayed once per step, a task update at step 3) without the shim and under
-each task, interleaved over R rounds. Per configuration, medians over the rounds: the capture step (capture, no run),
+each task, interleaved over R rounds. Per configuration, medians over the rounds: step 0 (an eager warm-up, then the
+capture, which runs nothing),
 the mean replay step (aclmdlRIExecuteAsync + aclrtSynchronizeStream), and the tasks the graph holds
 (aclmdlRIDebugJsonPrint): the shim's device-to-device copies are the extra ones.
 
@@ -56,7 +57,7 @@ def main():
         for t in TASKS:
             results[t].append(one_run(args.build, steps, n, t))
     print(f"acl_graph_host.py: {steps} replays, tensors of {n} float32, {rounds} rounds (medians)\n")
-    print("| task | capture step (ms) | replay step (ms) | tasks in the graph |")
+    print("| task | step 0: warm-up + capture (ms) | replay step (ms) | tasks in the graph |")
     print("|---|---|---|---|")
     for t in TASKS:
         cap = statistics.median(r[0] for r in results[t]) * 1e3

@@ -6,7 +6,9 @@ that Add from then on.
 
     acl_graph_host.py --mode graph|eager --steps N --update-at U [--n ELEMENTS] [--inf-at S] OUT.json
 
-Step 0 is the warm-up (eager: the kernels once; graph: the capture, nothing runs); steps 1..N run. OUT.json holds
+Step 0 is the warm-up (the kernels once, eagerly, in both modes; graph: then the capture, which runs nothing); steps
+1..N run (graph: one replay each). --alpha-per-step --skip-update-at K plants graph mode's known bug (a skipped update
+of the attention's parameters) for first-diff. OUT.json holds
 the inputs and results of every step, for the test's numpy."""
 import argparse
 import ctypes
@@ -32,6 +34,11 @@ def main():
     ap.add_argument("--inf-at", type=int, default=-1, help="a step whose x holds +Inf (overflow_check)")
     ap.add_argument("--drop-a-capture", action="store_true",
                     help="eager mode: first a GLOBAL capture of the Add that another thread ends (CANN drops it)")
+    ap.add_argument("--alpha-per-step", action="store_true",
+                    help="the Add's alpha is 1 + step / 2, given each step (graph: a task update before each replay)")
+    ap.add_argument("--skip-update-at", type=int, default=-1,
+                    help="graph mode, with --alpha-per-step: the update of this step is skipped (the planted bug: "
+                         "the replay keeps the previous step's alpha)")
     ap.add_argument("--tasks-json", help="graph mode: aclmdlRIDebugJsonPrint of the graph to this file (the bench)")
     ap.add_argument("out")
     args = ap.parse_args()
@@ -98,6 +105,11 @@ def main():
     add2_ex = executor(add, tensor("x"), tensor("y"), alpha2, tensor("out"))
     mul_ex = executor(mul, tensor("out"), tensor("w"), tensor("res"))
 
+    def step_add(s):
+        value = ctypes.c_float(1.0 + s / 2)
+        scalar = libs.nnopbase.aclCreateScalar(ctypes.byref(value), acl.FLOAT)
+        return executor(add, tensor("x"), tensor("y"), scalar, tensor("out"))
+
     def run_add(ex, s):
         acl.check(add.phase2(None, 0, ex, s), "aclnnAdd")
 
@@ -119,7 +131,9 @@ def main():
         t.join()
         assert ended == [107038], ended  # ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD: the capture is dropped
     began = time.perf_counter()
-    if args.mode == "graph":  # step 0: the capture (RELAXED: vLLM's mode)
+    run_add(add_ex, stream)  # step 0: the warm-up, eager in both modes (as vLLM runs one before capturing)
+    run_mul(stream)
+    if args.mode == "graph":  # then the capture (RELAXED: vLLM's mode), which runs nothing
         acl.check(a.aclmdlRICaptureBegin(stream, 2), "aclmdlRICaptureBegin")
         acl.check(a.aclmdlRICaptureTaskGrpBegin(stream), "aclmdlRICaptureTaskGrpBegin")
         run_add(add_ex, stream)
@@ -128,9 +142,6 @@ def main():
         acl.check(a.aclmdlRICaptureEnd(stream, ctypes.byref(ri)), "aclmdlRICaptureEnd")
         if args.tasks_json:
             acl.check(a.aclmdlRIDebugJsonPrint(ri, args.tasks_json.encode(), 0), "aclmdlRIDebugJsonPrint")
-    else:
-        run_add(add_ex, stream)
-        run_mul(stream)
     acl.check(a.aclrtSynchronizeStream(stream), "aclrtSynchronizeStream")
     warmup_s, run_s = time.perf_counter() - began, 0.0
     if step:
@@ -145,17 +156,21 @@ def main():
             x[1] = np.inf
         upload(dev["x"], x)
         updated = s >= args.update_at
+        new_add = add2_ex if updated else None
+        if args.alpha_per_step:  # an executor of this step's alpha, as a decode step builds its attention's
+            updated, new_add = True, step_add(s)
         began = time.perf_counter()
         if args.mode == "graph":
-            if s == args.update_at:  # the update, ordered before the replay by an event
+            if (s == args.update_at or args.alpha_per_step) and s != args.skip_update_at:
+                # the update, ordered before the replay by an event
                 acl.check(a.aclmdlRICaptureTaskUpdateBegin(side, grp), "aclmdlRICaptureTaskUpdateBegin")
-                run_add(add2_ex, side)
+                run_add(new_add, side)
                 acl.check(a.aclmdlRICaptureTaskUpdateEnd(side), "aclmdlRICaptureTaskUpdateEnd")
                 acl.check(a.aclrtRecordEvent(event, side), "aclrtRecordEvent")
                 acl.check(a.aclrtStreamWaitEvent(stream, event), "aclrtStreamWaitEvent")
             acl.check(a.aclmdlRIExecuteAsync(ri, stream), "aclmdlRIExecuteAsync")
         else:
-            run_add(add2_ex if updated else add_ex, stream)
+            run_add(new_add if updated else add_ex, stream)
             run_mul(stream)
         acl.check(a.aclrtSynchronizeStream(stream), "aclrtSynchronizeStream")
         run_s += time.perf_counter() - began

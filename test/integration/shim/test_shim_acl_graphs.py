@@ -5,12 +5,14 @@ eager run names them (the capture step has none: nothing ran), with values equal
 alpha is what the Add records from the update's replay on."""
 import json
 import os
+import re
+import subprocess
 import zlib
 
 import numpy as np
 import pytest
 
-from shimtest import PYTHON, SOURCE, expected_stats, run, stat_close, tensors
+from shimtest import BUILD, PYTHON, SOURCE, expected_stats, run, stat_close, tensors
 
 HOST = os.path.join(SOURCE, "test", "integration", "shim", "acl_graph_host.py")
 STEPS, UPDATE_AT = 4, 3
@@ -52,8 +54,9 @@ def test_every_replayed_kernel_has_numpys_values_and_the_eager_runs_names(tmp_pa
         r, values = run_host(tmp_path, "graph", task)
     e_run, e_values = eager
     assert values["steps"] == e_values["steps"], "the graph computed other values than the eager run"
-    # The capture step ran nothing: the launches into the capture are no kernels of it (its replays' are).
-    assert 0 not in r.dump.steps(), r.dump.steps()
+    # Step 0: the warm-up ran eagerly; the capture after it ran nothing and adds no kernel to the step.
+    assert r.dump.folder(0).names() == e_run.dump.folder(0).names()
+    assert all("acl_graph" not in e for _, e in r.dump.folder(0).entries())
     for s in range(1, STEPS + 1):
         got, want = kernels_of(r.dump.folder(s)), expected(values, s)
         assert sorted(n for n, _ in got.values()) == sorted(e_run.dump.folder(s).names()), f"step {s}"
@@ -117,3 +120,32 @@ def test_a_capture_the_runtime_drops_leaves_the_stream_eager(tmp_path, eager):
     r, _ = run_host(tmp_path, "eager", "statistics", extra=("--drop-a-capture",))
     e_run, _ = eager
     assert r.dump.names_by_folder() == e_run.dump.names_by_folder()
+
+
+def inspect(*args):
+    return subprocess.run([os.path.join(BUILD, "bin", "msprobe-inspect"), *map(str, args)], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_graph_against_eager_first_diff_names_the_kernel_of_the_skipped_update(tmp_path):
+    # The Add's alpha changes every step (a task update before each replay, as vLLM-Ascend updates the attention's
+    # sequence lengths); the planted bug skips the update of step 3, whose replay keeps step 2's alpha.
+    alpha = ("--alpha-per-step",)
+    eager, _ = run_host(tmp_path / "eager", "eager", "tensor", extra=alpha)
+    graph, _ = run_host(tmp_path / "graph", "graph", "tensor", extra=alpha)
+    stale, _ = run_host(tmp_path / "stale", "graph", "tensor", extra=alpha + ("--skip-update-at", "3"))
+    c = inspect("compare", graph.dump.root, eager.dump.root, "--out", tmp_path / "cmp")
+    assert c.returncode == 0 and "10 kernels in A, 10 matched, 0 only in A, 0 only in B" in c.stdout, c.stdout
+    assert "no divergence" in c.stdout, c.stdout
+    clean = inspect("first-diff", graph.dump.root, eager.dump.root)
+    assert clean.returncode == 0 and "no kernel departs" in clean.stdout, clean.stdout + clean.stderr
+    bad = inspect("first-diff", stale.dump.root, eager.dump.root, "--json")
+    doc = json.loads(bad.stdout)
+    assert bad.returncode == 1 and doc["step"] == 3 and doc["kernel"].startswith("Add."), doc
+    assert doc["kernel"] == kernels_of(eager.dump.folder(3))["Add"][0]
+    # The report shows the replays as steps, and the same first divergence.
+    r = inspect("report", stale.dump.root, "--against", eager.dump.root, "-o", tmp_path / "r.html")
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    page = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', html, re.S)[1])
+    assert page["first_diff"]["kernel"] == doc["kernel"], page["first_diff"]
