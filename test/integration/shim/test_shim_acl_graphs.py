@@ -149,3 +149,14 @@ def test_graph_against_eager_first_diff_names_the_kernel_of_the_skipped_update(t
     html = (tmp_path / "r.html").read_text()
     page = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)</script>', html, re.S)[1])
     assert page["first_diff"]["kernel"] == doc["kernel"], page["first_diff"]
+
+
+def test_flight_writes_the_replay_that_overflowed_with_the_kernels_before_it(tmp_path):
+    r, _ = run_host(tmp_path, "graph", "flight", extra=("--inf-at", "2"))
+    assert "flight record: overflow: Add." in r.stderr and "(step 2, " in r.stderr, r.stderr
+    assert list(kernels_of(r.dump.folder(2))) == ["Add"]
+    name, entry = kernels_of(r.dump.folder(2))["Add"]
+    assert entry["acl_graph"] == "replay 1 of ACL graph acl_graph_0 (stack from the capture)", entry
+    assert next(tensors(entry)).info["Max"] == float("inf")
+    # The ring kept the kernels before it: the previous replay's.
+    assert sorted(kernels_of(r.dump.folder(1))) == ["Add", "Mul"]
