@@ -60,31 +60,46 @@ std::string_view op_name_of(StackId stack) {
 
 KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId stack, void *stream,
                            std::optional<bool> is_marker)
-    : session_(session),
-      stack_(stack),
-      ticket_(scope_names::armed() ? session.begin_unnamed_launch(op_type, stream, is_marker)
-                                   : session.begin_launch(op_type, op_name_of(stack), stream, is_marker)) {
+    : session_(session), stack_(stack) {
   ++open_;
-  if (ticket_.name_pending) op_type_ = op_type;
-  if (auto graph = session.acl_graphs().capturing(stream, ticket_.step)) {
-    if (ticket_.capture) staging_ = session.acl_graphs().staging_for(*graph);  // nothing enqueued on that stream
-  } else if (ticket_.capture) {
-    staging_ = session.stager().begin(stream);
+  AclGraphs &graphs = session.acl_graphs();
+  const bool updating = graphs.updating(stream);
+  if (!updating && !graphs.capturing(stream)) {
+    ticket_ = scope_names::armed() ? session.begin_unnamed_launch(op_type, stream, is_marker)
+                                   : session.begin_launch(op_type, op_name_of(stack), stream, is_marker);
+    if (ticket_.name_pending) op_type_ = op_type;
+    if (ticket_.capture) staging_ = session.stager().begin(stream);
+    return;
+  }
+  // A launch into a graph being captured, or by a task update, runs nowhere now: it is no kernel of this step (the
+  // replays' kernels are). Its description goes to the graph; a capture's copies are recorded into the graph.
+  op_type_ = op_type;
+  const Config &c = session.config();
+  ticket_.with_inputs = c.data_mode != DataMode::Output;
+  ticket_.with_outputs = c.data_mode != DataMode::Input;
+  named_later_ = scope_names::armed();
+  if (updating) {
+    update_stream_ = stream;
+  } else {
+    graph_stream_ = stream;
+    staging_ = graphs.staging_for(stream, session.task_policy().takes_data, c.buffer_bytes);
   }
 }
 
 KernelLaunch::~KernelLaunch() {
   --open_;
-  if (ticket_.name_pending && !finished_) finish(false);  // still counted: it gets its name (and ordinal) in order
+  if ((ticket_.name_pending || named_later_) && !finished_) finish(false);  // it gets its name in order
 }
 
-void KernelLaunch::park(std::optional<record::KernelCapture> kernel) {
+void KernelLaunch::park(std::optional<record::KernelCapture> kernel, bool counted) {
   scope_names::Pending p;
+  p.counted = counted;
   p.session = &session_;
   p.ticket = ticket_;
   p.op_type = std::move(op_type_);
   p.fallback_op_name = std::string(op_name_of(stack_));
   p.kernel = std::move(kernel);
+  p.named = graph_name_;
   if (p.kernel) p.staging = std::move(staging_);
   scope_names::park(std::move(p));
 }
@@ -103,7 +118,7 @@ void KernelLaunch::tensor(const TensorMeta &m, Side side, size_t slot, int64_t i
 }
 
 inline bool KernelLaunch::takes(Side side) const {
-  return ticket_.capture && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
+  return capturing() && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
 }
 
 void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
@@ -141,9 +156,28 @@ void KernelLaunch::input_value(format::ValueArg v) {
   if (takes(Side::Input)) inputs_.emplace_back().v.emplace<format::ValueArg>(std::move(v));
 }
 
+void KernelLaunch::hand_to_graph() {
+  AclGraphs::Kernel k;
+  k.op_type = op_type_;
+  k.op_name = std::string(op_name_of(stack_));
+  k.stack_id = stack_;
+  if (named_later_) k.named = graph_name_ = std::make_shared<std::string>();
+  k.inputs = inputs_;
+  k.outputs = outputs_;
+  if (graph_stream_ != nullptr)
+    session_.acl_graphs().kernel_captured(graph_stream_, std::move(k), staging_.get());
+  else
+    session_.acl_graphs().kernel_updated(update_stream_, std::move(k));
+}
+
 void KernelLaunch::finish(bool launched) {
   if (finished_) return;
   finished_ = true;
+  if (graph_stream_ != nullptr || update_stream_ != nullptr) {
+    if (launched) hand_to_graph();
+    if (named_later_) park(std::nullopt, false);  // the framework names it too: it takes its name in order
+    return;
+  }
   if (!ticket_.capture) {
     if (ticket_.name_pending) park(std::nullopt);
     return;

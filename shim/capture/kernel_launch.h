@@ -51,7 +51,9 @@ class KernelLaunch {
   static void enter_uncaptured() noexcept { ++open_; }
   static void leave_uncaptured() noexcept { --open_; }
 
-  bool capturing() const { return ticket_.capture; }
+  // Its arguments are taken: it is captured, or launched into an ACL graph being captured or by a task update (the
+  // graph keeps its description for the replays).
+  bool capturing() const { return ticket_.capture || graph_stream_ != nullptr || update_stream_ != nullptr; }
   const LaunchTicket &ticket() const { return ticket_; }
   // HCCL kernels: the communicator and the kernel's place in it, written as the entry's "comm".
   void set_comm(format::CommInfo comm) { ticket_.comm = std::move(comm); }
@@ -79,12 +81,16 @@ class KernelLaunch {
   // Inputs before the launch, outputs after it: the same rules for both.
   using Side = TensorSide;
   bool takes(Side side) const;
+  // A launch into an ACL graph being captured, or by a task update: its description goes to the graph
+  // (acl_graphs.h).
+  void hand_to_graph();
   record::CapturedList &list_of(Side side) { return side == Side::Input ? inputs_ : outputs_; }
   void add_tensor(Side side, const TensorMeta &t);
   void add_tensor_list(Side side, const std::vector<TensorMeta> &ts);
   void add_null(Side side);
   // A launch named later: waits on its thread (scope_names.h), with its finished record when it was captured.
-  void park(std::optional<record::KernelCapture> kernel);
+  // counted false: a launch into an ACL graph (no kernel of the step), which only takes its name.
+  void park(std::optional<record::KernelCapture> kernel, bool counted = true);
   // `slot` / `item`: where the tensor is in its side's arguments (item -1: not in a list), for notes only.
   // Describes (and stages) one tensor into `into`, in place: moving a filled CapturedArg trips GCC 12's
   // -Wmaybe-uninitialized (a false positive) on aarch64.
@@ -94,7 +100,11 @@ class KernelLaunch {
   std::string op_type_;  // for a launch named later (scope_names.h)
   LaunchTicket ticket_;
   record::CapturedList inputs_, outputs_;
-  std::unique_ptr<LaunchStaging> staging_;  // the task's way of taking the tensors; null when not capturing
+  std::unique_ptr<LaunchStaging> staging_;   // the task's way of taking the tensors; null when not capturing
+  void *graph_stream_ = nullptr;             // launched into the ACL graph this stream is capturing
+  void *update_stream_ = nullptr;            // launched by a task update on this stream
+  std::shared_ptr<std::string> graph_name_;  // the OpName of a launch into a graph named later (scope_names.h)
+  bool named_later_ = false;                 // ... and whether the framework names it
   bool finished_ = false;
   static thread_local int open_ __attribute__((tls_model("initial-exec")));
 };

@@ -56,6 +56,8 @@ void resolve(std::vector<Pending> &batch, std::string_view full_name) {
   for (Pending &p : batch) {
     const std::string_view op_name = full_name.empty() ? std::string_view(p.fallback_op_name) : full_name;
     (full_name.empty() ? g_fallback : g_named).fetch_add(1, std::memory_order_relaxed);
+    if (p.named) *p.named = op_name;
+    if (!p.counted) continue;
     p.session->name_launch(p.ticket, p.op_type, op_name);
     if (!p.kernel) continue;
     if (p.ticket.capture) {

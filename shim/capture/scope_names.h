@@ -38,6 +38,8 @@ struct Pending {
   std::string op_type, fallback_op_name;
   std::optional<record::KernelCapture> kernel;
   std::unique_ptr<LaunchStaging> staging;
+  std::shared_ptr<std::string> named;  // set: given the OpName too (an ACL graph's kernel, for its replays)
+  bool counted = true;                 // false: a launch into an ACL graph, not a kernel of the step: named only
 };
 void park(Pending pending);
 

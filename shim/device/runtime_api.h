@@ -22,6 +22,8 @@
   X(aclrtSetDevice, int32_t (*)(int32_t))                                                                              \
   X(aclrtCreateEvent, int32_t (*)(void **))                                                                            \
   X(aclrtRecordEvent, int32_t (*)(void *, void *))                                                                     \
+  X(aclrtStreamWaitEvent, int32_t (*)(void *, void *))                                                                 \
+  X(aclmdlRICaptureGetInfo, int32_t (*)(void *, int32_t *, void **))                                                   \
   X(aclrtSynchronizeEvent, int32_t (*)(void *))                                                                        \
   X(aclrtDestroyEvent, int32_t (*)(void *))                                                                            \
   /* aclnn argument objects: the device statistics' own kernels */                                                     \

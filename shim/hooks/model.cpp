@@ -17,25 +17,29 @@
 using namespace msprobe::shim;
 
 // The hooks of this family, one a line (shim/hooks/hook.h).
-#define MSPROBE_MODEL_HOOKS(X) \
-  X(aclmdlLoadFromFile)        \
-  X(aclmdlLoadFromMem)         \
-  X(aclmdlLoadFromFileWithMem) \
-  X(aclmdlLoadFromMemWithMem)  \
-  X(aclmdlLoadFromFileWithQ)   \
-  X(aclmdlLoadFromMemWithQ)    \
-  X(aclmdlLoadWithConfig)      \
-  X(aclmdlExecute)             \
-  X(aclmdlExecuteAsync)        \
-  X(aclmdlExecuteV2)           \
-  X(aclmdlExecuteAsyncV2)      \
-  X(aclmdlInitDump)            \
-  X(acldumpRegCallback)        \
-  X(acldumpUnregCallback)      \
-  X(aclmdlRICaptureBegin)      \
-  X(aclmdlRICaptureEnd)        \
-  X(aclmdlRIExecuteAsync)      \
-  X(aclmdlRIDestroy)
+#define MSPROBE_MODEL_HOOKS(X)      \
+  X(aclmdlLoadFromFile)             \
+  X(aclmdlLoadFromMem)              \
+  X(aclmdlLoadFromFileWithMem)      \
+  X(aclmdlLoadFromMemWithMem)       \
+  X(aclmdlLoadFromFileWithQ)        \
+  X(aclmdlLoadFromMemWithQ)         \
+  X(aclmdlLoadWithConfig)           \
+  X(aclmdlExecute)                  \
+  X(aclmdlExecuteAsync)             \
+  X(aclmdlExecuteV2)                \
+  X(aclmdlExecuteAsyncV2)           \
+  X(aclmdlInitDump)                 \
+  X(acldumpRegCallback)             \
+  X(acldumpUnregCallback)           \
+  X(aclmdlRICaptureBegin)           \
+  X(aclmdlRICaptureEnd)             \
+  X(aclmdlRIExecuteAsync)           \
+  X(aclmdlRIDestroy)                \
+  X(aclmdlRICaptureTaskGrpBegin)    \
+  X(aclmdlRICaptureTaskGrpEnd)      \
+  X(aclmdlRICaptureTaskUpdateBegin) \
+  X(aclmdlRICaptureTaskUpdateEnd)
 MSPROBE_HOOK_SLOTS(MSPROBE_MODEL_HOOKS)
 
 namespace {
@@ -164,16 +168,66 @@ MSPROBE_HOOK aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) 
   auto real = MSPROBE_REAL(aclmdlRICaptureEnd);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
   aclError rc = real(stream, modelRI);
-  if (rc == ACL_SUCCESS && modelRI != nullptr)
-    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->capture_ended(stream, *modelRI); });
+  AclGraphs *g = acl_graphs();
+  if (g && rc == ACL_SUCCESS && modelRI != nullptr)
+    guarded(Problem::GraphNotFollowed, [&] { g->capture_ended(stream, *modelRI); });
+  else if (g && rc != ACL_SUCCESS)
+    guarded(Problem::GraphNotFollowed, [&] { g->capture_failed(stream); });
   return rc;
 }
 
 MSPROBE_HOOK aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
   auto real = MSPROBE_REAL(aclmdlRIExecuteAsync);
   if (!real) return ACL_ERROR_INTERNAL_ERROR;
-  if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->replaying(modelRI); });
-  return real(modelRI, stream);
+  AclGraphs *g = acl_graphs();
+  if (g) guarded(Problem::GraphNotFollowed, [&] { g->replaying(modelRI, stream); });
+  aclError rc = real(modelRI, stream);
+  if (rc == ACL_SUCCESS && g)
+    guarded(Problem::GraphNotFollowed, [&] {
+      // Each replayed kernel is a launch of this step, named and selected as an eager one (acl_graphs.h).
+      auto begin = [&](const std::string &op_type, const std::string &op_name) {
+        LaunchTicket t = session().begin_launch(op_type, op_name, stream);
+        return AclGraphs::Ticket{t, t.capture, t.with_inputs, t.with_outputs, t.with_data};
+      };
+      g->replayed(modelRI, stream, begin, [](msprobe::record::KernelCapture k) { session().submit(std::move(k)); });
+    });
+  return rc;
+}
+
+// Task groups of a capture and their update: which kernels a task update replaces (acl_graphs.h).
+MSPROBE_HOOK aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclmdlRICaptureTaskGrpBegin);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(stream);
+  if (rc == ACL_SUCCESS)
+    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->group_began(stream); });
+  return rc;
+}
+
+MSPROBE_HOOK aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle) {
+  auto real = MSPROBE_REAL(aclmdlRICaptureTaskGrpEnd);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(stream, handle);
+  if (rc == ACL_SUCCESS && handle != nullptr)
+    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->group_ended(stream, *handle); });
+  return rc;
+}
+
+MSPROBE_HOOK aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle) {
+  auto real = MSPROBE_REAL(aclmdlRICaptureTaskUpdateBegin);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(stream, handle);
+  if (rc == ACL_SUCCESS)
+    if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->update_began(stream, handle); });
+  return rc;
+}
+
+MSPROBE_HOOK aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
+  auto real = MSPROBE_REAL(aclmdlRICaptureTaskUpdateEnd);
+  if (!real) return ACL_ERROR_INTERNAL_ERROR;
+  aclError rc = real(stream);
+  if (AclGraphs *g = acl_graphs()) guarded(Problem::GraphNotFollowed, [&] { g->update_ended(stream); });
+  return rc;
 }
 
 MSPROBE_HOOK aclError aclmdlRIDestroy(aclmdlRI modelRI) {

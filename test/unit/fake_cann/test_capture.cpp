@@ -143,12 +143,15 @@ TEST_F(Capture, ModesRestrictTheUnsafeCalls) {
   EXPECT_EQ(sync_copy(), ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
   EXPECT_EQ(aclrtMemset(d, 8, 0, 8), ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
   EXPECT_EQ(on_other_thread(sync_copy), ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
-  // Not RELAXED: the capture ends on the thread that began it.
+  // Not RELAXED: the capture ends on the thread that began it; ending it on another thread drops it
+  // (context_aclgraph.cc StreamEndCapture: ClearCaptureModel), so the stream is no longer capturing.
   EXPECT_EQ(on_other_thread([&] { return aclmdlRICaptureEnd(stream_, &ri); }),
             ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD);
+  EXPECT_EQ(aclmdlRICaptureEnd(stream_, &ri), ACL_ERROR_RT_STREAM_NOT_CAPTURED);
+  EXPECT_EQ(sync_copy(), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureBegin(stream_, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL), ACL_SUCCESS);
   ASSERT_EQ(aclmdlRICaptureEnd(stream_, &ri), ACL_SUCCESS);
   EXPECT_EQ(aclmdlRIDestroy(ri), ACL_SUCCESS);
-  EXPECT_EQ(sync_copy(), ACL_SUCCESS);
   // THREAD_LOCAL: only the capturing thread may not.
   ASSERT_EQ(aclmdlRICaptureBegin(stream_, ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL), ACL_SUCCESS);
   EXPECT_EQ(sync_copy(), ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
@@ -218,9 +221,11 @@ TEST_F(Capture, TaskUpdateReplacesAGroupsTasksAndExternalEventsOrderReplays) {
     ASSERT_EQ(aclrtSynchronizeStream(stream_), ACL_SUCCESS);
     EXPECT_EQ(download(out, 3), i == 0 ? (std::vector<float>{11, 22, 33}) : (std::vector<float>{101, 202, 303}));
   }
-  // An update must give as many tasks as the group holds.
+  // An update must give as many kernels as the group holds (context_aclgraph.cc StreamEndTaskUpdate:
+  // RT_ERROR_STREAM_TASKGRP_UPDATE, which errcode_manage.cc maps to ACL_ERROR_RT_INTERNAL_ERROR).
   ASSERT_EQ(aclmdlRICaptureTaskUpdateBegin(update, grp), ACL_SUCCESS);
-  EXPECT_EQ(aclmdlRICaptureTaskUpdateEnd(update), ACL_ERROR_RT_MODEL_UPDATE_FAILED);
+  EXPECT_EQ(aclmdlRICaptureTaskUpdateBegin(stream_, grp), ACL_ERROR_STREAM_TASK_GROUP_STATUS);  // one updater
+  EXPECT_EQ(aclmdlRICaptureTaskUpdateEnd(update), ACL_ERROR_RT_INTERNAL_ERROR);
   EXPECT_EQ(aclmdlRICaptureTaskUpdateEnd(update), ACL_ERROR_STREAM_TASK_GROUP_STATUS);
   EXPECT_EQ(aclmdlRICaptureTaskGrpBegin(update), ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   ASSERT_EQ(aclmdlRIDestroy(ri), ACL_SUCCESS);
@@ -307,6 +312,117 @@ TEST_F(Capture, ThreadExchangeModeRelaxesTheThreadAndDebugJsonListsTheTasks) {
   ASSERT_EQ(aclrtSynchronizeStream(stream_), ACL_SUCCESS);
   EXPECT_EQ(download(out, 2), (std::vector<float>{10, 12}));
   ASSERT_EQ(aclmdlRIDestroy(ri), ACL_SUCCESS);
+  aclDestroyAclOpExecutor(ex);
+}
+
+// docs/zh/dev_guide/04-02_cross_stream_capture.md, context_aclgraph.cc CheckCaptureModelValidity: a stream that waits
+// on an event recorded inside a capture joins it (its tasks are the model's, not run); the capture ends on its origin
+// stream only once every joined stream has returned to it through an event the origin waits on. Meanwhile the events
+// recorded inside cannot be queried, the capturing stream cannot be destroyed nor the device synchronized. The model
+// replays on any stream, as often as wanted.
+TEST_F(Capture, CrossStreamCaptureJoinsThroughEventsAndReplaysOnAnyStream) {
+  void *x = upload({1, 2, 3}), *y = upload({10, 20, 30}), *out = upload({0, 0, 0}), *acc = upload({0, 0, 0});
+  aclOpExecutor *sum = add(x, y, out, 3), *accumulate = add(acc, out, acc, 3);
+  aclrtStream side = nullptr, third = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&side), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateStream(&third), ACL_SUCCESS);
+  aclrtEvent fork = nullptr, join = nullptr;
+  ASSERT_EQ(aclrtCreateEvent(&fork), ACL_SUCCESS);
+  ASSERT_EQ(aclrtCreateEvent(&join), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureBegin(stream_, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(fork, stream_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtStreamWaitEvent(side, fork), ACL_SUCCESS);
+  aclmdlRICaptureStatus status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+  aclmdlRI origin_ri = nullptr, side_ri = nullptr;
+  ASSERT_EQ(aclmdlRICaptureGetInfo(stream_, &status, &origin_ri), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureGetInfo(side, &status, &side_ri), ACL_SUCCESS);
+  EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE);
+  EXPECT_EQ(side_ri, origin_ri);  // one capture, two streams
+  ASSERT_EQ(aclnnAdd(nullptr, 0, sum, side), 0);
+  aclrtEventRecordedStatus recorded;
+  EXPECT_EQ(aclrtQueryEventStatus(fork, &recorded), ACL_ERROR_RT_EVENT_CAPTURED);
+  EXPECT_EQ(aclrtSynchronizeEvent(fork), ACL_ERROR_RT_EVENT_CAPTURED);
+  EXPECT_EQ(aclrtDestroyStream(stream_), ACL_ERROR_RT_STREAM_CAPTURED);
+  EXPECT_EQ(aclrtSynchronizeDevice(), ACL_ERROR_RT_STREAM_CAPTURED);
+  aclmdlRI ri = nullptr;
+  EXPECT_EQ(aclmdlRICaptureEnd(side, &ri), ACL_ERROR_RT_STREAM_CAPTURE_UNMATCHED);  // not where it began
+  ASSERT_EQ(aclrtRecordEvent(join, side), ACL_SUCCESS);
+  ASSERT_EQ(aclrtStreamWaitEvent(stream_, join), ACL_SUCCESS);
+  ASSERT_EQ(aclnnAdd(nullptr, 0, accumulate, stream_), 0);
+  ASSERT_EQ(aclmdlRICaptureEnd(stream_, &ri), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureGetInfo(side, &status, &side_ri), ACL_SUCCESS);
+  EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_NONE);  // the joined stream left with the end
+  EXPECT_EQ(aclrtQueryEventStatus(fork, &recorded), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeDevice(), ACL_SUCCESS);
+  EXPECT_EQ(download(acc, 3), (std::vector<float>{0, 0, 0}));  // nothing ran
+  ASSERT_EQ(aclmdlRIExecuteAsync(ri, third), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIExecuteAsync(ri, side), ACL_SUCCESS);  // one replay at a time, whichever stream
+  ASSERT_EQ(aclrtSynchronizeStream(third), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(side), ACL_SUCCESS);
+  EXPECT_EQ(download(acc, 3), (std::vector<float>{22, 44, 66}));
+  ASSERT_EQ(aclmdlRIDestroy(ri), ACL_SUCCESS);
+
+  // A joined stream that never returns: the end fails and drops the capture, on both streams.
+  ASSERT_EQ(aclmdlRICaptureBegin(stream_, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL), ACL_SUCCESS);
+  ASSERT_EQ(aclrtRecordEvent(fork, stream_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtStreamWaitEvent(side, fork), ACL_SUCCESS);
+  ASSERT_EQ(aclnnAdd(nullptr, 0, sum, side), 0);
+  EXPECT_EQ(aclmdlRICaptureEnd(stream_, &ri), ACL_ERROR_RT_STREAM_UNJOINED);
+  for (aclrtStream s : {stream_, side}) {
+    ASSERT_EQ(aclmdlRICaptureGetInfo(s, &status, &side_ri), ACL_SUCCESS);
+    EXPECT_EQ(status, ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+  }
+  ASSERT_EQ(aclrtSynchronizeDevice(), ACL_SUCCESS);
+  EXPECT_EQ(download(acc, 3), (std::vector<float>{22, 44, 66}));
+  aclDestroyAclOpExecutor(sum);
+  aclDestroyAclOpExecutor(accumulate);
+  aclrtDestroyEvent(fork);
+  aclrtDestroyEvent(join);
+  aclrtDestroyStream(side);
+  aclrtDestroyStream(third);
+}
+
+// capture_adapt_v100.cc TaskTypeIsSupportTaskGroup: a task group holds kernels only; api_ref 15: aclmdlRISetName /
+// GetName (cut to maxLen - 1) / GetId, and the destroy callbacks run when the instance goes.
+TEST_F(Capture, TaskGroupsHoldKernelsOnlyAndInstancesHaveNamesIdsAndDestroyCallbacks) {
+  void *x = upload({1, 2}), *y = upload({3, 4}), *out = upload({0, 0});
+  aclOpExecutor *ex = add(x, y, out, 2);
+  aclmdlRI ri = nullptr;
+  aclrtTaskGrp grp = nullptr;
+  ASSERT_EQ(aclmdlRICaptureBegin(stream_, ACL_MODEL_RI_CAPTURE_MODE_RELAXED), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureTaskGrpBegin(stream_), ACL_SUCCESS);
+  EXPECT_EQ(aclrtMemsetAsync(out, 8, 0, 8, stream_), ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT);
+  ASSERT_EQ(aclnnAdd(nullptr, 0, ex, stream_), 0);
+  ASSERT_EQ(aclmdlRICaptureTaskGrpEnd(stream_, &grp), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureEnd(stream_, &ri), ACL_SUCCESS);
+  EXPECT_EQ(aclmdlRIExecuteAsync(ri, stream_), ACL_SUCCESS);
+  ASSERT_EQ(aclrtSynchronizeStream(stream_), ACL_SUCCESS);
+  EXPECT_EQ(download(out, 2), (std::vector<float>{4, 6}));  // the refused memset is not part of it
+
+  char name[16] = "junk";
+  ASSERT_EQ(aclmdlRIGetName(ri, sizeof name, name), ACL_SUCCESS);
+  EXPECT_STREQ(name, "");
+  ASSERT_EQ(aclmdlRISetName(ri, "decode_bs4"), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIGetName(ri, 5, name), ACL_SUCCESS);
+  EXPECT_STREQ(name, "deco");
+  uint32_t id = 0, other_id = 0;
+  ASSERT_EQ(aclmdlRIGetId(ri, &id), ACL_SUCCESS);
+  aclmdlRI other = nullptr;
+  ASSERT_EQ(aclmdlRICaptureBegin(stream_, ACL_MODEL_RI_CAPTURE_MODE_RELAXED), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRICaptureEnd(stream_, &other), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIGetId(other, &other_id), ACL_SUCCESS);
+  EXPECT_NE(id, other_id);
+  static int destroyed = 0;
+  auto count = [](void *data) { destroyed += *static_cast<int *>(data); };
+  int weight = 5;
+  ASSERT_EQ(aclmdlRIDestroyRegisterCallback(ri, count, &weight), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIDestroyRegisterCallback(other, count, &weight), ACL_SUCCESS);
+  ASSERT_EQ(aclmdlRIDestroyUnregisterCallback(other, count), ACL_SUCCESS);
+  EXPECT_EQ(aclmdlRIDestroyUnregisterCallback(other, count), ACL_ERROR_RT_PARAM_INVALID);
+  ASSERT_EQ(aclmdlRIDestroy(other), ACL_SUCCESS);
+  EXPECT_EQ(destroyed, 0);
+  ASSERT_EQ(aclmdlRIDestroy(ri), ACL_SUCCESS);
+  EXPECT_EQ(destroyed, 5);
   aclDestroyAclOpExecutor(ex);
 }
 

@@ -95,6 +95,8 @@ typedef struct aclrtStreamConfigHandle {
 
 typedef enum { ACL_RT_DEV_RES_CUBE_CORE = 0, ACL_RT_DEV_RES_VECTOR_CORE } aclrtDevResLimitType;
 
+typedef void (*aclrtCallback)(void *userData);
+
 typedef void (*aclrtHostFunc)(void *args);
 
 /* Kernels loaded and launched through the ACL (14_Kernel_loading_and_execution). */
@@ -600,6 +602,14 @@ ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle);
 ACL_FUNC_VISIBILITY aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream);
+/* The instance's name (the last aclmdlRISetName; "" before any; at most 512 bytes come back) and id; prints its tasks
+ * (stdout); callbacks run when it is destroyed. */
+ACL_FUNC_VISIBILITY aclError aclmdlRISetName(aclmdlRI modelRI, const char *name);
+ACL_FUNC_VISIBILITY aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name);
+ACL_FUNC_VISIBILITY aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t *modelRIId);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDebugPrint(aclmdlRI modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroyRegisterCallback(aclmdlRI modelRI, aclrtCallback func, void *userData);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroyUnregisterCallback(aclmdlRI modelRI, aclrtCallback func);
 
 /* Building an instance from bound streams: a persistent stream bound to it (flag 0: a head stream, started by each
  * execution; 0x7FFFFFFF: one that waits to be activated) keeps the tasks it receives for the instance; aclmdlRIEndTask

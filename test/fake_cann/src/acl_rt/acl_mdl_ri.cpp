@@ -1,13 +1,13 @@
 // ACL runtime: model runtime instances made by stream capture (acl_rt.h, aclmdlRI*), over the runtime's capture
-// (fakecann/stream.h): between aclmdlRICaptureBegin and aclmdlRICaptureEnd every task submitted to the stream (kernel
-// launches, asynchronous copies and memsets, event records and waits) is recorded into the instance instead of running;
-// aclmdlRIExecuteAsync enqueues the recorded tasks as one task, in their order; aclmdlRIDestroy lets them go (the
-// kernels' argument blocks, their op tasks). Collectives and whole-model executions on a capturing stream are refused
-// (ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT): the stand-in does not capture them. One stream per capture: a stream that
-// waits on an event recorded inside a capture does not join it.
-// Task groups (aclmdlRICaptureTaskGrpBegin/End) name a run of a capture's tasks; a task update
-// (aclmdlRICaptureTaskUpdateBegin/End on another stream) replaces them with the tasks launched in between, one for
-// one, when that stream reaches UpdateEnd: later replays run the new ones (docs/zh/api_ref/15_model_running_instance).
+// (src/runtime/capture.cpp, fakecann/stream.h): between aclmdlRICaptureBegin and aclmdlRICaptureEnd every task
+// submitted to the stream (kernel launches, asynchronous copies and memsets, event records and waits), and to the
+// streams that join it through an event, is recorded into the instance instead of running; aclmdlRIExecuteAsync
+// enqueues the recorded tasks as one task, in their order; aclmdlRIDestroy lets them go (the kernels' argument blocks,
+// their op tasks). Collectives and whole-model executions on a capturing stream are refused
+// (ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT): the stand-in does not capture them.
+// Task groups (aclmdlRICaptureTaskGrpBegin/End) name a capture's kernels; a task update
+// (aclmdlRICaptureTaskUpdateBegin/End on another stream) replaces them with the kernels launched in between, one for
+// one, each when that stream gets to it: later replays run the new ones (docs/zh/api_ref/15_model_running_instance).
 // Instances are also built from bound streams (aclmdlRIBuildBegin, BindStream, EndTask, BuildEnd, UnbindStream: the
 // runtime's model_build.cpp tells how).
 #include "acl/acl.h"
@@ -106,6 +106,35 @@ aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
   Stream *s;
   if (aclError e = stream_of(stream, &s)) return e;
   return stream_task_update_end(s);
+}
+
+aclError aclmdlRISetName(aclmdlRI modelRI, const char *name) {
+  if (modelRI == nullptr || name == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return captured_model_set_name(static_cast<CapturedModel *>(modelRI), name);
+}
+
+aclError aclmdlRIGetName(aclmdlRI modelRI, uint32_t maxLen, char *name) {
+  if (modelRI == nullptr || name == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return captured_model_name(static_cast<CapturedModel *>(modelRI), maxLen, name);
+}
+
+aclError aclmdlRIGetId(aclmdlRI modelRI, uint32_t *modelRIId) {
+  if (modelRI == nullptr || modelRIId == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return captured_model_id(static_cast<CapturedModel *>(modelRI), modelRIId);
+}
+
+// The instance's tasks, as aclmdlRIDebugJsonPrint writes them, on stdout (CANN writes its log).
+aclError aclmdlRIDebugPrint(aclmdlRI modelRI) {
+  if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
+  return captured_model_write_json(static_cast<CapturedModel *>(modelRI), "/dev/stdout");
+}
+
+aclError aclmdlRIDestroyRegisterCallback(aclmdlRI modelRI, aclrtCallback func, void *userData) {
+  return captured_model_on_destroy(static_cast<CapturedModel *>(modelRI), func, userData, true);
+}
+
+aclError aclmdlRIDestroyUnregisterCallback(aclmdlRI modelRI, aclrtCallback func) {
+  return captured_model_on_destroy(static_cast<CapturedModel *>(modelRI), func, nullptr, false);
 }
 
 aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag) {

@@ -175,7 +175,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 // The tasks not yet started are dropped, not run (rtStreamDestroyForce).
 aclError aclrtDestroyStreamForce(aclrtStream stream) {
   if (stream == nullptr) return ACL_ERROR_INVALID_PARAM;
-  return stream_destroy(static_cast<Stream *>(stream), true) ? ACL_SUCCESS : rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  return stream_destroy_checked(static_cast<Stream *>(stream), true);
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream) { return rtStreamSynchronize(stream); }
@@ -221,8 +221,7 @@ aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args) {
   if (fn == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
   if (aclError e = host_stream(stream, &s)) return e;
-  stream_launch_host_func(s, fn, args);
-  return ACL_SUCCESS;
+  return stream_launch_host_func(s, fn, args);
 }
 
 // ---- memory ----

@@ -72,8 +72,7 @@ aclError aclrtRecordEventWithFlag(aclrtEvent event, aclrtStream stream, uint32_t
     return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   count_call(CallKind::EventRecord);
-  event_record(e, s, true);
-  return ACL_SUCCESS;
+  return event_record(e, s, true);
 }
 
 // timeout is reserved (0); ACL_EVENT_WAIT_EXTERNAL waits, when the stream gets there, for the event to be recorded.
@@ -87,21 +86,20 @@ aclError aclrtStreamWaitEventWithFlag(aclrtStream stream, aclrtEvent event, uint
     return rt_error(ACL_ERROR_RT_STREAM_NOT_CAPTURED);
   }
   count_call(CallKind::EventWait);
-  stream_wait_event(s, e, flag == ACL_EVENT_WAIT_EXTERNAL);
-  return ACL_SUCCESS;
+  return stream_wait_event(s, e, flag == ACL_EVENT_WAIT_EXTERNAL);
 }
 
 aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream) {
   Event *e;
   Stream *s;
   if (aclError r = event_and_stream(event, stream, &e, &s)) return r;
-  event_reset(e, s);
-  return ACL_SUCCESS;
+  return event_reset(e, s);
 }
 
 aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status) {
   if (event == nullptr || status == nullptr || !event_valid(static_cast<Event *>(event)))
     return ACL_ERROR_INVALID_PARAM;
+  if (int e = event_capture_check(static_cast<Event *>(event))) return e;
   *status = event_completed(static_cast<Event *>(event)) ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
   return ACL_SUCCESS;
 }
@@ -109,6 +107,7 @@ aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status) {
 aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
   auto *e = static_cast<Event *>(event);
   if (event == nullptr || status == nullptr || !event_valid(e)) return ACL_ERROR_INVALID_PARAM;
+  if (int r = event_capture_check(e)) return r;
   bool ever = false;
   const bool recorded = event_recorded_state(e, &ever);
   const bool complete = ever ? recorded : event_ex_mode(e);

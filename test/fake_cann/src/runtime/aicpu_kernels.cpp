@@ -326,8 +326,7 @@ extern "C" rtError_t rtCpuKernelLaunchWithFlag(const void *soName, const void *k
   std::memcpy(device_bytes(dev_args, size), argsInfo->args, size);
   std::string op = op_of(kernel, static_cast<const uint8_t *>(argsInfo->args), size);
   log_kernel_launch(op.empty() ? kernel.c_str() : op.c_str(), caller);
-  stream_enqueue(
+  return stream_enqueue(
       s, [so, kernel, flags, dev_args, size] { run_aicpu(so, kernel, flags, dev_args, size); },
       "rtCpuKernelLaunchWithFlag", [dev_args] { device_free(dev_args); });
-  return RT_ERROR_NONE;
 }

@@ -62,18 +62,18 @@ void event_complete_record(Event *e, uint64_t seq) {
   complete_locked(e, seq);
 }
 
-void event_record(Event *e, Stream *s, bool external) {
-  if (e->ipc != nullptr) return ipc_record(e, s);
-  if (external) {  // inside a capture: numbered at each replay (captured_model_execute)
-    stream_enqueue_task(s, Task{{}, {}, e, "event_record", {}});
-    return;
-  }
+int event_record(Event *e, Stream *s, bool external) {
+  if (e->ipc != nullptr) return ipc_record(e, s), 0;
+  if (external)  // inside a capture: numbered at each replay (captured_model_execute)
+    return stream_enqueue_task(s, Task{{}, {}, e, "event_record", {}, false});
+  bool taken = false;  // a record of the capture's own
+  if (int r = capture_event_record(e, s, &taken); r != 0 || taken) return r;
   const uint64_t seq = event_issue_record(e);
-  stream_enqueue(s, [e, seq] { event_complete_record(e, seq); }, "event_record");
+  return stream_enqueue(s, [e, seq] { event_complete_record(e, seq); }, "event_record");
 }
 
-void event_reset(Event *e, Stream *s) {
-  stream_enqueue(
+int event_reset(Event *e, Stream *s) {
+  return stream_enqueue(
       s,
       [e] {
         std::lock_guard<std::mutex> lk(e->mu);
@@ -82,24 +82,24 @@ void event_reset(Event *e, Stream *s) {
       "event_reset");
 }
 
-void stream_wait_event(Stream *s, Event *e, bool external) {
-  if (e->ipc != nullptr) return ipc_wait(e, s);
-  if (external) {
-    stream_enqueue(
+int stream_wait_event(Stream *s, Event *e, bool external) {
+  if (e->ipc != nullptr) return ipc_wait(e, s), 0;
+  if (external)
+    return stream_enqueue(
         s,
         [e] {
           std::unique_lock<std::mutex> lk(e->mu);
           e->cv.wait(lk, [e] { return e->signaled; });
         },
         "event_wait");
-    return;
-  }
+  bool taken = false;  // a wait in the capture the record was made in (joining it)
+  if (int r = capture_event_wait(e, s, &taken); r != 0 || taken) return r;
   uint64_t target;
   {
     std::lock_guard<std::mutex> lk(e->mu);
     target = e->recorded;
   }
-  stream_enqueue(
+  return stream_enqueue(
       s,
       [e, target] {
         std::unique_lock<std::mutex> lk(e->mu);
@@ -130,6 +130,8 @@ bool event_recorded_state(Event *e, bool *ever_recorded) {
   *ever_recorded = e->recorded != 0;
   return e->recorded != 0 && e->completed >= e->recorded;
 }
+
+int event_capture_check(Event *e) { return capture_event_query(e); }
 
 uint32_t event_flags(Event *e) { return e->flags; }
 bool event_ex_mode(Event *e) { return e->ex_mode; }

@@ -14,6 +14,7 @@
 #include "fakecann/stream.h"
 #include "fakecann/tensor_io.h"
 #include "runtime/rt.h"
+#include "stream_impl.h"
 
 namespace fakecann {
 
@@ -134,9 +135,8 @@ int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMe
   if (int e = resolve_stream(stream, &s)) return e;
   // The host side is read (or written) when the copy executes, not now: the host buffer must stay
   // valid until the stream is synchronized, as on the real device.
-  stream_enqueue(
+  return stream_enqueue(
       s, [=] { copy_now(dst, src, cnt, d, preloaded); }, "memcpy");
-  return RT_ERROR_NONE;
 }
 
 int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async) {
@@ -153,8 +153,7 @@ int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *s
   }
   Stream *s;
   if (int e = resolve_stream(stream, &s)) return e;
-  stream_enqueue(s, run, "memset");
-  return RT_ERROR_NONE;
+  return stream_enqueue(s, run, "memset");
 }
 
 }  // namespace fakecann
@@ -187,6 +186,10 @@ rtError_t rtDeviceReset(int32_t devId) { return device_reset(devId, false); }
 
 rtError_t rtDeviceSynchronize(void) {
   if (int e = require_context()) return e;
+  if (any_stream_capturing()) {  // context.cc Synchronize: a capturing stream cannot be waited on
+    set_error_message("aclrtSynchronizeDevice while a stream is capturing");
+    return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
+  }
   return synchronize_all_streams();
 }
 
@@ -255,7 +258,7 @@ rtError_t rtStreamCreate(rtStream_t *stm, int32_t priority) {
 }
 
 rtError_t rtStreamDestroy(rtStream_t stm) {
-  return stream_destroy(static_cast<Stream *>(stm)) ? RT_ERROR_NONE : ACL_ERROR_RT_PARAM_INVALID;
+  return stream_destroy_checked(static_cast<Stream *>(stm));
 }
 
 rtError_t rtStreamSynchronize(rtStream_t stm) {
@@ -285,13 +288,13 @@ rtError_t rtEventRecord(rtEvent_t evt, rtStream_t stm) {
   Stream *s;
   if (!event_valid(static_cast<Event *>(evt))) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int e = resolve_stream(stm, &s)) return e;
-  event_record(static_cast<Event *>(evt), s);
-  return RT_ERROR_NONE;
+  return event_record(static_cast<Event *>(evt), s);
 }
 
 rtError_t rtEventSynchronize(rtEvent_t evt) {
   count_call(CallKind::EventWait);
   if (!event_valid(static_cast<Event *>(evt))) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
+  if (int e = event_capture_check(static_cast<Event *>(evt))) return e;
   event_synchronize(static_cast<Event *>(evt));
   return RT_ERROR_NONE;
 }
@@ -307,8 +310,7 @@ rtError_t rtStreamWaitEvent(rtStream_t stm, rtEvent_t evt) {
   auto *e = static_cast<Event *>(evt);
   if (!event_valid(e)) return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   if (int r = resolve_stream(stm, &s)) return r;
-  stream_wait_event(s, e, stream_capturing(s) && (event_flags(e) & 0x20u) != 0);  // ACL_EVENT_EXTERNAL
-  return RT_ERROR_NONE;
+  return stream_wait_event(s, e, stream_capturing(s) && (event_flags(e) & 0x20u) != 0);  // ACL_EVENT_EXTERNAL
 }
 
 // Stand-in only (not CANN): bytes moved across the host link since process start, for tests and
@@ -342,16 +344,14 @@ int launch_task(void *stream, std::function<void()> kernel, const char *what) {
     set_error_message(std::string(what) + " on a capturing stream is not captured by the stand-in");
     return rt_error(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT);
   }
-  stream_enqueue(s, std::move(kernel), what);
-  return RT_ERROR_NONE;
+  return stream_enqueue(s, std::move(kernel), what);
 }
 
 int enqueue_device_task(void *stream, std::function<void()> task, const char *what) {
   if (int e = require_context()) return e;
   Stream *s;
   if (int e = resolve_stream(stream, &s)) return e;
-  stream_enqueue(s, std::move(task), what);
-  return RT_ERROR_NONE;
+  return stream_enqueue(s, std::move(task), what);
 }
 
 }  // namespace fakecann

@@ -278,9 +278,8 @@ int launch(const KernelDef &k, uint32_t blockDim, const rtArgsEx_t &info, rtStre
     if (size != 0 && device_host_alias(info.args, size) == nullptr)
       return invalid("isNoNeedH2DCopy args are not inside a device allocation");
     const void *dev_args = info.args;
-    stream_enqueue(
+    return stream_enqueue_kernel(
         s, [k, dev_args, size] { run_kernel(k, dev_args, size); }, what);
-    return RT_ERROR_NONE;
   }
   // Patch a slot of the blob with the device address of data that lives inside the blob.
   std::vector<std::pair<uint32_t, uint32_t>> patches;  // (address slot offset, data offset)
@@ -302,13 +301,15 @@ int launch(const KernelDef &k, uint32_t blockDim, const rtArgsEx_t &info, rtStre
       std::memcpy(host + slot, &addr, 8);
     }
   }
-  stream_enqueue(
-      s, [k, dev_args, size] { run_kernel(k, dev_args, size); }, what,
-      [k, dev_args, size] {
-        delete op_task_of(k, dev_args, size);
-        if (dev_args) device_free(dev_args);
-      });
-  return RT_ERROR_NONE;
+  auto release = [k, dev_args, size] {
+    delete op_task_of(k, dev_args, size);
+    if (dev_args) device_free(dev_args);
+  };
+  // A kernel task: what a task group holds and a task update replaces.
+  const int rc = stream_enqueue_kernel(
+      s, [k, dev_args, size] { run_kernel(k, dev_args, size); }, what, release);
+  if (rc != 0 && dev_args) device_free(dev_args);  // refused: the op task stays the launcher's (op_task.h)
+  return rc;
 }
 
 int launch_stub(const void *stubFunc, uint32_t blockDim, const rtArgsEx_t &info, rtStream_t stm) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,6 +25,9 @@ struct Task {
   // A task of a built model that decides where its stream goes on (a label switch, the end of the graph): given its
   // own index, the index of the next task to run (kLaneEnd: the stream's part of the model is done).
   std::function<size_t(size_t)> jump;
+  // A kernel on the AI Core or Vector Core: the only task a task group may hold and a task update may replace
+  // (capture_adapt_v100.cc TaskTypeIsSupportTaskGroup).
+  bool kernel = false;
 };
 
 constexpr size_t kLaneEnd = ~size_t(0);
@@ -43,10 +47,11 @@ struct Label {
   size_t index = 0;                // its LABEL_SET task there
 };
 
-// The tasks of a capture between aclmdlRICaptureTaskGrpBegin and End: [begin, end) of the model's tasks.
+// The tasks of a capture between aclmdlRICaptureTaskGrpBegin and End: the model's tasks at these indices.
 struct TaskGroup {
   CapturedModel *model = nullptr;
-  size_t begin = 0, end = 0;
+  std::vector<size_t> tasks;
+  Stream *updater = nullptr;  // between aclmdlRICaptureTaskUpdateBegin and End on that stream
 };
 
 // A model runtime instance made by capture: the tasks, in the order the capturing stream received them.
@@ -61,6 +66,17 @@ struct CapturedModel {
   bool built = false;        // made by aclmdlRIBuildBegin: its tasks are its lanes', not `tasks`
   std::vector<Lane> lanes;   // the streams bound to a built model, in bind order
   int running = 0;  // replays enqueued and not yet finished
+  // A model runs on streams of its own (capture_model.cc): one replay at a time, whichever stream enqueued it.
+  std::mutex run_mu;
+  // Cross-stream capture (dev_guide 04-02): the stream that began it, the streams that joined it by waiting on an
+  // event recorded inside it, and for each of them the event whose record is its last task (null: another task).
+  Stream *origin = nullptr;
+  std::vector<Stream *> joined;
+  std::map<Stream *, Event *> last_record;
+  std::vector<Event *> events;  // recorded inside the capture (their capture state ends with it)
+  std::string name;             // aclmdlRISetName
+  uint32_t id = 0;
+  std::vector<std::pair<void (*)(void *), void *>> on_destroy;  // aclmdlRIDestroyRegisterCallback
 };
 
 struct Stream {
@@ -75,8 +91,8 @@ struct Stream {
   std::deque<Task> tasks;
   CapturedModel *capture = nullptr;  // set while the stream is capturing
   TaskGroup *group = nullptr;        // an open task group of the capture
-  TaskGroup *updating = nullptr;     // between aclmdlRICaptureTaskUpdateBegin and End: tasks replace the group's
-  std::vector<Task> update_tasks;
+  TaskGroup *updating = nullptr;     // between aclmdlRICaptureTaskUpdateBegin and End: kernels replace the group's
+  size_t update_next = 0;            // the group's task the next kernel replaces
   CapturedModel *bound = nullptr;  // bound to a built model: its tasks go into lanes[lane]
   size_t lane = 0;
   uint64_t enqueued = 0, completed = 0;
@@ -101,6 +117,10 @@ struct Event {
   struct IpcShared *ipc = nullptr;
   uint64_t ipc_id = 0;
   bool ipc_creator = false;
+  // Recorded inside a capture that is still open (under registry_mutex()): a wait on it joins that capture, a query or
+  // synchronization is refused (ACL_ERROR_RT_EVENT_CAPTURED). Cleared when the capture ends.
+  CapturedModel *capture = nullptr;
+  bool capture_waited = false, waited_by_origin = false;
 };
 
 // ipc_events.cpp: the IPC side of events.cpp's operations.
@@ -110,12 +130,19 @@ void ipc_wait(Event *e, Stream *s);
 void ipc_synchronize(Event *e);
 bool ipc_recorded(Event *e);  // no record pending at the current slot, or its flag is set
 
+// capture.cpp, with s->mu held: `t` submitted to a capturing stream goes into its model; `t` submitted to a stream
+// updating a task group becomes the task that puts it in place of the group's next task. 0 or the ACL error.
+int capture_task(Stream *s, Task t);
+int update_task(Stream *s, Task &t);
+// A stream is capturing (aclrtSynchronizeDevice refuses to wait then).
+bool any_stream_capturing();
 // The registry lock of streams and models (streams.cpp); held across fork() (see make_stream).
 std::mutex &registry_mutex();
 // A context's default stream (contexts.cpp makes them, streams.cpp owns streams).
 Stream *make_default_stream(Context *ctx);
-// stream_enqueue with the whole task (an external record).
-void stream_enqueue_task(Stream *s, Task t);
+// stream_enqueue with the whole task (an external record, a kernel). 0, or the ACL error of a refusal: a task group
+// or a task update takes kernels only, an update no more than its group holds.
+int stream_enqueue_task(Stream *s, Task t);
 // The registry of models (streams.cpp), under registry_mutex().
 void register_model(CapturedModel *m);
 bool model_live(CapturedModel *m);
@@ -123,6 +150,13 @@ bool model_live(CapturedModel *m);
 void run_built_model(CapturedModel *m);
 // Lets a model's streams go when it is destroyed (under the registry lock and the model's).
 void release_bound_streams(CapturedModel *m);
+// capture.cpp: a record or a wait of `e` on `s` that a capture takes (a record on a capturing stream; a wait on an
+// event recorded inside a capture still open, which joins `s` to it): *taken says whether it was the capture's;
+// returns 0 or the ACL error.
+int capture_event_record(Event *e, Stream *s, bool *taken);
+int capture_event_wait(Event *e, Stream *s, bool *taken);
+// ACL_ERROR_RT_EVENT_CAPTURED while `e` was recorded inside a capture still open, else 0.
+int capture_event_query(Event *e);
 // events.cpp: one more record of `e` issued (its number), and that record executed.
 uint64_t event_issue_record(Event *e);
 void event_complete_record(Event *e, uint64_t seq);

@@ -43,6 +43,8 @@ FAKECANN_API void device_release(int32_t dev, bool force);
 // default stream on a thread without a context).
 FAKECANN_API Stream *stream_create(uint32_t flags = 0, uint32_t priority = 0);
 FAKECANN_API bool stream_destroy(Stream *s, bool force = false);  // false: not a live stream, or a default stream
+// stream_destroy for the host: 0, ACL_ERROR_RT_STREAM_CAPTURED while it captures, ACL_ERROR_RT_PARAM_INVALID.
+FAKECANN_API int stream_destroy_checked(Stream *s, bool force = false);
 // Resolves a handle given by the host: nullptr -> default stream; unknown or destroyed -> nullptr.
 FAKECANN_API Stream *stream_resolve(void *handle, bool *ok);
 FAKECANN_API int32_t stream_id(Stream *s);
@@ -55,9 +57,13 @@ FAKECANN_API uint32_t stream_priority(Stream *s);
 FAKECANN_API int stream_set_failure_mode(Stream *s, uint64_t mode);
 // Enqueues `task`; `release` (optional) lets its resources go once the task is done for good: right after it ran, or,
 // for a task captured into a model runtime instance (below), when the instance is destroyed. A task enqueued on a
-// capturing stream is recorded, not run, and runs at every replay: it must be runnable many times.
-FAKECANN_API void stream_enqueue(Stream *s, std::function<void()> task, const char *what,
-                                 std::function<void()> release = {});
+// capturing stream is recorded, not run, and runs at every replay: it must be runnable many times. Returns 0, or the
+// ACL error of a refusal (a task group and a task update take kernels only: stream_enqueue_kernel).
+FAKECANN_API int stream_enqueue(Stream *s, std::function<void()> task, const char *what,
+                                std::function<void()> release = {});
+// A kernel on the AI Core or Vector Core (what a task group holds and a task update replaces): as stream_enqueue.
+FAKECANN_API int stream_enqueue_kernel(Stream *s, std::function<void()> task, const char *what,
+                                       std::function<void()> release = {});
 // Waits until everything enqueued so far has run. Returns 0, or the RT error of a failed task
 // (reported once), or ACL_ERROR_RT_STREAM_SYNC_TIMEOUT when timeout_ms >= 0 elapses; ACL_ERROR_RT_STREAM_CAPTURED
 // without waiting when the stream is capturing.
@@ -67,7 +73,7 @@ FAKECANN_API int synchronize_all_streams();
 // holds (true), or until the stream is destroyed by force (false): device waits have no timeout of their own.
 FAKECANN_API bool worker_wait_until(const std::function<bool()> &ready);
 // Enqueues a host function (aclrtLaunchHostFunc): it runs when the stream reaches it, and the stream waits for it.
-FAKECANN_API void stream_launch_host_func(Stream *s, void (*fn)(void *), void *args);
+FAKECANN_API int stream_launch_host_func(Stream *s, void (*fn)(void *), void *args);
 
 // ---- stream capture (aclmdlRICapture*: the tasks a capturing stream receives go into a model runtime instance) ----
 // aclmdlRICaptureMode values: which threads may call the unsafe functions (synchronous aclrtMemcpy / aclrtMemset, an
@@ -81,16 +87,23 @@ FAKECANN_API int stream_begin_capture(Stream *s, int mode);
 FAKECANN_API int stream_end_capture(Stream *s, CapturedModel **model);
 FAKECANN_API int stream_capture_info(Stream *s, int *status, CapturedModel **model);
 FAKECANN_API bool stream_capturing(Stream *s);
-// Enqueues the whole model on `s` as one task (its tasks run in capture order, on s's worker).
+// Enqueues the whole model on `s` as one task (its tasks run in capture order, on s's worker; one replay of a model
+// at a time).
 FAKECANN_API int captured_model_execute(CapturedModel *m, Stream *s);
 FAKECANN_API int captured_model_destroy(CapturedModel *m);
 // How many tasks a model holds (-1: not a model).
 FAKECANN_API int64_t captured_model_tasks(CapturedModel *m);
 // aclmdlRIDebugJsonPrint: the model's tasks, in order, as JSON ({"tasks": [{"index", "type"}]}).
 FAKECANN_API int captured_model_write_json(CapturedModel *m, const char *path);
-// Task groups (aclmdlRICaptureTaskGrpBegin/End) and their update (aclmdlRICaptureTaskUpdateBegin/End): the tasks a
-// stream receives between UpdateBegin and UpdateEnd replace the group's tasks, one for one, when the stream reaches
-// UpdateEnd. Each returns 0 or an ACL error code.
+// aclmdlRISetName / GetName (cut to max_len - 1 and 512 bytes) / GetId, aclmdlRIDestroy(Un)RegisterCallback (add:
+// register; the callbacks run when the model is destroyed). Each returns 0 or an ACL error code.
+FAKECANN_API int captured_model_set_name(CapturedModel *m, const char *name);
+FAKECANN_API int captured_model_name(CapturedModel *m, uint32_t max_len, char *name);
+FAKECANN_API int captured_model_id(CapturedModel *m, uint32_t *id);
+FAKECANN_API int captured_model_on_destroy(CapturedModel *m, void (*fn)(void *), void *data, bool add);
+// Task groups (aclmdlRICaptureTaskGrpBegin/End, kernels only) and their update (aclmdlRICaptureTaskUpdateBegin/End):
+// each kernel a stream receives between UpdateBegin and UpdateEnd replaces the group's next task when the stream gets
+// to it. Each returns 0 or an ACL error code.
 struct TaskGroup;
 FAKECANN_API int stream_task_group_begin(Stream *s);
 FAKECANN_API int stream_task_group_end(Stream *s, TaskGroup **group);
@@ -121,13 +134,20 @@ FAKECANN_API int label_switch_by_index(const void *index_ptr, uint32_t count, co
 FAKECANN_API Event *event_create(uint32_t flags = 0, bool ex_mode = false);
 FAKECANN_API bool event_destroy(Event *e);
 FAKECANN_API bool event_valid(Event *e);
-// external: ACL_EVENT_RECORD_EXTERNAL inside a capture (each replay records the event anew).
-FAKECANN_API void event_record(Event *e, Stream *s, bool external = false);
+// external: ACL_EVENT_RECORD_EXTERNAL inside a capture (each replay records the event anew). A plain record on a
+// capturing stream is the capture's own (the event itself is not recorded; a wait on it joins the capture). Returns
+// 0 or the ACL error (a task group takes no record).
+FAKECANN_API int event_record(Event *e, Stream *s, bool external = false);
 // Clears the event's recorded state when the stream reaches it (aclrtResetEvent).
-FAKECANN_API void event_reset(Event *e, Stream *s);
+FAKECANN_API int event_reset(Event *e, Stream *s);
 // A wait on the records issued so far; an external wait (ACL_EVENT_WAIT_EXTERNAL, or a wait on an ACL_EVENT_EXTERNAL
 // event inside a capture) waits, when the stream reaches it, until the event is recorded (and not reset since).
-FAKECANN_API void stream_wait_event(Stream *s, Event *e, bool external = false);
+// A plain wait on an event recorded inside a capture still open joins that capture (its order within the model is
+// the order the host submitted the tasks). Returns 0 or the ACL error.
+FAKECANN_API int stream_wait_event(Stream *s, Event *e, bool external = false);
+// ACL_ERROR_RT_EVENT_CAPTURED while the event's last record was made inside a capture still open (a query or a
+// synchronization of it is refused then), else 0.
+FAKECANN_API int event_capture_check(Event *e);
 FAKECANN_API void event_synchronize(Event *e);
 FAKECANN_API bool event_completed(Event *e);
 // Whether a record was ever issued and every issued record executed (the runtime's RECORDED state).
