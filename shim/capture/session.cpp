@@ -47,8 +47,10 @@ struct Session::Impl {
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
   SelectionTally tally;           // under mu: what the filters let through, said at exit when it is nothing
   // Under mu: the rank whose folders the last submitted kernel's claim gave this process (the next kernel of that rank
-  // needs no claim); forgotten when the unranked folders are adopted.
-  std::optional<std::optional<uint32_t>> claimed_rank;
+  // needs no claim); forgotten when the unranked folders are adopted. A flag beside the rank, not an optional of an
+  // optional: comparing that with the kernel's optional rank takes "no rank" for "nothing claimed yet".
+  bool claimed_any = false;
+  std::optional<uint32_t> claimed_rank;
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
   collector::Collector *current_collector() {
@@ -338,8 +340,9 @@ void Session::submit(record::KernelCapture kernel) {
     std::lock_guard<std::mutex> lk(m.mu);
     if (!kernel.rank) kernel.rank = m.ranks.adopted();  // begun before the rank was adopted (rank_map.h)
     // Another live process (a fork+exec child with the same rank) may own this rank's folders: never both.
-    if (m.claimed_rank != kernel.rank) {
+    if (!m.claimed_any || m.claimed_rank != kernel.rank) {
       if (!lifecycle::claim_rank_output(m.config.dump_path, format::rank_dir_name(kernel.rank), m.config.task)) return;
+      m.claimed_any = true;
       m.claimed_rank = kernel.rank;
     }
     if (!m.collector) m.collector = make_collector(m);
@@ -390,7 +393,7 @@ void Session::adopt_unranked(uint32_t rank) {
   col->adopt_rank(rank);
   {
     std::lock_guard<std::mutex> lk(m.mu);
-    m.claimed_rank.reset();
+    m.claimed_any = false;
   }
   lifecycle::release_rank_output(m.config.dump_path, from);
   run_marker::renamed(m.config.dump_path, from, to);
