@@ -288,11 +288,16 @@ def verdict_column(df):
     return None
 
 
-GOOD = {"pass", "Yes", ""}  # 2026: pass / warning / error; 8.3.3: Yes / No (tensor), pass / Warning / Different
+# Verdicts: 2026 says pass / warning / error; 8.3.3 Yes / No in tensor mode (None: a row it does not judge, a scalar
+# argument, an absent tensor, a 0-d or one-element tensor, as on its own dumps), "" / Warning in statistics mode and
+# pass / Different in md5 mode.
+GOOD = {"pass", "Yes", ""}
+UNJUDGED = {"None", "N/A"}
 
 
 def count_compare(path, dump):
-    """Rows, matched, unmatched, passed, flagged (name, verdict, message, launch index), kernels against dump.json's."""
+    """Rows, matched, unmatched, passed, not judged, flagged (name, verdict, message, launch index), and the kernels
+    of dump.json seen in the rows."""
     df = read_table(path)
     names = df["NPU Name"].tolist()
     unmatched = int(df["Bench Name"].isin(["N/A", ""]).sum())
@@ -300,10 +305,11 @@ def count_compare(path, dump):
     verdicts = df[col].tolist() if col else [""] * len(df)
     messages = df["Err_message"].tolist() if "Err_message" in df.columns else [""] * len(df)
     flagged = [(n, v, m, dump.get(kernel_of(n), {}).get("launch", {}).get("index", -1))
-               for n, v, m in zip(names, verdicts, messages) if v not in GOOD]
+               for n, v, m in zip(names, verdicts, messages) if v not in GOOD | UNJUDGED]
     seen = {kernel_of(n) for n in names}
     return {"rows": len(df), "matched": len(df) - unmatched, "unmatched": unmatched,
-            "pass": sum(v in GOOD for v in verdicts), "flagged": sorted(flagged, key=lambda x: x[3]),
+            "pass": sum(v in GOOD for v in verdicts), "unjudged": sum(v in UNJUDGED for v in verdicts),
+            "flagged": sorted(flagged, key=lambda x: x[3]),
             "kernels": len(seen & set(dump)), "dump_kernels": len(dump), "missing": sorted(set(dump) - seen)}
 
 
@@ -323,14 +329,13 @@ def run_graph(args, tool, npu, bench, outdir):
     return rc, log, (dbs[-1] if dbs else None)
 
 
-def node_flagged(precision_index, io_json):
-    """8.3.3 scores a node in precision_index (0: equal); 2026 leaves it 0 and puts compare's verdict on each item."""
-    if precision_index not in (None, 0, "0"):
-        return True
+def node_flagged(io_json):
+    """Whether the graph put a failing verdict on one of the node's inputs or outputs. Its precision_index is not
+    used: 8.3.3 gives it a meaning per mode (md5: 1 passed; tensor: a change of ratios) and 2026 leaves it 0."""
     for text in io_json:
         for item in (json.loads(text) if text else {}).values():
-            if isinstance(item, dict) and (item.get("Result", "pass") not in GOOD
-                                           or item.get("Accuracy Reached or Not", "Yes") not in GOOD):
+            if isinstance(item, dict) and any(str(item.get(k, "")) not in GOOD | UNJUDGED
+                                              for k in ("Result", "Accuracy Reached or Not")):
                 return True
     return False
 
@@ -339,11 +344,11 @@ def count_graph(path, dump):
     """The graph's NPU nodes that are our kernels: how many, matched to a bench node, flagged."""
     db = sqlite3.connect(path)
     try:
-        rows = db.execute("SELECT node_name, matched_node_link, precision_index, input_data, output_data "
-                          "FROM tb_nodes WHERE data_source = 'NPU'").fetchall()
+        rows = db.execute("SELECT node_name, matched_node_link, input_data, output_data FROM tb_nodes "
+                          "WHERE data_source = 'NPU'").fetchall()
     finally:
         db.close()
-    nodes = {name: (link, node_flagged(idx, (i, o))) for name, link, idx, i, o in rows if name in dump}
+    nodes = {name: (link, node_flagged((i, o))) for name, link, i, o in rows if name in dump}
     matched = sum(bool(link) and link != "[]" for link, _ in nodes.values())
     bad = sorted((name for name, (_, flagged) in nodes.items() if flagged),
                  key=lambda n: dump[n].get("launch", {}).get("index", -1))
@@ -387,7 +392,7 @@ def fmt_line(key, c, g):
     if c is None:
         return f"  {'/'.join(key):<12} compare FAILED"
     s = (f"  {'/'.join(key):<12} kernels {c['kernels']}/{c['dump_kernels']}  rows {c['rows']}  matched {c['matched']}"
-         f"  unmatched {c['unmatched']}  pass {c['pass']}  flagged {len(c['flagged'])}")
+         f"  unmatched {c['unmatched']}  pass {c['pass']}  not judged {c['unjudged']}  flagged {len(c['flagged'])}")
     if g is not None:
         s += f"  | graph nodes {g['nodes']}/{c['dump_kernels']} matched {g['matched']} flagged {len(g['flagged'])}"
     return s
