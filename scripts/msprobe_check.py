@@ -316,13 +316,14 @@ def count_compare(path, dump):
 # ------------------------------------------------------------------------------------------------------ msprobe graph
 
 def run_graph(args, tool, npu, bench, outdir):
+    """The graph tool's compare of two folders, or with bench None its build of one."""
     if tool.cli2026:
-        argv = ["graph_visualize", "-tp", npu, "-gp", bench, "-o", outdir]
+        argv = ["graph_visualize", "-tp", npu, "-o", outdir] + (["-gp", bench] if bench else [])
     else:
         spec = os.path.join(outdir, "graph.json")
         os.makedirs(outdir, exist_ok=True)
         with open(spec, "w", encoding="utf-8") as f:
-            json.dump({"npu_path": npu, "bench_path": bench, "is_print_compare_log": False}, f)
+            json.dump({"npu_path": npu, **({"bench_path": bench} if bench else {}), "is_print_compare_log": False}, f)
         argv = ["-f", "mindspore", "graph", "-i", spec, "-o", outdir]
     rc, log = msprobe_cmd(args, tool, argv, outdir, "graph")
     dbs = sorted(glob.glob(os.path.join(outdir, "*.vis.db")) + glob.glob(os.path.join(outdir, "*.vis")))
@@ -362,8 +363,9 @@ def read_dump(folder):
         return json.load(f)["data"]
 
 
-def check_pair(args, tool, config, mode, run_a, run_b):
-    """Compare and graph of every step and rank folder of two runs: [(folder key, compare counts, graph counts)]."""
+def check_pair(args, tool, config, mode, run_a, run_b, build):
+    """Compare and graph of every step and rank folder of two runs (with `build`, the graph of run_a's alone too):
+    [(folder key, compare counts, graph counts)]."""
     lines, problems = [], []
     fa, fb = rank_folders(run_a), rank_folders(run_b)
     if set(fa) != set(fb):
@@ -384,6 +386,11 @@ def check_pair(args, tool, config, mode, run_a, run_b):
         g = count_graph(db, dump) if rc == 0 and db is not None else None
         if g is None:
             problems.append(f"{where}: graph exit {rc}, no database ({log})")
+        elif build:
+            rc, log, db = run_graph(args, tool, fa[key], None, os.path.join(tag, "graph_build"))
+            g["built"] = count_graph(db, dump)["nodes"] if rc == 0 and db is not None else None
+            if g["built"] is None:
+                problems.append(f"{where}: graph build exit {rc}, no database ({log})")
         lines.append((key, c, g))
     return lines, problems
 
@@ -395,6 +402,8 @@ def fmt_line(key, c, g):
          f"  unmatched {c['unmatched']}  pass {c['pass']}  not judged {c['unjudged']}  flagged {len(c['flagged'])}")
     if g is not None:
         s += f"  | graph nodes {g['nodes']}/{c['dump_kernels']} matched {g['matched']} flagged {len(g['flagged'])}"
+        if "built" in g:
+            s += f", built alone {g['built']}"
     return s
 
 
@@ -402,9 +411,10 @@ def identical_problem(where, c, g):
     """Why a compare of two identical runs is not a 100% match, or None."""
     if c["unmatched"] or c["flagged"] or c["missing"]:
         return f"{where}: missing {c['missing'][:3]} unmatched {c['unmatched']} flagged {c['flagged'][:3]}"
-    if g is not None and (g["missing"] or g["matched"] != g["nodes"] or g["flagged"]):
+    if g is not None and (g["missing"] or g["matched"] != g["nodes"] or g["flagged"]
+                          or g.get("built") != c["dump_kernels"]):
         return (f"{where}: graph missing {g['missing'][:3]} matched {g['matched']}/{g['nodes']} "
-                f"flagged {g['flagged'][:3]}")
+                f"flagged {g['flagged'][:3]} built alone {g.get('built')}")
     return None
 
 
@@ -448,7 +458,7 @@ def main():
                 for other in ["b"] + (["p"] if args.plant else []):
                     what = "identical runs" if other == "b" else f"planted FAKE_CANN_PERTURB_OP={args.plant}"
                     print(f"{tool.label} | {config} | {mode} | {what}", flush=True)
-                    lines, p = check_pair(args, tool, config, mode, roots["a"], roots[other])
+                    lines, p = check_pair(args, tool, config, mode, roots["a"], roots[other], other == "b")
                     problems += p
                     for key, c, g in lines:
                         print(fmt_line(key, c, g), flush=True)
