@@ -212,7 +212,10 @@ std::optional<std::pair<const void *, OpCall>> call_from_prototype(const Binding
       cp.value = value_of(p.kind, a, loc);
       cp.present = cp.value.has_value();
       if (p.kind == ParamKind::CString && p.name == kCommGroupParam && cp.present)
-        if (const auto *group = std::get_if<std::string>(&cp.value->value)) call.comm_group = *group;
+        if (const auto *group = std::get_if<std::string>(&cp.value->value)) {
+          call.comm_group = *group;
+          call.comm_group_param = (int)call.params.size();
+        }
     }
     call.params.push_back(std::move(cp));
   }

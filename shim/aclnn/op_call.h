@@ -61,6 +61,7 @@ struct OpCall {
   // A fused compute+communication (MC2) op's communicator, its `group` argument: the kernel is numbered with the
   // communicator's collectives and carries its "comm" as HCCL's kernels do. Empty for every other op.
   std::string comm_group;
+  int comm_group_param = -1;  // its index in `params`
   // Not decoded yet (params empty): the phase-1 call as it arrived, and the executor-cache keys it goes under.
   std::optional<RawCall> raw;
   ExecCacheKey keys[2];

@@ -228,6 +228,15 @@ std::optional<OpCall> AclnnLaunch::recorded(const void *executor) noexcept {
   return call;
 }
 
+// An MC2 op's `group` argument is written as its communicator's label (communicators::Issue::label), not HCCL's
+// name, which differs from run to run: msprobe compares string arguments, and two runs of one program must agree.
+// The name stays in the entry's "comm". Unchanged when the communicator is not known.
+void name_group_by_label(OpCall &call, const communicators::Issue &issue) {
+  if (issue.label.empty() || call.comm_group_param < 0 || (size_t)call.comm_group_param >= call.params.size()) return;
+  std::optional<format::ValueArg> &v = call.params[(size_t)call.comm_group_param].value;
+  if (v && std::holds_alternative<std::string>(v->value)) v->value = issue.label;
+}
+
 // Phase 2 may run on a task-queue thread without Python frames: the stack is phase 1's. A repeatable executor launched
 // again from Python (MindSpore PyNative's executor cache with MS_DEV_LAUNCH_BLOCKING=1: phase 2 of a hit on the Python
 // thread): this launch's own scope, not its maker's.
@@ -245,7 +254,10 @@ void AclnnLaunch::prepare(const Binding &b) {
     return;
   }
   // Numbered whether or not it is captured, as HCCL's own kernels are (shim/capture/communicators.h).
-  if (!call_->comm_group.empty()) comm_ = communicators::take_by_group(call_->comm_group);
+  if (!call_->comm_group.empty()) {
+    comm_ = communicators::take_by_group(call_->comm_group);
+    name_group_by_label(*call_, comm_);
+  }
   if (!capture_.capturing()) return;
   if (decoded_before) read_addresses_now(*call_);
   describe_inputs(b);

@@ -29,6 +29,13 @@ struct CommState {
 std::mutex g_mu;
 // Leaked on purpose: hooks may run while static destructors do.
 auto *g_comms = new std::unordered_map<Handle, CommState>;
+// Name (or key) -> its place in the order the process met them (Issue::label); members made in one process (a thread
+// per device) share their communicator's name and so its number. Under g_mu.
+auto *g_name_order = new std::unordered_map<std::string, uint64_t>;
+
+uint64_t name_order(const std::string &name) {
+  return g_name_order->try_emplace(name, g_name_order->size()).first->second;
+}
 
 // One of the communicator queries, nullopt when it is missing or fails.
 std::optional<uint32_t> query(runtime::Function<int32_t (*)(void *, uint32_t *)> &fn, Handle comm) {
@@ -81,6 +88,7 @@ Issue take_number(Handle comm, std::optional<uint32_t> peer, bool sends) {
   }
   const std::string &name = s.name ? *s.name : s.key;
   if (name.empty() || !s.rank || !s.size) return is;
+  is.label = "comm" + std::to_string(name_order(name));
   format::CommInfo c;
   c.name = name;
   c.rank = *s.rank;
@@ -122,6 +130,8 @@ void made(Handle comm, std::string key, std::optional<std::vector<uint32_t>> ran
   s.ranks = std::move(ranks);
   describe(comm, s);
   std::lock_guard<std::mutex> lk(g_mu);
+  const std::string &name = s.name ? *s.name : s.key;
+  if (!name.empty()) name_order(name);
   (*g_comms)[comm] = std::move(s);
 }
 

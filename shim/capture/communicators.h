@@ -35,6 +35,10 @@ struct Issue {
   std::optional<format::CommInfo> info;  // nullopt: the communicator has neither a name nor a key, or nothing was taken
   std::optional<std::pair<uint32_t, bool>> pair;
   uint64_t taken = 0;
+  // "comm{n}": the communicator's name (or key) is the n-th the process met, from 0, at creation or else at its first
+  // call. HCCL's names carry the run (root info: an address, a process, a time), so two runs of one program name the
+  // same communicator differently; this does not. Empty with `info`.
+  std::string label;
 };
 
 // The next number of `comm`'s collectives, or with `peer` of its transfers to (sends) or from that peer. Never throws

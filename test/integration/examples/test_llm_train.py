@@ -1,7 +1,8 @@
 """examples/llm_train.py end to end: the model's loss and gradients against a float64 numpy model written out here,
 the loss falling over 20 steps on 1 and 2 ranks (both tensor-parallel modes, dense and MoE), the tensor-parallel
 runs equal to the one-rank run up to rounding, the task-queue levels bit-identical, the shim changing nothing the
-program computes (statistics and tensor tasks, every kernel captured), and the planted-NaN seams found by
+program computes (statistics and tensor tasks, every kernel captured), two runs writing the same names and
+arguments (what msprobe's compare pairs and checks), and the planted-NaN seams found by
 msprobe-inspect first-nan where they were planted."""
 import functools
 import json
@@ -273,6 +274,34 @@ def test_mc2_and_all_to_all_kernels_carry_their_communicator(tmp_path, mode):
     for name in {n for n, _ in by_rank[0]}:
         seqs = sorted(q for n, q in by_rank[0] if n == name)
         assert seqs == list(range(len(seqs))), seqs
+
+
+MC2_GROUP = {"MatmulAllReduce": 3, "AllGatherMatmul": 3, "MatmulReduceScatter": 3}  # the group's input_args slot
+
+
+@pytest.mark.parametrize("mode", ["allreduce", "sequence"])
+def test_two_runs_write_the_same_arguments(tmp_path, mode):
+    """msprobe's compare pairs two runs' kernels by name and flags every argument that differs (a string argument by
+    its value, a tensor by its CRC-32 in md5 mode): two runs of one program must write the same names and the same
+    arguments. HCCL names a communicator afresh in each run, so an MC2 kernel's group argument is written as the
+    communicator's label (comm0: the first communicator the process met); HCCL's name is in "comm" only."""
+    runs = [run_llm(tmp_path / run, "--steps", "2", "--mark-steps", "--ranks", "2", "--moe", "--tp-mode", mode,
+                    shim=True, task="statistics", env={"MSPROBE_SUMMARY_MODE": "md5"}) for run in ("a", "b")]
+    folders = [{(f.step, f.rank): f.data for f in r.dump.folders()} for r in runs]
+    assert sorted(folders[0]) == sorted(folders[1]) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    names, groups = set(), 0
+    for place, a in folders[0].items():
+        b = folders[1][place]
+        assert list(a) == list(b), place
+        for name, entry in a.items():
+            for key in ("input_args", "output"):
+                assert entry.get(key) == b[name].get(key), (place, name, key)
+            if (slot := MC2_GROUP.get(shimtest.op_type(name))) is not None:
+                assert entry["input_args"][slot] == {"type": "str", "value": "comm0"}, (name, entry["input_args"])
+                names.add((entry["comm"]["name"], b[name]["comm"]["name"]))
+                groups += 1
+    assert groups >= 8, groups
+    assert all(x != y for x, y in names), names  # HCCL's names do differ between the runs
 
 
 # ---- the planted bugs -------------------------------------------------------------------------------------------
