@@ -89,11 +89,15 @@ class KernelLaunch {
   // Describes (and stages) one tensor into `into`, in place: moving a filled CapturedArg trips GCC 12's
   // -Wmaybe-uninitialized (a false positive) on aarch64.
   void tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, record::CapturedArg &into);
+  // MSPROBE_RACECHECK: the device bytes `m` covers, as an access of argument `slot` (`item`) of `side`.
+  void race_access(const TensorMeta &m, Side side, int32_t item);
   Session &session_;
   StackId stack_ = kEmptyStack;
   std::string op_type_;  // for a launch named later (scope_names.h)
   LaunchTicket ticket_;
   record::CapturedList inputs_, outputs_;
+  std::optional<record::RaceFacts> race_;   // MSPROBE_RACECHECK and captured: the stamp and the accesses so far
+  uint32_t race_slots_[2] = {0, 0};         // arguments described so far per side, whether or not taken
   std::unique_ptr<LaunchStaging> staging_;  // the task's way of taking the tensors; null when not capturing
   bool finished_ = false;
   static thread_local int open_ __attribute__((tls_model("initial-exec")));

@@ -15,6 +15,7 @@
 
 #include "collector/msprobe_writer.h"
 #include "format/naming.h"
+#include "races/clocks.h"
 #include "shim/base/log.h"
 #include "shim/base/problems.h"
 #include "shim/capture/acl_graphs.h"
@@ -46,6 +47,7 @@ struct Session::Impl {
   AclGraphs acl_graphs;
   std::atomic<bool> ahead{true};  // captures_ahead(), updated under mu
   SelectionTally tally;           // under mu: what the filters let through, said at exit when it is nothing
+  std::unique_ptr<races::StreamClocks> clocks;  // MSPROBE_RACECHECK=1; its own lock (no launch waits for mu for it)
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
   collector::Collector *current_collector() {
@@ -125,6 +127,7 @@ void activate_session(Session *session) noexcept { g_active.store(session, std::
 
 Session::Session(Config config) : impl_(new Impl) {
   impl_->config = std::move(config);
+  if (impl_->config.race_check) impl_->clocks = std::make_unique<races::StreamClocks>();
   // A full flight ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels
   // being checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
   impl_->policy = make_task_policy(impl_->config, [m = impl_] {
@@ -133,6 +136,8 @@ Session::Session(Config config) : impl_(new Impl) {
   });
   update_ahead(*impl_);  // MSPROBE_RANK against a rank known from the environment is decided at the first launch
 }
+
+races::StreamClocks *Session::stream_clocks() noexcept { return impl_->clocks.get(); }
 
 Session::~Session() {
   shutdown();

@@ -1,0 +1,76 @@
+"""MSPROBE_RACECHECK=1 on examples/stream_race.py (docs/races.md): a tensor the compute stream writes, a second stream
+uses (an op on a side stream, an in-place all-reduce on the HCCL stream, or a read before its block goes back to the
+caching allocator) and the compute stream overwrites. Each left-out wait is reported in races.json with both kernels
+as dump.json names them, their streams, their tensors and the bytes they share; each correct twin is silent."""
+import json
+import os
+
+import pytest
+
+from shimtest import PYTHON, SOURCE, run
+
+HOST = os.path.join(SOURCE, "examples", "stream_race.py")
+ELEMENTS = 1024
+OPS = ["adds", "allreduce", "reuse"]
+# What the second stream's kernel is, how it touches g, and the race kind with the compute stream's write.
+SECOND = {"adds": ("Adds", ["input.0"], "read", "read-write"),
+          "allreduce": ("HcclAllReduce", ["input.0", "output.0"], "read-write", "write-write"),
+          "reuse": ("Adds", ["input.0"], "read", "read-write")}
+
+
+def race_run(tmp_path, op, plant):
+    r = run([PYTHON, HOST, "--op", op, "--plant", plant, "--elements", str(ELEMENTS)], tmp_path / f"{op}-{plant}",
+            env={"MSPROBE_RACECHECK": "1"}).check()
+    assert r.stdout.startswith("sum "), r.stdout
+    folders = r.dump.folders()
+    assert len(folders) == 1, folders
+    with open(os.path.join(folders[0].path, "races.json")) as f:
+        races = json.load(f)["races"]
+    return r, folders[0], races
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_the_correct_program_is_silent(tmp_path, op):
+    r, folder, races = race_run(tmp_path, op, "none")
+    assert races == {}
+    assert "race check" not in r.stderr
+    # The check did look: the second stream's kernel is in the dump, on a stream of its own.
+    streams = {e["launch"]["stream_id"] for _, e in folder.entries()}
+    assert len(streams) == 2, streams
+
+
+@pytest.mark.parametrize("plant", ["no-wait-before", "no-wait-after"])
+@pytest.mark.parametrize("op", OPS)
+def test_a_missing_wait_is_reported_with_both_kernels(tmp_path, op, plant):
+    r, folder, races = race_run(tmp_path, op, plant)
+    assert list(races) == ["race.0"], races
+    race = races["race.0"]
+    entries = dict(folder.entries())
+    a, b = race["first"], race["second"]
+    other, tensors, access, kind = SECOND[op]
+    # Before: the compute stream's Muls (g's producer) first; after: the second stream's kernel first.
+    order = ("Muls", other) if plant == "no-wait-before" else (other, "Muls")
+    assert (a["kernel"].split(".")[0], b["kernel"].split(".")[0]) == order
+    for side in (a, b):
+        assert side["kernel"] in entries
+        assert side["stream_id"] == entries[side["kernel"]]["launch"]["stream_id"]
+        assert side["step"] == 0
+        assert side["stack"] and any("stream_race.py" in frame for frame in side["stack"])  # both call stacks
+    assert a["stream_id"] != b["stream_id"]
+    assert race["kind"] == kind
+    by_op = {a["kernel"].split(".")[0]: a, b["kernel"].split(".")[0]: b}
+    assert by_op["Muls"]["access"] == "write" and by_op["Muls"]["tensors"] == ["output.0"]
+    assert by_op[other]["access"] == access and by_op[other]["tensors"] == tensors
+    # g's bytes, whole, on both sides.
+    begin, end = (int(v, 16) for v in race["bytes"])
+    assert end - begin == ELEMENTS * 4
+    assert [int(v, 16) for v in a["range"]] == [begin, end] == [int(v, 16) for v in b["range"]]
+    assert race["count"] == 1
+    assert f"race check: 1 {kind} race(s) between streams (1 distinct)" in r.stderr
+
+
+def test_both_waits_missing_gives_both_races(tmp_path):
+    r, folder, races = race_run(tmp_path, "adds", "both")
+    pairs = sorted((v["first"]["kernel"].split(".")[0], v["second"]["kernel"].split(".")[0]) for v in races.values())
+    assert pairs == [("Adds", "Muls"), ("Muls", "Adds")]
+    assert "race check: 2 read-write race(s) between streams (2 distinct)" in r.stderr
