@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "format/dump_json.h"
+#include "format/format.h"
 #include "format/io.h"
 
 namespace msprobe::collector {
@@ -11,8 +12,8 @@ namespace {
 
 using record::AccessKind;
 
-constexpr std::string_view kPrefix = "{\"races\": {";
-constexpr std::string_view kSuffix = "\n}}\n";
+using format::kRacesJsonPrefix;
+using format::kRacesJsonSuffix;
 
 const char *kind_word(AccessKind k) {
   switch (k) {
@@ -119,7 +120,7 @@ void RaceLog::check(const record::KernelCapture &k, const std::filesystem::path 
   if (closed_ || !k.race) return;
   auto [it, fresh] = files_.try_emplace(dir);
   File &f = it->second;
-  if (fresh) f.journal.begin(dir / kRacesJson, kPrefix, kSuffix);
+  if (fresh) f.journal.begin(dir / format::kRacesJson, kRacesJsonPrefix, kRacesJsonSuffix);
   for (const races::Race &r : detector_.check(launch_of(k))) add(r, f);
 }
 
@@ -130,14 +131,14 @@ void RaceLog::close() {
     bool repeated = false;
     for (const Distinct &d : f.races) repeated |= d.count > 1;
     if (!repeated) continue;  // the journal says it all already
-    std::string text(kPrefix);
+    std::string text(kRacesJsonPrefix);
     text += '\n';
     for (size_t i = 0; i < f.races.size(); ++i) {
       if (i) text += ",\n";
       text += f.races[i].head + std::to_string(f.races[i].count) + f.races[i].tail;
     }
-    text += kSuffix;
-    format::write_file_atomic(dir / kRacesJson, text);
+    text += kRacesJsonSuffix;
+    format::write_file_atomic(dir / format::kRacesJson, text);
   }
   for (const auto &[kind, n] : kinds_)
     std::fprintf(stderr,

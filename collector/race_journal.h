@@ -15,8 +15,6 @@
 
 namespace msprobe::collector {
 
-inline constexpr std::string_view kRacesJson = "races.json";
-
 class RaceLog {
  public:
   explicit RaceLog(std::shared_ptr<record::StackRenderer> stacks) : stacks_(std::move(stacks)) {}

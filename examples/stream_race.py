@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -25,6 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_npu  # noqa: E402
 from tiny_npu import distributed, ops  # noqa: E402
 from tiny_npu.tensor import Tensor  # noqa: E402
+
+ACL_EVENT_STATUS_COMPLETE = 0  # aclrtEventStatus
 
 
 @contextlib.contextmanager
@@ -62,6 +65,19 @@ def share(rt, a, side, events, x):
     return s
 
 
+def wait_complete(rt, event, timeout=30.0):
+    """Polls `event` until it has completed, as torch's caching allocator does for a block's recorded streams."""
+    status = ctypes.c_int(1)
+    deadline = time.monotonic() + timeout
+    while True:
+        rt.check(rt.libs.ascendcl.aclrtQueryEvent(ctypes.c_void_p(event), ctypes.byref(status)), "aclrtQueryEvent")
+        if status.value == ACL_EVENT_STATUS_COMPLETE:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError("the side stream's event did not complete")
+        time.sleep(0.0005)
+
+
 def reuse(rt, a, side, events, x):
     """A block freed after a side-stream read and handed to the compute stream's next output of the same size."""
     compute = rt.stream
@@ -70,10 +86,10 @@ def reuse(rt, a, side, events, x):
     with on_stream(rt, side):
         s = ops.adds(t, 1.0)
     if a.plant not in ("no-wait-after", "both"):
-        # record_stream(side): the free waits until the side stream's use is done (torch polls the event; here the
-        # host waits for it, which orders the same way).
+        # record_stream(side): the block goes back to the pool once an event recorded on the side stream after the
+        # read has completed, which the caching allocator learns by polling the event (aclrtQueryEvent).
         rt.record_event(events[1], side)
-        rt.check(rt.libs.ascendcl.aclrtSynchronizeEvent(ctypes.c_void_p(events[1])), "aclrtSynchronizeEvent")
+        wait_complete(rt, events[1])
     block = t.storage.ptr
     del t  # back to the caching allocator, which orders reuse on the compute stream only
     u = ops.muls(x, 3.0)  # the compute stream's next output of that size: the same block

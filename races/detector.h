@@ -22,8 +22,7 @@ namespace msprobe::races {
 
 // What made an access, as the report names it.
 struct Origin {
-  std::string name;  // the kernel's name as in dump.json, or the runtime call's (dump_entry false)
-  bool dump_entry = true;
+  std::string name;  // the kernel's name as in dump.json
   uint64_t step = 0;
   std::optional<uint32_t> rank;
   std::optional<uint64_t> stream_id;  // dump.json's launch.stream_id; nullopt: the host

@@ -104,7 +104,7 @@ struct LaunchStamp {
 };
 
 // A launch's stamp and the device bytes it reads and writes, taken on the launching thread; the writer side checks
-// them (collector/race_check.h).
+// them (collector/race_journal.h).
 struct RaceFacts {
   LaunchStamp stamp;
   std::vector<DeviceAccess> accesses;
@@ -119,9 +119,6 @@ struct KernelCapture : KernelHeader {
   format::EntryNotes notes;             // text members of the entry (flight_note, graph_note...)
   format::LaunchFields launch_extra;    // further members of its "launch" object
   std::optional<RaceFacts> race;        // MSPROBE_RACECHECK=1: what the race check needs
-  // false: not a kernel of the dump but a runtime call (a copy, a memset) the race check alone looks at; its name is
-  // the call's, and it has no arguments.
-  bool dump_entry = true;
 };
 
 }  // namespace msprobe::record

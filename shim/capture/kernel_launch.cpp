@@ -113,7 +113,9 @@ void KernelLaunch::race_access(const TensorMeta &m, Side side, int32_t item) {
   const auto base = reinterpret_cast<uint64_t>(m.data);
   const bool in = side == Side::Input;
   race_->accesses.push_back({base + (uint64_t)lo * size, base + (uint64_t)(hi + 1) * size,
-                             in ? record::AccessKind::Read : record::AccessKind::Write,
+                             race_unknown_ ? record::AccessKind::Unknown
+                             : in          ? record::AccessKind::Read
+                                           : record::AccessKind::Write,
                              in ? record::AccessRole::Input : record::AccessRole::Output, race_slots_[in ? 0 : 1],
                              item});
 }

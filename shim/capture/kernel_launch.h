@@ -51,6 +51,9 @@ class KernelLaunch {
 
   bool capturing() const { return ticket_.capture; }
   const LaunchTicket &ticket() const { return ticket_; }
+  // MSPROBE_RACECHECK: the family does not know which arguments the kernel reads and which it writes (a raw kernel's
+  // blob): its device buffers are accesses of unknown kind, never guessed (docs/races.md). Before its tensors.
+  void accesses_unknown() { race_unknown_ = true; }
   // HCCL kernels: the communicator and the kernel's place in it, written as the entry's "comm".
   void set_comm(format::CommInfo comm) { ticket_.comm = std::move(comm); }
 
@@ -98,6 +101,7 @@ class KernelLaunch {
   record::CapturedList inputs_, outputs_;
   std::optional<record::RaceFacts> race_;   // MSPROBE_RACECHECK and captured: the stamp and the accesses so far
   uint32_t race_slots_[2] = {0, 0};         // arguments described so far per side, whether or not taken
+  bool race_unknown_ = false;               // accesses_unknown()
   std::unique_ptr<LaunchStaging> staging_;  // the task's way of taking the tensors; null when not capturing
   bool finished_ = false;
   static thread_local int open_ __attribute__((tls_model("initial-exec")));

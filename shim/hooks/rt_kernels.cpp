@@ -92,6 +92,7 @@ class BlobArgs {
  public:
   explicit BlobArgs(const Blob &blob) : blob_(blob) {}
   void inputs(KernelLaunch &k) {
+    k.accesses_unknown();  // a slot that points into device memory may be read, written or both
     if (blob_.on_device) {
       // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
       auto addr = reinterpret_cast<uint64_t>(blob_.args);
@@ -231,6 +232,7 @@ class AicpuArgs {
       return;
     }
     if (!task_->described) {
+      k.accesses_unknown();  // io addresses without the NodeDef's inputs and outputs
       for (uint64_t a : task_->io_addrs) aicpu_raw(k, a, input);
       return;
     }

@@ -20,7 +20,9 @@ using msprobe::races::VectorClock;
   X(aclrtSynchronizeStream)            \
   X(aclrtSynchronizeStreamWithTimeout) \
   X(aclrtSynchronizeEvent)             \
-  X(aclrtSynchronizeDevice)
+  X(aclrtSynchronizeDevice)            \
+  X(aclrtQueryEvent)                   \
+  X(aclrtQueryEventStatus)
 MSPROBE_HOOK_SLOTS(MSPROBE_STREAM_HOOKS)
 
 namespace {
@@ -50,6 +52,20 @@ aclError synchronize(Real real, Taken &&taken, Args... args) {
   if (c) guarded(Problem::DescriptorNotKept, [&] { before = taken(*c); });
   const aclError rc = real(args...);
   if (rc == ACL_SUCCESS && c) guarded(Problem::DescriptorNotKept, [&] { c->host_learns(before); });
+  return rc;
+}
+
+// A query of an event: the host learns the event's clock (taken before the call) when the answer is "complete", as
+// a caching allocator that polls the events of record_stream relies on.
+template <typename Real, typename Status>
+aclError query(Real real, aclrtEvent event, Status *status, Status complete) {
+  if (!real) return ACL_ERROR_FEATURE_UNSUPPORTED;
+  StreamClocks *c = clocks();
+  VectorClock before;
+  if (c) guarded(Problem::DescriptorNotKept, [&] { before = c->of_event(event); });
+  const aclError rc = real(event, status);
+  if (rc == ACL_SUCCESS && c && status != nullptr && *status == complete)
+    guarded(Problem::DescriptorNotKept, [&] { c->host_learns(before); });
   return rc;
 }
 
@@ -83,6 +99,14 @@ MSPROBE_HOOK aclError aclrtSynchronizeEvent(aclrtEvent event) {
 
 MSPROBE_HOOK aclError aclrtSynchronizeDevice(void) {
   return synchronize(MSPROBE_REAL(aclrtSynchronizeDevice), [](StreamClocks &c) { return c.of_device(); });
+}
+
+MSPROBE_HOOK aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status) {
+  return query(MSPROBE_REAL(aclrtQueryEvent), event, status, ACL_EVENT_STATUS_COMPLETE);
+}
+
+MSPROBE_HOOK aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status) {
+  return query(MSPROBE_REAL(aclrtQueryEventStatus), event, status, ACL_EVENT_RECORDED_STATUS_COMPLETE);
 }
 
 MSPROBE_HOOK_FAMILY(MSPROBE_STREAM_HOOKS, Linked)

@@ -4,10 +4,13 @@ caching allocator) and the compute stream overwrites. Each left-out wait is repo
 as dump.json names them, their streams, their tensors and the bytes they share; each correct twin is silent."""
 import json
 import os
+import subprocess
 
 import pytest
 
-from shimtest import PYTHON, SOURCE, run
+from shimtest import BUILD, PYTHON, SOURCE, run
+
+INSPECT = os.path.join(BUILD, "bin", "msprobe-inspect")
 
 HOST = os.path.join(SOURCE, "examples", "stream_race.py")
 ELEMENTS = 1024
@@ -74,3 +77,33 @@ def test_both_waits_missing_gives_both_races(tmp_path):
     pairs = sorted((v["first"]["kernel"].split(".")[0], v["second"]["kernel"].split(".")[0]) for v in races.values())
     assert pairs == [("Adds", "Muls"), ("Muls", "Adds")]
     assert "race check: 2 read-write race(s) between streams (2 distinct)" in r.stderr
+
+
+def inspect_summary(root, *args):
+    p = subprocess.run([INSPECT, "summary", str(root), *args], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_summary_lists_the_races(tmp_path):
+    r, folder, races = race_run(tmp_path, "allreduce", "no-wait-after")
+    race = races["race.0"]
+    text = inspect_summary(r.dump.root)
+    a, b = race["first"], race["second"]
+    assert "races between streams (MSPROBE_RACECHECK): 1 distinct in 1 checked folder(s)" in text
+    line = next(x for x in text.splitlines() if "write-write" in x)
+    assert f"{ELEMENTS * 4} byte(s), 1 time(s)" in line
+    assert f"{a['kernel']} (stream {a['stream_id']}, read-write input.0+output.0)" in line
+    assert f"{b['kernel']} (stream {b['stream_id']}, write output.0)" in line
+    j = json.loads(inspect_summary(r.dump.root, "--json"))
+    assert j["races"] == [{"folder": "step0/rank0", "kind": "write-write", "bytes": ELEMENTS * 4, "count": 1,
+                           "first": {"kernel": a["kernel"], "stream_id": a["stream_id"], "access": "read-write",
+                                     "tensors": ["input.0", "output.0"]},
+                           "second": {"kernel": b["kernel"], "stream_id": b["stream_id"], "access": "write",
+                                      "tensors": ["output.0"]}}]
+
+
+def test_summary_of_a_clean_checked_dump_says_none(tmp_path):
+    r, folder, races = race_run(tmp_path, "adds", "none")
+    assert "races between streams (MSPROBE_RACECHECK): 0 distinct in 1 checked folder(s)" in inspect_summary(r.dump.root)
+    assert json.loads(inspect_summary(r.dump.root, "--json"))["races"] == []
