@@ -4,6 +4,7 @@ caching allocator) and the compute stream overwrites. Each left-out wait is repo
 as dump.json names them, their streams, their tensors and the bytes they share; each correct twin is silent."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -107,3 +108,49 @@ def test_summary_of_a_clean_checked_dump_says_none(tmp_path):
     r, folder, races = race_run(tmp_path, "adds", "none")
     assert "races between streams (MSPROBE_RACECHECK): 0 distinct in 1 checked folder(s)" in inspect_summary(r.dump.root)
     assert json.loads(inspect_summary(r.dump.root, "--json"))["races"] == []
+
+
+def page_json(html, ident):
+    m = re.search(r'<script id="' + re.escape(ident) + r'" type="application/json">(.*?)</script>', html, re.S)
+    assert m, f"no {ident} in the page"
+    return json.loads(m.group(1))
+
+
+def report_of(tmp_path, root):
+    page = tmp_path / "report.html"
+    p = subprocess.run([INSPECT, "report", str(root), "-o", str(page)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return page
+
+
+def test_the_report_shows_the_races_beside_the_kernels(tmp_path):
+    r, folder, races = race_run(tmp_path, "adds", "both")
+    html = report_of(tmp_path, r.dump.root).read_text()
+    data = page_json(html, "report-data")
+    assert 'id="races"' in html
+    blob = page_json(html, "folder-0")
+    names = [data["stems"][blob["name"][2 * i]] + data["tails"][blob["name"][2 * i + 1]] for i in range(len(blob["x"]))]
+    expected = sorted((v["first"]["kernel"], v["second"]["kernel"], v["kind"]) for v in races.values())
+    assert sorted((x["first"]["name"], x["second"]["name"], x["kind"]) for x in data["races"]) == expected
+    for x in data["races"]:
+        assert x["folder"] == 0 and x["bytes"] == ELEMENTS * 4 and x["count"] == 1
+        for side in (x["first"], x["second"]):
+            assert names[side["pos"]] == side["name"]  # the row links to the kernel in the page's data
+            assert side["stream"] == dict(folder.entries())[side["name"]]["launch"]["stream_id"]
+
+
+def test_the_report_draws_the_races_in_a_browser(tmp_path):
+    from browser import Browser
+    b = Browser.find()
+    if b is None:
+        pytest.skip(f"no browser test: {Browser.why_not}")
+    r, folder, races = race_run(tmp_path, "allreduce", "no-wait-before")
+    dom = b.dump_dom(report_of(tmp_path, r.dump.root), "")
+    assert dom.by_id("errors").text() == ""
+    assert dom.find("body").attrs.get("data-errors") == "0"
+    assert dom.by_id("status").attrs.get("data-state") == "done"
+    rows = list(dom.by_id("races-table").find_all("tr"))[1:]
+    race = races["race.0"]
+    assert [[a.text() for a in tr.find_all("a")] for tr in rows] == [[race["first"]["kernel"],
+                                                                       race["second"]["kernel"]]]
+    assert "write-write" in rows[0].text()
