@@ -102,6 +102,9 @@ def main():
     p.add_argument("--op", choices=["adds", "allreduce", "reuse"], default="adds")
     p.add_argument("--plant", choices=["none", "no-wait-before", "no-wait-after", "both"], default="none")
     p.add_argument("--elements", type=int, default=1024)
+    p.add_argument("--hold", type=float, default=0.0,
+                   help="after the work, print 'holding' and sleep this many seconds before exiting (a test kills "
+                        "the process meanwhile)")
     a = p.parse_args()
     if a.elements < 1:
         p.error("--elements must be at least 1")
@@ -112,7 +115,10 @@ def main():
     s = (reuse if a.op == "reuse" else share)(rt, a, side, events, x)
     rt.drain()
     rt.check(rt.libs.ascendcl.aclrtSynchronizeStream(ctypes.c_void_p(side)), "aclrtSynchronizeStream(side)")
-    print(f"sum {float(s.numpy().sum()):.1f}")
+    print(f"sum {float(s.numpy().sum()):.1f}", flush=True)
+    if a.hold > 0:
+        print("holding", flush=True)
+        time.sleep(a.hold)
     tiny_npu.shutdown()
 
 

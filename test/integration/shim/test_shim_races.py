@@ -5,11 +5,13 @@ as dump.json names them, their streams, their tensors and the bytes they share; 
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 
 import pytest
 
-from shimtest import BUILD, PYTHON, SOURCE, run
+from shimtest import BUILD, PYTHON, SOURCE, clean_env, run
 
 INSPECT = os.path.join(BUILD, "bin", "msprobe-inspect")
 
@@ -154,3 +156,38 @@ def test_the_report_draws_the_races_in_a_browser(tmp_path):
     assert [[a.text() for a in tr.find_all("a")] for tr in rows] == [[race["first"]["kernel"],
                                                                        race["second"]["kernel"]]]
     assert "write-write" in rows[0].text()
+
+
+def test_races_json_holds_a_race_before_the_process_ends(tmp_path):
+    """Written as the run goes: a host killed (SIGKILL: no exit handler runs) after the race leaves a valid races.json
+    that holds it."""
+    dump = tmp_path / "dump"
+    env = clean_env({"LD_PRELOAD": os.path.join(BUILD, "lib", "libmsprobe_shim.so"), "MSPROBE_DUMP_PATH": str(dump),
+                     "MSPROBE_RACECHECK": "1"})
+    p = subprocess.Popen([PYTHON, HOST, "--op", "adds", "--plant", "no-wait-after", "--hold", "60"], env=env,
+                         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().startswith("sum ")
+        assert p.stdout.readline().strip() == "holding"
+        path = dump / "step0" / "rank" / "races.json"
+        deadline = time.monotonic() + 30
+        races = {}
+        while time.monotonic() < deadline:
+            text = path.read_text() if path.exists() else ""
+            if text:  # created empty, then its object in one write: valid whenever it holds something
+                races = json.loads(text)["races"]
+                if races:
+                    break
+            time.sleep(0.05)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGKILL
+    assert "race check" not in p.stderr.read()  # the exit line never came
+    after = json.loads(path.read_text())["races"]
+    assert after == races and list(after) == ["race.0"]
+    assert (after["race.0"]["first"]["kernel"].split(".")[0], after["race.0"]["second"]["kernel"].split(".")[0]) == (
+        "Adds", "Muls")
