@@ -148,6 +148,44 @@ TEST_P(KernelLaunchTest, UnderTheRaceCheckArgumentsAreAccessesOfTheirViews) {
   fs::remove_all(dir);
 }
 
+// A family that cannot tell reads from writes (a raw kernel's argument blob) says so: its buffers are accesses of
+// unknown kind, which race with a read on another stream and are reported as "unknown", never guessed.
+TEST_P(KernelLaunchTest, UnderTheRaceCheckAnUndescribedKernelsAccessesAreUnknown) {
+  const fs::path dir = fresh_dir(std::string("races_unknown_") + GetParam());
+  aclrtStream other = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&other), ACL_SUCCESS);
+  {
+    Session session(config(dir, {{"MSPROBE_RACECHECK", "1"}}));
+    const TensorMeta x = tensor(std::vector<float>(4, 1.f)), y = tensor(std::vector<float>(4, 0.f));
+    {
+      KernelLaunch k(session, "raw_kernel", kEmptyStack, stream_);
+      k.accesses_unknown();
+      k.input_tensor(x);  // as a raw kernel's slot: an input before the launch, an output after it
+      k.inputs_done();
+      k.output_tensor(x);
+      k.finish(true);
+    }
+    {
+      KernelLaunch k(session, "Relu", kEmptyStack, other);
+      k.input_tensor(x);
+      k.inputs_done();
+      k.output_tensor(y);
+      k.finish(true);
+    }
+    session.shutdown();
+  }
+  ASSERT_EQ(aclrtSynchronizeStream(other), ACL_SUCCESS);
+  aclrtDestroyStream(other);
+  const nlohmann::json races = read_json(dir / "step0" / "rank" / "races.json")["races"];
+  ASSERT_EQ(races.size(), 1u) << races.dump();
+  const nlohmann::json &r = races["race.0"];
+  EXPECT_EQ(r["kind"], "unknown");
+  EXPECT_EQ(r["first"]["access"], "unknown");
+  EXPECT_EQ(r["first"]["tensors"], nlohmann::json::array({"input.0", "output.0"}));
+  EXPECT_EQ(r["second"]["access"], "read");
+  fs::remove_all(dir);
+}
+
 TEST_P(KernelLaunchTest, InputsAreCopiedBeforeAnInPlaceKernelOverwritesThem) {
   const fs::path dir = fresh_dir(std::string("inplace_") + GetParam());
   const std::vector<float> before = {1.f, 2.f, 3.f, 4.f}, after = {-10.f, 20.f, -30.f, 40.f};
