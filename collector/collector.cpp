@@ -124,6 +124,7 @@ struct Collector::Impl {
         ready.erase(ready.begin());
         if (q) {
           try {
+            if (q->k.race) writer->check_races(*q);
             retention->commit(std::move(*q), *writer);
           } catch (const std::exception &e) {
             report("cannot record a kernel", e.what());

@@ -15,6 +15,7 @@
 
 #include "collector/dump_files.h"
 #include "collector/journal.h"
+#include "collector/race_journal.h"
 #include "collector/report.h"
 #include "collector/tensor_view.h"
 #include "format/dump_json.h"
@@ -89,7 +90,18 @@ struct Encoded final : EncodedKernel {
 
 class MsprobeWriter final : public DumpWriter {
  public:
-  explicit MsprobeWriter(MsprobeWriterOptions options) : options_(std::move(options)) {}
+  explicit MsprobeWriter(MsprobeWriterOptions options) : options_(std::move(options)), races_(options_.stacks) {}
+
+  void check_races(PendingKernel &p) override {
+    RankWriter &w = folder_for(p.k.step, p.k.rank);
+    if (w.broken) return;
+    try {
+      races_.check(p.k, w.dir);
+    } catch (const std::exception &ex) {
+      count_error();
+      report("cannot write races.json", ex.what());
+    }
+  }
 
   void encode(PendingKernel &p) override {
     std::shared_lock<std::shared_mutex> folders_stay(adopting_);  // no folder is renamed under a tensor file's write
@@ -189,6 +201,11 @@ class MsprobeWriter final : public DumpWriter {
   }
 
   void close() override {
+    try {
+      races_.close();
+    } catch (const std::exception &e) {
+      report("cannot finish races.json", e.what());
+    }
     std::lock_guard<std::mutex> lk(mu_);
     for (auto &[key, w] : folders_) {
       try {
@@ -401,6 +418,7 @@ class MsprobeWriter final : public DumpWriter {
   }
 
   const MsprobeWriterOptions options_;
+  RaceLog races_;  // check_races and close: in commit order, one at a time
   mutable std::mutex mu_;
   std::map<std::pair<uint64_t, int64_t>, RankWriter> folders_;
   std::optional<uint32_t> adopted_;  // under mu_: the rank of kernels without one (adopt_rank)

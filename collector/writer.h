@@ -45,6 +45,9 @@ class DumpWriter {
   virtual void append(PendingKernel &k) = 0;
   // Brings the stack files up to date. Called in submission order's lock, as append().
   virtual void write_stacks() = 0;
+  // MSPROBE_RACECHECK: a kernel with race facts (k.race), in submission order before its retention looks at it,
+  // whether or not it is written.
+  virtual void check_races(PendingKernel &k) { (void)k; }
   // Closes every folder into valid files. Later appends are not expected.
   virtual void close() = 0;
   // Adds this writer's counts.

@@ -51,6 +51,9 @@ std::string dump_json_prefix(const DumpHeader &h);
 inline constexpr std::string_view kDumpJsonSuffix = "\n}}\n";
 inline constexpr std::string_view kConstructJsonPrefix = "{";
 inline constexpr std::string_view kConstructJsonSuffix = "\n}\n";
+// races.json (MSPROBE_RACECHECK) as a journal: {"races": {"race.0": {...}, ...}}.
+inline constexpr std::string_view kRacesJsonPrefix = "{\"races\": {";
+inline constexpr std::string_view kRacesJsonSuffix = "\n}}\n";
 // A construct.json member: `"name": null`.
 std::string construct_json_member(std::string_view kernel_name);
 

@@ -188,6 +188,8 @@ inline constexpr std::string_view kStackJson = "stack.json";
 inline constexpr std::string_view kConstructJson = "construct.json";
 inline constexpr std::string_view kTensorDir = "dump_tensor_data";
 inline constexpr std::string_view kMappingCsv = "mapping.csv";
+// MSPROBE_RACECHECK=1: the races between streams found, beside dump.json (docs/races.md).
+inline constexpr std::string_view kRacesJson = "races.json";
 inline constexpr std::string_view kLevel = "L2";
 // msprobe's own permissions (compare refuses files writable by others).
 inline constexpr unsigned kFileMode = 0640;

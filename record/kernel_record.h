@@ -4,7 +4,7 @@
 //   Completion::wait        the staged bytes are valid (for a device: an event after the copies)
 //   HostBlock (destructor)  the staged bytes are no longer needed (pinned memory goes back to its pool)
 //   PrecomputedStats        statistics computed elsewhere (on the device) instead of from the bytes
-//   StackRenderer           stack ids to frames, for stack.json (symbolization stays off the launch path)
+//   StackRenderer           stack ids to frames, for stack.json and races.json (symbolization off the launch path)
 // Nothing else crosses: the record is handed over once, by value, and the collector knows nothing of ACL.
 #pragma once
 #include <cstdint>
@@ -79,6 +79,37 @@ class StackRenderer {
   virtual std::vector<std::string> frames(uint64_t group_id) = 0;
 };
 
+// ---- What the race check between streams needs (races/, docs/races.md) ----------------------------------------------
+// How a launch touches a range of device bytes. Unknown: the bytes are an argument of a kernel whose reads and writes
+// are not described (a raw runtime kernel's blob); the check counts it as a possible write and says so.
+enum class AccessKind : uint8_t { Read = 1, Write = 2, ReadWrite = 3, Unknown = 4 };
+// Which argument an access comes from, as dump.json names it (input.{slot}[.{item}], output...), or which side of a
+// runtime call (a copy's source and destination, a memset's destination).
+enum class AccessRole : uint8_t { Input, Output, Source, Destination };
+
+struct DeviceAccess {
+  uint64_t begin = 0, end = 0;  // device bytes [begin, end)
+  AccessKind kind = AccessKind::Read;
+  AccessRole role = AccessRole::Input;
+  uint32_t slot = 0;  // the argument's place in input_args / output
+  int32_t item = -1;  // its member in a tensor list; -1: not in a list
+};
+
+// When a launch happened in the process's happens-before order (races/clocks.h): its actor (the host, 0, or a stream),
+// its epoch on that actor, and the vector clock it ran with (what it knows of every actor's epochs). Epoch 0: none.
+struct LaunchStamp {
+  uint32_t actor = 0;
+  uint64_t epoch = 0;
+  std::vector<uint64_t> clock;
+};
+
+// A launch's stamp and the device bytes it reads and writes, taken on the launching thread; the writer side checks
+// them (collector/race_journal.h).
+struct RaceFacts {
+  LaunchStamp stamp;
+  std::vector<DeviceAccess> accesses;
+};
+
 // One kernel: its header (name, step, rank, indices), stack id and arguments.
 struct KernelCapture : KernelHeader {
   uint64_t stack_id = 0;                // 0: no stack
@@ -87,6 +118,7 @@ struct KernelCapture : KernelHeader {
   std::shared_ptr<Completion> ready;    // null: the bytes are valid already
   format::EntryNotes notes;             // text members of the entry (flight_note, graph_note...)
   format::LaunchFields launch_extra;    // further members of its "launch" object
+  std::optional<RaceFacts> race;        // MSPROBE_RACECHECK=1: what the race check needs
 };
 
 }  // namespace msprobe::record

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "format/naming.h"
+#include "races/clocks.h"
 #include "shim/base/log.h"
 #include "shim/base/reentry.h"
 #include "shim/capture/acl_graphs.h"
@@ -68,7 +69,10 @@ KernelLaunch::KernelLaunch(Session &session, std::string_view op_type, StackId s
     ticket_ = scope_names::armed() ? session.begin_unnamed_launch(op_type, stream, is_marker)
                                    : session.begin_launch(op_type, op_name_of(stack), stream, is_marker);
     if (ticket_.name_pending) op_type_ = op_type;
-    if (ticket_.capture) staging_ = session.stager().begin(stream);
+    if (!ticket_.capture) return;
+    // Stamped before the real launch, on the launching thread: its place on `stream` among events and waits.
+    if (races::StreamClocks *clocks = session.stream_clocks()) race_.emplace().stamp = clocks->launch(stream);
+    staging_ = session.stager().begin(stream);
     return;
   }
   // A launch into a graph being captured, or by a task update, runs nowhere now: it is no kernel of this step (the
@@ -121,7 +125,24 @@ inline bool KernelLaunch::takes(Side side) const {
   return capturing() && (side == Side::Input ? ticket_.with_inputs : ticket_.with_outputs);
 }
 
+void KernelLaunch::race_access(const TensorMeta &m, Side side, int32_t item) {
+  if (!race_ || m.data == nullptr) return;
+  int64_t lo = 0, hi = 0;
+  const size_t size = acl_dtype_size(m.dtype);
+  if (size == 0 || !m.extent(&lo, &hi)) return;  // sub-byte or unknown type, or an empty view: no bytes known
+  const auto base = reinterpret_cast<uint64_t>(m.data);
+  const bool in = side == Side::Input;
+  race_->accesses.push_back({base + (uint64_t)lo * size, base + (uint64_t)(hi + 1) * size,
+                             race_unknown_ ? record::AccessKind::Unknown
+                             : in          ? record::AccessKind::Read
+                                           : record::AccessKind::Write,
+                             in ? record::AccessRole::Input : record::AccessRole::Output, race_slots_[in ? 0 : 1],
+                             item});
+}
+
 void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
+  race_access(t, side, -1);
+  if (race_) ++race_slots_[side == Side::Input ? 0 : 1];
   if (!takes(side)) return;
   CapturedList &args = list_of(side);
   size_t slot = args.size();
@@ -129,6 +150,8 @@ void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
 }
 
 void KernelLaunch::add_tensor_list(Side side, const std::vector<TensorMeta> &ts) {
+  for (size_t i = 0; i < ts.size() && race_; ++i) race_access(ts[i], side, (int32_t)i);
+  if (race_) ++race_slots_[side == Side::Input ? 0 : 1];
   if (!takes(side)) return;
   CapturedList &args = list_of(side);
   size_t slot = args.size();
@@ -138,6 +161,7 @@ void KernelLaunch::add_tensor_list(Side side, const std::vector<TensorMeta> &ts)
 }
 
 void KernelLaunch::add_null(Side side) {
+  if (race_) ++race_slots_[side == Side::Input ? 0 : 1];
   if (takes(side)) list_of(side).emplace_back();
 }
 
@@ -153,6 +177,7 @@ void KernelLaunch::inputs_done(const std::vector<TensorMeta> *writes) {
 }
 
 void KernelLaunch::input_value(format::ValueArg v) {
+  if (race_) ++race_slots_[0];
   if (takes(Side::Input)) inputs_.emplace_back().v.emplace<format::ValueArg>(std::move(v));
 }
 
@@ -196,6 +221,7 @@ void KernelLaunch::finish(bool launched) {
   if (ticket_.with_outputs) k.outputs = std::move(outputs_);
   k.ready = staging_->finish();
   k.notes = staging_->notes();
+  k.race = std::move(race_);
   if (ticket_.name_pending) {
     park(std::move(k));
     return;

@@ -55,6 +55,9 @@ class KernelLaunch {
   // graph keeps its description for the replays).
   bool capturing() const { return ticket_.capture || graph_stream_ != nullptr || update_stream_ != nullptr; }
   const LaunchTicket &ticket() const { return ticket_; }
+  // MSPROBE_RACECHECK: the family does not know which arguments the kernel reads and which it writes (a raw kernel's
+  // blob): its device buffers are accesses of unknown kind, never guessed (docs/races.md). Before its tensors.
+  void accesses_unknown() { race_unknown_ = true; }
   // HCCL kernels: the communicator and the kernel's place in it, written as the entry's "comm".
   void set_comm(format::CommInfo comm) { ticket_.comm = std::move(comm); }
 
@@ -95,11 +98,16 @@ class KernelLaunch {
   // Describes (and stages) one tensor into `into`, in place: moving a filled CapturedArg trips GCC 12's
   // -Wmaybe-uninitialized (a false positive) on aarch64.
   void tensor(const TensorMeta &m, Side side, size_t slot, int64_t item, record::CapturedArg &into);
+  // MSPROBE_RACECHECK: the device bytes `m` covers, as an access of argument `slot` (`item`) of `side`.
+  void race_access(const TensorMeta &m, Side side, int32_t item);
   Session &session_;
   StackId stack_ = kEmptyStack;
   std::string op_type_;  // for a launch named later (scope_names.h)
   LaunchTicket ticket_;
   record::CapturedList inputs_, outputs_;
+  std::optional<record::RaceFacts> race_;    // MSPROBE_RACECHECK and captured: the stamp and the accesses so far
+  uint32_t race_slots_[2] = {0, 0};          // arguments described so far per side, whether or not taken
+  bool race_unknown_ = false;                // accesses_unknown()
   std::unique_ptr<LaunchStaging> staging_;   // the task's way of taking the tensors; null when not capturing
   void *graph_stream_ = nullptr;             // launched into the ACL graph this stream is capturing
   void *update_stream_ = nullptr;            // launched by a task update on this stream

@@ -15,6 +15,7 @@
 
 #include "collector/msprobe_writer.h"
 #include "format/naming.h"
+#include "races/clocks.h"
 #include "shim/base/log.h"
 #include "shim/base/problems.h"
 #include "shim/capture/acl_graphs.h"
@@ -51,6 +52,7 @@ struct Session::Impl {
   // optional: comparing that with the kernel's optional rank takes "no rank" for "nothing claimed yet".
   bool claimed_any = false;
   std::optional<uint32_t> claimed_rank;
+  std::unique_ptr<races::StreamClocks> clocks;  // MSPROBE_RACECHECK=1; its own lock (no launch waits for mu for it)
 
   // The collector once the first capture made it, or null; used outside mu (it lives as long as the session).
   collector::Collector *current_collector() {
@@ -130,6 +132,7 @@ void activate_session(Session *session) noexcept { g_active.store(session, std::
 
 Session::Session(Config config) : impl_(new Impl), config_(&impl_->config), acl_graphs_(&impl_->acl_graphs) {
   impl_->config = std::move(config);
+  if (impl_->config.race_check) impl_->clocks = std::make_unique<races::StreamClocks>();
   // A full flight ring lets the oldest kept kernel go (the collector keeps them, in order), or waits for the kernels
   // being checked when MSPROBE_FLIGHT_KERNELS asks for that one to stay.
   impl_->policy = make_task_policy(impl_->config, [m = impl_] {
@@ -138,6 +141,8 @@ Session::Session(Config config) : impl_(new Impl), config_(&impl_->config), acl_
   });
   update_ahead(*impl_);  // MSPROBE_RANK against a rank known from the environment is decided at the first launch
 }
+
+races::StreamClocks *Session::stream_clocks() noexcept { return impl_->clocks.get(); }
 
 Session::~Session() {
   shutdown();

@@ -12,6 +12,10 @@
 #include "record/kernel_record.h"
 #include "shim/capture/task_policy.h"
 
+namespace msprobe::races {
+class StreamClocks;
+}
+
 namespace msprobe::shim {
 
 struct Config;
@@ -79,6 +83,9 @@ class Session {
   Stager &stager();
   // The ACL graphs being captured and replayed (aclmdlRI*): a kernel launched into one is described only.
   AclGraphs &acl_graphs() { return *acl_graphs_; }
+  // MSPROBE_RACECHECK=1: the happens-before between this process's streams and its host (races/clocks.h), which
+  // launches, events, waits and synchronizations advance; null when the check is off.
+  races::StreamClocks *stream_clocks() noexcept;
   const TaskPolicy &task_policy() const;
   const Config &config() const { return *config_; }
   // msprobe_shim_step(): the host says a step ended.

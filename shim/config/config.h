@@ -84,6 +84,7 @@ enum class Field {
   FlightKernels,
   FlightOnExit,
   WriteWait,
+  RaceCheck,
   kCount
 };
 enum class Source { Default, Env, File };
@@ -117,6 +118,8 @@ struct Config {
   // and whether the ring is written at any exit or fatal signal too (MSPROBE_FLIGHT_ON_EXIT).
   uint64_t flight_kernels = 0;
   bool flight_on_exit = false;
+  // Races between streams checked beside the task (MSPROBE_RACECHECK, docs/races.md): races.json per rank folder.
+  bool race_check = false;
   // How long aclFinalize, a device reset and the end of the process wait for the dump to be written
   // (MSPROBE_WRITE_WAIT_S): past it the shim says what is not written and lets the host go on; the dump is then left
   // as after a crash, for msprobe-inspect repair.

@@ -276,6 +276,7 @@ std::string describe(const Config &c) {
   add("log_level", to_string(c.log_level), Field::LogLevel);
   add("precision", to_string(c.precision), Field::Precision);
   add("device_stats", c.device_stats ? "on" : "off", Field::DeviceStats);
+  if (c.race_check) add("race_check", "1", Field::RaceCheck);
   if (!c.config_path.empty()) out += " config=" + quote_value(c.config_path, 200);
   return out;
 }

@@ -54,6 +54,7 @@ Blob blob_of(const rtArgsEx_t *info) {
 }
 
 void BlobArgs::inputs(KernelLaunch &k) {
+  k.accesses_unknown();  // a slot that points into device memory may be read, written or both
   if (blob_.on_device) {
     // The host cannot read a blob in device memory: the blob itself is the one input, as bytes.
     auto addr = reinterpret_cast<uint64_t>(blob_.args);

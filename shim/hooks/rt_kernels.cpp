@@ -144,6 +144,7 @@ class AicpuArgs {
       return;
     }
     if (!task_->described) {
+      k.accesses_unknown();  // io addresses without the NodeDef's inputs and outputs
       for (uint64_t a : task_->io_addrs) aicpu_raw(k, a, input);
       return;
     }

@@ -17,6 +17,7 @@
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
 #include "tools/reader/partial_read.h"
+#include "tools/reader/races.h"
 
 namespace msprobe::tools {
 
@@ -38,8 +39,11 @@ exit, signal NAME, or the call that took the device back: aclFinalize, aclrtRese
 A folder whose dump.json is still being written by a running process, or was cut by a killed run, is read up to
 its last complete kernel and named at the end (exit status 1 for a killed run's, 0 for one still being written).
 
-Reads dump.json only (streamed; tensor files are counted, never opened). A progress line is drawn on stderr
-for long scans when stderr is a terminal.
+A dump made with MSPROBE_RACECHECK=1 (races.json beside dump.json) lists its races between streams per folder: the
+kind, the two kernels with their streams, access and tensors, the bytes they share and how many times it happened.
+
+Reads dump.json and races.json only (streamed; tensor files are counted, never opened). A progress line is drawn
+on stderr for long scans when stderr is a terminal.
 )";
 
 namespace {
@@ -195,6 +199,64 @@ std::string folder_json(const FolderSummary &s) {
          ", \"tensor_files\": " + std::to_string(s.files) + ", \"tensor_bytes\": " + std::to_string(s.bytes) + "}";
 }
 
+std::string race_side_json(const RaceSide &s) {
+  std::string tensors;
+  for (const std::string &t : s.tensors) tensors += (tensors.empty() ? "" : ", ") + json_str(t);
+  return "{\"kernel\": " + json_str(s.kernel) +
+         ", \"stream_id\": " + (s.stream_id ? std::to_string(*s.stream_id) : std::string("\"host\"")) +
+         ", \"access\": " + json_str(s.access) + ", \"tensors\": [" + tensors + "]}";
+}
+
+// A folder's races.json, read: nullopt when the check was off there.
+struct FolderRaces {
+  const RankDir *dir = nullptr;
+  std::vector<RaceEntry> races;
+};
+
+std::vector<FolderRaces> races_of(const std::vector<RankDir> &dirs) {
+  std::vector<FolderRaces> out;
+  for (const RankDir &d : dirs)
+    if (auto r = read_races(d)) out.push_back({&d, std::move(*r)});
+  return out;
+}
+
+std::string stream_text(const RaceSide &s) {
+  return s.stream_id ? "stream " + std::to_string(*s.stream_id) : std::string("the host");
+}
+
+// "Adds.main_adds.0.forward (stream 1, read input.0)"
+std::string side_text(const RaceSide &s) {
+  std::string tensors;
+  for (const std::string &t : s.tensors) tensors += (tensors.empty() ? "" : "+") + t;
+  return s.kernel + " (" + stream_text(s) + ", " + s.access + " " + tensors + ")";
+}
+
+void print_races(const std::vector<FolderRaces> &folders) {
+  size_t n = 0;
+  for (const FolderRaces &f : folders) n += f.races.size();
+  std::printf("\nraces between streams (MSPROBE_RACECHECK): %zu distinct in %zu checked folder(s)\n", n,
+              folders.size());
+  for (const FolderRaces &f : folders)
+    for (const RaceEntry &r : f.races)
+      std::printf("  %-16s %s, %llu byte(s), %llu time(s): %s then %s\n", f.dir->label().c_str(), r.kind.c_str(),
+                  static_cast<unsigned long long>(r.end - r.begin), static_cast<unsigned long long>(r.count),
+                  side_text(r.first).c_str(), side_text(r.second).c_str());
+}
+
+std::string races_json(const std::vector<FolderRaces> &folders) {
+  std::string o = "[";
+  bool first = true;
+  for (const FolderRaces &f : folders)
+    for (const RaceEntry &r : f.races) {
+      o += std::string(first ? "" : ", ") + "{\"folder\": " + json_str(f.dir->label()) +
+           ", \"kind\": " + json_str(r.kind) + ", \"bytes\": " + std::to_string(r.end - r.begin) +
+           ", \"count\": " + std::to_string(r.count) + ", \"first\": " + race_side_json(r.first) +
+           ", \"second\": " + race_side_json(r.second) + "}";
+      first = false;
+    }
+  return o + "]";
+}
+
 std::string hit_json(const std::optional<NanHit> &hit) {
   if (!hit) return "null";
   std::string o =
@@ -236,7 +298,8 @@ std::string flight_json(const FlightRecord &r) {
          ", \"flight_notes\": " + std::to_string(r.notes()) + "}";
 }
 
-void print_json(const fs::path &root, const Scan &scan, const Totals &t, const std::vector<FlightRecord> &flight) {
+void print_json(const fs::path &root, const Scan &scan, const Totals &t, const std::vector<FlightRecord> &flight,
+                const std::vector<FolderRaces> &races) {
   std::string o = "{";
   o += "\"dump\": " + json_str(root.string());
   o += ", \"tasks\": [";
@@ -273,6 +336,7 @@ void print_json(const fs::path &root, const Scan &scan, const Totals &t, const s
     for (size_t i = 0; i < flight.size(); ++i) o += (i ? ", " : "") + flight_json(flight[i]);
     o += "]";
   }
+  if (!races.empty()) o += ", \"races\": " + races_json(races);  // only when the check was on
   o += "}\n";
   std::fwrite(o.data(), 1, o.size(), stdout);
 }
@@ -330,7 +394,8 @@ void print_flight(const std::vector<FlightRecord> &records) {
   }
 }
 
-void print_text(const fs::path &root, const Scan &scan, const Totals &t, const std::vector<FlightRecord> &flight) {
+void print_text(const fs::path &root, const Scan &scan, const Totals &t, const std::vector<FlightRecord> &flight,
+                const std::vector<FolderRaces> &races) {
   std::printf("dump        %s\n", root.string().c_str());
   std::printf("task        %s (framework %s, host %s)\n", joined(t.tasks).c_str(), joined(t.frameworks).c_str(),
               joined(t.hosts).c_str());
@@ -365,6 +430,7 @@ void print_text(const fs::path &root, const Scan &scan, const Totals &t, const s
   }
   if (!flight.empty()) print_flight(flight);
   print_first_nans(t);
+  if (!races.empty()) print_races(races);
   bool heading = false;
   for (const FolderSummary &s : scan.folders) {
     if (!s.shortfall) continue;
@@ -382,10 +448,11 @@ int run_summary(std::span<char *const> argv) {
   const Scan s = scan(dirs);
   const Totals totals = totals_of(s.folders);
   const std::vector<FlightRecord> flight = group_flight_records(s.flight);
+  const std::vector<FolderRaces> races = races_of(dirs);
   if (json)
-    print_json(root, s, totals, flight);
+    print_json(root, s, totals, flight, races);
   else
-    print_text(root, s, totals, flight);
+    print_text(root, s, totals, flight, races);
   const bool damage = std::any_of(s.folders.begin(), s.folders.end(),
                                   [](const FolderSummary &f) { return f.shortfall && f.shortfall->damage(); });
   return damage ? kExitFindings : kExitOk;

@@ -17,6 +17,7 @@
 #include "tools/reader/dump_reader.h"
 #include "tools/reader/flight.h"
 #include "tools/reader/metrics.h"
+#include "tools/reader/races.h"
 
 namespace msprobe::tools::report {
 
@@ -96,6 +97,8 @@ struct Report {
   Strings strings;
   std::vector<FolderData> folders;   // step, then rank order
   std::vector<FlightRecord> flight;  // FlightKernel::folder indexes folders
+  // MSPROBE_RACECHECK: each folder's races.json (folder index, race), shown beside the kernels they name.
+  std::vector<std::pair<size_t, RaceEntry>> races;
   std::optional<Mark> first_nan, first_diff;
   std::vector<std::string> only_a, only_b;  // folders without a partner in the other dump
   std::vector<std::string> partial;         // folders read only in part (tools/reader/partial_read.h), one line each

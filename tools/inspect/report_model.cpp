@@ -283,6 +283,12 @@ Report read_report(const fs::path &root, const std::optional<fs::path> &against,
     }
     r.folders.push_back(read_folder(d, r.folders.size(), B ? &*B : nullptr, r, flight, progress, done));
     if (B) r.folders.back().against = it->second->label();
+    try {
+      if (auto races = read_races(d))
+        for (RaceEntry &e : *races) r.races.emplace_back(r.folders.size() - 1, std::move(e));
+    } catch (const std::exception &e) {
+      r.partial.push_back(d.label() + ": " + e.what());  // said on the page; the kernels are drawn all the same
+    }
   }
   progress.finish();
   r.flight = group_flight_records(std::move(flight));

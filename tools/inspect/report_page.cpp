@@ -110,6 +110,10 @@ std::vector<std::set<size_t>> featured(const Report &r, const std::vector<TopDif
   add_mark(r.first_nan);
   add_mark(r.first_diff);
   for (const TopDiff &t : top) out[t.folder].insert(t.pos);
+  for (const auto &[folder, race] : r.races)
+    for (const RaceSide *s : {&race.first, &race.second})
+      if (auto it = r.folders[folder].by_name.find(s->kernel); it != r.folders[folder].by_name.end())
+        out[folder].insert(it->second);
   for (const FlightRecord &rec : r.flight)
     for (const FlightKernel &k : rec.kernels)
       if (auto it = r.folders[k.folder].by_name.find(k.name); it != r.folders[k.folder].by_name.end())
@@ -136,6 +140,25 @@ Json flight_json(const Report &r, const FlightRecord &rec) {
           {"trigger_text", rec.trigger_text()},
           {"overflow", t ? t->fields.overflow : std::string()},
           {"kernels", std::move(kernels)}};
+}
+
+// One kernel of a race: its place in its folder's data (null: not in dump.json), stream ("host" for the host).
+Json race_side_json(const FolderData &fd, const RaceSide &s) {
+  auto it = fd.by_name.find(s.kernel);
+  return {{"name", s.kernel},
+          {"pos", it == fd.by_name.end() ? Json(nullptr) : Json(it->second)},
+          {"stream", s.stream_id ? Json(*s.stream_id) : Json("host")},
+          {"access", s.access},
+          {"tensors", s.tensors}};
+}
+
+Json race_json(const Report &r, size_t folder, const RaceEntry &e) {
+  return {{"folder", folder},
+          {"kind", e.kind},
+          {"bytes", e.end - e.begin},
+          {"count", e.count},
+          {"first", race_side_json(r.folders[folder], e.first)},
+          {"second", race_side_json(r.folders[folder], e.second)}};
 }
 
 Json folder_info(const Report &r, const FolderData &f) {
@@ -195,6 +218,8 @@ std::string main_json(const Report &r, const std::vector<TopDiff> &top) {
   j["kernels_only_b"] = r.kernels_only_b;
   j["flight"] = Json::array();
   for (const FlightRecord &rec : r.flight) j["flight"].push_back(flight_json(r, rec));
+  j["races"] = Json::array();
+  for (const auto &[folder, race] : r.races) j["races"].push_back(race_json(r, folder, race));
   // Stack frames may hold bytes that are not UTF-8 (native symbols): replaced, never a reason to fail.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

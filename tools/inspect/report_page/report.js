@@ -609,6 +609,24 @@
     });
   }
 
+  // ---- Races between streams (MSPROBE_RACECHECK) ---------------------------------------------------------------------------
+  function drawRaces() {
+    if (!data.races || !data.races.length) return;
+    $("races").hidden = false;
+    const t = $("races-table");
+    t.append(el("tr", {}, ...["folder", "kind", "bytes", "times", "first kernel", "stream", "access", "second kernel",
+                              "stream", "access"].map((h) => el("th", { text: h }))));
+    const side = (fi, s) => [
+      el("td", {}, s.pos === null ? s.name : kernelLink(fi, s.pos, s.name)),
+      el("td", { text: String(s.stream) }),
+      el("td", { text: `${s.access} ${s.tensors.join(", ")}` }),
+    ];
+    for (const r of data.races)
+      t.append(el("tr", { class: "race" }, el("td", { text: folderLabel(r.folder) }), el("td", { text: r.kind }),
+                  el("td", { class: "num", text: String(r.bytes) }), el("td", { class: "num", text: String(r.count) }),
+                  ...side(r.folder, r.first), ...side(r.folder, r.second)));
+  }
+
   // ---- Flight records -------------------------------------------------------------------------------------------------
   function drawFlight() {
     if (!data.flight.length) return;
@@ -730,6 +748,7 @@
     const first = initial();
     if (first) select(first.rank, first.step, first.kernel);
     drawFlight();
+    drawRaces();
     const status = $("status");
     const ms = performance.now();
     status.dataset.renderMs = ms.toFixed(1);

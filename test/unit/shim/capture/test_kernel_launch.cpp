@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
 #include <list>
 
+#include "races/clocks.h"
 #include "shim/capture/kernel_launch.h"
 #include "shim/capture/session.h"
 #include "test/unit/shim/capture/capture_test_util.h"
@@ -83,6 +85,104 @@ TEST_P(KernelLaunchTest, AFinishedLaunchIsInDumpJsonWithItsStatistics) {
   ASSERT_EQ(e["output"].size(), 1u) << e.dump();
   expect_stats(e["output"][0], y, "output y");
   EXPECT_EQ(e["launch"]["index"].get<int>(), 0);
+  fs::remove_all(dir);
+}
+
+// MSPROBE_RACECHECK=1: each tensor argument is an access of the bytes its view spans (shape, strides and offset, times
+// the element size), stamped on its stream; two launches on two streams with nothing between them race over the bytes
+// both views touch, and an event recorded after the first and waited for before the second orders them.
+TEST_P(KernelLaunchTest, UnderTheRaceCheckArgumentsAreAccessesOfTheirViews) {
+  const fs::path dir = fresh_dir(std::string("races_") + GetParam());
+  aclrtStream other = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&other), ACL_SUCCESS);
+  int event_handle = 0;  // the clocks know events by address only
+  uint64_t base = 0;
+  {
+    Session session(config(dir, {{"MSPROBE_RACECHECK", "1"}}));
+    ASSERT_NE(session.stream_clocks(), nullptr);
+    const TensorMeta x = tensor(std::vector<float>(8, 1.f)), a = tensor(std::vector<float>(4, 0.f)),
+                     b = tensor(std::vector<float>(4, 0.f)), c = tensor(std::vector<float>(4, 0.f));
+    base = reinterpret_cast<uint64_t>(x.data);
+    TensorMeta odd = x;  // elements 1, 3, 5: bytes [4, 24)
+    odd.shape[0] = 3;
+    odd.strides[0] = 2;
+    odd.offset = 1;
+    TensorMeta tail = x;  // elements 4..7: bytes [16, 32)
+    tail.shape[0] = 4;
+    tail.offset = 4;
+    const auto launch = [&](const char *op, aclrtStream s, const TensorMeta &in, const TensorMeta &o) {
+      KernelLaunch k(session, op, kEmptyStack, s);
+      k.input_tensor(in);
+      k.inputs_done();
+      k.output_tensor(o);
+      k.finish(true);
+    };
+    launch("Muls", stream_, a, odd);  // writes x's odd elements on stream_
+    launch("Relu", other, tail, b);   // reads x's tail on `other`: races
+    session.stream_clocks()->record(&event_handle, other);
+    session.stream_clocks()->wait(stream_, &event_handle);
+    launch("Adds", stream_, c, tail);  // writes the tail after the read: ordered
+    session.shutdown();
+  }
+  ASSERT_EQ(aclrtSynchronizeStream(other), ACL_SUCCESS);
+  aclrtDestroyStream(other);
+  const nlohmann::json races = read_json(dir / "step0" / "rank" / "races.json")["races"];
+  ASSERT_EQ(races.size(), 1u) << races.dump();
+  const nlohmann::json &r = races["race.0"];
+  EXPECT_EQ(r["kind"], "read-write");
+  const auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  EXPECT_EQ(r["bytes"], nlohmann::json::array({hex(base + 16), hex(base + 24)}));
+  EXPECT_EQ(r["first"]["kernel"], "Muls.Default.0.forward");
+  EXPECT_EQ(r["first"]["access"], "write");
+  EXPECT_EQ(r["first"]["tensors"], nlohmann::json::array({"output.0"}));
+  EXPECT_EQ(r["first"]["range"], nlohmann::json::array({hex(base + 4), hex(base + 24)}));
+  EXPECT_EQ(r["second"]["kernel"], "Relu.Default.0.forward");
+  EXPECT_EQ(r["second"]["access"], "read");
+  EXPECT_EQ(r["second"]["range"], nlohmann::json::array({hex(base + 16), hex(base + 32)}));
+  EXPECT_NE(r["first"]["stream_id"], r["second"]["stream_id"]);
+  EXPECT_EQ(r["count"], 1);
+  fs::remove_all(dir);
+}
+
+// A family that cannot tell reads from writes (a raw kernel's argument blob) says so: its buffers are accesses of
+// unknown kind, which race with a read on another stream and are reported as "unknown", never guessed.
+TEST_P(KernelLaunchTest, UnderTheRaceCheckAnUndescribedKernelsAccessesAreUnknown) {
+  const fs::path dir = fresh_dir(std::string("races_unknown_") + GetParam());
+  aclrtStream other = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&other), ACL_SUCCESS);
+  {
+    Session session(config(dir, {{"MSPROBE_RACECHECK", "1"}}));
+    const TensorMeta x = tensor(std::vector<float>(4, 1.f)), y = tensor(std::vector<float>(4, 0.f));
+    {
+      KernelLaunch k(session, "raw_kernel", kEmptyStack, stream_);
+      k.accesses_unknown();
+      k.input_tensor(x);  // as a raw kernel's slot: an input before the launch, an output after it
+      k.inputs_done();
+      k.output_tensor(x);
+      k.finish(true);
+    }
+    {
+      KernelLaunch k(session, "Relu", kEmptyStack, other);
+      k.input_tensor(x);
+      k.inputs_done();
+      k.output_tensor(y);
+      k.finish(true);
+    }
+    session.shutdown();
+  }
+  ASSERT_EQ(aclrtSynchronizeStream(other), ACL_SUCCESS);
+  aclrtDestroyStream(other);
+  const nlohmann::json races = read_json(dir / "step0" / "rank" / "races.json")["races"];
+  ASSERT_EQ(races.size(), 1u) << races.dump();
+  const nlohmann::json &r = races["race.0"];
+  EXPECT_EQ(r["kind"], "unknown");
+  EXPECT_EQ(r["first"]["access"], "unknown");
+  EXPECT_EQ(r["first"]["tensors"], nlohmann::json::array({"input.0", "output.0"}));
+  EXPECT_EQ(r["second"]["access"], "read");
   fs::remove_all(dir);
 }
 
