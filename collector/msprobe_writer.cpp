@@ -241,6 +241,10 @@ class MsprobeWriter final : public DumpWriter {
     if (!rank) rank = adopted_;
     auto key = std::make_pair(step, rank ? (int64_t)*rank : -1);
     if (auto it = folders_.find(key); it != folders_.end()) return it->second;
+    return new_folder(key, step, rank);
+  }
+  // The folder's files begun (under mu_), the first time a kernel of that step and rank comes.
+  RankWriter &new_folder(std::pair<uint64_t, int64_t> key, uint64_t step, std::optional<uint32_t> rank) {
     RankWriter &w = folders_[key];
     w.dir = options_.dump_path / step_dir_name(step) / rank_dir_name(rank);
     w.tensor_dir = w.dir / kTensorDir;

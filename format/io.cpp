@@ -12,21 +12,6 @@
 
 namespace msprobe::format {
 
-bool write_all(int fd, const void *data, size_t bytes, uint64_t *written) noexcept {
-  const char *p = static_cast<const char *>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-    if (written != nullptr) *written += static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
 ssize_t read_full(int fd, void *buf, size_t bytes, int64_t offset) noexcept {
   char *p = static_cast<char *>(buf);
   size_t got = 0;

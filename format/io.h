@@ -14,24 +14,39 @@
 
 namespace msprobe::format {
 
-// Every byte of [data, data + bytes) to `fd`. False with errno set on an error; `written`, when given, is
-// increased by what did go out.
-bool write_all(int fd, const void *data, size_t bytes, uint64_t *written = nullptr) noexcept;
-// The same at file offset `offset` (pwrite): the file position does not move. Inline: the journals write every kernel's
-// entry with it.
-inline bool pwrite_all(int fd, const void *data, size_t bytes, uint64_t offset) noexcept {
+// Calls `out(p, n)` (write(2) or pwrite(2) of the n bytes at p) until every byte of [data, data + bytes) went out,
+// EINTR retried. False with errno set on an error.
+template <typename Out>
+inline bool all_out(const void *data, size_t bytes, Out out) noexcept {
   const char *p = static_cast<const char *>(data);
   while (bytes > 0) {
-    const ssize_t n = ::pwrite(fd, p, bytes, static_cast<off_t>(offset));
+    const ssize_t n = out(p, bytes);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
     }
     p += n;
-    offset += static_cast<uint64_t>(n);
     bytes -= static_cast<size_t>(n);
   }
   return true;
+}
+// Every byte of [data, data + bytes) to `fd`; `written`, when given, is increased by what did go out. Inline, as
+// pwrite_all: every tensor file is written with it.
+inline bool write_all(int fd, const void *data, size_t bytes, uint64_t *written = nullptr) noexcept {
+  return all_out(data, bytes, [&](const char *p, size_t n) {
+    const ssize_t r = ::write(fd, p, n);
+    if (r > 0 && written != nullptr) *written += static_cast<uint64_t>(r);
+    return r;
+  });
+}
+// The same at file offset `offset` (pwrite): the file position does not move. Inline: the journals write every kernel's
+// entry with it.
+inline bool pwrite_all(int fd, const void *data, size_t bytes, uint64_t offset) noexcept {
+  return all_out(data, bytes, [&](const char *p, size_t n) {
+    const ssize_t r = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+    if (r > 0) offset += static_cast<uint64_t>(r);
+    return r;
+  });
 }
 
 // Up to `bytes` into `buf`, from the file position (offset < 0) or at `offset` (pread): the count read, short only

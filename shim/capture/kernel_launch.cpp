@@ -53,7 +53,7 @@ StackId launch_stack(const Session &session) {
 }
 
 namespace {
-std::string_view op_name_of(StackId stack) {
+[[gnu::always_inline]] inline std::string_view op_name_of(StackId stack) {
   std::string_view scope = StackTable::global().op_name(stack);
   return scope.empty() ? format::kDefaultOpName : scope;
 }
@@ -140,9 +140,11 @@ void KernelLaunch::race_access(const TensorMeta &m, Side side, int32_t item) {
                              item});
 }
 
-void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
-  race_access(t, side, -1);
-  if (race_) ++race_slots_[side == Side::Input ? 0 : 1];
+[[gnu::always_inline]] inline void KernelLaunch::add_tensor(Side side, const TensorMeta &t) {
+  if (race_) {
+    race_access(t, side, -1);
+    ++race_slots_[side == Side::Input ? 0 : 1];
+  }
   if (!takes(side)) return;
   CapturedList &args = list_of(side);
   size_t slot = args.size();
