@@ -41,6 +41,20 @@ ViewSpan span_of(const TensorCapture &t) {
   return v;
 }
 
+// One step of an odometer over the view's first `dims` dimensions: `idx` and the element offset `off` (in the block)
+// move to the next element (with all dimensions) or the next row (without the innermost).
+[[gnu::always_inline]] inline void next_index(const TensorCapture &t, size_t dims, std::vector<int64_t> &idx,
+                                              int64_t &off) {
+  for (size_t d = dims; d-- > 0;) {
+    if (++idx[d] < t.shape[d]) {
+      off += t.block_strides[d];
+      return;
+    }
+    off -= t.block_strides[d] * (t.shape[d] - 1);
+    idx[d] = 0;
+  }
+}
+
 // The sub-byte types (FP4, FP6): their elements packed (format/minifloat.h). A contiguous view that starts on a byte is
 // read in place; any other is packed again, element by element, into `scratch`.
 const unsigned char *materialize_packed(const TensorCapture &t, const unsigned char *base, uint64_t n,
@@ -55,14 +69,7 @@ const unsigned char *materialize_packed(const TensorCapture &t, const unsigned c
   int64_t off = t.block_offset;
   for (uint64_t e = 0; e < n; ++e) {
     format::store_narrow_code(t.dtype, scratch.data(), e, format::narrow_code_at(t.dtype, base, (uint64_t)off));
-    for (size_t d = nd; d-- > 0;) {  // odometer over the dimensions
-      if (++idx[d] < t.shape[d]) {
-        off += t.block_strides[d];
-        break;
-      }
-      off -= t.block_strides[d] * (t.shape[d] - 1);
-      idx[d] = 0;
-    }
+    next_index(t, nd, idx, off);
   }
   return scratch.data();
 }
@@ -106,14 +113,7 @@ const unsigned char *materialize(const TensorCapture &t, std::vector<unsigned ch
         default: out = gather_strided<0>(out, in, jump, row, es);
       }
     }
-    for (size_t d = outer_dims; d-- > 0;) {  // the next row: odometer over the outer dimensions
-      if (++idx[d] < t.shape[d]) {
-        off += t.block_strides[d];
-        break;
-      }
-      off -= t.block_strides[d] * (t.shape[d] - 1);
-      idx[d] = 0;
-    }
+    next_index(t, outer_dims, idx, off);  // the next row
   }
   return scratch.data();
 }
