@@ -114,7 +114,8 @@ def test_acl_app_built_for_either_layout_is_captured_alike(tmp_path):
         assert r.stdout.splitlines()[-1] == "acl_app: all results match", r.stdout
         # The raw kernel's buffers are known device allocations (tensors, not integers) on every layout: z from
         # aclrtMallocAlign32, whose aclrtMalloc inside libacl_rt (-Bsymbolic) never passes through a PLT entry.
-        add = r.dump.folder(0).data["fake_vector_add.Default.0.forward"]
+        [folder] = r.dump.folders()  # rank0: the communicator's rank adopted (test_shim_rank_threads.py)
+        add = folder.data["fake_vector_add.Default.0.forward"]
         assert [a["type"].endswith("Tensor") for a in add["input_args"]] == [True, True, True, False], add
     assert_same_dumps(runs[:2])
     assert_same_dumps([runs[0], runs[2]], offsets=False)
@@ -150,3 +151,20 @@ def test_a_program_linking_only_libacl_rt_nnopbase_and_opapi_is_captured_like_on
     assert not problems, fail_report(problems)
     assert checked == {"Matmul": 2, "Add": 2, "Relu": 2, "InplaceAdd": 2}, checked
     assert_same_dumps(runs, offsets=False)
+
+
+def test_addresses_as_the_kernel_sees_them_on_both_layouts(tmp_path):
+    """Issue 40 item 4's four address cases (cann9_host addresses: a repeatable Add after aclSetRawTensorAddr,
+    FlashAttentionScore rebound between the phases, Cat after aclSetDynamicInputTensorAddr, aclSetInputTensorAddr with
+    an ignored index), whose values test_shim_cann9.py checks against numpy on 8.x: the same program on 9.x (through
+    the compatibility libascendcl) dumps the same files."""
+    host = os.path.join(shimtest.BUILD, "tests", "cann9_host")
+    if not os.path.exists(host):
+        pytest.skip("cann9_host not built")
+    runs = [run_on(layout, [host, "addresses"], tmp_path / layout, "tensor") for layout in ("8.x", "9.x")]
+    for r in runs:
+        assert r.stdout.splitlines()[-1] == "cann9_host: all results match", r.stdout
+    [folder] = runs[1].dump.folders()
+    assert sorted(shimtest.op_type(n) for n in folder.data) == ["Add", "Add", "Add", "Add", "Cat", "Cat",
+                                                                "FlashAttentionScore"]
+    assert_same_dumps(runs)
