@@ -32,7 +32,7 @@ import tempfile
 import time
 from statistics import median
 
-from stream_cpu import stream_busy_ns, thread_cpu_ns
+from stream_cpu import STREAM_THREAD, any_stream, stream_busy_ns, thread_cpu_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
@@ -79,18 +79,23 @@ def step_ms(env, script, steps, skip, extra=()):
     same steps (stream_busy_ns: sampled as each bounding line arrives; the host syncs before printing its loss)."""
     p = subprocess.Popen([sys.executable, script, "--steps", str(steps), *extra], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    arrivals, samples = [], []
+    arrivals, samples = [], {}
     for line in p.stdout:
         if line.startswith("step ") and "loss" in line:
             arrivals.append(time.monotonic())
-            if len(arrivals) in (skip + 1, steps):
-                samples.append(thread_cpu_ns(p.pid))
+            # The last lines may come when the host is already ending (its streams gone): the last three are read.
+            if len(arrivals) == skip + 1 or len(arrivals) >= steps - 2:
+                samples[len(arrivals) - 1] = thread_cpu_ns(p.pid)
     err = p.stderr.read()
     if p.wait() != 0 or len(arrivals) != steps:
         raise RuntimeError(f"{os.path.basename(script)} failed after {len(arrivals)} steps: {err[-2000:]}")
-    n = steps - 1 - skip
-    compute, side = stream_busy_ns(*samples)
-    return (arrivals[-1] - arrivals[skip]) / n * 1e3, compute / n / 1e6, side / n / 1e6
+    last = max(i for i, threads in samples.items() if i == skip or any_stream(threads))
+    if last == skip:
+        raise RuntimeError(f"{os.path.basename(script)}: no {STREAM_THREAD}<N> thread seen in its last steps "
+                           "(is the stand-in older than its named stream workers?)")
+    compute, side = stream_busy_ns(samples[skip], samples[last])
+    return ((arrivals[-1] - arrivals[skip]) / (steps - 1 - skip) * 1e3, compute / (last - skip) / 1e6,
+            side / (last - skip) / 1e6)
 
 
 def fmt(label, v):

@@ -27,6 +27,11 @@ def thread_cpu_ns(pid="self"):
     return out
 
 
+def any_stream(threads):
+    """Whether a thread_cpu_ns sample holds a stream worker (none once the host has destroyed its streams)."""
+    return any(name.startswith(STREAM_THREAD) for name, _ in threads.values())
+
+
 def stream_busy_ns(first, last):
     """(the compute stream's, the other streams' together) CPU ns between two thread_cpu_ns samples of one process,
     stream workers only; the compute stream is the busiest of them (a worker born in between counts from zero, one
