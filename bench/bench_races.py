@@ -50,7 +50,7 @@ def main():
                 rows[(task, check)]["cpu"].append(got[loop_key["launching threads' CPU, ns per kernel (both)"]])
                 rows[(task, check)]["wall"].append(got[loop_key["launch loop's wall time, ns per kernel"]])
                 shutil.rmtree(dump, ignore_errors=True)
-                rows[(task, check)]["step"].append(step_ms(env, TRAIN, a.steps, 5))
+                rows[(task, check)]["step"].append(step_ms(env, TRAIN, a.steps, 5)[0])
             print(f"  round {r + 1}/{a.rounds}", file=sys.stderr)
     print(f"`{shim}`; {a.rounds} rounds, configurations alternated; {a.kernels} kernels per launch loop (Add of "
           f"1,024 float32), {a.steps} train.py steps (first 5 left out)\n")

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import tiny_npu  # noqa: E402
 from tiny_npu import ops  # noqa: E402
 from tiny_npu.tensor import Tensor  # noqa: E402
+from stream_cpu import stream_busy_ns, thread_cpu_ns  # noqa: E402
 
 
 def vmhwm_kb():
@@ -69,13 +70,14 @@ def main():
         for i in range(20):  # warm-up: executors, pools, stack table
             outs.append(ops.add(x, y, alpha=float(i % 7)))
         rt.synchronize()
-        calls0 = call_counters(rt)
+        calls0, threads0 = call_counters(rt), thread_cpu_ns()
         queue0, t0, cpu0 = rt.queue_thread_cpu_ns(), time.perf_counter_ns(), time.thread_time_ns()
         for i in range(args.kernels):
             outs.append(ops.add(x, y, alpha=float(i % 7)))
         dt, cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - cpu0
         rt.synchronize()
         queue = rt.queue_thread_cpu_ns() - queue0
+        compute, side = stream_busy_ns(threads0, thread_cpu_ns())  # synchronized: the streams' share is all in
         # Calls into the runtime per launch of the loop, by kind (the host's own and a tool's): a tool's share is the
         # difference from a run without it.
         for kind, n in call_counters(rt).items():
@@ -86,6 +88,9 @@ def main():
         print(f"launch_cpu_ns_per_kernel {(cpu + queue) / args.kernels:.0f}")
         print(f"phase1_cpu_ns_per_kernel {cpu / args.kernels:.0f}")
         print(f"queue_cpu_ns_per_kernel {queue / args.kernels:.0f}")
+        # The streams' workers' CPU per kernel: the device's busy time in the stand-in (the critical path on a device).
+        print(f"compute_stream_cpu_ns_per_kernel {compute / args.kernels:.0f}")
+        print(f"side_streams_cpu_ns_per_kernel {side / args.kernels:.0f}")
         args.kernels = 0
         if args.no_checksum:
             return

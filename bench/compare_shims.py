@@ -6,12 +6,17 @@ noisy: only ratios taken in one run mean anything). Both libraries run against t
 Per task (--tasks; the statistics task by default):
   - bench_writer_workload.py's launch loop (Add of 1,024 float32, tiny_npu with its task queue, TASK_QUEUE_ENABLE=1
     unless --env says otherwise): CPU time of the Python thread (aclnn phase 1 runs there) and of the queue thread
-    (phase 2), per captured kernel, and the loop's wall time;
+    (phase 2), per captured kernel, the loop's wall time, and the stream workers' busy CPU per kernel (below);
   - the host calls per captured kernel, by kind, counted by the stand-in (fakecann/call_counters.h) over the same
     loop: what the shim adds is the difference from the run without it (deterministic: one run is enough);
   - the step time of each --workload: examples/train.py (`train`, the default: tensors of 1 to 8,192 elements) and
     examples/llm_train.py (`llm`: a bf16 decoder-only transformer, tensors of up to 4 Mi elements, FlashAttention's
     compressed causal mask among them).
+  - over the steps, the busy time per step of the stand-in's stream workers (their threads' CPU from
+    /proc/PID/task/*/schedstat, told apart by their names, fake_stream<N>): the compute stream's (the busiest worker:
+    where the host's kernels, and the shim's copies and reductions in stream order, run) and the other streams'
+    together (any side stream the host or the shim makes). It is the critical path a real device would serialize, and
+    it does not depend on how many cores the machine has.
 
     bench/compare_shims.py [--a OLD/lib/libmsprobe_shim.so] --b NEW/lib/libmsprobe_shim.so [--rounds 7]
         [--tasks statistics,tensor,flight] [--workload train,llm] [--llm-args "--moe"] [--env KEY=VALUE ...]
@@ -27,6 +32,8 @@ import tempfile
 import time
 from statistics import median
 
+from stream_cpu import STREAM_THREAD, any_stream, stream_busy_ns, thread_cpu_ns
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 WORKLOAD = os.path.join(HERE, "bench_writer_workload.py")
@@ -39,9 +46,13 @@ LOOP = [
     ("queue thread's CPU, ns per kernel (phase 2)", "queue_cpu_ns_per_kernel"),
     ("launching threads' CPU, ns per kernel (both)", "launch_cpu_ns_per_kernel"),
     ("launch loop's wall time, ns per kernel", "launch_ns_per_kernel"),
+    ("compute stream's busy CPU, ns per kernel", "compute_stream_cpu_ns_per_kernel"),
+    ("other streams' busy CPU, ns per kernel", "side_streams_cpu_ns_per_kernel"),
 ]
 # The step-time workloads: (script, row label, warm-up steps left out).
-WORKLOADS = {"train": (TRAIN, "train.py step, ms", 5), "llm": (LLM, "llm_train.py step, ms", 3)}
+WORKLOADS = {"train": (TRAIN, "train.py", 5), "llm": (LLM, "llm_train.py", 3)}
+# What step_ms measures besides the step: row labels, each after the workload's script name.
+STEP_ROWS = ("step, ms", "compute stream's busy CPU per step, ms", "other streams' busy CPU per step, ms")
 CALL_KINDS = ["phase1", "phase2", "argument_created", "argument_destroyed", "executor_address", "executor_repeatable",
               "executor_destroyed", "copy", "event_record", "event_wait", "kernel_launch"]
 
@@ -64,21 +75,42 @@ def launch_loop(env, kernels):
 
 
 def step_ms(env, script, steps, skip, extra=()):
-    """Mean time between step lines after the first `skip` steps."""
+    """Mean time between step lines after the first `skip` steps, and the stream workers' busy ms per step over the
+    same steps (stream_busy_ns: sampled as each bounding line arrives; the host syncs before printing its loss)."""
     p = subprocess.Popen([sys.executable, script, "--steps", str(steps), *extra], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    arrivals = []
+    arrivals, samples = [], {}
     for line in p.stdout:
         if line.startswith("step ") and "loss" in line:
             arrivals.append(time.monotonic())
+            # The last lines may come when the host is already ending (its streams gone): the last three are read.
+            if len(arrivals) == skip + 1 or len(arrivals) >= steps - 2:
+                samples[len(arrivals) - 1] = thread_cpu_ns(p.pid)
     err = p.stderr.read()
     if p.wait() != 0 or len(arrivals) != steps:
         raise RuntimeError(f"{os.path.basename(script)} failed after {len(arrivals)} steps: {err[-2000:]}")
-    return (arrivals[-1] - arrivals[skip]) / (steps - 1 - skip) * 1e3
+    last = max(i for i, threads in samples.items() if i == skip or any_stream(threads))
+    if last == skip:
+        raise RuntimeError(f"{os.path.basename(script)}: no {STREAM_THREAD}<N> thread seen in its last steps "
+                           "(is the stand-in older than its named stream workers?)")
+    compute, side = stream_busy_ns(samples[skip], samples[last])
+    return ((arrivals[-1] - arrivals[skip]) / (steps - 1 - skip) * 1e3, compute / (last - skip) / 1e6,
+            side / (last - skip) / 1e6)
 
 
 def fmt(label, v):
     return f"{v:,.0f}" if "ns" in label else f"{v:.2f}"
+
+
+def over(label, v, n):
+    """What a configuration adds to no shim's figure, and their ratio where it has one."""
+    return f"{fmt(label, v - n)} ({v / n:.2f}x)" if n else fmt(label, v - n)
+
+
+def ratio(xs, ys):
+    """The median of the per-round ratios y / x (rounds with x = 0 left out), or "-"."""
+    r = [y / x for x, y in zip(xs, ys) if x]
+    return f"{median(r):.2f}" if r else "-"
 
 
 def print_task(task, rows, libs):
@@ -94,11 +126,9 @@ def print_task(task, rows, libs):
         cells = [fmt(label, n)]
         if have_a:
             a = median(got["A"])
-            cells += [fmt(label, a), fmt(label, b), f"{fmt(label, a - n)} ({a / n:.2f}x)",
-                      f"{fmt(label, b - n)} ({b / n:.2f}x)",
-                      f"{median(bb / aa for aa, bb in zip(got['A'], got['B'])):.2f}"]
+            cells += [fmt(label, a), fmt(label, b), over(label, a, n), over(label, b, n), ratio(got["A"], got["B"])]
         else:
-            cells += [fmt(label, b), f"{fmt(label, b - n)} ({b / n:.2f}x)"]
+            cells += [fmt(label, b), over(label, b, n)]
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
@@ -177,7 +207,7 @@ def main():
                                        "MSPROBE_DUMP_PATH": dump})
 
         configs = ["none"] + list(libs)
-        step_rows = [(label, None) for (_, label, _), _, _ in runs.values()]
+        step_rows = [(f"{name} {row}", None) for (_, name, _), _, _ in runs.values() for row in STEP_ROWS]
         rows = {t: {label: {} for label, _ in ([] if a.no_loop else LOOP) + step_rows} for t in tasks}
         calls = {t: {} for t in tasks}
         for r in range(a.rounds):
@@ -196,9 +226,10 @@ def main():
                         for label, key in LOOP:
                             rows[task][label].setdefault(which, []).append(got[key])
                         calls[task].setdefault(which, got)
-                    for (script, label, skip), steps, args in runs.values():
-                        ms = step_ms(env_for(which, task), script, steps, skip, args)
-                        rows[task][label].setdefault(which, []).append(ms)
+                    for (script, name, skip), steps, args in runs.values():
+                        got = step_ms(env_for(which, task), script, steps, skip, args)
+                        for row, v in zip(STEP_ROWS, got):
+                            rows[task][f"{name} {row}"].setdefault(which, []).append(v)
             print(f"  round {r + 1}/{a.rounds}", file=sys.stderr)
 
     desc = ", ".join(f"{w} = `{p}`" for w, p in libs.items())
