@@ -45,7 +45,8 @@ HOME = {
     "HcclAllReduce": ("hccl", "hccl"), "HcclBarrier": ("hccl", "hccl"), "HcclSend": ("hccl", "hccl"),
     "HcclAlltoAllV": ("hccl", "hccl"),
 }
-SYSTEM = re.compile(r"^(libc|libm|libstdc\+\+|libgcc_s|libelf|libpthread|libdl|librt|ld-linux.*)\.so")
+# The system's libraries, and the sanitizers' runtimes a sanitized build links every object with (scripts/sanitize.sh).
+SYSTEM = re.compile(r"^(libc|libm|libstdc\+\+|libgcc_s|libelf|libpthread|libdl|librt|ld-linux.*|lib[at]san|libubsan)\.so")
 NEEDED_9X = {
     "acl_rt": {"ascend_dump", "runtime"}, "ascend_dump": {"runtime"},
     "acl_op_executor": {"acl_rt", "ascend_dump", "runtime"},

@@ -98,6 +98,7 @@ struct Stream {
   uint64_t enqueued = 0, completed = 0;
   bool stopping = false;
   std::atomic<bool> aborting{false};  // destroyed by force: a task waiting on the device gives up (worker_wait_until)
+  std::atomic<int> pins{0};  // threads synchronizing every stream (a device reset) still looking at this one
   int sticky_error = 0;
   std::string error_text;
   std::thread worker;

@@ -159,6 +159,9 @@ bool stream_destroy(Stream *s, bool force) {
   }
   s->work_cv.notify_all();
   if (s->worker.joinable()) s->worker.join();
+  // Another thread resetting its device may be synchronizing this stream still (synchronize_all_streams): it is done
+  // at once (the stream is idle now), then the memory goes.
+  while (s->pins.load(std::memory_order_acquire) != 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
   delete s;
   return true;
 }
@@ -258,7 +261,8 @@ int wait_idle(Stream *s, int32_t timeout_ms, bool refuse_capturing) {
     return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
   }
   uint64_t target = s->enqueued;
-  auto done = [s, target] { return s->completed >= target; };
+  // min: tasks a forced destroy drops (aclrtDestroyStreamForce) never complete, and are no longer waited for.
+  auto done = [s, target] { return s->completed >= std::min(target, s->enqueued); };
   if (timeout_ms >= 0) {
     if (!s->idle_cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), done))
       return rt_error(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
@@ -289,11 +293,13 @@ int synchronize_all_streams() {
   {
     std::lock_guard<std::mutex> lk(g_registry_mu);
     copy = *g_streams;
+    for (Stream *s : copy) s->pins.fetch_add(1, std::memory_order_relaxed);  // not deleted under us (stream_destroy)
   }
   int first = 0;
   for (Stream *s : copy) {
     int e = wait_idle(s, -1, false);  // a capturing stream's earlier tasks too
     if (first == 0) first = e;
+    s->pins.fetch_sub(1, std::memory_order_release);
   }
   return first;
 }
