@@ -7,12 +7,14 @@ test's python3 come first on PATH, ASCEND_HOME_PATH=build/fake_cann and PYTHONPA
 (usage, code, commands that need what a test machine lacks, such as mpirun) are not run.
 """
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import sanitizer_preload
 import shimtest
 from doc_examples import console_examples, missing
 
@@ -34,13 +36,23 @@ def workdir(tmp_path):
     return env
 
 
+def sanitized(command):
+    """The command as a sanitized build must run it: the sanitizer's runtime before the shim in its LD_PRELOAD, as
+    sanitizer_preload puts it in every other test's children (the doc's command sets LD_PRELOAD itself)."""
+    first = sanitizer_preload.PREFIX.split()
+    if not first:
+        return command
+    return re.sub(r"LD_PRELOAD=(\S+)", lambda m: 'LD_PRELOAD="' + " ".join(first[:1] + [m.group(1)] + first[1:]) + '"',
+                  command)
+
+
 @pytest.mark.parametrize("doc", ["inspect.md", "report.md"])
 def test_the_docs_examples_print_what_they_quote(doc, tmp_path):
     steps = examples(SOURCE / "docs" / doc)
     assert steps, f"docs/{doc} has no console example"
     env = workdir(tmp_path)
     for command, status, quoted in steps:
-        r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
+        r = subprocess.run(["bash", "-c", sanitized(command)], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=600)
         said = f"docs/{doc}: $ {command}\nexit {r.returncode}\n--- stdout\n{r.stdout}\n--- stderr\n{r.stderr}"
         assert r.returncode == status, f"exit status {r.returncode}, the doc says {status}\n{said}"
