@@ -33,19 +33,21 @@ namespace {
 
 std::atomic<uint32_t> g_next_ipc{0};
 
+// The shared memory's file under /dev/shm, opened with open(2) rather than shm_open(3), which lives in librt before
+// glibc 2.34: the stand-in also runs on Debian 11 (scripts/test_compat.sh) without a librt dependency.
 std::string shm_name(uint64_t id) {
   char name[64];
-  std::snprintf(name, sizeof(name), "/fake_cann_ipc_event_%016llx", (unsigned long long)id);
+  std::snprintf(name, sizeof(name), "/dev/shm/fake_cann_ipc_event_%016llx", (unsigned long long)id);
   return name;
 }
 
 IpcShared *map_shared(uint64_t id, bool create) {
   const std::string name = shm_name(id);
-  const int fd = shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600);
+  const int fd = ::open(name.c_str(), (create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR) | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return nullptr;
   if (create && ftruncate(fd, sizeof(IpcShared)) != 0) {
     close(fd);
-    shm_unlink(name.c_str());
+    ::unlink(name.c_str());
     return nullptr;
   }
   void *p = mmap(nullptr, sizeof(IpcShared), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -95,7 +97,7 @@ uint64_t ipc_event_handle(Event *e) { return e->ipc != nullptr ? e->ipc_id : 0; 
 // The mapping stays (tasks already enqueued may still use it, as the event itself stays); the creator's destroy
 // removes the name, so that no process opens it any more.
 void ipc_release(Event *e) {
-  if (e->ipc != nullptr && e->ipc_creator) shm_unlink(shm_name(e->ipc_id).c_str());
+  if (e->ipc != nullptr && e->ipc_creator) ::unlink(shm_name(e->ipc_id).c_str());
 }
 
 void ipc_record(Event *e, Stream *s) {
