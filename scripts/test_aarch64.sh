@@ -101,9 +101,11 @@ export PATH=$toolbin:$PATH
 # need the arm64 python3 as the test interpreter (MSPROBE_AARCH64_PYTHON=1); the others start C++ programs
 # (acl_app, msprobe-inspect, format_probe, ...) and check their output with the host's python3 and numpy.
 # MSPROBE_AARCH64_EXCLUDE overrides the list (empty: run everything).
-needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|aclnn_ops|pta_cache)|examples\..*)$'
-needs_target_python+='|^integration\.[a-z]+\.test_(train|graph_train|demo|readme|ms_kbk|pynative|msprobe_rules'
-needs_target_python+='|inspect(_compare|_replay|_flight|_ranks|_report|_old_form)?|shim_(config_errors|crash|capture_cost'
+needs_target_python='^unit\.(shim\.test_stacks_python|fake_cann\.test_(hccl_ctypes|hccl_alltoall|aclnn_ops|aclnn_moe|aclnn_mc2'
+needs_target_python+='|aclnn_transformer_ops|cast_minifloat|cast_minifloat_950|pta_cache|layouts)|examples\..*)$'
+needs_target_python+='|^integration\.[a-z]+\.test_(train|llm_train|llm_tasks|graph_train|demo|readme|ms_kbk|pynative'
+needs_target_python+='|msprobe_rules|inspect(_compare|_replay|_replay_llm|_flight|_ranks|_report|_old_form|_new_user|_docs|_llm)?'
+needs_target_python+='|shim_(config_errors|crash|capture_cost|races|races_hosts|layouts|acl_graphs'
 needs_target_python+='|custom_op|describe_faults|device_stats|dump|dump_modes|dump_ranks|flight|graph|hostile|kill_stress|linkage'
 needs_target_python+='|op_launch_path|process|pta_cache|rt_hccl|stacks'
 needs_target_python+='|tasks|writer)|dump_leaves|wheel)$'
