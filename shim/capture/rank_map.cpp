@@ -37,13 +37,11 @@ void RankMap::thread_device(int32_t device) {
 
 std::optional<uint32_t> RankMap::of_thread_launch() {
   resolve_environment();
-  if (env_rank_) return env_rank_;
-  if (t_device >= 0)
+  if (!env_rank_ && t_device >= 0) {
     if (auto it = device_rank_.find(t_device); it != device_rank_.end()) return it->second;
-  if (devices_.size() > 1 && t_device >= 0) return (uint32_t)t_device;
-  if (single_rank_) return single_rank_;
-  unranked_launches_ = true;
-  return std::nullopt;
+    if (devices_.size() > 1) return (uint32_t)t_device;
+  }
+  return without_thread_device();
 }
 
 bool RankMap::communicator_rank(uint32_t rank, int32_t device) {

@@ -24,10 +24,7 @@ class RankMap {
   std::optional<uint32_t> of_launch() {
     // Inline for the common process (one device, or ranks from the environment): no thread's device to look up.
     if (!environment_read_ || !device_rank_.empty() || devices_.size() > 1) return of_thread_launch();
-    if (env_rank_) return env_rank_;
-    if (single_rank_) return single_rank_;
-    unranked_launches_ = true;
-    return std::nullopt;
+    return without_thread_device();
   }
   // A communicator gave the calling thread's device `rank` (device -1: the calling thread's). True when kernels were
   // recorded without a rank before and this rank is to be adopted for them (once, in a process on one device).
@@ -44,6 +41,13 @@ class RankMap {
  private:
   void resolve_environment();
   std::optional<uint32_t> of_thread_launch();  // of_launch() by the calling thread's device
+  // The rank when no thread's device decides it (rules 1 and 4); records a launch that has none.
+  std::optional<uint32_t> without_thread_device() {
+    if (env_rank_) return env_rank_;
+    if (single_rank_) return single_rank_;
+    unranked_launches_ = true;
+    return std::nullopt;
+  }
   bool environment_read_ = false;
   std::optional<uint32_t> env_rank_;
   std::set<int32_t> devices_;
