@@ -16,27 +16,18 @@
 
 using namespace fakecann;
 
-namespace {
-
-aclError stream_of(aclrtStream stream, Stream **s) {
-  if (int e = require_context()) return e;
-  return resolve_stream(stream, s);
-}
-
-}  // namespace
-
 extern "C" {
 
 aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode) {
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return stream_begin_capture(s, (int)mode);
 }
 
 aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status, aclmdlRI *modelRI) {
   if (status == nullptr || modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   int st = 0;
   CapturedModel *m = nullptr;
   if (aclError e = stream_capture_info(s, &st, &m)) return e;
@@ -48,7 +39,7 @@ aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *statu
 aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) {
   if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   CapturedModel *m = nullptr;
   if (aclError e = stream_end_capture(s, &m)) return e;
   *modelRI = m;
@@ -57,7 +48,7 @@ aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI) {
 
 aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream) {
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   if (stream_capturing(s)) {
     set_error_message("aclmdlRIExecuteAsync on a capturing stream");
     return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
@@ -82,14 +73,14 @@ aclError aclmdlRIDebugJsonPrint(aclmdlRI modelRI, const char *path, uint32_t fla
 
 aclError aclmdlRICaptureTaskGrpBegin(aclrtStream stream) {
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return stream_task_group_begin(s);
 }
 
 aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle) {
   if (handle == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   TaskGroup *g = nullptr;
   if (aclError e = stream_task_group_end(s, &g)) return e;
   *handle = g;
@@ -98,13 +89,13 @@ aclError aclmdlRICaptureTaskGrpEnd(aclrtStream stream, aclrtTaskGrp *handle) {
 
 aclError aclmdlRICaptureTaskUpdateBegin(aclrtStream stream, aclrtTaskGrp handle) {
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return stream_task_update_begin(s, static_cast<TaskGroup *>(handle));
 }
 
 aclError aclmdlRICaptureTaskUpdateEnd(aclrtStream stream) {
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return stream_task_update_end(s);
 }
 
@@ -149,14 +140,14 @@ aclError aclmdlRIBuildBegin(aclmdlRI *modelRI, uint32_t flag) {
 aclError aclmdlRIBindStream(aclmdlRI modelRI, aclrtStream stream, uint32_t flag) {
   if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return model_bind_stream(static_cast<CapturedModel *>(modelRI), s, flag);
 }
 
 aclError aclmdlRIEndTask(aclmdlRI modelRI, aclrtStream stream) {
   if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return model_end_task(static_cast<CapturedModel *>(modelRI), s);
 }
 
@@ -168,7 +159,7 @@ aclError aclmdlRIBuildEnd(aclmdlRI modelRI, void *reserve) {
 aclError aclmdlRIUnbindStream(aclmdlRI modelRI, aclrtStream stream) {
   if (modelRI == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return model_unbind_stream(static_cast<CapturedModel *>(modelRI), s);
 }
 

@@ -12,15 +12,6 @@
 
 using namespace fakecann;
 
-namespace {
-
-aclError stream_of(aclrtStream stream, Stream **s) {
-  if (int e = require_context()) return e;
-  return resolve_stream(stream, s);
-}
-
-}  // namespace
-
 extern "C" {
 
 aclError aclrtCreateLabel(aclrtLabel *label) {
@@ -39,7 +30,7 @@ aclError aclrtDestroyLabel(aclrtLabel label) {
 aclError aclrtSetLabel(aclrtLabel label, aclrtStream stream) {
   if (label == nullptr || stream == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return label_set(static_cast<Label *>(label), s);
 }
 
@@ -69,7 +60,7 @@ aclError aclrtDestroyLabelList(aclrtLabelList labelList) {
 aclError aclrtSwitchLabelByIndex(void *ptr, uint32_t maxValue, aclrtLabelList labelList, aclrtStream stream) {
   if (ptr == nullptr || labelList == nullptr || stream == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   return label_switch_by_index(ptr, maxValue, labelList, s);
 }
 

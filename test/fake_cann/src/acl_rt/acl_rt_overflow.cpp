@@ -37,10 +37,6 @@ void *context_status() {
   return buf;
 }
 
-aclError stream_of(aclrtStream stream, Stream **s) {
-  if (int e = require_context()) return e;
-  return resolve_stream(stream, s);
-}
 
 }  // namespace
 
@@ -64,7 +60,7 @@ aclError aclrtGetDeviceSatMode(aclrtFloatOverflowMode *mode) {
 aclError aclrtSetStreamOverflowSwitch(aclrtStream stream, uint32_t flag) {
   if (flag > 1) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   stream_set_overflow_switch(s, flag);
   return ACL_SUCCESS;
 }
@@ -72,7 +68,7 @@ aclError aclrtSetStreamOverflowSwitch(aclrtStream stream, uint32_t flag) {
 aclError aclrtGetStreamOverflowSwitch(aclrtStream stream, uint32_t *flag) {
   if (flag == nullptr) return ACL_ERROR_INVALID_PARAM;
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   *flag = stream_overflow_switch(s);
   return ACL_SUCCESS;
 }
@@ -84,7 +80,7 @@ aclError aclrtGetOverflowStatus(void *outputAddr, size_t outputSize, aclrtStream
     return rt_error(ACL_ERROR_RT_PARAM_INVALID);
   }
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   if (stream_capturing(s)) return rt_error(ACL_ERROR_RT_STREAM_CAPTURED);
   if (device_host_alias(outputAddr, kStatusBytes) == nullptr) {
     set_error_message("aclrtGetOverflowStatus: outputAddr is not 64 bytes of device memory");
@@ -98,7 +94,7 @@ aclError aclrtGetOverflowStatus(void *outputAddr, size_t outputSize, aclrtStream
 
 aclError aclrtResetOverflowStatus(aclrtStream stream) {
   Stream *s;
-  if (aclError e = stream_of(stream, &s)) return e;
+  if (aclError e = context_stream(stream, &s)) return e;
   void *status = context_status();
   return enqueue_device_task(
       stream, [=] { std::memset(device_bytes(status, kStatusBytes), 0, kStatusBytes); }, "OVERFLOW_STATUS_CLEAN");

@@ -20,6 +20,11 @@ FAKECANN_API int require_context();
 // rtDeviceReset (force = false) and aclrtResetDeviceForce (true). Returns an RT error code.
 FAKECANN_API int device_reset(int32_t dev, bool force);
 FAKECANN_API int resolve_stream(void *handle, Stream **out);
+// The stream an ACL entry point is given (null: the context's default), after its check that the thread has a context.
+inline int context_stream(void *handle, Stream **out) {
+  if (int e = require_context()) return e;
+  return resolve_stream(handle, out);
+}
 FAKECANN_API int memcpy_impl(void *dst, uint64_t destMax, const void *src, uint64_t cnt, rtMemcpyKind_t kind,
                              void *stream, bool async);
 FAKECANN_API int memset_impl(void *ptr, uint64_t destMax, uint32_t val, uint64_t cnt, void *stream, bool async);
